@@ -1,0 +1,1099 @@
+//! The endpoint: one reliable-datagram endpoint per process, with tagged
+//! messages, RMA reads and writes, 64-bit atomics and memory registration,
+//! driven by the progress engine of [`crate::progress`].
+//!
+//! Every libfabric call on the endpoint's objects is serialised by one mutex
+//! (the domain is opened with `FI_THREAD_DOMAIN`). Each posted operation gets
+//! a token, passed to libfabric as its context; whichever thread reads the
+//! completion queue (a waiting caller or the background progress thread)
+//! files the completion under its token, and the caller waiting for it picks
+//! it up.
+//!
+//! Liveness: every wait has a deadline ([`EndpointConfig::timeout`]), and a
+//! peer reported dead (see [`Endpoint::mark_dead`]) fails the operations
+//! waiting on it with [`Error::PeerDead`] after a short grace period in which
+//! the provider may still flush the operation's own completion. An operation
+//! abandoned that way is one whose peer is gone: no provider here writes into
+//! the local buffer of such an operation after the grace period.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use fabric_sys as sys;
+
+use crate::error::{check, strerror, Error, Result};
+use crate::handles::Handles;
+use crate::memory::{Access, LocalRegion, MemoryRegion, RemoteMemory};
+use crate::progress::{Backoff, ProgressMode, DEFAULT_MAX_SLEEP};
+use crate::provider::{MrMode, Provider};
+
+/// Bits of the wire tag that carry the sender's rank.
+const RANK_BITS: u32 = 24;
+const RANK_MASK: u64 = (1 << RANK_BITS) - 1;
+/// Largest user tag: the wire tag is `(tag << RANK_BITS) | sender_rank`.
+pub const MAX_TAG: u64 = (1 << (64 - RANK_BITS)) - 1;
+/// Largest job onesided's tag layout supports.
+pub const MAX_RANKS: u32 = 1 << RANK_BITS;
+/// How long an operation to a dead peer may still complete on its own.
+const DEAD_PEER_GRACE: Duration = Duration::from_millis(200);
+
+/// How to open an endpoint.
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// The provider.
+    pub provider: Provider,
+    /// `mr_mode` bits to request in the hints, on top of those onesided always
+    /// offers. Set [`MrMode::VERBS`] to make a provider that accepts them run
+    /// the verbs-style registration path.
+    pub mr_mode_request: MrMode,
+    /// Progress on calls only, or a background thread too.
+    pub progress: ProgressMode,
+    /// How long any one operation may wait for its peer.
+    pub timeout: Duration,
+    /// The longest sleep of a waiting thread's backoff.
+    pub max_sleep: Duration,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> EndpointConfig {
+        EndpointConfig {
+            provider: Provider::Shm,
+            mr_mode_request: MrMode::empty(),
+            progress: ProgressMode::Background,
+            timeout: Duration::from_secs(60),
+            max_sleep: DEFAULT_MAX_SLEEP,
+        }
+    }
+}
+
+impl EndpointConfig {
+    /// The configuration the environment asks for:
+    /// `ONESIDED_PROVIDER` (or `FI_PROVIDER`; default `shm`),
+    /// `ONESIDED_MR_MODE` (`default` or `verbs`),
+    /// `ONESIDED_PROGRESS` (`background`, the default, or `manual`),
+    /// `ONESIDED_TIMEOUT` (seconds, default 60).
+    ///
+    /// # Errors
+    /// [`Error::UnknownProvider`] or [`Error::BadEnv`].
+    pub fn from_env() -> Result<EndpointConfig> {
+        let mut config = EndpointConfig {
+            provider: Provider::from_env()?,
+            ..EndpointConfig::default()
+        };
+        if let Ok(value) = std::env::var("ONESIDED_MR_MODE") {
+            config.mr_mode_request = match value.as_str() {
+                "" | "default" => MrMode::empty(),
+                "verbs" => MrMode::VERBS,
+                _ => {
+                    return Err(Error::BadEnv {
+                        name: "ONESIDED_MR_MODE",
+                        value,
+                        why: "expected default or verbs",
+                    })
+                }
+            };
+        }
+        if let Ok(value) = std::env::var("ONESIDED_PROGRESS") {
+            config.progress = match value.as_str() {
+                "" | "background" => ProgressMode::Background,
+                "manual" => ProgressMode::Manual,
+                _ => {
+                    return Err(Error::BadEnv {
+                        name: "ONESIDED_PROGRESS",
+                        value,
+                        why: "expected background or manual",
+                    })
+                }
+            };
+        }
+        if let Ok(value) = std::env::var("ONESIDED_TIMEOUT") {
+            let secs: f64 = value
+                .parse()
+                .ok()
+                .filter(|s: &f64| *s > 0.0 && s.is_finite())
+                .ok_or_else(|| Error::BadEnv {
+                    name: "ONESIDED_TIMEOUT",
+                    value: value.clone(),
+                    why: "expected a positive number of seconds",
+                })?;
+            config.timeout = Duration::from_secs_f64(secs);
+        }
+        Ok(config)
+    }
+}
+
+/// What a receive got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// The sender.
+    pub from: u32,
+    /// The tag.
+    pub tag: u64,
+    /// Bytes received.
+    pub len: usize,
+}
+
+/// The wire tags of a message with `tag` from `me` to `peer` and from `peer`
+/// to `me`: `(tag << 24) | sender`.
+pub(crate) fn wire_tags(tag: u64, me: u32, peer: u32) -> Result<(u64, u64)> {
+    if tag > MAX_TAG {
+        return Err(Error::OutOfRange {
+            what: "message tag",
+            offset: tag,
+            len: 1,
+            size: MAX_TAG + 1,
+        });
+    }
+    Ok((
+        (tag << RANK_BITS) | u64::from(me),
+        (tag << RANK_BITS) | u64::from(peer),
+    ))
+}
+
+/// The state of one posted operation.
+enum Slot {
+    Pending,
+    Done(std::result::Result<Finished, FailedCompletion>),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Finished {
+    len: usize,
+    tag: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct FailedCompletion {
+    code: i32,
+    provider_code: i32,
+    len: usize,
+    overflow: usize,
+    tag: u64,
+}
+
+/// Everything behind the endpoint mutex.
+pub(crate) struct Core {
+    pub handles: Handles,
+    addrs: Vec<sys::fi_addr_t>,
+    slots: HashMap<u64, Slot>,
+    next_token: u64,
+}
+
+impl Core {
+    /// Reads the completion queue dry, filing completions under their tokens.
+    /// Returns how many it read.
+    fn poll(&mut self) -> usize {
+        const BATCH: usize = 16;
+        let mut total = 0;
+        loop {
+            let mut entries = [sys::fi_cq_tagged_entry::default(); BATCH];
+            // SAFETY: the CQ is open and was opened with the tagged format;
+            // `entries` has room for BATCH entries of that format.
+            let n = unsafe {
+                sys::fi_cq_read(
+                    self.handles.cq,
+                    entries.as_mut_ptr().cast::<c_void>(),
+                    BATCH,
+                )
+            };
+            if n > 0 {
+                let n = n as usize;
+                for entry in &entries[..n] {
+                    self.finish(
+                        entry.op_context as u64,
+                        Ok(Finished {
+                            len: entry.len,
+                            tag: entry.tag,
+                        }),
+                    );
+                }
+                total += n;
+                if n < BATCH {
+                    return total;
+                }
+            } else if n == -(sys::FI_EAVAIL as isize) {
+                let mut err = sys::fi_cq_err_entry::default();
+                // SAFETY: the CQ is open and reports an error entry; err is a
+                // valid, zeroed fi_cq_err_entry (err_data null: none wanted).
+                let got = unsafe { sys::fi_cq_readerr(self.handles.cq, &mut err, 0) };
+                if got <= 0 {
+                    return total;
+                }
+                self.finish(
+                    err.op_context as u64,
+                    Err(FailedCompletion {
+                        // Providers disagree on the sign (shm negative).
+                        code: err.err.saturating_abs(),
+                        provider_code: err.prov_errno.saturating_abs(),
+                        len: err.len,
+                        overflow: err.olen,
+                        tag: err.tag,
+                    }),
+                );
+                total += 1;
+            } else {
+                return total;
+            }
+        }
+    }
+
+    fn finish(&mut self, token: u64, outcome: std::result::Result<Finished, FailedCompletion>) {
+        // Completions of abandoned operations find no slot and are dropped.
+        if let Some(slot) = self.slots.get_mut(&token) {
+            *slot = Slot::Done(outcome);
+        }
+    }
+
+    pub(crate) fn addr(&self, rank: u32) -> Result<sys::fi_addr_t> {
+        self.addrs
+            .get(rank as usize)
+            .copied()
+            .ok_or(Error::InvalidRank {
+                rank,
+                size: self.addrs.len() as u32,
+            })
+    }
+}
+
+/// State shared by the endpoint, its memory regions and its background
+/// thread.
+pub(crate) struct Shared {
+    core: Mutex<Core>,
+    pub provider: Provider,
+    pub mr_mode: MrMode,
+    inject_size: usize,
+    pub(crate) local_regions: Mutex<Vec<LocalRegion>>,
+    next_key: AtomicU64,
+    dead: Mutex<HashSet<u32>>,
+    any_dead: AtomicBool,
+    /// Bumped by every progress call of the application, so the background
+    /// thread can tell it need not poll.
+    app_progress: AtomicU64,
+    stop: AtomicBool,
+    timeout: Duration,
+    max_sleep: Duration,
+    cq_fd: Option<i32>,
+    auto_progress: bool,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Core> {
+        // A panic while holding the lock cannot leave libfabric objects in a
+        // state worse than the panic itself; keep going.
+        self.core.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn next_key(&self) -> u64 {
+        self.next_key.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn mark_dead(&self, rank: u32) {
+        self.dead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(rank);
+        self.any_dead.store(true, Ordering::Release);
+    }
+
+    fn is_dead(&self, rank: u32) -> bool {
+        self.any_dead.load(Ordering::Acquire)
+            && self
+                .dead
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&rank)
+    }
+
+    /// The descriptor of a local buffer inside one of this endpoint's
+    /// regions, or null.
+    pub(crate) fn desc_of(&self, ptr: usize, len: usize) -> *mut c_void {
+        self.local_desc(ptr, len).unwrap_or(ptr::null_mut())
+    }
+
+    pub(crate) fn inject_size(&self) -> usize {
+        self.inject_size
+    }
+
+    fn local_desc(&self, ptr: usize, len: usize) -> Option<*mut c_void> {
+        self.local_regions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|r| ptr >= r.start && ptr + len <= r.start + r.len)
+            .map(|r| r.desc as *mut c_void)
+    }
+}
+
+/// One reliable-datagram endpoint with its address vector, completion queue
+/// and progress engine. Ranks are the order in which peer names were given
+/// to [`Endpoint::connect`].
+pub struct Endpoint {
+    shared: Arc<Shared>,
+    rank: u32,
+    size: u32,
+    background: Option<JoinHandle<()>>,
+}
+
+/// A local buffer's descriptor for one operation: found among this
+/// endpoint's regions, or a registration made for the operation alone.
+struct LocalDesc {
+    desc: *mut c_void,
+    temporary: *mut sys::fid_mr,
+}
+
+impl LocalDesc {
+    fn close(self) {
+        if !self.temporary.is_null() {
+            // SAFETY: a registration made by local_desc for one operation that
+            // has completed (or been abandoned); closed once.
+            unsafe { sys::fi_close(self.temporary.cast()) };
+        }
+    }
+}
+
+impl Endpoint {
+    /// Opens an endpoint. It knows no peers until [`Endpoint::connect`].
+    ///
+    /// # Errors
+    /// [`Error::ProviderUnavailable`] when the provider cannot give an RDM
+    /// endpoint with tagged messages, RMA and atomics; [`Error::Fabric`] when
+    /// opening one of its objects fails.
+    pub fn open(config: &EndpointConfig) -> Result<Endpoint> {
+        let offered = MrMode::VIRT_ADDR
+            | MrMode::ALLOCATED
+            | MrMode::PROV_KEY
+            | MrMode::ENDPOINT
+            | config.mr_mode_request;
+        let handles = Handles::open(config.provider, offered, config.progress)?;
+        let granted = handles.granted;
+        let shared = Arc::new(Shared {
+            provider: config.provider,
+            mr_mode: granted.mr_mode,
+            inject_size: granted.inject_size,
+            local_regions: Mutex::new(Vec::new()),
+            next_key: AtomicU64::new(1),
+            dead: Mutex::new(HashSet::new()),
+            any_dead: AtomicBool::new(false),
+            app_progress: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            timeout: config.timeout,
+            max_sleep: config.max_sleep,
+            cq_fd: handles.cq_fd,
+            auto_progress: granted.auto_progress,
+            core: Mutex::new(Core {
+                handles,
+                addrs: Vec::new(),
+                slots: HashMap::new(),
+                next_token: 1,
+            }),
+        });
+        let background = match config.progress {
+            ProgressMode::Manual => None,
+            ProgressMode::Background => {
+                let shared = Arc::clone(&shared);
+                Some(
+                    std::thread::Builder::new()
+                        .name("onesided-progress".into())
+                        .spawn(move || background_progress(&shared))
+                        .map_err(|e| Error::io("starting the progress thread", e))?,
+                )
+            }
+        };
+        Ok(Endpoint {
+            shared,
+            rank: 0,
+            size: 1,
+            background,
+        })
+    }
+
+    /// This endpoint's address, to hand to peers (a few dozen bytes).
+    ///
+    /// # Errors
+    /// [`Error::Fabric`] when `fi_getname` fails.
+    pub fn name(&self) -> Result<Vec<u8>> {
+        self.shared.lock().handles.name()
+    }
+
+    /// Learns every rank's address: `names[r]` is rank `r`'s
+    /// [`Endpoint::name`], and `rank` is this endpoint's own. Costs no
+    /// traffic: connections are made on first use.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRank`] when `rank` is not below `names.len()` or there
+    /// are more than [`MAX_RANKS`] names; [`Error::Fabric`] when
+    /// `fi_av_insert` refuses a name.
+    pub fn connect(&mut self, rank: u32, names: &[Vec<u8>]) -> Result<()> {
+        let size = u32::try_from(names.len())
+            .ok()
+            .filter(|&n| n <= MAX_RANKS)
+            .ok_or(Error::InvalidRank {
+                rank: MAX_RANKS,
+                size: MAX_RANKS,
+            })?;
+        if rank >= size {
+            return Err(Error::InvalidRank { rank, size });
+        }
+        let mut core = self.shared.lock();
+        let mut addrs = Vec::with_capacity(names.len());
+        for name in names {
+            addrs.push(core.handles.insert_address(name)?);
+        }
+        core.addrs = addrs;
+        drop(core);
+        self.rank = rank;
+        self.size = size;
+        Ok(())
+    }
+
+    /// This process's rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// Number of ranks.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// The provider in use.
+    pub fn provider(&self) -> Provider {
+        self.shared.provider
+    }
+
+    /// The `mr_mode` bits the provider granted, which this endpoint honours.
+    pub fn mr_mode(&self) -> MrMode {
+        self.shared.mr_mode
+    }
+
+    /// Whether the provider moves data without calls into it (tcp with
+    /// `FI_PROGRESS_AUTO`).
+    pub fn auto_progress(&self) -> bool {
+        self.shared.auto_progress
+    }
+
+    /// Records that `rank` has died: operations waiting on it fail with
+    /// [`Error::PeerDead`], and new ones to it fail at once.
+    pub fn mark_dead(&self, rank: u32) {
+        self.shared.mark_dead(rank);
+    }
+
+    /// The ranks known to have died, in increasing order.
+    pub fn dead_ranks(&self) -> Vec<u32> {
+        let mut dead: Vec<u32> = self
+            .shared
+            .dead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        dead.sort_unstable();
+        dead
+    }
+
+    /// Makes progress once: reads the completion queue, which also drives
+    /// the provider's data movement. Returns the completions read.
+    pub fn progress(&self) -> usize {
+        self.shared.app_progress.fetch_add(1, Ordering::Relaxed);
+        self.shared.lock().poll()
+    }
+
+    /// Registers `len` bytes of fresh zeroed memory for `access` by peers.
+    ///
+    /// # Errors
+    /// [`Error::Fabric`] when `fi_mr_reg` (or, under `FI_MR_ENDPOINT`,
+    /// binding it) fails; [`Error::Io`] when memory runs out.
+    pub fn register(&self, len: usize, access: Access) -> Result<MemoryRegion> {
+        MemoryRegion::register(Arc::clone(&self.shared), len, access)
+    }
+
+    fn check_peer(&self, rank: u32, op: &'static str) -> Result<()> {
+        if rank >= self.size {
+            return Err(Error::InvalidRank {
+                rank,
+                size: self.size,
+            });
+        }
+        if self.shared.is_dead(rank) {
+            return Err(Error::PeerDead { op, rank });
+        }
+        Ok(())
+    }
+
+    /// The descriptor for a local buffer when the provider wants one.
+    fn local_desc(&self, core: &Core, ptr: *const u8, len: usize) -> Result<LocalDesc> {
+        let mut out = LocalDesc {
+            desc: ptr::null_mut(),
+            temporary: ptr::null_mut(),
+        };
+        if !self.shared.mr_mode.contains(MrMode::LOCAL) {
+            return Ok(out);
+        }
+        if let Some(desc) = self.shared.local_desc(ptr as usize, len) {
+            out.desc = desc;
+            return Ok(out);
+        }
+        let mut mr: *mut sys::fid_mr = ptr::null_mut();
+        // SAFETY: the domain is open; ptr..ptr+len is a live buffer borrowed
+        // for the whole operation, and the registration is closed (by
+        // LocalDesc::close) before the borrow ends.
+        check("fi_mr_reg", unsafe {
+            sys::fi_mr_reg(
+                core.handles.domain,
+                ptr.cast::<c_void>(),
+                len.max(1),
+                sys::FI_READ | sys::FI_WRITE | sys::FI_SEND | sys::FI_RECV,
+                0,
+                self.shared.next_key(),
+                0,
+                &mut mr,
+                ptr::null_mut(),
+            )
+        })?;
+        out.temporary = mr;
+        if self.shared.mr_mode.contains(MrMode::ENDPOINT) {
+            // SAFETY: mr and the endpoint are open.
+            let bound = check("fi_mr_bind", unsafe {
+                sys::fi_mr_bind(mr, core.handles.ep_fid(), 0)
+            })
+            // SAFETY: mr is open and bound.
+            .and_then(|()| check("fi_mr_enable", unsafe { sys::fi_mr_enable(mr) }));
+            if let Err(e) = bound {
+                out.close();
+                return Err(e);
+            }
+        }
+        // SAFETY: mr is an open registration.
+        out.desc = unsafe { sys::fi_mr_desc(mr) };
+        Ok(out)
+    }
+
+    /// Posts one operation with `post(core, peer address, context)`,
+    /// retrying while the provider says `FI_EAGAIN`. Returns the token to wait
+    /// on, or `None` for an operation that produces no completion (inject).
+    fn post(
+        &self,
+        op: &'static str,
+        rank: u32,
+        buffer: (*const u8, usize),
+        completes: bool,
+        mut post: impl FnMut(&Core, sys::fi_addr_t, *mut c_void, *mut c_void) -> isize,
+    ) -> Result<Option<(u64, LocalDesc)>> {
+        self.check_peer(rank, op)?;
+        let deadline = Instant::now() + self.shared.timeout;
+        let mut backoff = Backoff::new(self.shared.max_sleep);
+        loop {
+            let mut core = self.shared.lock();
+            let addr = core.addr(rank)?;
+            let token = core.next_token;
+            let desc = self.local_desc(&core, buffer.0, buffer.1)?;
+            let ret = post(&core, addr, token as *mut c_void, desc.desc);
+            if ret == 0 {
+                if !completes {
+                    desc.close();
+                    return Ok(None);
+                }
+                core.next_token += 1;
+                core.slots.insert(token, Slot::Pending);
+                return Ok(Some((token, desc)));
+            }
+            desc.close();
+            if ret != -(sys::FI_EAGAIN as isize) {
+                let code = i32::try_from(-ret).unwrap_or(i32::MAX);
+                return Err(Error::Completion {
+                    op,
+                    rank,
+                    code,
+                    provider_code: 0,
+                    text: strerror(code),
+                });
+            }
+            // The provider's queues are full: make progress, then retry.
+            core.poll();
+            drop(core);
+            self.shared.app_progress.fetch_add(1, Ordering::Relaxed);
+            if self.shared.is_dead(rank) {
+                return Err(Error::PeerDead { op, rank });
+            }
+            if Instant::now() > deadline {
+                return Err(Error::Timeout {
+                    op,
+                    rank,
+                    after: self.shared.timeout,
+                });
+            }
+            backoff.pause();
+        }
+    }
+
+    /// Waits for the operation `token` to `rank`, making progress.
+    fn wait(&self, op: &'static str, rank: u32, token: u64, desc: LocalDesc) -> Result<Finished> {
+        let result = self.wait_token(op, rank, token);
+        if result.is_ok()
+            || !matches!(
+                result,
+                Err(Error::PeerDead { .. }) | Err(Error::Timeout { .. })
+            )
+        {
+            let core = self.shared.lock();
+            desc.close();
+            drop(core);
+        }
+        // An abandoned operation keeps its temporary registration: the
+        // provider may still hold it.
+        result
+    }
+
+    fn wait_token(&self, op: &'static str, rank: u32, token: u64) -> Result<Finished> {
+        let mut deadline = Instant::now() + self.shared.timeout;
+        let mut backoff = Backoff::new(self.shared.max_sleep);
+        let mut dead_seen = false;
+        loop {
+            {
+                let mut core = self.shared.lock();
+                if matches!(core.slots.get(&token), Some(Slot::Pending)) {
+                    core.poll();
+                }
+                if let Some(Slot::Done(_)) = core.slots.get(&token) {
+                    let Some(Slot::Done(outcome)) = core.slots.remove(&token) else {
+                        unreachable!("slot checked above");
+                    };
+                    return outcome.map_err(|f| {
+                        if f.code == sys::FI_ETRUNC as i32 {
+                            Error::Truncated {
+                                rank: (f.tag & RANK_MASK) as u32,
+                                tag: f.tag >> RANK_BITS,
+                                len: f.len + f.overflow,
+                                capacity: f.len,
+                            }
+                        } else {
+                            Error::Completion {
+                                op,
+                                rank,
+                                code: f.code,
+                                provider_code: f.provider_code,
+                                text: strerror(f.code),
+                            }
+                        }
+                    });
+                }
+            }
+            self.shared.app_progress.fetch_add(1, Ordering::Relaxed);
+            if !dead_seen && self.shared.is_dead(rank) {
+                dead_seen = true;
+                deadline = Instant::now() + DEAD_PEER_GRACE;
+            }
+            if Instant::now() > deadline {
+                self.abandon(token);
+                return Err(if dead_seen {
+                    Error::PeerDead { op, rank }
+                } else {
+                    Error::Timeout {
+                        op,
+                        rank,
+                        after: self.shared.timeout,
+                    }
+                });
+            }
+            backoff.pause();
+        }
+    }
+
+    /// Gives up on an operation: cancels it where the provider can (posted
+    /// receives) and forgets its slot.
+    fn abandon(&self, token: u64) {
+        let mut core = self.shared.lock();
+        // SAFETY: the endpoint is open; the context is a token this endpoint
+        // posted. fi_cancel of an unknown or finished context is harmless.
+        unsafe { sys::fi_cancel(core.handles.ep_fid(), token as *mut c_void) };
+        core.poll();
+        core.slots.remove(&token);
+    }
+
+    /// Sends `data` to `to` with `tag`; returns when `data` may be reused.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRank`], [`Error::OutOfRange`] for a tag above
+    /// [`MAX_TAG`], [`Error::PeerDead`], [`Error::Timeout`], or
+    /// [`Error::Completion`] naming the peer and libfabric's error.
+    pub fn send(&self, to: u32, tag: u64, data: &[u8]) -> Result<()> {
+        let (wire, _) = wire_tags(tag, self.rank, to)?;
+        let inject = data.len() <= self.shared.inject_size;
+        let posted = self.post(
+            "send",
+            to,
+            (data.as_ptr(), data.len()),
+            !inject,
+            |core, addr, ctx, desc| {
+                if inject {
+                    // SAFETY: the endpoint is open; data is valid for its length
+                    // and copied by the provider before fi_tinject returns.
+                    unsafe {
+                        sys::fi_tinject(
+                            core.handles.ep,
+                            data.as_ptr().cast(),
+                            data.len(),
+                            addr,
+                            wire,
+                        )
+                    }
+                } else {
+                    // SAFETY: data stays borrowed until the completion is waited
+                    // for below; desc is its descriptor or null.
+                    unsafe {
+                        sys::fi_tsend(
+                            core.handles.ep,
+                            data.as_ptr().cast(),
+                            data.len(),
+                            desc,
+                            addr,
+                            wire,
+                            ctx,
+                        )
+                    }
+                }
+            },
+        )?;
+        if let Some((token, desc)) = posted {
+            self.wait("send", to, token, desc)?;
+        }
+        Ok(())
+    }
+
+    /// Receives one message with `tag` from `from` (any rank when `None`)
+    /// into `buf`.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] when the message is larger than `buf`;
+    /// [`Error::InvalidRank`], [`Error::PeerDead`], [`Error::Timeout`] (the
+    /// receive is cancelled), [`Error::Completion`].
+    pub fn recv(&self, from: Option<u32>, tag: u64, buf: &mut [u8]) -> Result<Received> {
+        let (_, wire) = wire_tags(tag, self.rank, from.unwrap_or(0))?;
+        let ignore: u64 = if from.is_some() { 0 } else { RANK_MASK };
+        // A receive from any rank is posted "to" the unspecified address; for
+        // liveness it is attributed to this rank itself.
+        let peer = from.unwrap_or(self.rank);
+        let capacity = buf.len();
+        let ptr = buf.as_mut_ptr();
+        let (token, desc) = self
+            .post(
+                "recv",
+                peer,
+                (ptr, capacity),
+                true,
+                |core, _addr, ctx, desc| {
+                    // SAFETY: buf stays mutably borrowed until the completion is
+                    // waited for below (or the receive is cancelled).
+                    unsafe {
+                        sys::fi_trecv(
+                            core.handles.ep,
+                            ptr.cast(),
+                            capacity,
+                            desc,
+                            sys::FI_ADDR_UNSPEC,
+                            wire,
+                            ignore,
+                            ctx,
+                        )
+                    }
+                },
+            )?
+            .expect("receives always complete");
+        let done = self.wait("recv", peer, token, desc)?;
+        Ok(Received {
+            from: (done.tag & RANK_MASK) as u32,
+            tag: done.tag >> RANK_BITS,
+            len: done.len,
+        })
+    }
+
+    /// Reads `buf.len()` bytes at `offset` of `from`'s region `remote` into
+    /// `buf`.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] when the bytes lie outside the region (nothing
+    /// is posted); [`Error::InvalidRank`], [`Error::PeerDead`],
+    /// [`Error::Timeout`], [`Error::Completion`].
+    pub fn read(
+        &self,
+        from: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<()> {
+        let address = remote.address_of(offset, buf.len() as u64, "read")?;
+        let key = remote.key;
+        let len = buf.len();
+        let ptr = buf.as_mut_ptr();
+        let (token, desc) = self
+            .post("read", from, (ptr, len), true, |core, addr, ctx, desc| {
+                // SAFETY: buf stays mutably borrowed until the completion is
+                // waited for below; address..address+len lies in the peer's
+                // registration (checked against its descriptor).
+                unsafe {
+                    sys::fi_read(
+                        core.handles.ep,
+                        ptr.cast(),
+                        len,
+                        desc,
+                        addr,
+                        address,
+                        key,
+                        ctx,
+                    )
+                }
+            })?
+            .expect("reads always complete");
+        self.wait("read", from, token, desc).map(drop)
+    }
+
+    /// Writes `data` at `offset` of `to`'s region `remote`; returns when
+    /// `data` may be reused (not necessarily in the target's memory yet: see
+    /// [`Endpoint::write_delivered`]).
+    ///
+    /// # Errors
+    /// As [`Endpoint::read`].
+    pub fn write(&self, to: u32, remote: &RemoteMemory, offset: u64, data: &[u8]) -> Result<()> {
+        self.write_with("write", to, remote, offset, data, 0)
+    }
+
+    /// Writes `data` at `offset` of `to`'s region `remote`; returns when the
+    /// bytes are in the target's memory (`FI_DELIVERY_COMPLETE`).
+    ///
+    /// # Errors
+    /// As [`Endpoint::read`].
+    pub fn write_delivered(
+        &self,
+        to: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<()> {
+        self.write_with(
+            "write_delivered",
+            to,
+            remote,
+            offset,
+            data,
+            sys::FI_DELIVERY_COMPLETE,
+        )
+    }
+
+    fn write_with(
+        &self,
+        op: &'static str,
+        to: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        data: &[u8],
+        flags: u64,
+    ) -> Result<()> {
+        let address = remote.address_of(offset, data.len() as u64, op)?;
+        let key = remote.key;
+        let (token, desc) = self
+            .post(
+                op,
+                to,
+                (data.as_ptr(), data.len()),
+                true,
+                |core, addr, ctx, desc| {
+                    let mut iov = libc::iovec {
+                        iov_base: data.as_ptr() as *mut c_void,
+                        iov_len: data.len(),
+                    };
+                    let mut desc = desc;
+                    let rma_iov = sys::fi_rma_iov {
+                        addr: address,
+                        len: data.len(),
+                        key,
+                    };
+                    let msg = sys::fi_msg_rma {
+                        msg_iov: (&mut iov as *mut libc::iovec).cast(),
+                        desc: &mut desc,
+                        iov_count: 1,
+                        addr,
+                        rma_iov: &rma_iov,
+                        rma_iov_count: 1,
+                        context: ctx,
+                        data: 0,
+                    };
+                    // SAFETY: msg and what it points to live across the call (the
+                    // provider copies the message description); data stays
+                    // borrowed until the completion is waited for below.
+                    unsafe { sys::fi_writemsg(core.handles.ep, &msg, flags | sys::FI_COMPLETION) }
+                },
+            )?
+            .expect("writes always complete");
+        self.wait(op, to, token, desc).map(drop)
+    }
+
+    fn atomic_target(remote: &RemoteMemory, offset: u64, op: &'static str) -> Result<u64> {
+        if offset % 8 != 0 {
+            return Err(Error::Misaligned { what: op, offset });
+        }
+        remote.address_of(offset, 8, op)
+    }
+
+    /// Atomically adds `value` to the u64 at `offset` of `at`'s region
+    /// `remote`; returns the previous value.
+    ///
+    /// # Errors
+    /// [`Error::Misaligned`] for an offset not a multiple of 8, and as
+    /// [`Endpoint::read`].
+    pub fn fetch_add(
+        &self,
+        at: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        value: u64,
+    ) -> Result<u64> {
+        let address = Self::atomic_target(remote, offset, "fetch_add")?;
+        let key = remote.key;
+        // Operand and result share one buffer: [operand, result].
+        let mut words = [value, 0u64];
+        let ptr = words.as_mut_ptr();
+        let (token, desc) = self
+            .post(
+                "fetch_add",
+                at,
+                (ptr.cast(), 16),
+                true,
+                |core, addr, ctx, desc| {
+                    // SAFETY: words stays borrowed until the completion is waited
+                    // for below; both halves are covered by desc.
+                    unsafe {
+                        sys::fi_fetch_atomic(
+                            core.handles.ep,
+                            ptr.cast(),
+                            1,
+                            desc,
+                            ptr.add(1).cast(),
+                            desc,
+                            addr,
+                            address,
+                            key,
+                            sys::FI_UINT64,
+                            sys::FI_SUM,
+                            ctx,
+                        )
+                    }
+                },
+            )?
+            .expect("atomics always complete");
+        self.wait("fetch_add", at, token, desc)?;
+        Ok(words[1])
+    }
+
+    /// Atomically replaces the u64 at `offset` of `at`'s region `remote` with
+    /// `new` if it equals `expected`; returns the previous value either way.
+    ///
+    /// # Errors
+    /// As [`Endpoint::fetch_add`].
+    pub fn compare_swap(
+        &self,
+        at: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        expected: u64,
+        new: u64,
+    ) -> Result<u64> {
+        let address = Self::atomic_target(remote, offset, "compare_swap")?;
+        let key = remote.key;
+        // [new value, compare value, result]
+        let mut words = [new, expected, 0u64];
+        let ptr = words.as_mut_ptr();
+        let (token, desc) = self
+            .post(
+                "compare_swap",
+                at,
+                (ptr.cast(), 24),
+                true,
+                |core, addr, ctx, desc| {
+                    // SAFETY: words stays borrowed until the completion is waited
+                    // for below; all three are covered by desc.
+                    unsafe {
+                        sys::fi_compare_atomic(
+                            core.handles.ep,
+                            ptr.cast(),
+                            1,
+                            desc,
+                            ptr.add(1).cast(),
+                            desc,
+                            ptr.add(2).cast(),
+                            desc,
+                            addr,
+                            address,
+                            key,
+                            sys::FI_UINT64,
+                            sys::FI_CSWAP,
+                            ctx,
+                        )
+                    }
+                },
+            )?
+            .expect("atomics always complete");
+        self.wait("compare_swap", at, token, desc)?;
+        Ok(words[2])
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.background.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The background progress thread: polls when the application does not,
+/// blocking on the completion queue's file descriptor where there is one
+/// and backing off otherwise.
+fn background_progress(shared: &Shared) {
+    let mut backoff = Backoff::new(shared.max_sleep);
+    let mut seen = shared.app_progress.load(Ordering::Relaxed);
+    while !shared.stop.load(Ordering::Acquire) {
+        let now = shared.app_progress.load(Ordering::Relaxed);
+        if now != seen {
+            // The application is making progress itself: stay out of its way.
+            seen = now;
+            std::thread::sleep(shared.max_sleep);
+            continue;
+        }
+        let (found, may_block) = {
+            let mut core = shared.lock();
+            let found = core.poll();
+            let may_block = found == 0 && shared.cq_fd.is_some() && {
+                let mut cq = core.handles.cq_fid();
+                // SAFETY: fabric and CQ are open; fi_trywait reads one
+                // fid pointer from the array.
+                unsafe { sys::fi_trywait(core.handles.fabric, &mut cq, 1) == 0 }
+            };
+            (found, may_block)
+        };
+        if found > 0 {
+            backoff.reset();
+        } else if let (true, Some(fd)) = (may_block, shared.cq_fd) {
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: pfd is one valid pollfd; the fd belongs to the CQ, which
+            // outlives this thread (joined before the CQ is closed).
+            unsafe { libc::poll(&mut pfd, 1, 50) };
+        } else {
+            backoff.pause();
+        }
+    }
+}

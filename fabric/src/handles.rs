@@ -1,0 +1,299 @@
+//! RAII ownership of the raw libfabric objects behind one endpoint.
+//!
+//! Everything here is `pub(crate)`: the rest of the crate reaches libfabric
+//! through these handles, and nothing outside the crate sees a raw pointer.
+
+use std::ffi::{c_void, CString};
+use std::ptr;
+
+use fabric_sys as sys;
+
+use crate::error::{check, Error, Result};
+use crate::progress::ProgressMode;
+use crate::provider::{MrMode, Provider};
+
+/// What `fi_getinfo` granted for the endpoint.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Granted {
+    pub mr_mode: MrMode,
+    pub inject_size: usize,
+    pub auto_progress: bool,
+}
+
+/// The fabric, domain, address vector, completion queue and endpoint of one
+/// process, closed in the right order on drop (endpoint first, info last).
+pub(crate) struct Handles {
+    pub ep: *mut sys::fid_ep,
+    pub cq: *mut sys::fid_cq,
+    pub av: *mut sys::fid_av,
+    pub domain: *mut sys::fid_domain,
+    pub fabric: *mut sys::fid_fabric,
+    info: *mut sys::fi_info,
+    pub granted: Granted,
+    /// The completion queue's wait file descriptor, where it has one.
+    pub cq_fd: Option<i32>,
+}
+
+// SAFETY: the handles are plain libfabric object pointers. The domain is
+// opened with FI_THREAD_DOMAIN, and onesided serialises every call on these
+// objects behind one mutex (see `endpoint::Shared`), so moving or sharing the
+// pointers between threads is sound.
+unsafe impl Send for Handles {}
+// SAFETY: as above: all use is serialised by the endpoint's mutex.
+unsafe impl Sync for Handles {}
+
+fn fid_of<T>(object: *mut T) -> *mut sys::fid {
+    // Every libfabric object struct starts with its `struct fid`.
+    object.cast()
+}
+
+impl Handles {
+    /// Opens everything for `provider`, telling it we can honour
+    /// `mr_mode_supported`.
+    pub fn open(
+        provider: Provider,
+        mr_mode_supported: MrMode,
+        progress: ProgressMode,
+    ) -> Result<Handles> {
+        let info = getinfo(provider, mr_mode_supported)?;
+        let mut handles = Handles {
+            ep: ptr::null_mut(),
+            cq: ptr::null_mut(),
+            av: ptr::null_mut(),
+            domain: ptr::null_mut(),
+            fabric: ptr::null_mut(),
+            info,
+            granted: Granted {
+                mr_mode: MrMode::empty(),
+                inject_size: 0,
+                auto_progress: false,
+            },
+            cq_fd: None,
+        };
+        // SAFETY: `info` is the non-null result of fi_getinfo, whose attribute
+        // pointers are valid until fi_freeinfo (in Drop). Each open call
+        // writes a fresh object pointer into the field passed by reference;
+        // Drop closes whatever was opened, in reverse order.
+        unsafe {
+            let attrs = &*info;
+            handles.granted = Granted {
+                mr_mode: MrMode::from_bits_truncate((*attrs.domain_attr).mr_mode as u64),
+                inject_size: (*attrs.tx_attr).inject_size,
+                auto_progress: (*attrs.domain_attr).data_progress == sys::FI_PROGRESS_AUTO,
+            };
+            check(
+                "fi_fabric",
+                sys::fi_fabric(attrs.fabric_attr, &mut handles.fabric, ptr::null_mut()),
+            )?;
+            check(
+                "fi_domain",
+                sys::fi_domain(handles.fabric, info, &mut handles.domain, ptr::null_mut()),
+            )?;
+            let mut av_attr = sys::fi_av_attr {
+                type_: sys::FI_AV_TABLE,
+                ..Default::default()
+            };
+            check(
+                "fi_av_open",
+                sys::fi_av_open(
+                    handles.domain,
+                    &mut av_attr,
+                    &mut handles.av,
+                    ptr::null_mut(),
+                ),
+            )?;
+            handles.open_cq(provider, progress)?;
+            check(
+                "fi_endpoint",
+                sys::fi_endpoint(handles.domain, info, &mut handles.ep, ptr::null_mut()),
+            )?;
+            check(
+                "fi_ep_bind(av)",
+                sys::fi_ep_bind(handles.ep, fid_of(handles.av), 0),
+            )?;
+            check(
+                "fi_ep_bind(cq)",
+                sys::fi_ep_bind(
+                    handles.ep,
+                    fid_of(handles.cq),
+                    sys::FI_TRANSMIT | sys::FI_RECV,
+                ),
+            )?;
+            check("fi_enable", sys::fi_enable(handles.ep))?;
+        }
+        Ok(handles)
+    }
+
+    /// Opens the completion queue, with a file descriptor to wait on when the
+    /// provider offers one and a background thread will use it.
+    ///
+    /// # Safety
+    /// `self.domain` must be open.
+    unsafe fn open_cq(&mut self, provider: Provider, progress: ProgressMode) -> Result<()> {
+        let want_fd = progress == ProgressMode::Background && provider != Provider::Shm;
+        let mut attr = sys::fi_cq_attr {
+            format: sys::FI_CQ_FORMAT_TAGGED,
+            wait_obj: if want_fd {
+                sys::FI_WAIT_FD
+            } else {
+                sys::FI_WAIT_NONE
+            },
+            ..Default::default()
+        };
+        // SAFETY: the caller guarantees an open domain; attr outlives the call.
+        let mut ret =
+            unsafe { sys::fi_cq_open(self.domain, &mut attr, &mut self.cq, ptr::null_mut()) };
+        if ret != 0 && want_fd {
+            attr.wait_obj = sys::FI_WAIT_NONE;
+            // SAFETY: as above; the failed call left no object behind.
+            ret = unsafe { sys::fi_cq_open(self.domain, &mut attr, &mut self.cq, ptr::null_mut()) };
+        } else if want_fd {
+            let mut fd: i32 = -1;
+            // SAFETY: FI_GETWAIT on a CQ opened with FI_WAIT_FD writes an int.
+            let got = unsafe {
+                sys::fi_control(
+                    fid_of(self.cq),
+                    sys::FI_GETWAIT as i32,
+                    (&mut fd as *mut i32).cast::<c_void>(),
+                )
+            };
+            if got == 0 && fd >= 0 {
+                self.cq_fd = Some(fd);
+            }
+        }
+        check("fi_cq_open", ret)
+    }
+
+    /// This endpoint's address, as bytes to hand to peers.
+    pub fn name(&self) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; 256];
+        let mut len = buf.len();
+        // SAFETY: the endpoint is open; buf has `len` writable bytes and
+        // fi_getname writes at most that many, updating len.
+        let ret = unsafe { sys::fi_getname(fid_of(self.ep), buf.as_mut_ptr().cast(), &mut len) };
+        if ret == -(sys::FI_ETOOSMALL as i32) {
+            buf.resize(len, 0);
+            // SAFETY: as above with the size the provider asked for.
+            check("fi_getname", unsafe {
+                sys::fi_getname(fid_of(self.ep), buf.as_mut_ptr().cast(), &mut len)
+            })?;
+        } else {
+            check("fi_getname", ret)?;
+        }
+        buf.truncate(len);
+        Ok(buf)
+    }
+
+    /// Inserts one peer address; returns its `fi_addr_t`.
+    pub fn insert_address(&self, name: &[u8]) -> Result<sys::fi_addr_t> {
+        let mut addr: sys::fi_addr_t = sys::FI_ADDR_NOTAVAIL;
+        // SAFETY: the AV is open; name holds one address in the provider's
+        // format (as produced by fi_getname on a peer of the same provider;
+        // libfabric validates it), and addr receives one fi_addr_t.
+        let inserted = unsafe {
+            sys::fi_av_insert(
+                self.av,
+                name.as_ptr().cast(),
+                1,
+                &mut addr,
+                0,
+                ptr::null_mut(),
+            )
+        };
+        if inserted != 1 {
+            check("fi_av_insert", inserted.min(-1))?;
+        }
+        Ok(addr)
+    }
+
+    /// The fabric object's fid (for `fi_trywait`).
+    pub fn cq_fid(&self) -> *mut sys::fid {
+        fid_of(self.cq)
+    }
+
+    /// The endpoint's fid (for `fi_cancel`, `fi_mr_bind`).
+    pub fn ep_fid(&self) -> *mut sys::fid {
+        fid_of(self.ep)
+    }
+}
+
+impl Drop for Handles {
+    fn drop(&mut self) {
+        for fid in [
+            fid_of(self.ep),
+            fid_of(self.cq),
+            fid_of(self.av),
+            fid_of(self.domain),
+            fid_of(self.fabric),
+        ] {
+            if !fid.is_null() {
+                // SAFETY: each object was opened by Handles::open, is closed
+                // exactly once here, and its dependents were closed before it.
+                unsafe { sys::fi_close(fid) };
+            }
+        }
+        // SAFETY: info came from fi_getinfo and is freed exactly once.
+        unsafe { sys::fi_freeinfo(self.info) };
+    }
+}
+
+/// Asks libfabric for an RDM endpoint on `provider` with what onesided needs.
+fn getinfo(provider: Provider, mr_mode_supported: MrMode) -> Result<*mut sys::fi_info> {
+    let unavailable = |text: String| Error::ProviderUnavailable {
+        provider: provider.name().to_string(),
+        text,
+    };
+    let prov_name =
+        CString::new(provider.libfabric_name()).map_err(|e| unavailable(e.to_string()))?;
+    let mut attempts = vec![true];
+    if provider == Provider::Tcp {
+        // Ask tcp for automatic data progress first (rxm then serves passive
+        // target in its own thread), and settle for manual progress.
+        attempts = vec![true, false];
+    }
+    let mut last = 0;
+    for auto in attempts {
+        // SAFETY: fi_allocinfo returns a zeroed fi_info with allocated
+        // attribute structs, or null. The fields set below are plain values,
+        // and prov_name is strdup'd because fi_freeinfo frees it.
+        unsafe {
+            let hints = sys::fi_allocinfo();
+            if hints.is_null() {
+                return Err(unavailable("fi_allocinfo returned null".into()));
+            }
+            let h = &mut *hints;
+            h.caps = sys::FI_MSG | sys::FI_TAGGED | sys::FI_RMA | sys::FI_ATOMIC;
+            h.mode = 0;
+            (*h.ep_attr).type_ = sys::FI_EP_RDM;
+            (*h.domain_attr).mr_mode = mr_mode_supported.bits() as i32;
+            (*h.domain_attr).threading = sys::FI_THREAD_DOMAIN;
+            if provider == Provider::Tcp {
+                (*h.domain_attr).data_progress = if auto {
+                    sys::FI_PROGRESS_AUTO
+                } else {
+                    sys::FI_PROGRESS_MANUAL
+                };
+            }
+            (*h.fabric_attr).prov_name = libc::strdup(prov_name.as_ptr());
+            let mut info: *mut sys::fi_info = ptr::null_mut();
+            let ret = sys::fi_getinfo(
+                sys::ONESIDED_FI_VERSION,
+                ptr::null(),
+                ptr::null(),
+                0,
+                hints,
+                &mut info,
+            );
+            sys::fi_freeinfo(hints);
+            if ret == 0 && !info.is_null() {
+                return Ok(info);
+            }
+            last = ret;
+        }
+    }
+    let code = -last;
+    Err(unavailable(format!(
+        "fi_getinfo found no RDM endpoint with tagged messages, RMA and atomics: {}",
+        crate::error::strerror(code)
+    )))
+}

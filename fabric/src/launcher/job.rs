@@ -1,0 +1,440 @@
+//! The I/O around [`super::server::PmiServer`]: starting processes, reading
+//! their PMI lines, watching them exit, and cleaning up after them.
+
+use std::collections::HashMap;
+use std::io::{BufReader, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use super::args::Options;
+use super::server::{Action, ClientId, PmiServer, SpawnCommand};
+use crate::pmi::wire::{Message, WireError};
+use crate::world::EVENT_FD_ENV;
+
+/// Exit status when `--timeout` expires.
+pub const TIMEOUT_STATUS: i32 = 124;
+
+enum Event {
+    Message(ClientId, Result<Option<Message>, WireError>),
+    Exited(ClientId, ExitStatus),
+}
+
+struct Process {
+    label: String,
+    pid: u32,
+    pmi: UnixStream,
+    notices: Option<UnixStream>,
+    exited: bool,
+}
+
+struct Job<'a> {
+    options: &'a Options,
+    program: PathBuf,
+    server: PmiServer,
+    processes: HashMap<ClientId, Process>,
+    events: mpsc::Sender<Event>,
+    first_failure: Option<i32>,
+    ending: bool,
+}
+
+/// Prints `osrun: MESSAGE` on standard error.
+fn say(message: &str) {
+    eprintln!("osrun: {message}");
+}
+
+/// Runs the job `options` describes; returns `osrun`'s exit status.
+pub fn run(options: &Options) -> i32 {
+    if let Err(e) = check_libfabric() {
+        say(&e);
+        return 1;
+    }
+    let program = match resolve_program(&options.program) {
+        Ok(p) => p,
+        Err(e) => {
+            say(&e);
+            return 127;
+        }
+    };
+    let (sender, receiver) = mpsc::channel();
+    let mut job = Job {
+        options,
+        program,
+        server: PmiServer::new(&std::process::id().to_string(), options.processes),
+        processes: HashMap::new(),
+        events: sender,
+        first_failure: None,
+        ending: false,
+    };
+    let start = SpawnCommand {
+        count: options.processes,
+        program: options.program.clone(),
+        args: options.args.clone(),
+        preput: Vec::new(),
+    };
+    if let Err(e) = job.start_group(&[start], false) {
+        say(&e);
+        job.kill_all();
+        job.drain(&receiver);
+        return 1;
+    }
+    let deadline = options.timeout.map(|t| Instant::now() + t);
+    while job.processes.values().any(|p| !p.exited) {
+        let event = match deadline {
+            Some(d) => match receiver.recv_timeout(d.saturating_duration_since(Instant::now())) {
+                Ok(e) => e,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if !job.ending {
+                        say(&format!(
+                            "the job did not finish within --timeout {:?}; killing it",
+                            options.timeout.unwrap_or_default()
+                        ));
+                        job.first_failure.get_or_insert(TIMEOUT_STATUS);
+                        job.kill_all();
+                    }
+                    match receiver.recv() {
+                        Ok(e) => e,
+                        Err(_) => break,
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            },
+            None => match receiver.recv() {
+                Ok(e) => e,
+                Err(_) => break,
+            },
+        };
+        job.handle(event);
+    }
+    job.first_failure.unwrap_or(0)
+}
+
+impl Job<'_> {
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Message(client, Ok(Some(message))) => {
+                let actions = self.server.handle(client, &message);
+                self.perform(actions);
+            }
+            Event::Message(_, Ok(None) | Err(WireError::Closed { .. })) => {}
+            Event::Message(client, Err(e)) => {
+                if let Some(p) = self.processes.get(&client) {
+                    say(&format!("{} sent a bad PMI message: {e}", p.label));
+                }
+                let reply = Message::new("error")
+                    .with("rc", -1)
+                    .with("msg", "malformed_line");
+                self.perform(vec![Action::Reply(client, reply)]);
+            }
+            Event::Exited(client, status) => self.exited(client, status),
+        }
+    }
+
+    fn perform(&mut self, actions: Vec<Action>) {
+        for action in actions {
+            match action {
+                Action::Reply(client, message) => {
+                    let Some(p) = self.processes.get_mut(&client) else {
+                        continue;
+                    };
+                    let line = match message.format() {
+                        Ok(line) => line,
+                        Err(e) => {
+                            say(&format!("cannot answer {}: {e}", p.label));
+                            continue;
+                        }
+                    };
+                    // A process that went away cannot be answered; its exit
+                    // is handled when it is reaped.
+                    let _ = p.pmi.write_all(line.as_bytes());
+                }
+                Action::Spawn { client, commands } => {
+                    let result = self.start_group(&commands, true);
+                    if let Err(e) = &result {
+                        say(e);
+                    }
+                    let reply = self.server.spawn_done(client, result);
+                    self.perform(vec![reply]);
+                }
+                Action::Abort {
+                    client,
+                    code,
+                    message,
+                } => {
+                    let label = self
+                        .processes
+                        .get(&client)
+                        .map(|p| p.label.clone())
+                        .unwrap_or_default();
+                    say(&format!(
+                        "{label} called abort (exit code {code}): {message}; killing the job"
+                    ));
+                    self.first_failure
+                        .get_or_insert(if code == 0 { 1 } else { code });
+                    self.kill_all();
+                }
+            }
+        }
+    }
+
+    /// Starts one group of processes (the job itself, or a spawn).
+    fn start_group(&mut self, commands: &[SpawnCommand], spawned: bool) -> Result<(), String> {
+        let size: u32 = commands.iter().map(|c| c.count).sum();
+        let preput: Vec<(String, String)> =
+            commands.iter().flat_map(|c| c.preput.clone()).collect();
+        let group = self.server.add_group(size, &preput);
+        let mut rank = 0;
+        for command in commands {
+            let program = if spawned {
+                resolve_program(&command.program)?
+            } else {
+                self.program.clone()
+            };
+            for _ in 0..command.count {
+                let label = if group == 0 {
+                    format!("rank {rank}")
+                } else {
+                    format!("rank {rank} of spawned group {group}")
+                };
+                self.start_process(group, rank, size, &program, &command.args, label, spawned)?;
+                rank += 1;
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_process(
+        &mut self,
+        group: usize,
+        rank: u32,
+        size: u32,
+        program: &Path,
+        args: &[String],
+        label: String,
+        spawned: bool,
+    ) -> Result<(), String> {
+        let client = self.processes.len();
+        let (ours, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
+        let notices = if self.options.fault_tolerant {
+            Some(UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?)
+        } else {
+            None
+        };
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .env("PMI_FD", theirs.as_raw_fd().to_string())
+            .env("PMI_RANK", rank.to_string())
+            .env("PMI_SIZE", size.to_string())
+            .env_remove("PMI_PORT")
+            .env_remove("PMI_ID");
+        if spawned {
+            command.env("PMI_SPAWNED", "1");
+        }
+        if let Some(provider) = self.options.provider {
+            command.env("ONESIDED_PROVIDER", provider.name());
+        }
+        for iface in ["FI_TCP_IFACE", "FI_SOCKETS_IFACE"] {
+            if std::env::var_os(iface).is_none() {
+                command.env(iface, "lo");
+            }
+        }
+        inheritable(&theirs)?;
+        if let Some((_, child_end)) = &notices {
+            inheritable(child_end)?;
+            command.env(EVENT_FD_ENV, child_end.as_raw_fd().to_string());
+        } else {
+            command.env_remove(EVENT_FD_ENV);
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+        // The child has its ends now; ours close when these drop.
+        drop(theirs);
+        let notices = notices.map(|(ours, _theirs)| ours);
+        let pid = child.id();
+        self.server.add_client(client, group);
+        let reader = ours.try_clone().map_err(|e| format!("socket: {e}"))?;
+        let events = self.events.clone();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(reader);
+            loop {
+                let message = Message::read_from(&mut reader);
+                let done = !matches!(message, Ok(Some(_)));
+                if events.send(Event::Message(client, message)).is_err() || done {
+                    return;
+                }
+            }
+        });
+        let events = self.events.clone();
+        std::thread::spawn(move || {
+            if let Ok(status) = child.wait() {
+                let _ = events.send(Event::Exited(client, status));
+            }
+        });
+        self.processes.insert(
+            client,
+            Process {
+                label,
+                pid,
+                pmi: ours,
+                notices,
+                exited: false,
+            },
+        );
+        Ok(())
+    }
+
+    fn exited(&mut self, client: ClientId, status: ExitStatus) {
+        let Some(p) = self.processes.get_mut(&client) else {
+            return;
+        };
+        p.exited = true;
+        let (label, pid) = (p.label.clone(), p.pid);
+        remove_shm_leftovers(pid);
+        let actions = self.server.remove_client(client);
+        self.perform(actions);
+        let code = match (status.code(), status.signal()) {
+            (Some(0), _) => return,
+            (Some(code), _) => {
+                if !self.ending {
+                    say(&format!("{label} (pid {pid}) exited with status {code}"));
+                }
+                code
+            }
+            (None, Some(signal)) => {
+                if !self.ending {
+                    say(&format!(
+                        "{label} (pid {pid}) was killed by signal {signal}"
+                    ));
+                }
+                128 + signal
+            }
+            (None, None) => 1,
+        };
+        if self.ending {
+            return;
+        }
+        self.first_failure.get_or_insert(code);
+        if self.options.fault_tolerant {
+            let rank = label
+                .strip_prefix("rank ")
+                .and_then(|r| r.split(' ').next())
+                .unwrap_or("?")
+                .to_string();
+            say(&format!("--ft: telling the survivors that {label} died"));
+            for p in self.processes.values_mut().filter(|p| !p.exited) {
+                if let Some(n) = p.notices.as_mut() {
+                    let _ = writeln!(n, "dead {rank}");
+                }
+            }
+        } else {
+            say("killing the job");
+            self.kill_all();
+        }
+    }
+
+    fn kill_all(&mut self) {
+        self.ending = true;
+        for p in self.processes.values().filter(|p| !p.exited) {
+            // SAFETY: kill(2) with a pid this osrun started and has not yet
+            // reaped (the waiter thread reaps it only after it exits), so the
+            // pid cannot have been reused.
+            unsafe { libc::kill(p.pid as libc::pid_t, libc::SIGKILL) };
+        }
+    }
+
+    /// Waits for the processes started so far to be reaped.
+    fn drain(&mut self, receiver: &mpsc::Receiver<Event>) {
+        while self.processes.values().any(|p| !p.exited) {
+            match receiver.recv() {
+                Ok(Event::Exited(client, status)) => self.exited(client, status),
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// Clears `FD_CLOEXEC` so the next child inherits the descriptor.
+fn inheritable(stream: &UnixStream) -> Result<(), String> {
+    // SAFETY: F_SETFD on a descriptor this function's caller owns.
+    let ret = unsafe { libc::fcntl(stream.as_raw_fd(), libc::F_SETFD, 0) };
+    if ret == -1 {
+        return Err(format!("fcntl: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Finds `program` as the shell would: a path if it holds a `/`, else on
+/// `PATH`; it must be an executable file.
+fn resolve_program(program: &str) -> Result<PathBuf, String> {
+    let executable = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| {
+                m.is_file()
+                    && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+            })
+            .unwrap_or(false)
+    };
+    if program.contains('/') {
+        let path = PathBuf::from(program);
+        return if executable(&path) {
+            Ok(path)
+        } else {
+            Err(format!("program {program:?} not found or not executable"))
+        };
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+        .ok_or_else(|| format!("program {program:?} not found on PATH"))
+}
+
+/// Checks that libfabric can be loaded, so a missing library gives one clear
+/// line instead of N loader errors.
+fn check_libfabric() -> Result<(), String> {
+    let name = c"libfabric.so.1";
+    // SAFETY: dlopen with a valid C string; the handle is closed at once.
+    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+    if handle.is_null() {
+        // SAFETY: dlerror returns a thread-local C string or null.
+        let why = unsafe {
+            let e = libc::dlerror();
+            if e.is_null() {
+                "unknown error".to_string()
+            } else {
+                std::ffi::CStr::from_ptr(e).to_string_lossy().into_owned()
+            }
+        };
+        return Err(format!(
+            "libfabric is not usable: {why} (install it: apt-get install libfabric1)"
+        ));
+    }
+    // SAFETY: handle came from dlopen above and is closed once.
+    unsafe { libc::dlclose(handle) };
+    Ok(())
+}
+
+/// Removes the files the `shm` provider of process `pid` left in `/dev/shm`
+/// (named after the pid: `PID:...` or `fi_shm_PID...`).
+fn remove_shm_leftovers(pid: u32) {
+    let Ok(entries) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
+    let prefix = format!("{pid}:");
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&prefix) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! `osrun`, onesided's launcher: starts N local processes and serves them
+//! PMI-1 itself, so the same client code runs under `osrun`, Hydra and
+//! Slurm.
+//!
+//! - [`args`]: the command line.
+//! - [`server`]: the PMI-1 server as a pure state machine.
+//! - [`job`]: processes, sockets and the event loop.
+//!
+//! Decisions: each process gets its PMI connection as an inherited socket
+//! (`PMI_FD`); `osrun` listens on no port, so only processes it started can
+//! speak to it. Output is inherited, not relayed. The exit status is the
+//! first non-zero status of a rank (128 + signal for a rank killed by a
+//! signal), 124 when `--timeout` expires, else 0. Without `--ft` the first
+//! rank to fail takes the whole job down; with `--ft` the others are told on
+//! the pipe named by [`crate::world::EVENT_FD_ENV`], barriers complete
+//! among the survivors, and the job runs on. On one host `osrun` sets
+//! `FI_TCP_IFACE=lo` and `FI_SOCKETS_IFACE=lo` unless they are set. When a
+//! process exits, the `shm` provider's files it left in `/dev/shm` are
+//! removed.
+
+pub mod args;
+pub mod job;
+pub mod server;

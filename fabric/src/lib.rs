@@ -1,0 +1,42 @@
+//! onesided-fabric: the libfabric layer of onesided.
+//!
+//! - [`Provider`] and [`MrMode`]: which libfabric provider, and the memory
+//!   registration rules it imposes (all honoured).
+//! - [`Endpoint`]: one reliable-datagram endpoint per process with tagged
+//!   messages, RMA reads and writes (with remote completion on request),
+//!   64-bit atomics and [`MemoryRegion`]s, every error a value naming the
+//!   call or the peer.
+//! - [`progress`]: progress on every call plus an optional background thread
+//!   that never steals a core.
+//! - [`pmi`]: a PMI-1 client, so programs start under MPICH's `mpiexec`
+//!   (Hydra), Slurm through it, or onesided's own `osrun`.
+//! - [`World`]: the bootstrap tying them together.
+//! - [`launcher`]: the pure protocol core of `osrun` (argument parsing and
+//!   the PMI-1 server), and the process management around it.
+//!
+//! Environment variables read: `ONESIDED_PROVIDER` (`shm`, `tcp`, `sockets`,
+//! `verbs`; else `FI_PROVIDER`; else `shm`), `ONESIDED_MR_MODE`,
+//! `ONESIDED_PROGRESS`, `ONESIDED_TIMEOUT` (see [`EndpointConfig::from_env`]),
+//! the `PMI_*` variables and [`world::EVENT_FD_ENV`].
+//!
+//! All `unsafe` code of onesided lives in this crate and in `fabric-sys`.
+
+#![warn(missing_docs)]
+
+mod endpoint;
+mod error;
+mod handles;
+pub mod launcher;
+mod memory;
+pub mod pmi;
+pub mod progress;
+mod provider;
+pub mod raw;
+pub mod world;
+
+pub use endpoint::{Endpoint, EndpointConfig, Received, MAX_RANKS, MAX_TAG};
+pub use error::{Error, Result};
+pub use memory::{Access, MemoryRegion, RemoteMemory};
+pub use progress::ProgressMode;
+pub use provider::{MrMode, Provider};
+pub use world::World;

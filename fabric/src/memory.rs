@@ -1,0 +1,370 @@
+//! Registered memory: regions this process exposes, and descriptors of the
+//! regions of peers.
+
+use std::alloc::Layout;
+use std::ffi::c_void;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use bitflags::bitflags;
+use fabric_sys as sys;
+
+use crate::endpoint::Shared;
+use crate::error::{check, Error, Result};
+use crate::provider::MrMode;
+
+bitflags! {
+    /// What peers may do with a [`MemoryRegion`]. Register for the least a
+    /// region needs: a region only read remotely is registered with
+    /// `REMOTE_READ` alone, and a remote write to it fails.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct Access: u64 {
+        /// Peers may read (`read`, and the read half of atomics).
+        const REMOTE_READ = fabric_sys::FI_REMOTE_READ;
+        /// Peers may write (`write`, atomics).
+        const REMOTE_WRITE = fabric_sys::FI_REMOTE_WRITE;
+    }
+}
+
+/// How a peer addresses one of this process's regions: base address (a
+/// virtual address or 0, per the provider's `FI_MR_VIRT_ADDR`), key and
+/// length. Small, plain and exchanged once per peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RemoteMemory {
+    /// The address of byte 0 of the region, in the provider's addressing.
+    pub base: u64,
+    /// The registration key.
+    pub key: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+impl RemoteMemory {
+    /// Size of [`RemoteMemory::to_bytes`]' output.
+    pub const ENCODED_LEN: usize = 24;
+
+    /// Encodes as 24 little-endian bytes (base, key, length).
+    pub fn to_bytes(&self) -> [u8; Self::ENCODED_LEN] {
+        let mut out = [0u8; Self::ENCODED_LEN];
+        out[..8].copy_from_slice(&self.base.to_le_bytes());
+        out[8..16].copy_from_slice(&self.key.to_le_bytes());
+        out[16..].copy_from_slice(&self.len.to_le_bytes());
+        out
+    }
+
+    /// Decodes [`RemoteMemory::to_bytes`]' output.
+    ///
+    /// # Errors
+    /// [`Error::BadDescriptor`] when `bytes` is not 24 bytes long.
+    pub fn from_bytes(bytes: &[u8]) -> Result<RemoteMemory> {
+        if bytes.len() != Self::ENCODED_LEN {
+            return Err(Error::BadDescriptor(format!(
+                "{} bytes, expected {}",
+                bytes.len(),
+                Self::ENCODED_LEN
+            )));
+        }
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
+            u64::from_le_bytes(w)
+        };
+        Ok(RemoteMemory {
+            base: word(0),
+            key: word(1),
+            len: word(2),
+        })
+    }
+
+    /// The remote address of `len` bytes at `offset`, after checking that
+    /// they lie inside the region.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] when they do not.
+    pub fn address_of(&self, offset: u64, len: u64, what: &'static str) -> Result<u64> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(self.base + offset),
+            _ => Err(Error::OutOfRange {
+                what,
+                offset,
+                len,
+                size: self.len,
+            }),
+        }
+    }
+}
+
+/// Page-aligned, zero-initialised memory registered with the endpoint's
+/// domain for remote access. The registration lasts as long as the value;
+/// dropping it deregisters and frees the memory.
+///
+/// Peers write into the region at any time, so it hands out no Rust
+/// references to its bytes: read and write it by copying
+/// ([`MemoryRegion::read_bytes`], [`MemoryRegion::write_bytes`]) or through
+/// atomics ([`MemoryRegion::atomic_u64`]).
+pub struct MemoryRegion {
+    mr: *mut sys::fid_mr,
+    memory: NonNull<u8>,
+    layout: Layout,
+    len: usize,
+    remote: RemoteMemory,
+    access: Access,
+    shared: Arc<Shared>,
+}
+
+// SAFETY: the region owns its allocation; the registration handle is only
+// closed in Drop, under no lock (fi_close on an MR is thread safe with respect
+// to other objects of the domain at FI_THREAD_DOMAIN when not used
+// concurrently, and nothing else uses this MR handle). All byte access goes
+// through raw-pointer copies and atomics, which tolerate concurrent writers.
+unsafe impl Send for MemoryRegion {}
+// SAFETY: as above.
+unsafe impl Sync for MemoryRegion {}
+
+const PAGE: usize = 4096;
+
+impl MemoryRegion {
+    pub(crate) fn register(
+        shared: Arc<Shared>,
+        len: usize,
+        access: Access,
+    ) -> Result<MemoryRegion> {
+        let layout =
+            Layout::from_size_align(len.max(1).next_multiple_of(PAGE), PAGE).map_err(|_| {
+                Error::OutOfRange {
+                    what: "memory region size",
+                    offset: 0,
+                    len: len as u64,
+                    size: isize::MAX as u64,
+                }
+            })?;
+        // SAFETY: layout has a non-zero size.
+        let memory =
+            NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or_else(|| {
+                Error::io(
+                    format!("allocating {len} bytes for a memory region"),
+                    std::io::Error::from(std::io::ErrorKind::OutOfMemory),
+                )
+            })?;
+        let mode = shared.mr_mode;
+        let mut flags = access.bits();
+        if mode.contains(MrMode::LOCAL) {
+            flags |= sys::FI_READ | sys::FI_WRITE;
+        }
+        let requested_key = shared.next_key();
+        let mut mr: *mut sys::fid_mr = ptr::null_mut();
+        let core = shared.lock();
+        // SAFETY: the domain is open; memory is an allocation of layout.size()
+        // bytes that lives until this region is dropped, after the
+        // registration is closed.
+        let ret = unsafe {
+            sys::fi_mr_reg(
+                core.handles.domain,
+                memory.as_ptr().cast::<c_void>(),
+                len.max(1),
+                flags,
+                0,
+                requested_key,
+                0,
+                &mut mr,
+                ptr::null_mut(),
+            )
+        };
+        let result = check("fi_mr_reg", ret).and_then(|()| {
+            if mode.contains(MrMode::ENDPOINT) {
+                // SAFETY: mr and the endpoint are open.
+                check("fi_mr_bind", unsafe {
+                    sys::fi_mr_bind(mr, core.handles.ep_fid(), 0)
+                })?;
+                // SAFETY: mr is open and bound.
+                check("fi_mr_enable", unsafe { sys::fi_mr_enable(mr) })?;
+            }
+            Ok(())
+        });
+        drop(core);
+        let dealloc = || {
+            // SAFETY: memory was allocated above with this layout and is not
+            // used after this point.
+            unsafe { std::alloc::dealloc(memory.as_ptr(), layout) }
+        };
+        if let Err(e) = result {
+            if !mr.is_null() {
+                // SAFETY: mr was opened above and is closed once.
+                unsafe { sys::fi_close(mr.cast()) };
+            }
+            dealloc();
+            return Err(e);
+        }
+        let key = if mode.contains(MrMode::PROV_KEY) {
+            // SAFETY: mr is an open registration.
+            unsafe { sys::fi_mr_key(mr) }
+        } else {
+            requested_key
+        };
+        let base = if mode.contains(MrMode::VIRT_ADDR) {
+            memory.as_ptr() as u64
+        } else {
+            0
+        };
+        // SAFETY: mr is an open registration.
+        let desc = unsafe { sys::fi_mr_desc(mr) } as usize;
+        shared
+            .local_regions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(LocalRegion {
+                start: memory.as_ptr() as usize,
+                len,
+                desc,
+            });
+        Ok(MemoryRegion {
+            mr,
+            memory,
+            layout,
+            len,
+            remote: RemoteMemory {
+                base,
+                key,
+                len: len as u64,
+            },
+            access,
+            shared,
+        })
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.memory.as_ptr()
+    }
+
+    /// How peers address this region: hand it to them once.
+    pub fn remote(&self) -> RemoteMemory {
+        self.remote
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the region is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// What peers may do with the region.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    fn check(&self, offset: usize, len: usize, what: &'static str) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(Error::OutOfRange {
+                what,
+                offset: offset as u64,
+                len: len as u64,
+                size: self.len as u64,
+            }),
+        }
+    }
+
+    /// Copies `out.len()` bytes at `offset` out of the region.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] when the bytes lie outside the region.
+    pub fn read_bytes(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.check(offset, out.len(), "memory region read")?;
+        // SAFETY: offset..offset+len lies inside the allocation (checked);
+        // `out` is a distinct Rust buffer. Concurrent remote writes may race
+        // with the copy, which then yields a mix of old and new bytes, as RMA
+        // semantics allow; it never touches memory outside the region.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                self.memory.as_ptr().add(offset),
+                out.as_mut_ptr(),
+                out.len(),
+            )
+        };
+        Ok(())
+    }
+
+    /// Copies `data` into the region at `offset`.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] when the bytes lie outside the region.
+    pub fn write_bytes(&self, offset: usize, data: &[u8]) -> Result<()> {
+        self.check(offset, data.len(), "memory region write")?;
+        // SAFETY: as in read_bytes, with the copy going the other way.
+        unsafe {
+            ptr::copy_nonoverlapping(data.as_ptr(), self.memory.as_ptr().add(offset), data.len())
+        };
+        Ok(())
+    }
+
+    /// The 8 bytes at `offset` as an atomic word (the target of remote
+    /// fetch-add and compare-swap).
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] or [`Error::Misaligned`].
+    pub fn atomic_u64(&self, offset: usize) -> Result<&AtomicU64> {
+        self.check(offset, 8, "memory region atomic")?;
+        if offset % 8 != 0 {
+            return Err(Error::Misaligned {
+                what: "memory region atomic",
+                offset: offset as u64,
+            });
+        }
+        // SAFETY: the word lies inside the page-aligned allocation and is
+        // 8-byte aligned (checked); the allocation lives as long as &self.
+        // AtomicU64 has the layout of u64 and tolerates concurrent access.
+        Ok(unsafe { AtomicU64::from_ptr(self.memory.as_ptr().add(offset).cast::<u64>()) })
+    }
+}
+
+impl Drop for MemoryRegion {
+    fn drop(&mut self) {
+        let start = self.memory.as_ptr() as usize;
+        self.shared
+            .local_regions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|r| r.start != start);
+        let core = self.shared.lock();
+        // SAFETY: the registration was opened in register() and is closed
+        // once, under the endpoint lock so no operation is being posted.
+        unsafe { sys::fi_close(self.mr.cast()) };
+        drop(core);
+        // SAFETY: allocated in register() with this layout; the registration
+        // is closed, so the provider no longer touches it.
+        unsafe { std::alloc::dealloc(self.memory.as_ptr(), self.layout) };
+    }
+}
+
+/// A region of this process, for finding local descriptors (`FI_MR_LOCAL`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LocalRegion {
+    pub start: usize,
+    pub len: usize,
+    pub desc: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptor_round_trips_and_checks_ranges() {
+        let r = RemoteMemory {
+            base: 0x7f00_0000_1000,
+            key: 42,
+            len: 100,
+        };
+        assert_eq!(RemoteMemory::from_bytes(&r.to_bytes()).unwrap(), r);
+        assert!(RemoteMemory::from_bytes(&[0u8; 23]).is_err());
+        assert_eq!(r.address_of(10, 90, "t").unwrap(), 0x7f00_0000_1000 + 10);
+        let err = r.address_of(10, 91, "read").unwrap_err();
+        assert_eq!(err.to_string(), "read: bytes 10..101 are outside 0..100");
+        assert!(r.address_of(u64::MAX, 2, "t").is_err());
+    }
+}

@@ -1,0 +1,206 @@
+//! Raw libfabric loops: the same operations as [`crate::Endpoint`]'s, posted
+//! straight on the provider with no completion table, no tokens and no
+//! backoff. They are the floor of the `pingpong` benchmark: the endpoint's
+//! latency is reported as a ratio to these.
+//!
+//! Each loop holds the endpoint's lock for its whole run, so the background
+//! progress thread stays out, and busy-polls the completion queue.
+
+use std::ffi::c_void;
+use std::ptr;
+use std::time::{Duration, Instant};
+
+use fabric_sys as sys;
+
+use crate::endpoint::Core;
+use crate::error::{Error, Result};
+use crate::memory::{Access, RemoteMemory};
+use crate::Endpoint;
+
+/// Spins on the completion queue until one completion arrives.
+fn await_one(core: &Core, op: &'static str, rank: u32) -> Result<()> {
+    let mut entry = sys::fi_cq_tagged_entry::default();
+    loop {
+        // SAFETY: the CQ is open with the tagged format; entry has room for one.
+        let n = unsafe {
+            sys::fi_cq_read(
+                core.handles.cq,
+                (&mut entry as *mut sys::fi_cq_tagged_entry).cast(),
+                1,
+            )
+        };
+        if n == 1 {
+            return Ok(());
+        }
+        if n == -(sys::FI_EAVAIL as isize) {
+            let mut err = sys::fi_cq_err_entry::default();
+            // SAFETY: an error entry is available; err is a zeroed entry.
+            unsafe { sys::fi_cq_readerr(core.handles.cq, &mut err, 0) };
+            let code = err.err.saturating_abs();
+            return Err(Error::Completion {
+                op,
+                rank,
+                code,
+                provider_code: err.prov_errno,
+                text: crate::error::strerror(code),
+            });
+        }
+    }
+}
+
+/// Retries `post` while the provider answers `FI_EAGAIN`, polling the CQ.
+fn post_retry(
+    core: &Core,
+    op: &'static str,
+    rank: u32,
+    mut post: impl FnMut() -> isize,
+) -> Result<()> {
+    loop {
+        let ret = post();
+        if ret == 0 {
+            return Ok(());
+        }
+        if ret != -(sys::FI_EAGAIN as isize) {
+            let code = i32::try_from(-ret).unwrap_or(i32::MAX);
+            return Err(Error::Completion {
+                op,
+                rank,
+                code,
+                provider_code: 0,
+                text: crate::error::strerror(code),
+            });
+        }
+        let mut entry = sys::fi_cq_tagged_entry::default();
+        // SAFETY: as in await_one. A completion read here would belong to an
+        // earlier operation of this loop, all of which were awaited already.
+        unsafe {
+            sys::fi_cq_read(
+                core.handles.cq,
+                (&mut entry as *mut sys::fi_cq_tagged_entry).cast(),
+                1,
+            )
+        };
+    }
+}
+
+/// Reads `len` bytes from `from`'s region `remote` `iterations` times, each
+/// read awaited before the next; returns the total time.
+///
+/// # Errors
+/// [`Error::OutOfRange`] when `len` exceeds the region; errors of the
+/// provider as [`Error::Completion`].
+pub fn read_loop(
+    ep: &Endpoint,
+    from: u32,
+    remote: &RemoteMemory,
+    len: usize,
+    iterations: usize,
+) -> Result<Duration> {
+    let address = remote.address_of(0, len as u64, "raw read")?;
+    let local = ep.register(len, Access::empty())?;
+    let shared = ep.shared();
+    let core = shared.lock();
+    let addr = core.addr(from)?;
+    let buf = local.as_ptr();
+    let desc = shared.desc_of(buf as usize, len);
+    let start = Instant::now();
+    for _ in 0..iterations {
+        post_retry(&core, "raw read", from, || {
+            // SAFETY: buf is `len` bytes of the registered region `local`,
+            // alive until this function returns; the read is awaited below.
+            unsafe {
+                sys::fi_read(
+                    core.handles.ep,
+                    buf.cast(),
+                    len,
+                    desc,
+                    addr,
+                    address,
+                    remote.key,
+                    ptr::null_mut(),
+                )
+            }
+        })?;
+        await_one(&core, "raw read", from)?;
+    }
+    Ok(start.elapsed())
+}
+
+/// Tagged ping-pong of `len`-byte messages with `peer`, `iterations` round
+/// trips: the initiator sends then receives, the other side receives then
+/// sends. Returns the total time.
+///
+/// # Errors
+/// Errors of the provider as [`Error::Completion`].
+pub fn tagged_pingpong(
+    ep: &Endpoint,
+    peer: u32,
+    tag: u64,
+    len: usize,
+    iterations: usize,
+    initiator: bool,
+) -> Result<Duration> {
+    let region = ep.register(len, Access::empty())?;
+    let shared = ep.shared();
+    let core = shared.lock();
+    let addr = core.addr(peer)?;
+    let buf = region.as_ptr();
+    let desc = shared.desc_of(buf as usize, len);
+    let (send_tag, recv_tag) = crate::endpoint::wire_tags(tag, ep.rank(), peer)?;
+    let inject = len <= shared.inject_size();
+    let send = || -> Result<()> {
+        post_retry(&core, "raw send", peer, || {
+            // SAFETY: buf is `len` bytes of `region`; an injected message is
+            // copied before fi_tinject returns, a sent one is awaited below.
+            unsafe {
+                if inject {
+                    sys::fi_tinject(core.handles.ep, buf.cast(), len, addr, send_tag)
+                } else {
+                    sys::fi_tsend(
+                        core.handles.ep,
+                        buf.cast(),
+                        len,
+                        desc,
+                        addr,
+                        send_tag,
+                        ptr::null_mut(),
+                    )
+                }
+            }
+        })?;
+        if !inject {
+            await_one(&core, "raw send", peer)?;
+        }
+        Ok(())
+    };
+    let recv = || -> Result<()> {
+        post_retry(&core, "raw recv", peer, || {
+            // SAFETY: buf is `len` bytes of `region`; the receive is awaited
+            // below before buf is used again.
+            unsafe {
+                sys::fi_trecv(
+                    core.handles.ep,
+                    buf.cast::<c_void>(),
+                    len,
+                    desc,
+                    sys::FI_ADDR_UNSPEC,
+                    recv_tag,
+                    0,
+                    ptr::null_mut(),
+                )
+            }
+        })?;
+        await_one(&core, "raw recv", peer)
+    };
+    let start = Instant::now();
+    for _ in 0..iterations {
+        if initiator {
+            send()?;
+            recv()?;
+        } else {
+            recv()?;
+            send()?;
+        }
+    }
+    Ok(start.elapsed())
+}

@@ -1,0 +1,191 @@
+//! Bootstrap: PMI-1, one endpoint per process, endpoint names exchanged
+//! through the key-value space once, and the launcher's failure notices.
+
+use std::io::{BufRead, BufReader};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::{Arc, Weak};
+
+use crate::endpoint::{Endpoint, EndpointConfig, Shared};
+use crate::error::{Error, Result};
+use crate::pmi::Pmi;
+
+/// Environment variable naming the pipe on which `osrun --ft` reports dead
+/// ranks, one line `dead RANK` each.
+pub const EVENT_FD_ENV: &str = "ONESIDED_EVENT_FD";
+
+/// A process's place in its job: its PMI connection and its endpoint,
+/// connected to every rank.
+pub struct World {
+    endpoint: Endpoint,
+    pmi: Pmi,
+}
+
+impl World {
+    /// Joins the job the environment describes (PMI-1 under `osrun`,
+    /// `mpiexec` or Slurm; a singleton otherwise) with the endpoint
+    /// configuration of [`EndpointConfig::from_env`].
+    ///
+    /// # Errors
+    /// Any error of [`Pmi::from_env`], [`EndpointConfig::from_env`],
+    /// [`Endpoint::open`], or of the name exchange.
+    pub fn init() -> Result<World> {
+        World::init_with(&EndpointConfig::from_env()?)
+    }
+
+    /// As [`World::init`], with an explicit endpoint configuration.
+    ///
+    /// Cost: one PMI put, one PMI barrier and one PMI get per rank, once per
+    /// process; no fabric traffic.
+    ///
+    /// # Errors
+    /// As [`World::init`].
+    pub fn init_with(config: &EndpointConfig) -> Result<World> {
+        let mut pmi = Pmi::from_env()?;
+        let mut endpoint = Endpoint::open(config)?;
+        let rank = pmi.rank();
+        let size = pmi.size();
+        pmi.put(&name_key(rank), &hex_encode(&endpoint.name()?))?;
+        pmi.barrier()?;
+        let mut names = Vec::with_capacity(size as usize);
+        for r in 0..size {
+            let value = pmi.get(&name_key(r))?;
+            names.push(hex_decode(&value).ok_or_else(|| {
+                Error::BadDescriptor(format!("endpoint name of rank {r} is not hex: {value:?}"))
+            })?);
+        }
+        endpoint.connect(rank, &names)?;
+        watch_failure_notices(Arc::downgrade(endpoint.shared()))?;
+        Ok(World { endpoint, pmi })
+    }
+
+    /// This process's rank.
+    pub fn rank(&self) -> u32 {
+        self.endpoint.rank()
+    }
+
+    /// Number of processes in the job.
+    pub fn size(&self) -> u32 {
+        self.endpoint.size()
+    }
+
+    /// The endpoint, connected to every rank.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The PMI connection (for key-value exchanges and spawning).
+    pub fn pmi(&mut self) -> &mut Pmi {
+        &mut self.pmi
+    }
+
+    /// Waits for every rank through the process manager. Slow (a round trip
+    /// through the launcher) and meant for setup and teardown.
+    ///
+    /// # Errors
+    /// As [`Pmi::barrier`].
+    pub fn barrier(&mut self) -> Result<()> {
+        self.pmi.barrier()
+    }
+
+    /// Waits for every rank, closes the endpoint, and tells the process
+    /// manager this process is done.
+    ///
+    /// # Errors
+    /// As [`Pmi::barrier`] and [`Pmi::finalize`].
+    pub fn finalize(mut self) -> Result<()> {
+        self.pmi.barrier()?;
+        drop(self.endpoint);
+        self.pmi.finalize()
+    }
+}
+
+fn name_key(rank: u32) -> String {
+    format!("onesided-ep-{rank}")
+}
+
+/// Starts a thread that reads `dead RANK` lines from the launcher's event
+/// pipe (if there is one) and marks those ranks dead.
+fn watch_failure_notices(shared: Weak<Shared>) -> Result<()> {
+    let Ok(text) = std::env::var(EVENT_FD_ENV) else {
+        return Ok(());
+    };
+    let bad = |why| Error::BadEnv {
+        name: EVENT_FD_ENV,
+        value: text.clone(),
+        why,
+    };
+    let raw: i32 = text
+        .trim()
+        .parse()
+        .map_err(|_| bad("not a file descriptor number"))?;
+    // SAFETY: F_GETFD only queries the descriptor; -1 means it is not open.
+    if raw < 0 || unsafe { libc::fcntl(raw, libc::F_GETFD) } == -1 {
+        return Err(bad("not an open descriptor"));
+    }
+    // SAFETY: the launcher hands this descriptor to this process alone, and
+    // the environment variable is read once per process, here.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: F_SETFD on an owned, open descriptor.
+    unsafe { libc::fcntl(raw, libc::F_SETFD, libc::FD_CLOEXEC) };
+    std::thread::Builder::new()
+        .name("onesided-failures".into())
+        .spawn(move || {
+            let reader = BufReader::new(std::fs::File::from(fd));
+            for line in reader.lines() {
+                let Ok(line) = line else { return };
+                let Some(rank) = parse_notice(&line) else {
+                    continue;
+                };
+                match shared.upgrade() {
+                    Some(shared) => shared.mark_dead(rank),
+                    None => return,
+                }
+            }
+        })
+        .map_err(|e| Error::io("starting the failure-notice thread", e))?;
+    Ok(())
+}
+
+/// Parses one failure notice, `dead RANK`.
+pub(crate) fn parse_notice(line: &str) -> Option<u32> {
+    line.trim().strip_prefix("dead ")?.trim().parse().ok()
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn hex_encode(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of lower- or upper-case hex `text`, or `None`.
+pub(crate) fn hex_decode(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips_and_rejects_garbage() {
+        let bytes = [0u8, 1, 0xab, 0xff, b'f', b's'];
+        assert_eq!(hex_encode(&bytes), "0001abff6673");
+        assert_eq!(hex_decode("0001ABff6673").unwrap(), bytes);
+        assert_eq!(hex_decode("abc"), None);
+        assert_eq!(hex_decode("zz"), None);
+        assert_eq!(hex_decode("é0"), None);
+        assert_eq!(hex_decode("").unwrap(), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn parses_failure_notices() {
+        assert_eq!(parse_notice("dead 3\n"), Some(3));
+        assert_eq!(parse_notice("dead x"), None);
+        assert_eq!(parse_notice("alive 3"), None);
+    }
+}
