@@ -32,6 +32,7 @@ pub mod pmi;
 pub mod progress;
 mod provider;
 pub mod raw;
+mod slots;
 pub mod world;
 
 pub use endpoint::{Endpoint, EndpointConfig, Received, MAX_RANKS, MAX_TAG};

@@ -35,59 +35,85 @@ pub const DEFAULT_MAX_SLEEP: Duration = Duration::from_micros(500);
 pub enum Pause {
     /// Poll again at once.
     Spin,
-    /// Give the core away once (`sched_yield`).
+    /// Give the core away once (`sched_yield`): free when nothing else wants
+    /// the core, and hands it over when something does.
     Yield,
     /// Sleep this long.
     Sleep(Duration),
 }
 
-/// A spin, yield, then sleep schedule for polling loops. Pure: it says what
-/// to do; [`Backoff::pause`] does it.
+/// How long a wait polls without pausing.
+const SPIN_FOR: Duration = Duration::from_micros(20);
+/// Until when a wait yields between polls before it starts sleeping.
+const YIELD_UNTIL: Duration = Duration::from_millis(1);
+/// The first sleep.
+const FIRST_SLEEP: Duration = Duration::from_micros(4);
+
+/// A spin, yield, then sleep schedule for polling loops, by time waited so
+/// far: polls back to back for 20 us (most completions on one host arrive
+/// within that), yields between polls until 1 ms, then sleeps in doubling
+/// steps up to a cap. Pure: [`Backoff::next_pause`] says what to do for a
+/// given elapsed time; [`Backoff::pause`] does it.
 #[derive(Debug, Clone)]
 pub struct Backoff {
-    step: u32,
+    start: Option<std::time::Instant>,
+    calls: u32,
+    elapsed: Duration,
+    sleep: Duration,
     max_sleep: Duration,
 }
-
-/// Polls without pausing before yielding.
-const SPINS: u32 = 64;
-/// Yields before sleeping.
-const YIELDS: u32 = 16;
-/// First sleep.
-const FIRST_SLEEP: Duration = Duration::from_micros(2);
 
 impl Backoff {
     /// A fresh backoff whose sleeps grow to `max_sleep`.
     pub fn new(max_sleep: Duration) -> Backoff {
-        Backoff { step: 0, max_sleep }
+        Backoff {
+            start: None,
+            calls: 0,
+            elapsed: Duration::ZERO,
+            sleep: FIRST_SLEEP.min(max_sleep),
+            max_sleep,
+        }
     }
 
     /// Starts over (call after useful work was found).
     pub fn reset(&mut self) {
-        self.step = 0;
+        *self = Backoff::new(self.max_sleep);
     }
 
-    /// The next pause, advancing the schedule.
-    pub fn next_pause(&mut self) -> Pause {
-        let step = self.step;
-        self.step = self.step.saturating_add(1);
-        if step < SPINS {
+    /// The pause to take after waiting `elapsed` so far; sleeps grow with
+    /// each call past the yield phase.
+    pub fn next_pause(&mut self, elapsed: Duration) -> Pause {
+        if elapsed < SPIN_FOR {
             Pause::Spin
-        } else if step < SPINS + YIELDS {
+        } else if elapsed < YIELD_UNTIL {
             Pause::Yield
         } else {
-            let doublings = (step - SPINS - YIELDS).min(20);
-            Pause::Sleep((FIRST_SLEEP * (1u32 << doublings)).min(self.max_sleep))
+            let sleep = self.sleep;
+            self.sleep = (self.sleep * 2).min(self.max_sleep);
+            Pause::Sleep(sleep)
         }
     }
 
-    /// Takes the next pause.
-    pub fn pause(&mut self) {
-        match self.next_pause() {
+    /// Takes the next pause; returns how long the wait had lasted before it
+    /// (counted from the eighth call), for the caller's deadline. While
+    /// spinning the clock is read on every eighth call only (a read costs as
+    /// much as a poll), and on every call after that.
+    pub fn pause(&mut self) -> Duration {
+        self.calls = self.calls.wrapping_add(1);
+        match self.start {
+            None if self.calls >= 8 => self.start = Some(std::time::Instant::now()),
+            Some(start) if self.elapsed >= SPIN_FOR || self.calls % 8 == 0 => {
+                self.elapsed = start.elapsed()
+            }
+            _ => {}
+        }
+        let elapsed = self.elapsed;
+        match self.next_pause(elapsed) {
             Pause::Spin => std::hint::spin_loop(),
             Pause::Yield => std::thread::yield_now(),
             Pause::Sleep(d) => std::thread::sleep(d),
         }
+        elapsed
     }
 }
 
@@ -95,34 +121,42 @@ impl Backoff {
 mod tests {
     use super::*;
 
+    fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
+    }
+
     #[test]
     fn spins_then_yields_then_sleeps_up_to_the_cap() {
-        let mut b = Backoff::new(Duration::from_micros(100));
-        let pauses: Vec<Pause> = (0..200).map(|_| b.next_pause()).collect();
-        assert!(pauses[..SPINS as usize].iter().all(|p| *p == Pause::Spin));
-        assert!(pauses[SPINS as usize..(SPINS + YIELDS) as usize]
-            .iter()
-            .all(|p| *p == Pause::Yield));
-        let sleeps: Vec<Duration> = pauses[(SPINS + YIELDS) as usize..]
-            .iter()
-            .map(|p| match p {
-                Pause::Sleep(d) => *d,
-                other => panic!("expected a sleep, got {other:?}"),
-            })
-            .collect();
-        assert_eq!(sleeps[0], FIRST_SLEEP);
-        assert!(sleeps.windows(2).all(|w| w[1] >= w[0]));
-        assert_eq!(*sleeps.last().unwrap(), Duration::from_micros(100));
+        let mut b = Backoff::new(us(100));
+        assert_eq!(b.next_pause(us(0)), Pause::Spin);
+        assert_eq!(b.next_pause(us(19)), Pause::Spin);
+        assert_eq!(b.next_pause(us(20)), Pause::Yield);
+        assert_eq!(b.next_pause(us(999)), Pause::Yield);
+        let sleeps: Vec<Pause> = (0..8).map(|i| b.next_pause(us(1000 + i))).collect();
+        assert_eq!(
+            sleeps,
+            [4, 8, 16, 32, 64, 100, 100, 100].map(|n| Pause::Sleep(us(n)))
+        );
     }
 
     #[test]
     fn reset_starts_over() {
         let mut b = Backoff::new(DEFAULT_MAX_SLEEP);
-        for _ in 0..1000 {
-            b.next_pause();
+        for i in 0..100 {
+            b.next_pause(us(2000 + i));
         }
-        assert_eq!(b.next_pause(), Pause::Sleep(DEFAULT_MAX_SLEEP));
+        assert_eq!(b.next_pause(us(5000)), Pause::Sleep(DEFAULT_MAX_SLEEP));
         b.reset();
-        assert_eq!(b.next_pause(), Pause::Spin);
+        assert_eq!(b.next_pause(us(5000)), Pause::Sleep(FIRST_SLEEP));
+    }
+
+    #[test]
+    fn pause_measures_time_itself() {
+        let mut b = Backoff::new(us(50));
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_millis(3) {
+            b.pause();
+        }
+        assert!(matches!(b.next_pause(us(5000)), Pause::Sleep(_)));
     }
 }

@@ -111,6 +111,18 @@ bitflags! {
 }
 
 impl MrMode {
+    /// The bits onesided can act on even when the provider did not ask for
+    /// them (registering local buffers and passing their descriptors, reading
+    /// keys back): requesting them in
+    /// [`crate::EndpointConfig::mr_mode_request`] runs those paths on any
+    /// provider, so `shm` with [`MrMode::VERBS`] requested runs exactly the
+    /// verbs registration path. `VIRT_ADDR` is the provider's choice alone,
+    /// and `ENDPOINT` too: `shm`, `tcp` and `sockets` of libfabric 1.17
+    /// refuse `fi_mr_bind` to an endpoint unless they asked for it.
+    pub const FORCEABLE: MrMode = MrMode::LOCAL
+        .union(MrMode::ALLOCATED)
+        .union(MrMode::PROV_KEY);
+
     /// The bits verbs demands (and that onesided can always honour).
     pub const VERBS: MrMode = MrMode::LOCAL
         .union(MrMode::VIRT_ADDR)
