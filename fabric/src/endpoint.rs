@@ -28,18 +28,15 @@ use fabric_sys as sys;
 
 use crate::error::{check, strerror, Error, Result};
 use crate::handles::Handles;
+use crate::matching::{SourceMatch, MAX_TAG};
 use crate::memory::{Access, LocalRegion, MemoryRegion, RemoteMemory};
 use crate::progress::{Backoff, ProgressMode, DEFAULT_MAX_SLEEP};
 use crate::provider::{MrMode, Provider};
 use crate::slots::Slots;
 
-/// Bits of the wire tag that carry the sender's rank.
-const RANK_BITS: u32 = 24;
-const RANK_MASK: u64 = (1 << RANK_BITS) - 1;
-/// Largest user tag: the wire tag is `(tag << RANK_BITS) | sender_rank`.
-pub const MAX_TAG: u64 = (1 << (64 - RANK_BITS)) - 1;
-/// Largest job onesided's tag layout supports.
-pub const MAX_RANKS: u32 = 1 << RANK_BITS;
+/// Largest job an endpoint supports (the rank bits of
+/// [`crate::matching`]'s tag layout).
+pub const MAX_RANKS: u32 = 1 << 24;
 /// How often the background thread checks whether an application that was
 /// making progress itself has stopped doing so. Waking more often costs the
 /// application's own latency (measured on 2 cores: 15-40% more per message
@@ -148,9 +145,7 @@ pub struct Received {
     pub len: usize,
 }
 
-/// The wire tags of a message with `tag` from `me` to `peer` and from `peer`
-/// to `me`: `(tag << 24) | sender`.
-pub(crate) fn wire_tags(tag: u64, me: u32, peer: u32) -> Result<(u64, u64)> {
+fn check_tag(tag: u64) -> Result<()> {
     if tag > MAX_TAG {
         return Err(Error::OutOfRange {
             what: "message tag",
@@ -159,10 +154,7 @@ pub(crate) fn wire_tags(tag: u64, me: u32, peer: u32) -> Result<(u64, u64)> {
             size: MAX_TAG + 1,
         });
     }
-    Ok((
-        (tag << RANK_BITS) | u64::from(me),
-        (tag << RANK_BITS) | u64::from(peer),
-    ))
+    Ok(())
 }
 
 /// How one posted operation ended.
@@ -172,15 +164,17 @@ type Outcome = std::result::Result<Finished, FailedCompletion>;
 struct Finished {
     len: usize,
     tag: u64,
+    /// The remote CQ data: the sender's rank, for received messages.
+    data: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct FailedCompletion {
     code: i32,
     provider_code: i32,
-    len: usize,
     overflow: usize,
     tag: u64,
+    sender: u32,
 }
 
 /// Everything behind the endpoint mutex.
@@ -219,6 +213,7 @@ impl Core {
                         Ok(Finished {
                             len: entry.len,
                             tag: entry.tag,
+                            data: entry.data,
                         }),
                     );
                 }
@@ -240,9 +235,9 @@ impl Core {
                         // Providers disagree on the sign (shm negative).
                         code: err.err.saturating_abs(),
                         provider_code: err.prov_errno.saturating_abs(),
-                        len: err.len,
                         overflow: err.olen,
                         tag: err.tag,
+                        sender: err.data as u32,
                     }),
                 );
                 total += 1;
@@ -275,6 +270,9 @@ pub(crate) struct Shared {
     pub provider: Provider,
     pub mr_mode: MrMode,
     inject_size: usize,
+    pub(crate) source_match: SourceMatch,
+    /// Where the next polling any-source receive starts (fairness).
+    next_any_source: std::sync::atomic::AtomicU32,
     pub(crate) local_regions: Mutex<Vec<LocalRegion>>,
     next_key: AtomicU64,
     dead: Mutex<HashSet<u32>>,
@@ -395,6 +393,9 @@ impl Endpoint {
             provider: config.provider,
             mr_mode: granted.mr_mode | (config.mr_mode_request & MrMode::FORCEABLE),
             inject_size: granted.inject_size,
+            // SAFETY: fi_version takes no arguments and returns a constant.
+            next_any_source: std::sync::atomic::AtomicU32::new(0),
+            source_match: SourceMatch::new(config.provider, unsafe { sys::fi_version() }),
             local_regions: Mutex::new(Vec::new()),
             next_key: AtomicU64::new(1),
             dead: Mutex::new(HashSet::new()),
@@ -689,24 +690,7 @@ impl Endpoint {
                     }
                 }
                 if let Some(outcome) = core.slots.take_done(token) {
-                    return outcome.map_err(|f| {
-                        if f.code == sys::FI_ETRUNC as i32 {
-                            Error::Truncated {
-                                rank: (f.tag & RANK_MASK) as u32,
-                                tag: f.tag >> RANK_BITS,
-                                len: f.len + f.overflow,
-                                capacity: f.len,
-                            }
-                        } else {
-                            Error::Completion {
-                                op,
-                                rank,
-                                code: f.code,
-                                provider_code: f.provider_code,
-                                text: strerror(f.code),
-                            }
-                        }
-                    });
+                    return self.outcome(op, rank, outcome);
                 }
             }
             polls = polls.wrapping_add(1);
@@ -733,6 +717,29 @@ impl Endpoint {
         }
     }
 
+    /// The result of an operation to `rank` that ended with `outcome`.
+    fn outcome(&self, op: &'static str, rank: u32, outcome: Outcome) -> Result<Finished> {
+        outcome.map_err(|f| {
+            if f.code == sys::FI_ETRUNC as i32 {
+                // `len` carries the overflow; recv adds its capacity.
+                Error::Truncated {
+                    rank: f.sender,
+                    tag: SourceMatch::user_tag(f.tag),
+                    len: f.overflow,
+                    capacity: 0,
+                }
+            } else {
+                Error::Completion {
+                    op,
+                    rank,
+                    code: f.code,
+                    provider_code: f.provider_code,
+                    text: strerror(f.code),
+                }
+            }
+        })
+    }
+
     /// Gives up on an operation: cancels it where the provider can (posted
     /// receives) and forgets its slot.
     fn abandon(&self, token: u64) {
@@ -744,14 +751,17 @@ impl Endpoint {
         core.slots.remove(token);
     }
 
-    /// Sends `data` to `to` with `tag`; returns when `data` may be reused.
+    /// Sends `data` to `to` with `tag` (at most [`MAX_TAG`]); returns when
+    /// `data` may be reused. The sender's rank travels as remote CQ data.
     ///
     /// # Errors
     /// [`Error::InvalidRank`], [`Error::OutOfRange`] for a tag above
     /// [`MAX_TAG`], [`Error::PeerDead`], [`Error::Timeout`], or
     /// [`Error::Completion`] naming the peer and libfabric's error.
     pub fn send(&self, to: u32, tag: u64, data: &[u8]) -> Result<()> {
-        let (wire, _) = wire_tags(tag, self.rank, to)?;
+        check_tag(tag)?;
+        let me = u64::from(self.rank);
+        let tag = SourceMatch::wire_tag(tag, self.rank);
         let inject = data.len() <= self.shared.inject_size;
         let posted = self.post(
             "send",
@@ -763,25 +773,27 @@ impl Endpoint {
                     // SAFETY: the endpoint is open; data is valid for its length
                     // and copied by the provider before fi_tinject returns.
                     unsafe {
-                        sys::fi_tinject(
+                        sys::fi_tinjectdata(
                             core.handles.ep,
                             data.as_ptr().cast(),
                             data.len(),
+                            me,
                             addr,
-                            wire,
+                            tag,
                         )
                     }
                 } else {
                     // SAFETY: data stays borrowed until the completion is waited
                     // for below; desc is its descriptor or null.
                     unsafe {
-                        sys::fi_tsend(
+                        sys::fi_tsenddata(
                             core.handles.ep,
                             data.as_ptr().cast(),
                             data.len(),
                             desc,
+                            me,
                             addr,
-                            wire,
+                            tag,
                             ctx,
                         )
                     }
@@ -803,21 +815,54 @@ impl Endpoint {
     /// [`Error::InvalidRank`], [`Error::PeerDead`], [`Error::Timeout`] (the
     /// receive is cancelled), [`Error::Completion`].
     pub fn recv(&self, from: Option<u32>, tag: u64, buf: &mut [u8]) -> Result<Received> {
-        let (_, wire) = wire_tags(tag, self.rank, from.unwrap_or(0))?;
-        let ignore: u64 = if from.is_some() { 0 } else { RANK_MASK };
-        // A receive from any rank is posted "to" the unspecified address; for
-        // liveness it is attributed to this rank itself.
-        let peer = from.unwrap_or(self.rank);
+        check_tag(tag)?;
+        let capacity = buf.len();
+        let done = match from {
+            None if self.shared.source_match.poll_any_source => self.recv_polling(tag, buf),
+            _ => {
+                let (wire, ignore) = SourceMatch::receive(tag, from);
+                // A receive from any rank is attributed to this rank itself
+                // for liveness.
+                let peer = from.unwrap_or(self.rank);
+                let posted = self.post_recv(peer, wire, ignore, buf)?;
+                self.wait("recv", peer, posted)
+            }
+        };
+        let done = done.map_err(|e| match e {
+            // The completion reports the bytes that did not fit.
+            Error::Truncated {
+                rank,
+                tag,
+                len: overflow,
+                ..
+            } => Error::Truncated {
+                rank,
+                tag,
+                len: capacity + overflow,
+                capacity,
+            },
+            e => e,
+        })?;
+        Ok(Received {
+            from: done.data as u32,
+            tag: SourceMatch::user_tag(done.tag),
+            len: done.len,
+        })
+    }
+
+    /// Posts one receive of `wire` (with `ignore` bits) into `buf`.
+    fn post_recv(&self, peer: u32, wire: u64, ignore: u64, buf: &mut [u8]) -> Result<Posted<'_>> {
         let capacity = buf.len();
         let ptr = buf.as_mut_ptr();
-        let posted = self.post(
+        self.post(
             "recv",
             peer,
             (ptr, capacity),
             true,
             |core, _addr, ctx, desc| {
                 // SAFETY: buf stays mutably borrowed until the completion is
-                // waited for below (or the receive is cancelled).
+                // waited for (or the receive is cancelled and its cancellation
+                // completed) by the caller.
                 unsafe {
                     sys::fi_trecv(
                         core.handles.ep,
@@ -831,22 +876,83 @@ impl Endpoint {
                     )
                 }
             },
-        )?;
-        let done = self.wait("recv", peer, posted)?;
-        Ok(Received {
-            from: (done.tag & RANK_MASK) as u32,
-            tag: done.tag >> RANK_BITS,
-            len: done.len,
-        })
+        )
+    }
+
+    /// A receive from any rank without ignore bits (see
+    /// [`crate::matching`]): posts an exact receive for one rank after
+    /// another, cancelling each that finds nothing, until one matches.
+    fn recv_polling(&self, tag: u64, buf: &mut [u8]) -> Result<Finished> {
+        let mut backoff = Backoff::new(self.shared.max_sleep);
+        let first = self.shared.next_any_source.fetch_add(1, Ordering::Relaxed);
+        loop {
+            for i in 0..self.size {
+                let rank = (first + i) % self.size;
+                if self.shared.is_dead(rank) {
+                    continue;
+                }
+                let Posted {
+                    token,
+                    desc,
+                    mut core,
+                } = self.post_recv(rank, SourceMatch::wire_tag(tag, rank), 0, buf)?;
+                for _ in 0..POLLS_PER_LOCK {
+                    if core.poll() > 0 {
+                        break;
+                    }
+                }
+                let mut outcome = core.slots.take_done(token);
+                if outcome.is_none() {
+                    // SAFETY: the endpoint is open; token is the context of
+                    // the receive just posted.
+                    let cancelled =
+                        unsafe { sys::fi_cancel(core.handles.ep_fid(), token as *mut c_void) } == 0;
+                    if cancelled {
+                        // Found and removed before it matched: the buffer is
+                        // free again. (shm 1.17 writes no completion for it;
+                        // one that other providers write finds no slot.)
+                        core.slots.remove(token);
+                        desc.close();
+                        continue;
+                    }
+                }
+                // It matched: wait for its completion.
+                let outcome = loop {
+                    if let Some(outcome) = outcome.take() {
+                        break outcome;
+                    }
+                    drop(core);
+                    std::thread::yield_now();
+                    core = self.shared.lock();
+                    core.poll();
+                    outcome = core.slots.take_done(token);
+                };
+                desc.close();
+                drop(core);
+                match outcome {
+                    Err(f) if f.code == sys::FI_ECANCELED as i32 => continue,
+                    outcome => return self.outcome("recv", rank, outcome),
+                }
+            }
+            self.shared.note_app_progress();
+            if backoff.pause() > self.shared.timeout {
+                return Err(Error::Timeout {
+                    op: "recv",
+                    rank: self.rank,
+                    after: self.shared.timeout,
+                });
+            }
+        }
     }
 
     /// Reads `buf.len()` bytes at `offset` of `from`'s region `remote` into
     /// `buf`.
     ///
     /// # Errors
-    /// [`Error::OutOfRange`] when the bytes lie outside the region (nothing
-    /// is posted); [`Error::InvalidRank`], [`Error::PeerDead`],
-    /// [`Error::Timeout`], [`Error::Completion`].
+    /// [`Error::OutOfRange`] when the bytes lie outside the region and
+    /// [`Error::NotPermitted`] when the region does not allow the access (in
+    /// both cases nothing is posted); [`Error::InvalidRank`],
+    /// [`Error::PeerDead`], [`Error::Timeout`], [`Error::Completion`].
     pub fn read(
         &self,
         from: u32,
@@ -854,6 +960,7 @@ impl Endpoint {
         offset: u64,
         buf: &mut [u8],
     ) -> Result<()> {
+        remote.permits(Access::REMOTE_READ, "read", from)?;
         let address = remote.address_of(offset, buf.len() as u64, "read")?;
         let key = remote.key;
         let len = buf.len();
@@ -919,6 +1026,7 @@ impl Endpoint {
         data: &[u8],
         flags: u64,
     ) -> Result<()> {
+        remote.permits(Access::REMOTE_WRITE, op, to)?;
         let address = remote.address_of(offset, data.len() as u64, op)?;
         let key = remote.key;
         let posted = self.post(
@@ -956,7 +1064,13 @@ impl Endpoint {
         self.wait(op, to, posted).map(drop)
     }
 
-    fn atomic_target(remote: &RemoteMemory, offset: u64, op: &'static str) -> Result<u64> {
+    fn atomic_target(
+        remote: &RemoteMemory,
+        offset: u64,
+        op: &'static str,
+        rank: u32,
+    ) -> Result<u64> {
+        remote.permits(Access::REMOTE_READ | Access::REMOTE_WRITE, op, rank)?;
         if offset % 8 != 0 {
             return Err(Error::Misaligned { what: op, offset });
         }
@@ -976,7 +1090,7 @@ impl Endpoint {
         offset: u64,
         value: u64,
     ) -> Result<u64> {
-        let address = Self::atomic_target(remote, offset, "fetch_add")?;
+        let address = Self::atomic_target(remote, offset, "fetch_add", at)?;
         let key = remote.key;
         // Operand and result share one buffer: [operand, result].
         let mut words = [value, 0u64];
@@ -1024,7 +1138,7 @@ impl Endpoint {
         expected: u64,
         new: u64,
     ) -> Result<u64> {
-        let address = Self::atomic_target(remote, offset, "compare_swap")?;
+        let address = Self::atomic_target(remote, offset, "compare_swap", at)?;
         let key = remote.key;
         // [new value, compare value, result]
         let mut words = [new, expected, 0u64];

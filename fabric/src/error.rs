@@ -86,6 +86,17 @@ pub enum Error {
         /// Size of what was accessed.
         size: u64,
     },
+    /// An access the target region does not allow (a write to a region
+    /// registered for reads only); nothing was posted.
+    #[error("{op} to rank {rank} refused: the region allows only {}", access_names(*allowed))]
+    NotPermitted {
+        /// The operation.
+        op: &'static str,
+        /// The target rank.
+        rank: u32,
+        /// What the region allows.
+        allowed: crate::memory::Access,
+    },
     /// A misaligned atomic.
     #[error("{what}: offset {offset} is not 8-byte aligned")]
     Misaligned {
@@ -142,6 +153,17 @@ pub enum Error {
     },
 }
 
+fn access_names(access: crate::memory::Access) -> String {
+    if access.is_empty() {
+        return "local access".into();
+    }
+    access
+        .iter_names()
+        .map(|(name, _)| name)
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
 /// onesided-fabric's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -180,7 +202,8 @@ impl Error {
             Error::Completion { rank, .. }
             | Error::PeerDead { rank, .. }
             | Error::Timeout { rank, .. }
-            | Error::Truncated { rank, .. } => Some(*rank),
+            | Error::Truncated { rank, .. }
+            | Error::NotPermitted { rank, .. } => Some(*rank),
             _ => None,
         }
     }

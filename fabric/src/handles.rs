@@ -262,6 +262,8 @@ fn getinfo(provider: Provider, mr_mode_supported: MrMode) -> Result<*mut sys::fi
                 return Err(unavailable("fi_allocinfo returned null".into()));
             }
             let h = &mut *hints;
+            // The sender's rank travels as remote CQ data.
+            (*h.domain_attr).cq_data_size = 4;
             h.caps = sys::FI_MSG | sys::FI_TAGGED | sys::FI_RMA | sys::FI_ATOMIC;
             h.mode = 0;
             (*h.ep_attr).type_ = sys::FI_EP_RDM;

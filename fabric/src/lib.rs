@@ -27,6 +27,7 @@ mod endpoint;
 mod error;
 mod handles;
 pub mod launcher;
+mod matching;
 mod memory;
 pub mod pmi;
 pub mod progress;
@@ -35,8 +36,9 @@ pub mod raw;
 mod slots;
 pub mod world;
 
-pub use endpoint::{Endpoint, EndpointConfig, Received, MAX_RANKS, MAX_TAG};
+pub use endpoint::{Endpoint, EndpointConfig, Received, MAX_RANKS};
 pub use error::{Error, Result};
+pub use matching::MAX_TAG;
 pub use memory::{Access, MemoryRegion, RemoteMemory};
 pub use progress::ProgressMode;
 pub use provider::{MrMode, Provider};

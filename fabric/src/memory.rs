@@ -28,8 +28,13 @@ bitflags! {
 }
 
 /// How a peer addresses one of this process's regions: base address (a
-/// virtual address or 0, per the provider's `FI_MR_VIRT_ADDR`), key and
-/// length. Small, plain and exchanged once per peer.
+/// virtual address or 0, per the provider's `FI_MR_VIRT_ADDR`), key, length
+/// and what the region allows. Small, plain and exchanged once per peer.
+///
+/// The endpoint checks every access against the descriptor before posting
+/// it: providers do not fail a forbidden access cleanly (on libfabric 1.17
+/// `shm` never completes a write to a read-only region, and `tcp` drops the
+/// connection to the peer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RemoteMemory {
     /// The address of byte 0 of the region, in the provider's addressing.
@@ -38,25 +43,29 @@ pub struct RemoteMemory {
     pub key: u64,
     /// Length in bytes.
     pub len: u64,
+    /// What the region's owner allows.
+    pub access: Access,
 }
 
 impl RemoteMemory {
     /// Size of [`RemoteMemory::to_bytes`]' output.
-    pub const ENCODED_LEN: usize = 24;
+    pub const ENCODED_LEN: usize = 32;
 
-    /// Encodes as 24 little-endian bytes (base, key, length).
+    /// Encodes as 32 little-endian bytes (base, key, length, access bits).
     pub fn to_bytes(&self) -> [u8; Self::ENCODED_LEN] {
         let mut out = [0u8; Self::ENCODED_LEN];
         out[..8].copy_from_slice(&self.base.to_le_bytes());
         out[8..16].copy_from_slice(&self.key.to_le_bytes());
-        out[16..].copy_from_slice(&self.len.to_le_bytes());
+        out[16..24].copy_from_slice(&self.len.to_le_bytes());
+        out[24..].copy_from_slice(&self.access.bits().to_le_bytes());
         out
     }
 
     /// Decodes [`RemoteMemory::to_bytes`]' output.
     ///
     /// # Errors
-    /// [`Error::BadDescriptor`] when `bytes` is not 24 bytes long.
+    /// [`Error::BadDescriptor`] when `bytes` is not 32 bytes long or holds
+    /// unknown access bits.
     pub fn from_bytes(bytes: &[u8]) -> Result<RemoteMemory> {
         if bytes.len() != Self::ENCODED_LEN {
             return Err(Error::BadDescriptor(format!(
@@ -70,10 +79,28 @@ impl RemoteMemory {
             w.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
             u64::from_le_bytes(w)
         };
+        let access = Access::from_bits(word(3))
+            .ok_or_else(|| Error::BadDescriptor(format!("unknown access bits {:#x}", word(3))))?;
         Ok(RemoteMemory {
             base: word(0),
             key: word(1),
             len: word(2),
+            access,
+        })
+    }
+
+    /// Checks that the region allows `needed`.
+    ///
+    /// # Errors
+    /// [`Error::NotPermitted`] naming the operation and the rank.
+    pub fn permits(&self, needed: Access, op: &'static str, rank: u32) -> Result<()> {
+        if self.access.contains(needed) {
+            return Ok(());
+        }
+        Err(Error::NotPermitted {
+            op,
+            rank,
+            allowed: self.access,
         })
     }
 
@@ -227,6 +254,7 @@ impl MemoryRegion {
                 base,
                 key,
                 len: len as u64,
+                access,
             },
             access,
             shared,
@@ -359,9 +387,19 @@ mod tests {
             base: 0x7f00_0000_1000,
             key: 42,
             len: 100,
+            access: Access::REMOTE_READ,
         };
         assert_eq!(RemoteMemory::from_bytes(&r.to_bytes()).unwrap(), r);
         assert!(RemoteMemory::from_bytes(&[0u8; 23]).is_err());
+        let mut bad = r.to_bytes();
+        bad[31] = 0x80;
+        assert!(RemoteMemory::from_bytes(&bad).is_err());
+        assert!(r.permits(Access::REMOTE_READ, "read", 1).is_ok());
+        let e = r.permits(Access::REMOTE_WRITE, "write", 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "write to rank 1 refused: the region allows only REMOTE_READ"
+        );
         assert_eq!(r.address_of(10, 90, "t").unwrap(), 0x7f00_0000_1000 + 10);
         let err = r.address_of(10, 91, "read").unwrap_err();
         assert_eq!(err.to_string(), "read: bytes 10..101 are outside 0..100");

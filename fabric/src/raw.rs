@@ -17,6 +17,7 @@ use fabric_sys as sys;
 
 use crate::endpoint::Core;
 use crate::error::{Error, Result};
+use crate::matching::SourceMatch;
 use crate::memory::{Access, RemoteMemory};
 use crate::Endpoint;
 
@@ -157,7 +158,9 @@ pub fn tagged_pingpong(
     } else {
         shared.desc_of(buf as usize, len)
     };
-    let (send_tag, recv_tag) = crate::endpoint::wire_tags(tag, ep.rank(), peer)?;
+    let me = u64::from(ep.rank());
+    let send_tag = SourceMatch::wire_tag(tag, ep.rank());
+    let recv_tag = SourceMatch::wire_tag(tag, peer);
     let inject = len <= shared.inject_size();
     let send = || -> Result<()> {
         post_retry(&core, "raw send", peer, || {
@@ -165,13 +168,14 @@ pub fn tagged_pingpong(
             // copied before fi_tinject returns, a sent one is awaited below.
             unsafe {
                 if inject {
-                    sys::fi_tinject(core.handles.ep, buf.cast(), len, addr, send_tag)
+                    sys::fi_tinjectdata(core.handles.ep, buf.cast(), len, me, addr, send_tag)
                 } else {
-                    sys::fi_tsend(
+                    sys::fi_tsenddata(
                         core.handles.ep,
                         buf.cast(),
                         len,
                         desc,
+                        me,
                         addr,
                         send_tag,
                         ptr::null_mut(),

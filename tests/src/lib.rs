@@ -1,1 +1,286 @@
-//! placeholder
+//! onesided-tests: the harness of the multi-process integration tests.
+//!
+//! Tests start real processes over real libfabric providers: `osrun` (and
+//! MPICH's `mpiexec.hydra`) launching the rank programs of this crate
+//! (`fabric-check`) and the examples of onesided-fabric. Each run has a
+//! timeout, after which its whole process group is killed; after each run
+//! the harness checks that no process it started is left and that no `shm`
+//! provider file of theirs is left in `/dev/shm`. Runs are serialised: the
+//! machines have two cores, and tests must not measure each other.
+//!
+//! The binaries come from the same `target/<profile>/` directory as the test
+//! executable; build them first (`cargo build --workspace --bins
+//! --examples`, which the README's test command does).
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Takes the lock that serialises multi-process runs.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `target/<profile>/`, where the binaries are.
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test>-<hash>
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .expect("test executable lives in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// A binary of the workspace (`osrun`, `fabric-check`) or an example
+/// (`examples/hello`).
+pub fn binary(name: &str) -> PathBuf {
+    let path = target_dir().join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: build it first with `cargo build --workspace --bins --examples` (same profile as the tests)",
+        path.display()
+    );
+    path
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Exit status of the launcher.
+    pub status: ExitStatus,
+    /// Its standard output (the ranks' included).
+    pub stdout: String,
+    /// Its standard error (the ranks' included).
+    pub stderr: String,
+    /// PIDs the ranks reported (`pid RANK PID` lines).
+    pub pids: Vec<u32>,
+}
+
+impl Outcome {
+    /// Exit code, or 128 + signal.
+    pub fn code(&self) -> i32 {
+        use std::os::unix::process::ExitStatusExt;
+        self.status
+            .code()
+            .unwrap_or_else(|| 128 + self.status.signal().unwrap_or(0))
+    }
+
+    /// Panics with the whole output unless the run succeeded.
+    pub fn assert_success(&self) -> &Self {
+        assert!(
+            self.status.success(),
+            "run failed ({}):\n{self}",
+            self.code()
+        );
+        self
+    }
+
+    /// Panics unless `line` appears in standard output.
+    pub fn assert_stdout_has(&self, text: &str) -> &Self {
+        assert!(self.stdout.contains(text), "stdout lacks {text:?}:\n{self}");
+        self
+    }
+
+    /// Panics unless `text` appears in standard error.
+    pub fn assert_stderr_has(&self, text: &str) -> &Self {
+        assert!(self.stderr.contains(text), "stderr lacks {text:?}:\n{self}");
+        self
+    }
+
+    /// Number of standard-output lines containing `text`.
+    pub fn count(&self, text: &str) -> usize {
+        self.stdout.lines().filter(|l| l.contains(text)).count()
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--- stdout\n{}--- stderr\n{}---",
+            self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `command` in its own process group with `timeout`; kills the group
+/// and panics if it runs over. Afterwards checks that the processes the
+/// ranks reported are gone and left nothing in `/dev/shm`.
+pub fn run(mut command: Command, timeout: Duration) -> Outcome {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+    let group = child.id() as i32;
+    let mut out = child.stdout.take().expect("piped stdout");
+    let mut err = child.stderr.take().expect("piped stderr");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if start.elapsed() > timeout {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let Some(status) = status else {
+        kill_group(group);
+        let _ = child.wait();
+        let stdout = out_reader.join().unwrap_or_default();
+        let stderr = err_reader.join().unwrap_or_default();
+        panic!("{command:?} did not finish within {timeout:?}; killed its process group\n--- stdout\n{stdout}--- stderr\n{stderr}");
+    };
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    let pids = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("pid "))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .collect();
+    let outcome = Outcome {
+        status,
+        stdout,
+        stderr,
+        pids,
+    };
+    check_nothing_left(&outcome);
+    outcome
+}
+
+/// SIGKILLs `target` (a pid, or `-pgid` for a process group) with kill(1).
+pub fn kill(target: i64) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &target.to_string()])
+        .stderr(Stdio::null())
+        .status();
+}
+
+fn kill_group(group: i32) {
+    kill(-i64::from(group));
+}
+
+/// Whether `pid` is a live (not zombie) process.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// `/dev/shm` entries of `pid` (the shm provider names them `PID:...`).
+pub fn shm_files_of(pid: u32) -> Vec<String> {
+    let prefix = format!("{pid}:");
+    std::fs::read_dir("/dev/shm")
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn check_nothing_left(outcome: &Outcome) {
+    // Give the kernel a moment to finish tearing down killed processes.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while outcome.pids.iter().any(|&p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let alive: Vec<u32> = outcome.pids.iter().copied().filter(|&p| alive(p)).collect();
+    for &pid in &alive {
+        kill(i64::from(pid));
+    }
+    let files: Vec<String> = outcome.pids.iter().flat_map(|&p| shm_files_of(p)).collect();
+    for f in &files {
+        let _ = std::fs::remove_file(format!("/dev/shm/{f}"));
+    }
+    assert!(
+        alive.is_empty(),
+        "processes left running: {alive:?}\n{outcome}"
+    );
+    assert!(
+        files.is_empty(),
+        "files left in /dev/shm: {files:?}\n{outcome}"
+    );
+}
+
+/// A command line for `osrun`.
+pub struct Osrun {
+    processes: u32,
+    provider: String,
+    fault_tolerant: bool,
+    program: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl Osrun {
+    /// `osrun -n N --provider P` running `program` of this workspace.
+    pub fn new(processes: u32, provider: &str, program: &str) -> Osrun {
+        Osrun {
+            processes,
+            provider: provider.into(),
+            fault_tolerant: false,
+            program: binary(program),
+            args: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Adds `--ft`.
+    pub fn ft(mut self) -> Osrun {
+        self.fault_tolerant = true;
+        self
+    }
+
+    /// Adds an argument for the program.
+    pub fn arg(mut self, arg: &str) -> Osrun {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Sets an environment variable for osrun and the ranks.
+    pub fn env(mut self, key: &str, value: &str) -> Osrun {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Runs it: osrun's own `--timeout` is 60 s, the harness's 90 s, and
+    /// any one operation of a rank waits at most 20 s.
+    pub fn run(self) -> Outcome {
+        let mut command = Command::new(binary("osrun"));
+        command
+            .args(["-n", &self.processes.to_string()])
+            .args(["--provider", &self.provider, "--timeout", "60"])
+            .env("ONESIDED_TIMEOUT", "20");
+        if self.fault_tolerant {
+            command.arg("--ft");
+        }
+        command.arg(&self.program).args(&self.args).envs(self.env);
+        run(command, Duration::from_secs(90))
+    }
+}

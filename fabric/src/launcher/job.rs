@@ -120,7 +120,9 @@ impl Job<'_> {
                 let actions = self.server.handle(client, &message);
                 self.perform(actions);
             }
-            Event::Message(_, Ok(None) | Err(WireError::Closed { .. })) => {}
+            // A lost connection is the process going away: handled when it
+            // is reaped.
+            Event::Message(_, Ok(None) | Err(WireError::Closed { .. } | WireError::Io(_))) => {}
             Event::Message(client, Err(e)) => {
                 if let Some(p) = self.processes.get(&client) {
                     say(&format!("{} sent a bad PMI message: {e}", p.label));

@@ -1,0 +1,89 @@
+//! How a receive picks its source: the tag layout of messages.
+//!
+//! A message's wire tag is `(tag << 24) | sender_rank`, and every message
+//! also carries the sender's rank as remote CQ data. A receive from a named
+//! rank matches its wire tag exactly; a receive from any rank ignores the
+//! low 24 bits. Sources are never selected by address: with libfabric
+//! 1.17, `sockets` cannot tell which address a message came from once there
+//! are more than two peers, and `shm` occasionally fails to match directed
+//! receives (both measured here).
+//!
+//! libfabric 1.17's `shm` also loses queued unexpected messages that a
+//! receive matches through ignore bits (measured: of two messages queued
+//! with one tag, the second is never delivered). On that provider and
+//! version a receive from any rank therefore polls the ranks one by one
+//! with exact receives, cancelling each that finds nothing
+//! ([`SourceMatch::poll_any_source`]).
+
+use crate::provider::Provider;
+
+/// Bits of the wire tag holding the sender's rank.
+pub(crate) const RANK_BITS: u32 = 24;
+const RANK_MASK: u64 = (1 << RANK_BITS) - 1;
+
+/// The largest user tag.
+pub const MAX_TAG: u64 = (1 << (64 - RANK_BITS)) - 1;
+
+/// How receives select their source; see the module docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SourceMatch {
+    /// Whether any-source receives poll ranks one by one.
+    pub poll_any_source: bool,
+}
+
+impl SourceMatch {
+    /// The way that works on `provider` of libfabric `version`
+    /// (`FI_VERSION` encoding).
+    pub fn new(provider: Provider, version: u32) -> SourceMatch {
+        SourceMatch {
+            poll_any_source: provider == Provider::Shm
+                && version < fabric_sys::fi_version_of(1, 18),
+        }
+    }
+
+    /// The wire tag of a message with `tag` from `sender`; what a receive
+    /// from `sender` matches exactly.
+    pub fn wire_tag(tag: u64, sender: u32) -> u64 {
+        (tag << RANK_BITS) | (u64::from(sender) & RANK_MASK)
+    }
+
+    /// The wire tag and ignore bits of a receive of `tag` from `from` (any
+    /// rank when `None`).
+    pub fn receive(tag: u64, from: Option<u32>) -> (u64, u64) {
+        match from {
+            Some(rank) => (Self::wire_tag(tag, rank), 0),
+            None => (Self::wire_tag(tag, 0), RANK_MASK),
+        }
+    }
+
+    /// The user tag of a wire tag.
+    pub fn user_tag(wire: u64) -> u64 {
+        wire >> RANK_BITS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_sits_in_the_low_bits() {
+        let wire = SourceMatch::wire_tag(MAX_TAG, 5);
+        assert_eq!(wire & RANK_MASK, 5);
+        assert_eq!(SourceMatch::user_tag(wire), MAX_TAG);
+        assert_eq!(SourceMatch::receive(MAX_TAG, Some(5)), (wire, 0));
+        assert_ne!(SourceMatch::receive(MAX_TAG, Some(4)).0, wire);
+        let (any, ignore) = SourceMatch::receive(MAX_TAG, None);
+        assert_eq!(any | ignore, wire | ignore);
+    }
+
+    #[test]
+    fn only_old_shm_polls() {
+        let v117 = fabric_sys::fi_version_of(1, 17);
+        let v25 = fabric_sys::fi_version_of(2, 5);
+        assert!(SourceMatch::new(Provider::Shm, v117).poll_any_source);
+        assert!(!SourceMatch::new(Provider::Shm, v25).poll_any_source);
+        assert!(!SourceMatch::new(Provider::Tcp, v117).poll_any_source);
+        assert!(!SourceMatch::new(Provider::Sockets, v117).poll_any_source);
+    }
+}

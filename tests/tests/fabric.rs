@@ -1,0 +1,379 @@
+//! Multi-process tests of onesided-fabric and osrun over real providers.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use onesided_tests::{alive, binary, run, serial, Osrun};
+
+const PROVIDERS: [&str; 2] = ["shm", "tcp"];
+
+#[test]
+fn hello_prints_one_line_per_rank_on_every_provider() {
+    let _serial = serial();
+    for provider in ["shm", "tcp", "sockets"] {
+        let out = Osrun::new(3, provider, "examples/hello").run();
+        out.assert_success();
+        for rank in 0..3 {
+            out.assert_stdout_has(&format!("rank {rank} of 3 on {provider}\n"));
+        }
+        assert_eq!(out.stdout.lines().count(), 3, "{out}");
+    }
+}
+
+#[test]
+fn rma_atomics_and_messages_move_the_right_bytes() {
+    let _serial = serial();
+    for (provider, n) in [("shm", 4), ("tcp", 4), ("sockets", 3)] {
+        let out = Osrun::new(n, provider, "fabric-check").arg("rma").run();
+        out.assert_success();
+        assert_eq!(out.count("rma ok"), n as usize, "{provider}: {out}");
+    }
+}
+
+#[test]
+fn verbs_style_registration_runs_on_shm_and_tcp() {
+    let _serial = serial();
+    for (provider, mode) in [
+        ("shm", "MrMode(LOCAL | VIRT_ADDR | ALLOCATED | PROV_KEY)"),
+        ("tcp", "MrMode(LOCAL | ALLOCATED | PROV_KEY)"),
+    ] {
+        let out = Osrun::new(2, provider, "fabric-check")
+            .arg("rma")
+            .env("ONESIDED_MR_MODE", "verbs")
+            .run();
+        out.assert_success();
+        assert_eq!(out.count(&format!("mr_mode {mode}")), 2, "{out}");
+        assert_eq!(out.count("rma ok"), 2, "{out}");
+    }
+}
+
+#[test]
+fn queued_unexpected_messages_all_arrive() {
+    let _serial = serial();
+    for provider in ["shm", "tcp", "sockets"] {
+        let out = Osrun::new(4, provider, "fabric-check")
+            .arg("unexpected")
+            .run();
+        out.assert_success();
+        assert_eq!(out.count("unexpected ok"), 4, "{provider}: {out}");
+    }
+}
+
+#[test]
+fn a_computing_target_serves_reads_and_atomics() {
+    let _serial = serial();
+    for provider in PROVIDERS {
+        let out = Osrun::new(4, provider, "fabric-check").arg("passive").run();
+        out.assert_success();
+        out.assert_stdout_has("rank 0: served 300 increments while computing");
+    }
+}
+
+#[test]
+fn without_the_progress_thread_a_computing_shm_target_serves_nothing() {
+    // The control for the test above: it can fail.
+    let _serial = serial();
+    let out = Osrun::new(2, "shm", "fabric-check")
+        .arg("passive")
+        .env("ONESIDED_PROGRESS", "manual")
+        .env("ONESIDED_TIMEOUT", "2")
+        .run();
+    assert!(!out.status.success(), "{out}");
+    out.assert_stderr_has("did not complete within 2s");
+}
+
+#[test]
+fn four_waiting_ranks_on_two_cores_do_not_spin() {
+    let _serial = serial();
+    for provider in PROVIDERS {
+        let out = Osrun::new(4, provider, "fabric-check")
+            .arg("idle")
+            .arg("2")
+            .run();
+        out.assert_success();
+        assert_eq!(out.count("of a core while waiting"), 3, "{out}");
+    }
+}
+
+#[test]
+fn with_ft_the_survivor_gets_an_error_naming_the_dead_rank() {
+    let _serial = serial();
+    for provider in PROVIDERS {
+        let out = Osrun::new(2, provider, "fabric-check")
+            .ft()
+            .arg("victim")
+            .run();
+        assert_eq!(out.code(), 128 + 9, "{out}");
+        out.assert_stdout_has("rank 0: survivor got an error naming rank 1");
+        out.assert_stderr_has("was killed by signal 9");
+        out.assert_stderr_has("--ft: telling the survivors that rank 1 died");
+    }
+}
+
+#[test]
+fn without_ft_a_dead_rank_ends_the_job() {
+    let _serial = serial();
+    for provider in PROVIDERS {
+        let out = Osrun::new(2, provider, "fabric-check").arg("victim").run();
+        assert_ne!(out.code(), 0, "{out}");
+        out.assert_stderr_has("rank 1 (pid");
+        out.assert_stderr_has("killing the job");
+        assert_eq!(out.pids.len(), 2, "{out}");
+    }
+}
+
+#[test]
+fn spawn_starts_processes_into_the_running_job() {
+    let _serial = serial();
+    let out = Osrun::new(2, "shm", "fabric-check").arg("spawn").run();
+    out.assert_success();
+    out.assert_stdout_has("rank 0: spawned 2");
+    out.assert_stdout_has("child 0 of 2: hello-from-the-parent");
+    out.assert_stdout_has("child 1 of 2: hello-from-the-parent");
+    assert_eq!(out.pids.len(), 4, "{out}");
+}
+
+#[test]
+fn abort_ends_the_job_with_its_code() {
+    let _serial = serial();
+    let out = Osrun::new(2, "shm", "fabric-check").arg("abort").run();
+    assert_eq!(out.code(), 3, "{out}");
+    out.assert_stderr_has("called abort (exit code 3)");
+}
+
+#[test]
+fn timeout_kills_the_job() {
+    let _serial = serial();
+    let mut command = Command::new(binary("osrun"));
+    command
+        .args(["-n", "2", "--timeout", "1"])
+        .arg(binary("fabric-check"))
+        .args(["sleep", "30"]);
+    let start = Instant::now();
+    let out = run(command, Duration::from_secs(30));
+    assert_eq!(out.code(), 124, "{out}");
+    assert!(start.elapsed() < Duration::from_secs(25), "{out}");
+    out.assert_stderr_has("did not finish within --timeout");
+}
+
+/// One `osrun` run with bad input: one clear line on stderr, non-zero exit,
+/// nothing started.
+fn bad_input(args: &[&str], expect: &str) {
+    let mut command = Command::new(binary("osrun"));
+    command.args(args);
+    let out = run(command, Duration::from_secs(10));
+    assert_ne!(out.code(), 0, "{out}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out}");
+    out.assert_stderr_has(expect);
+    assert!(out.stdout.is_empty(), "{out}");
+}
+
+#[test]
+fn bad_command_lines_give_one_clear_line() {
+    let _serial = serial();
+    let check = binary("fabric-check");
+    let check = check.to_str().unwrap_or_default();
+    bad_input(&["-n", "0", check], "osrun: -n must be at least 1 (got 0)");
+    bad_input(&["-n", "2"], "osrun: no program given");
+    bad_input(
+        &["-n", "2", "/no/such/program"],
+        "osrun: program \"/no/such/program\" not found",
+    );
+    bad_input(
+        &["-n", "2", "no-such-program-anywhere"],
+        "not found on PATH",
+    );
+    bad_input(
+        &["-n", "2", "--provider", "psm9", check],
+        "osrun: unknown provider \"psm9\"",
+    );
+}
+
+#[test]
+fn an_unknown_provider_in_the_environment_is_one_error_per_rank() {
+    let _serial = serial();
+    let mut command = Command::new(binary("osrun"));
+    command
+        .args(["-n", "2"])
+        .arg(binary("examples/hello"))
+        .env("ONESIDED_PROVIDER", "psm9");
+    let out = run(command, Duration::from_secs(30));
+    assert_ne!(out.code(), 0, "{out}");
+    out.assert_stderr_has("hello: unknown provider \"psm9\"");
+}
+
+#[test]
+fn missing_libfabric_gives_one_clear_line() {
+    let _serial = serial();
+    // Hide libfabric in a private mount namespace (needs root, as in CI).
+    let lib = [
+        "/usr/lib/x86_64-linux-gnu/libfabric.so.1",
+        "/lib/x86_64-linux-gnu/libfabric.so.1",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).exists())
+    .expect("libfabric.so.1 installed");
+    let probe = Command::new("unshare")
+        .args(["--mount", "true"])
+        .stderr(Stdio::null())
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: unshare --mount needs root (CI runs as root)");
+        return;
+    }
+    let script = format!(
+        "mount --bind /dev/null {lib} && mount --bind /dev/null $(readlink -f {lib}) && exec {} -n 2 {}",
+        binary("osrun").display(),
+        binary("examples/hello").display()
+    );
+    let mut command = Command::new("unshare");
+    command.args(["--mount", "sh", "-c", &script]);
+    let out = run(command, Duration::from_secs(20));
+    assert_eq!(out.code(), 1, "{out}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out}");
+    out.assert_stderr_has("osrun: libfabric is not usable");
+    assert!(out.stdout.is_empty(), "{out}");
+}
+
+#[test]
+fn a_process_not_started_by_osrun_cannot_join() {
+    let _serial = serial();
+    // osrun listens on nothing: its PMI sockets are socketpairs shared only
+    // with the processes it started.
+    let mut command = Command::new(binary("osrun"));
+    command
+        .args(["-n", "1", "--timeout", "30"])
+        .arg(binary("fabric-check"))
+        .args(["sleep", "3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut osrun = command.spawn().expect("start osrun");
+    std::thread::sleep(Duration::from_millis(1000));
+    let inodes = socket_inodes(osrun.id());
+    let listening = listening_inodes();
+    let exposed: Vec<&String> = inodes.iter().filter(|i| listening.contains(i)).collect();
+    // An outsider handed osrun's variables cannot reach it either.
+    let outsider = Command::new(binary("examples/hello"))
+        .env("PMI_FD", "0")
+        .env("PMI_RANK", "0")
+        .env("PMI_SIZE", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the outsider");
+    let status = osrun.wait().expect("osrun");
+    assert!(!inodes.is_empty(), "osrun holds no sockets at all?");
+    assert!(exposed.is_empty(), "osrun listens on sockets {exposed:?}");
+    assert!(status.success());
+    assert!(!outsider.status.success());
+    let stderr = String::from_utf8_lossy(&outsider.stderr);
+    assert!(
+        stderr.contains("PMI_FD")
+            && stderr.contains("not an open socket inherited from the process manager"),
+        "{stderr}"
+    );
+    assert!(!alive(osrun.id()));
+}
+
+fn socket_inodes(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .filter_map(|l| {
+                    let l = l.to_string_lossy().into_owned();
+                    l.strip_prefix("socket:[")?
+                        .strip_suffix(']')
+                        .map(String::from)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Inodes of listening TCP sockets and Unix sockets accepting connections.
+fn listening_inodes() -> Vec<String> {
+    let mut out = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        for line in std::fs::read_to_string(table)
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+        {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.get(3) == Some(&"0A") {
+                out.extend(f.get(9).map(|s| s.to_string()));
+            }
+        }
+    }
+    for line in std::fs::read_to_string("/proc/net/unix")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+    {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // Flags 00010000 is __SO_ACCEPTCON: a listening socket.
+        if f.get(3) == Some(&"00010000") {
+            out.extend(f.get(6).map(|s| s.to_string()));
+        }
+    }
+    out
+}
+
+/// Debian's MPICH launcher.
+fn hydra() -> Command {
+    let path = ["/usr/bin/mpiexec.hydra", "/usr/bin/mpiexec.mpich"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("MPICH's mpiexec.hydra is installed (Debian package mpich)");
+    let mut command = Command::new(path);
+    command.env("ONESIDED_TIMEOUT", "20");
+    command
+}
+
+#[test]
+fn the_same_binaries_run_under_mpich_hydra() {
+    let _serial = serial();
+    let mut hello = hydra();
+    hello.args(["-n", "3"]).arg(binary("examples/hello"));
+    let out = run(hello, Duration::from_secs(60));
+    out.assert_success();
+    for rank in 0..3 {
+        out.assert_stdout_has(&format!("rank {rank} of 3 on shm\n"));
+    }
+    for provider in PROVIDERS {
+        let mut rma = hydra();
+        rma.args([
+            "-n",
+            "3",
+            "-genv",
+            "ONESIDED_PROVIDER",
+            provider,
+            "-genv",
+            "FI_TCP_IFACE",
+            "lo",
+        ])
+        .arg(binary("fabric-check"))
+        .arg("rma");
+        let out = run(rma, Duration::from_secs(60));
+        out.assert_success();
+        assert_eq!(out.count("rma ok"), 3, "{provider}: {out}");
+    }
+}
+
+#[test]
+fn pingpong_prints_its_table() {
+    let _serial = serial();
+    let out = Osrun::new(2, "shm", "examples/pingpong").arg("1").run();
+    out.assert_success();
+    out.assert_stdout_has("onesided_us");
+    for op in ["message", "read"] {
+        for size in ["8", "4096", "65536", "1048576"] {
+            assert!(
+                out.stdout
+                    .lines()
+                    .any(|l| l.starts_with(op) && l.split_whitespace().nth(1) == Some(size)),
+                "no {op} {size} row:\n{out}"
+            );
+        }
+    }
+}
