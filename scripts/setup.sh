@@ -23,6 +23,6 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 if ! command -v cargo >/dev/null; then
-    echo "onesided: cargo not found: install a Rust toolchain (1.80 or newer, e.g. with rustup)" >&2
+    echo "onesided: cargo not found: install a Rust toolchain (1.87 or newer, e.g. with rustup)" >&2
     exit 1
 fi

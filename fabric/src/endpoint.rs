@@ -34,8 +34,8 @@ use crate::progress::{Backoff, ProgressMode, DEFAULT_MAX_SLEEP};
 use crate::provider::{MrMode, Provider};
 use crate::slots::Slots;
 
-/// Largest job an endpoint supports (the rank bits of
-/// [`crate::matching`]'s tag layout).
+/// Largest job an endpoint supports: a message's wire tag carries the
+/// sender's rank in its low 24 bits (see [`MAX_TAG`]).
 pub const MAX_RANKS: u32 = 1 << 24;
 /// How often the background thread checks whether an application that was
 /// making progress itself has stopped doing so. Waking more often costs the
@@ -1071,7 +1071,7 @@ impl Endpoint {
         rank: u32,
     ) -> Result<u64> {
         remote.permits(Access::REMOTE_READ | Access::REMOTE_WRITE, op, rank)?;
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(Error::Misaligned { what: op, offset });
         }
         remote.address_of(offset, 8, op)

@@ -21,7 +21,11 @@ use crate::provider::Provider;
 pub(crate) const RANK_BITS: u32 = 24;
 const RANK_MASK: u64 = (1 << RANK_BITS) - 1;
 
-/// The largest user tag.
+/// The largest user tag: a message's wire tag is `(tag << 24) | sender`,
+/// and a receive from any rank ignores the low 24 bits. (Sources are never
+/// selected by address: libfabric 1.17's `sockets` cannot tell which address
+/// a message came from with more than two peers, and its `shm` occasionally
+/// fails to match such receives.)
 pub const MAX_TAG: u64 = (1 << (64 - RANK_BITS)) - 1;
 
 /// How receives select their source; see the module docs.

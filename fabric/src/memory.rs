@@ -337,7 +337,7 @@ impl MemoryRegion {
     /// [`Error::OutOfRange`] or [`Error::Misaligned`].
     pub fn atomic_u64(&self, offset: usize) -> Result<&AtomicU64> {
         self.check(offset, 8, "memory region atomic")?;
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(Error::Misaligned {
                 what: "memory region atomic",
                 offset: offset as u64,

@@ -102,7 +102,7 @@ impl Backoff {
         self.calls = self.calls.wrapping_add(1);
         match self.start {
             None if self.calls >= 8 => self.start = Some(std::time::Instant::now()),
-            Some(start) if self.elapsed >= SPIN_FOR || self.calls % 8 == 0 => {
+            Some(start) if self.elapsed >= SPIN_FOR || self.calls.is_multiple_of(8) => {
                 self.elapsed = start.elapsed()
             }
             _ => {}

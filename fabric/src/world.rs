@@ -158,7 +158,7 @@ pub(crate) fn hex_encode(bytes: &[u8]) -> String {
 
 /// The bytes of lower- or upper-case hex `text`, or `None`.
 pub(crate) fn hex_decode(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

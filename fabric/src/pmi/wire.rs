@@ -467,7 +467,7 @@ mod tests {
     #[test]
     fn over_long_and_binary_lines_are_errors() {
         let mut long = b"cmd=put value=".to_vec();
-        long.extend(std::iter::repeat(b'x').take(MAX_LINE));
+        long.extend(std::iter::repeat_n(b'x', MAX_LINE));
         long.push(b'\n');
         assert!(matches!(
             read_all(&long)[0],
