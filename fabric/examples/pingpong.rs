@@ -136,13 +136,27 @@ fn run(world: &World, rounds: usize) -> Result<()> {
         let iters = iterations(size);
         let (mut ours, mut floor) = (Samples::default(), Samples::default());
         // Warm up both paths, then alternate, swapping the order each round.
-        raw::tagged_pingpong(ep, peer, TAG_PING, size, iters / 4 + 1, rank == 0)?;
+        raw::tagged_pingpong(
+            ep,
+            peer,
+            TAG_PING,
+            &mut buf[..size],
+            iters / 4 + 1,
+            rank == 0,
+        )?;
         endpoint_pingpong(ep, &mut buf[..size], iters / 4 + 1)?;
         for round in 0..rounds {
             for phase in 0..2 {
                 if (phase == 0) == (round % 2 == 0) {
                     floor.add(
-                        &raw::tagged_pingpong(ep, peer, TAG_PING, size, iters, rank == 0)?,
+                        &raw::tagged_pingpong(
+                            ep,
+                            peer,
+                            TAG_PING,
+                            &mut buf[..size],
+                            iters,
+                            rank == 0,
+                        )?,
                         2.0,
                     );
                 } else {

@@ -20,7 +20,9 @@ use std::collections::HashSet;
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
+
+use crate::spin::{SpinGuard, SpinLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -266,7 +268,7 @@ impl Core {
 /// State shared by the endpoint, its memory regions and its background
 /// thread.
 pub(crate) struct Shared {
-    core: Mutex<Core>,
+    core: SpinLock<Core>,
     pub provider: Provider,
     pub mr_mode: MrMode,
     inject_size: usize,
@@ -288,10 +290,8 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Core> {
-        // A panic while holding the lock cannot leave libfabric objects in a
-        // state worse than the panic itself; keep going.
-        self.core.lock().unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn lock(&self) -> SpinGuard<'_, Core> {
+        self.core.lock()
     }
 
     pub(crate) fn next_key(&self) -> u64 {
@@ -354,7 +354,7 @@ pub struct Endpoint {
 struct Posted<'a> {
     token: u64,
     desc: LocalDesc,
-    core: MutexGuard<'a, Core>,
+    core: SpinGuard<'a, Core>,
 }
 
 /// A local buffer's descriptor for one operation: found among this
@@ -406,7 +406,7 @@ impl Endpoint {
             max_sleep: config.max_sleep,
             cq_fd: handles.cq_fd,
             auto_progress: granted.auto_progress,
-            core: Mutex::new(Core {
+            core: SpinLock::new(Core {
                 handles,
                 addrs: Vec::new(),
                 slots: Slots::default(),
@@ -621,14 +621,7 @@ impl Endpoint {
             desc.close();
             core.slots.remove(token);
             if ret != -(sys::FI_EAGAIN as isize) {
-                let code = i32::try_from(-ret).unwrap_or(i32::MAX);
-                return Err(Error::Completion {
-                    op,
-                    rank,
-                    code,
-                    provider_code: 0,
-                    text: strerror(code),
-                });
+                return Err(Error::post_failed(op, rank, ret));
             }
             // The provider's queues are full: make progress, then retry.
             core.poll();
@@ -669,7 +662,7 @@ impl Endpoint {
         op: &'static str,
         rank: u32,
         token: u64,
-        core: MutexGuard<'_, Core>,
+        core: SpinGuard<'_, Core>,
     ) -> Result<Finished> {
         let mut backoff = Backoff::new(self.shared.max_sleep);
         let mut limit = self.shared.timeout;

@@ -208,6 +208,18 @@ impl Error {
         }
     }
 
+    /// The error of an operation whose post returned `ret` (negative).
+    pub(crate) fn post_failed(op: &'static str, rank: u32, ret: isize) -> Error {
+        let code = i32::try_from(ret.unsigned_abs()).unwrap_or(i32::MAX);
+        Error::Completion {
+            op,
+            rank,
+            code,
+            provider_code: 0,
+            text: strerror(code),
+        }
+    }
+
     pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Error {
         Error::Io {
             what: what.into(),

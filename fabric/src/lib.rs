@@ -34,6 +34,7 @@ pub mod progress;
 mod provider;
 pub mod raw;
 mod slots;
+mod spin;
 pub mod world;
 
 pub use endpoint::{Endpoint, EndpointConfig, Received, MAX_RANKS};

@@ -261,10 +261,6 @@ impl MemoryRegion {
         })
     }
 
-    pub(crate) fn as_ptr(&self) -> *mut u8 {
-        self.memory.as_ptr()
-    }
-
     /// How peers address this region: hand it to them once.
     pub fn remote(&self) -> RemoteMemory {
         self.remote

@@ -18,7 +18,7 @@ use fabric_sys as sys;
 use crate::endpoint::Core;
 use crate::error::{Error, Result};
 use crate::matching::SourceMatch;
-use crate::memory::{Access, RemoteMemory};
+use crate::memory::RemoteMemory;
 use crate::Endpoint;
 
 /// Spins on the completion queue until one completion arrives.
@@ -65,14 +65,7 @@ fn post_retry(
             return Ok(());
         }
         if ret != -(sys::FI_EAGAIN as isize) {
-            let code = i32::try_from(-ret).unwrap_or(i32::MAX);
-            return Err(Error::Completion {
-                op,
-                rank,
-                code,
-                provider_code: 0,
-                text: crate::error::strerror(code),
-            });
+            return Err(Error::post_failed(op, rank, ret));
         }
         let mut entry = sys::fi_cq_tagged_entry::default();
         // SAFETY: as in await_one. A completion read here would belong to an
@@ -134,8 +127,8 @@ pub fn read_loop(
     Ok(times)
 }
 
-/// Tagged ping-pong of `len`-byte messages with `peer`, `iterations` round
-/// trips: the initiator sends then receives, the other side receives then
+/// Tagged ping-pong of `buf.len()`-byte messages with `peer`, `iterations`
+/// round trips: the initiator sends then receives, the other side receives then
 /// sends. Returns the time of each round trip.
 ///
 /// # Errors
@@ -144,27 +137,23 @@ pub fn tagged_pingpong(
     ep: &Endpoint,
     peer: u32,
     tag: u64,
-    len: usize,
+    buf: &mut [u8],
     iterations: usize,
     initiator: bool,
 ) -> Result<Vec<Duration>> {
-    let region = ep.register(len, Access::empty())?;
+    let len = buf.len();
     let shared = ep.shared();
     let core = shared.lock();
     let addr = core.addr(peer)?;
-    let buf = region.as_ptr();
-    let desc: *mut c_void = if std::env::var("RAWNULL").is_ok() {
-        ptr::null_mut()
-    } else {
-        shared.desc_of(buf as usize, len)
-    };
+    let buf = buf.as_mut_ptr();
+    let desc = shared.desc_of(buf as usize, len);
     let me = u64::from(ep.rank());
     let send_tag = SourceMatch::wire_tag(tag, ep.rank());
     let recv_tag = SourceMatch::wire_tag(tag, peer);
     let inject = len <= shared.inject_size();
     let send = || -> Result<()> {
         post_retry(&core, "raw send", peer, || {
-            // SAFETY: buf is `len` bytes of `region`; an injected message is
+            // SAFETY: buf is `len` bytes borrowed for this function; an injected message is
             // copied before fi_tinject returns, a sent one is awaited below.
             unsafe {
                 if inject {
@@ -190,7 +179,7 @@ pub fn tagged_pingpong(
     };
     let recv = || -> Result<()> {
         post_retry(&core, "raw recv", peer, || {
-            // SAFETY: buf is `len` bytes of `region`; the receive is awaited
+            // SAFETY: buf is `len` bytes borrowed for this function; the receive is awaited
             // below before buf is used again.
             unsafe {
                 sys::fi_trecv(
