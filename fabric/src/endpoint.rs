@@ -2,8 +2,8 @@
 //! messages, RMA reads and writes, 64-bit atomics and memory registration,
 //! driven by the progress engine of [`crate::progress`].
 //!
-//! Every libfabric call on the endpoint's objects is serialised by one mutex
-//! (the domain is opened with `FI_THREAD_DOMAIN`). Each posted operation gets
+//! Every libfabric call on the endpoint's objects is serialised by one lock
+//! ([`crate::spin`]; the domain is opened with `FI_THREAD_DOMAIN`). Each posted operation gets
 //! a token, passed to libfabric as its context; whichever thread reads the
 //! completion queue (a waiting caller or the background progress thread)
 //! files the completion under its token, and the caller waiting for it picks
@@ -21,20 +21,19 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-
-use crate::spin::{SpinGuard, SpinLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fabric_sys as sys;
 
-use crate::error::{check, strerror, Error, Result};
+use crate::error::{strerror, Error, Result};
 use crate::handles::Handles;
 use crate::matching::{SourceMatch, MAX_TAG};
-use crate::memory::{Access, LocalRegion, MemoryRegion, RemoteMemory};
+use crate::memory::{register_memory, Access, LocalRegion, MemoryRegion, RemoteMemory};
 use crate::progress::{Backoff, ProgressMode, DEFAULT_MAX_SLEEP};
 use crate::provider::{MrMode, Provider};
 use crate::slots::Slots;
+use crate::spin::{SpinGuard, SpinLock};
 
 /// Largest job an endpoint supports: a message's wire tag carries the
 /// sender's rank in its low 24 bits (see [`MAX_TAG`]).
@@ -179,7 +178,7 @@ struct FailedCompletion {
     sender: u32,
 }
 
-/// Everything behind the endpoint mutex.
+/// Everything behind the endpoint lock.
 pub(crate) struct Core {
     pub handles: Handles,
     addrs: Vec<sys::fi_addr_t>,
@@ -559,36 +558,20 @@ impl Endpoint {
             out.desc = desc;
             return Ok(out);
         }
-        let mut mr: *mut sys::fid_mr = ptr::null_mut();
-        // SAFETY: the domain is open; ptr..ptr+len is a live buffer borrowed
-        // for the whole operation, and the registration is closed (by
-        // LocalDesc::close) before the borrow ends.
-        check("fi_mr_reg", unsafe {
-            sys::fi_mr_reg(
-                core.handles.domain,
-                ptr.cast::<c_void>(),
-                len.max(1),
+        // SAFETY: ptr..ptr+len is a live buffer borrowed for the whole
+        // operation, and the registration is closed (by LocalDesc::close)
+        // before the borrow ends; the caller holds the lock (`core`).
+        let mr = unsafe {
+            register_memory(
+                core,
+                ptr,
+                len,
                 sys::FI_READ | sys::FI_WRITE | sys::FI_SEND | sys::FI_RECV,
-                0,
                 self.shared.next_key(),
-                0,
-                &mut mr,
-                ptr::null_mut(),
+                self.shared.mr_mode,
             )
-        })?;
+        }?;
         out.temporary = mr;
-        if self.shared.mr_mode.contains(MrMode::ENDPOINT) {
-            // SAFETY: mr and the endpoint are open.
-            let bound = check("fi_mr_bind", unsafe {
-                sys::fi_mr_bind(mr, core.handles.ep_fid(), 0)
-            })
-            // SAFETY: mr is open and bound.
-            .and_then(|()| check("fi_mr_enable", unsafe { sys::fi_mr_enable(mr) }));
-            if let Err(e) = bound {
-                out.close();
-                return Err(e);
-            }
-        }
         // SAFETY: mr is an open registration.
         out.desc = unsafe { sys::fi_mr_desc(mr) };
         Ok(out)

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bitflags::bitflags;
 use fabric_sys as sys;
 
-use crate::endpoint::Shared;
+use crate::endpoint::{Core, Shared};
 use crate::error::{check, Error, Result};
 use crate::provider::MrMode;
 
@@ -140,11 +140,10 @@ pub struct MemoryRegion {
     shared: Arc<Shared>,
 }
 
-// SAFETY: the region owns its allocation; the registration handle is only
-// closed in Drop, under no lock (fi_close on an MR is thread safe with respect
-// to other objects of the domain at FI_THREAD_DOMAIN when not used
-// concurrently, and nothing else uses this MR handle). All byte access goes
-// through raw-pointer copies and atomics, which tolerate concurrent writers.
+// SAFETY: the region owns its allocation; the registration handle is used
+// only in register() and Drop, both under the endpoint's lock. All byte
+// access goes through raw-pointer copies and atomics, which tolerate
+// concurrent writers.
 unsafe impl Send for MemoryRegion {}
 // SAFETY: as above.
 unsafe impl Sync for MemoryRegion {}
@@ -180,49 +179,21 @@ impl MemoryRegion {
             flags |= sys::FI_READ | sys::FI_WRITE;
         }
         let requested_key = shared.next_key();
-        let mut mr: *mut sys::fid_mr = ptr::null_mut();
         let core = shared.lock();
-        // SAFETY: the domain is open; memory is an allocation of layout.size()
-        // bytes that lives until this region is dropped, after the
-        // registration is closed.
-        let ret = unsafe {
-            sys::fi_mr_reg(
-                core.handles.domain,
-                memory.as_ptr().cast::<c_void>(),
-                len.max(1),
-                flags,
-                0,
-                requested_key,
-                0,
-                &mut mr,
-                ptr::null_mut(),
-            )
-        };
-        let result = check("fi_mr_reg", ret).and_then(|()| {
-            if mode.contains(MrMode::ENDPOINT) {
-                // SAFETY: mr and the endpoint are open.
-                check("fi_mr_bind", unsafe {
-                    sys::fi_mr_bind(mr, core.handles.ep_fid(), 0)
-                })?;
-                // SAFETY: mr is open and bound.
-                check("fi_mr_enable", unsafe { sys::fi_mr_enable(mr) })?;
-            }
-            Ok(())
-        });
+        // SAFETY: memory is an allocation of layout.size() bytes that lives
+        // until this region is dropped, after the registration is closed.
+        let registered =
+            unsafe { register_memory(&core, memory.as_ptr(), len, flags, requested_key, mode) };
         drop(core);
-        let dealloc = || {
-            // SAFETY: memory was allocated above with this layout and is not
-            // used after this point.
-            unsafe { std::alloc::dealloc(memory.as_ptr(), layout) }
-        };
-        if let Err(e) = result {
-            if !mr.is_null() {
-                // SAFETY: mr was opened above and is closed once.
-                unsafe { sys::fi_close(mr.cast()) };
+        let mr = match registered {
+            Ok(mr) => mr,
+            Err(e) => {
+                // SAFETY: memory was allocated above with this layout and is
+                // not used after this point.
+                unsafe { std::alloc::dealloc(memory.as_ptr(), layout) };
+                return Err(e);
             }
-            dealloc();
-            return Err(e);
-        }
+        };
         let key = if mode.contains(MrMode::PROV_KEY) {
             // SAFETY: mr is an open registration.
             unsafe { sys::fi_mr_key(mr) }
@@ -363,6 +334,52 @@ impl Drop for MemoryRegion {
         // is closed, so the provider no longer touches it.
         unsafe { std::alloc::dealloc(self.memory.as_ptr(), self.layout) };
     }
+}
+
+/// Registers `len` bytes at `ptr` with `flags` and `key`, binding and
+/// enabling the registration where `mode` has `FI_MR_ENDPOINT`; nothing is
+/// left open on failure.
+///
+/// # Safety
+/// `ptr..ptr + len` must stay allocated until the returned registration is
+/// closed, and the caller holds the endpoint lock (`core`).
+pub(crate) unsafe fn register_memory(
+    core: &Core,
+    ptr: *const u8,
+    len: usize,
+    flags: u64,
+    key: u64,
+    mode: MrMode,
+) -> Result<*mut sys::fid_mr> {
+    let mut mr: *mut sys::fid_mr = ptr::null_mut();
+    // SAFETY: the domain is open; the caller guarantees the buffer.
+    check("fi_mr_reg", unsafe {
+        sys::fi_mr_reg(
+            core.handles.domain,
+            ptr.cast::<c_void>(),
+            len.max(1),
+            flags,
+            0,
+            key,
+            0,
+            &mut mr,
+            ptr::null_mut(),
+        )
+    })?;
+    if mode.contains(MrMode::ENDPOINT) {
+        // SAFETY: mr and the endpoint are open.
+        let bound = check("fi_mr_bind", unsafe {
+            sys::fi_mr_bind(mr, core.handles.ep_fid(), 0)
+        })
+        // SAFETY: mr is open and bound.
+        .and_then(|()| check("fi_mr_enable", unsafe { sys::fi_mr_enable(mr) }));
+        if let Err(e) = bound {
+            // SAFETY: mr was opened above and is closed once.
+            unsafe { sys::fi_close(mr.cast()) };
+            return Err(e);
+        }
+    }
+    Ok(mr)
 }
 
 /// A region of this process, for finding local descriptors (`FI_MR_LOCAL`).
