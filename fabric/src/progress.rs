@@ -109,7 +109,9 @@ impl Backoff {
         }
         let elapsed = self.elapsed;
         match self.next_pause(elapsed) {
-            Pause::Spin => std::hint::spin_loop(),
+            // Back to back: a PAUSE instruction per poll showed in 8-byte
+            // message latency, and the spin phase lasts 20 us only.
+            Pause::Spin => {}
             Pause::Yield => std::thread::yield_now(),
             Pause::Sleep(d) => std::thread::sleep(d),
         }
