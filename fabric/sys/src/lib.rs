@@ -11,6 +11,12 @@
 //! headers. Flag macros (`FI_*`) are typed `u64` so they combine with the
 //! `caps`, `mode` and `flags` fields.
 //!
+//! The struct layouts are guarded by bindgen's compile-time layout
+//! assertions (in `bindings.rs`): a header whose structs differ fails the
+//! build. Dependencies: `cc` compiles the shim; `pkg-config` (the crate)
+//! finds libfabric's include and link flags the way distributions install
+//! them, falling back to `-lfabric`.
+//!
 //! This crate is unsafe to use by nature; `onesided-fabric` is the safe layer.
 
 #![allow(
