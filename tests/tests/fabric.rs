@@ -377,3 +377,48 @@ fn pingpong_prints_its_table() {
         }
     }
 }
+
+#[test]
+fn ranks_die_with_osrun() {
+    use std::io::{BufRead, BufReader};
+    let _serial = serial();
+    let mut osrun = Command::new(binary("osrun"))
+        .args(["-n", "2", "--timeout", "60"])
+        .arg(binary("fabric-check"))
+        .args(["sleep", "60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start osrun");
+    let stdout = osrun.stdout.take().expect("piped");
+    let pids: Vec<u32> = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| {
+            l.strip_prefix("pid ")?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        })
+        .take(2)
+        .collect();
+    onesided_tests::kill(i64::from(osrun.id()));
+    let _ = osrun.wait();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids.iter().any(|&p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<u32> = pids.iter().copied().filter(|&p| alive(p)).collect();
+    for &p in &left {
+        onesided_tests::kill(i64::from(p));
+    }
+    // osrun died before it could clean up after its ranks: do it here.
+    for &p in &pids {
+        for f in onesided_tests::shm_files_of(p) {
+            let _ = std::fs::remove_file(format!("/dev/shm/{f}"));
+        }
+    }
+    assert_eq!(pids.len(), 2);
+    assert!(left.is_empty(), "ranks {left:?} outlived osrun");
+}

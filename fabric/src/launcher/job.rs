@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::io::{BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::mpsc;
@@ -252,6 +252,18 @@ impl Job<'_> {
             command.env(EVENT_FD_ENV, child_end.as_raw_fd().to_string());
         } else {
             command.env_remove(EVENT_FD_ENV);
+        }
+        // SAFETY: the closure runs in the child between fork and exec and
+        // only calls prctl(2), which is async-signal-safe. It makes the
+        // kernel kill the rank if osrun dies (even by SIGKILL), so a job
+        // never outlives its launcher.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
         }
         let mut child = command
             .spawn()

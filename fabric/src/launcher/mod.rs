@@ -16,7 +16,7 @@
 //! among the survivors, and the job runs on. On one host `osrun` sets
 //! `FI_TCP_IFACE=lo` and `FI_SOCKETS_IFACE=lo` unless they are set. When a
 //! process exits, the `shm` provider's files it left in `/dev/shm` are
-//! removed.
+//! removed. Ranks die with `osrun` (`PR_SET_PDEATHSIG`), however it ends.
 
 pub mod args;
 pub mod job;
