@@ -16,7 +16,7 @@ fn a_process_joins_through_pmi_port() {
     let _serial = serial();
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     let port = listener.local_addr().expect("address").port();
-    let mut child = Command::new(binary("examples/hello"))
+    let child = Command::new(binary("examples/hello"))
         .env("PMI_PORT", format!("127.0.0.1:{port}"))
         .env("PMI_ID", "0")
         .env_remove("PMI_FD")
