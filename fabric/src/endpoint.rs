@@ -257,7 +257,7 @@ impl Core {
         self.addrs
             .get(rank as usize)
             .copied()
-            .ok_or(Error::InvalidRank {
+            .ok_or_else(|| Error::InvalidRank {
                 rank,
                 size: self.addrs.len() as u32,
             })
