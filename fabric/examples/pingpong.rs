@@ -59,6 +59,14 @@ fn endpoint_pingpong(ep: &Endpoint, buf: &mut [u8], iters: usize) -> Result<Vec<
     Ok(times)
 }
 
+/// Message round trips through the raw loop.
+fn raw_pingpong(ep: &Endpoint, buf: &mut [u8], iters: usize) -> Result<Vec<Duration>> {
+    // SAFETY: no other operation of ep is in flight during a raw loop (both
+    // ranks run the same sequence), the peer is in the same loop, and buf
+    // outlives ep.
+    unsafe { raw::tagged_pingpong(ep, 1 - ep.rank(), TAG_PING, buf, iters, ep.rank() == 0) }
+}
+
 /// Reads through the endpoint, each checked.
 fn endpoint_reads(
     ep: &Endpoint,
@@ -103,10 +111,9 @@ fn page_bytes(pages: &mut [Page]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(pages.as_mut_ptr().cast::<u8>(), pages.len() * 4096) }
 }
 
-fn run(world: &World, rounds: usize) -> Result<()> {
+fn run(world: &World, buf: &mut [u8], rounds: usize) -> Result<()> {
     let ep = world.endpoint();
     let rank = ep.rank();
-    let peer = 1 - rank;
     let max = SIZES[SIZES.len() - 1];
     // Rank 1 exposes a region for reads and sends rank 0 its descriptor.
     let region = ep.register(max, Access::REMOTE_READ)?;
@@ -130,35 +137,16 @@ fn run(world: &World, rounds: usize) -> Result<()> {
             "op", "bytes", "onesided_us", "min", "max", "raw_us", "min", "max", "ratio"
         );
     }
-    let mut pages = vec![Page([0; 4096]); max / 4096];
-    let buf = page_bytes(&mut pages);
     for size in SIZES {
         let iters = iterations(size);
         let (mut ours, mut floor) = (Samples::default(), Samples::default());
         // Warm up both paths, then alternate, swapping the order each round.
-        raw::tagged_pingpong(
-            ep,
-            peer,
-            TAG_PING,
-            &mut buf[..size],
-            iters / 4 + 1,
-            rank == 0,
-        )?;
+        raw_pingpong(ep, &mut buf[..size], iters / 4 + 1)?;
         endpoint_pingpong(ep, &mut buf[..size], iters / 4 + 1)?;
         for round in 0..rounds {
             for phase in 0..2 {
                 if (phase == 0) == (round % 2 == 0) {
-                    floor.add(
-                        &raw::tagged_pingpong(
-                            ep,
-                            peer,
-                            TAG_PING,
-                            &mut buf[..size],
-                            iters,
-                            rank == 0,
-                        )?,
-                        2.0,
-                    );
+                    floor.add(&raw_pingpong(ep, &mut buf[..size], iters)?, 2.0);
                 } else {
                     ours.add(&endpoint_pingpong(ep, &mut buf[..size], iters)?, 2.0);
                 }
@@ -173,7 +161,11 @@ fn run(world: &World, rounds: usize) -> Result<()> {
             for phase in 0..2 {
                 if rank == 0 {
                     if (phase == 0) == (round % 2 == 0) {
-                        let times = raw::read_loop(ep, 1, &remote, &mut buf[..size], iters)?;
+                        // SAFETY: no other operation of ep is in flight (both
+                        // ranks run the same sequence); rank 1 waits in a
+                        // receive, which makes progress; buf outlives ep.
+                        let times =
+                            unsafe { raw::read_loop(ep, 1, &remote, &mut buf[..size], iters) }?;
                         if round > 0 {
                             floor.add(&times, 1.0);
                         }
@@ -213,6 +205,9 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(6)
         .max(1);
+    // Declared before the world so that it outlives the endpoint (the raw
+    // loops' safety contract).
+    let mut pages = vec![Page([0; 4096]); SIZES[SIZES.len() - 1] / 4096];
     let world = World::init().unwrap_or_else(|e| {
         eprintln!("pingpong: {e}");
         std::process::exit(1);
@@ -222,7 +217,7 @@ fn main() {
         std::process::exit(2);
     }
     let result = if world.rank() < 2 {
-        run(&world, rounds)
+        run(&world, page_bytes(&mut pages), rounds)
     } else {
         Ok(())
     };

@@ -9,12 +9,18 @@
 //! files the completion under its token, and the caller waiting for it picks
 //! it up.
 //!
-//! Liveness: every wait has a deadline ([`EndpointConfig::timeout`]), and a
-//! peer reported dead (see [`Endpoint::mark_dead`]) fails the operations
-//! waiting on it with [`Error::PeerDead`] after a short grace period in which
-//! the provider may still flush the operation's own completion. An operation
-//! abandoned that way is one whose peer is gone: no provider here writes into
-//! the local buffer of such an operation after the grace period.
+//! Liveness: a peer reported dead (see [`Endpoint::mark_dead`]; `osrun --ft`
+//! reports deaths) fails the operations waiting on it with
+//! [`Error::PeerDead`] after a short grace period in which the provider may
+//! still flush the operation's own completion; a dead process performs no
+//! more transfers, so its operations' buffers are free after that. Past the
+//! endpoint's timeout ([`EndpointConfig::timeout`]) a wait gives up only
+//! where that is sound: retries of a post the provider refused, posted
+//! receives it can cancel, and atomics (whose operands the endpoint owns and
+//! keeps until the completion arrives). Reads, writes, sends and receives
+//! that have matched use the caller's memory, which cannot be handed back
+//! while the provider may still use it: they wait for their completion or for
+//! the failure detector. (Without `--ft`, a rank's death ends the job.)
 
 use std::collections::HashSet;
 use std::ffi::c_void;
@@ -30,7 +36,7 @@ use crate::error::{strerror, Error, Result};
 use crate::handles::Handles;
 use crate::matching::{SourceMatch, MAX_TAG};
 use crate::memory::{register_memory, Access, LocalRegion, MemoryRegion, RemoteMemory};
-use crate::progress::{Backoff, ProgressMode, DEFAULT_MAX_SLEEP};
+use crate::progress::{timeout_from_secs, Backoff, ProgressMode, DEFAULT_MAX_SLEEP};
 use crate::provider::{MrMode, Provider};
 use crate::slots::Slots;
 use crate::spin::{SpinGuard, SpinLock};
@@ -61,7 +67,8 @@ pub struct EndpointConfig {
     pub mr_mode_request: MrMode,
     /// Progress on calls only, or a background thread too.
     pub progress: ProgressMode,
-    /// How long any one operation may wait for its peer.
+    /// How long an operation waits before giving up where that is sound
+    /// (see the module docs).
     pub timeout: Duration,
     /// The longest sleep of a waiting thread's backoff.
     pub max_sleep: Duration,
@@ -120,16 +127,11 @@ impl EndpointConfig {
             };
         }
         if let Ok(value) = std::env::var("ONESIDED_TIMEOUT") {
-            let secs: f64 = value
-                .parse()
-                .ok()
-                .filter(|s: &f64| *s > 0.0 && s.is_finite())
-                .ok_or_else(|| Error::BadEnv {
-                    name: "ONESIDED_TIMEOUT",
-                    value: value.clone(),
-                    why: "expected a positive number of seconds",
-                })?;
-            config.timeout = Duration::from_secs_f64(secs);
+            config.timeout = timeout_from_secs(&value).ok_or_else(|| Error::BadEnv {
+                name: "ONESIDED_TIMEOUT",
+                value: value.clone(),
+                why: "expected a positive number of seconds, at most a year",
+            })?;
         }
         Ok(config)
     }
@@ -183,6 +185,9 @@ pub(crate) struct Core {
     pub handles: Handles,
     addrs: Vec<sys::fi_addr_t>,
     slots: Slots<Outcome>,
+    /// Storage of operations given up on, kept until their completions
+    /// arrive (or the endpoint closes).
+    retained: Vec<(u64, Arc<[AtomicU64]>)>,
 }
 
 impl Core {
@@ -249,10 +254,25 @@ impl Core {
     }
 
     fn finish(&mut self, token: u64, outcome: Outcome) {
-        // Completions of abandoned operations find no slot and are dropped.
-        self.slots.finish(token, outcome);
+        // Completions of operations given up on find no slot: release what
+        // they kept.
+        if !self.slots.finish(token, outcome) && !self.retained.is_empty() {
+            self.retained.retain(|(t, _)| *t != token);
+        }
     }
 
+    /// Gives up on the operation `token`: its completion, if one comes, is
+    /// dropped, and storage it owns is kept until then.
+    fn forget(&mut self, token: u64, on_timeout: OnTimeout) {
+        self.slots.remove(token);
+        if let OnTimeout::Release(storage) = on_timeout {
+            self.retained.push((token, storage));
+        }
+    }
+
+    // Built lazily on purpose: building (and dropping) the error on every
+    // call showed in 8-byte message latency.
+    #[allow(clippy::unnecessary_lazy_evaluations)]
     pub(crate) fn addr(&self, rank: u32) -> Result<sys::fi_addr_t> {
         self.addrs
             .get(rank as usize)
@@ -349,6 +369,17 @@ pub struct Endpoint {
     background: Option<JoinHandle<()>>,
 }
 
+/// What a wait may do with its operation once the timeout has passed.
+enum OnTimeout {
+    /// A posted receive: cancel it; if it has already matched, keep waiting.
+    Cancel,
+    /// The operation's buffers are this storage: the endpoint keeps it until
+    /// the completion arrives.
+    Release(Arc<[AtomicU64]>),
+    /// The provider may still use caller memory: keep waiting.
+    Wait,
+}
+
 /// An operation just posted, with the endpoint lock still held.
 struct Posted<'a> {
     token: u64,
@@ -409,6 +440,7 @@ impl Endpoint {
                 handles,
                 addrs: Vec::new(),
                 slots: Slots::default(),
+                retained: Vec::new(),
             }),
         });
         let background = match config.progress {
@@ -459,9 +491,10 @@ impl Endpoint {
             return Err(Error::InvalidRank { rank, size });
         }
         let mut core = self.shared.lock();
+        let own_len = core.handles.name()?.len();
         let mut addrs = Vec::with_capacity(names.len());
         for name in names {
-            addrs.push(core.handles.insert_address(name)?);
+            addrs.push(core.handles.insert_address(name, own_len)?);
         }
         core.addrs = addrs;
         drop(core);
@@ -623,10 +656,17 @@ impl Endpoint {
         }
     }
 
-    /// Waits for a posted operation to `rank`, making progress.
-    fn wait(&self, op: &'static str, rank: u32, posted: Posted<'_>) -> Result<Finished> {
+    /// Waits for a posted operation to `rank`, making progress; `on_timeout`
+    /// says what may happen when the endpoint's timeout passes.
+    fn wait(
+        &self,
+        op: &'static str,
+        rank: u32,
+        posted: Posted<'_>,
+        on_timeout: OnTimeout,
+    ) -> Result<Finished> {
         let Posted { token, desc, core } = posted;
-        let result = self.wait_token(op, rank, token, core);
+        let result = self.wait_token(op, rank, token, core, on_timeout);
         let abandoned = matches!(
             result,
             Err(Error::PeerDead { .. }) | Err(Error::Timeout { .. })
@@ -640,15 +680,24 @@ impl Endpoint {
         result
     }
 
+    /// The wait of [`Endpoint::wait`]. A buffer the provider may still write
+    /// is never given back early: past the timeout, a posted receive is
+    /// cancelled (and the wait goes on if it has already matched), owned
+    /// storage is handed to the endpoint until the completion arrives, and an
+    /// operation on caller memory keeps waiting, bounded by the failure
+    /// detector. A dead peer ends every wait after a grace period: a dead
+    /// process performs no more transfers (shm copies are done by the
+    /// processes themselves; tcp flushes the connection's operations).
     fn wait_token(
         &self,
         op: &'static str,
         rank: u32,
         token: u64,
         core: SpinGuard<'_, Core>,
+        mut on_timeout: OnTimeout,
     ) -> Result<Finished> {
         let mut backoff = Backoff::new(self.shared.max_sleep);
-        let mut limit = self.shared.timeout;
+        let mut limit = Some(self.shared.timeout);
         let mut dead_seen = false;
         let mut held = Some(core);
         let mut polls: u32 = 0;
@@ -676,20 +725,43 @@ impl Endpoint {
             let waited = backoff.pause();
             if !dead_seen && self.shared.is_dead(rank) {
                 dead_seen = true;
-                limit = waited + DEAD_PEER_GRACE;
+                limit = Some(waited + DEAD_PEER_GRACE);
             }
-            if waited > limit {
-                self.abandon(token);
-                return Err(if dead_seen {
-                    Error::PeerDead { op, rank }
-                } else {
-                    Error::Timeout {
-                        op,
-                        rank,
-                        after: self.shared.timeout,
+            if limit.is_none_or(|limit| waited <= limit) {
+                continue;
+            }
+            let mut core = self.shared.lock();
+            let given_up = if dead_seen {
+                core.forget(token, on_timeout);
+                Error::PeerDead { op, rank }
+            } else {
+                match on_timeout {
+                    OnTimeout::Cancel => {
+                        // SAFETY: the endpoint is open; token is the context
+                        // of a receive this endpoint posted.
+                        let ret =
+                            unsafe { sys::fi_cancel(core.handles.ep_fid(), token as *mut c_void) };
+                        if ret != 0 {
+                            // Already matched: its data is arriving.
+                            on_timeout = OnTimeout::Wait;
+                            limit = None;
+                            continue;
+                        }
                     }
-                });
-            }
+                    OnTimeout::Release(_) => {}
+                    OnTimeout::Wait => {
+                        limit = None;
+                        continue;
+                    }
+                }
+                core.forget(token, on_timeout);
+                Error::Timeout {
+                    op,
+                    rank,
+                    after: self.shared.timeout,
+                }
+            };
+            return Err(given_up);
         }
     }
 
@@ -714,17 +786,6 @@ impl Endpoint {
                 }
             }
         })
-    }
-
-    /// Gives up on an operation: cancels it where the provider can (posted
-    /// receives) and forgets its slot.
-    fn abandon(&self, token: u64) {
-        let mut core = self.shared.lock();
-        // SAFETY: the endpoint is open; the context is a token this endpoint
-        // posted. fi_cancel of an unknown or finished context is harmless.
-        unsafe { sys::fi_cancel(core.handles.ep_fid(), token as *mut c_void) };
-        core.poll();
-        core.slots.remove(token);
     }
 
     /// Sends `data` to `to` with `tag` (at most [`MAX_TAG`]); returns when
@@ -780,7 +841,7 @@ impl Endpoint {
             posted.desc.close();
             return Ok(());
         }
-        self.wait("send", to, posted).map(drop)
+        self.wait("send", to, posted, OnTimeout::Wait).map(drop)
     }
 
     /// Receives one message with `tag` from `from` (any rank when `None`)
@@ -801,7 +862,7 @@ impl Endpoint {
                 // for liveness.
                 let peer = from.unwrap_or(self.rank);
                 let posted = self.post_recv(peer, wire, ignore, buf)?;
-                self.wait("recv", peer, posted)
+                self.wait("recv", peer, posted, OnTimeout::Cancel)
             }
         };
         let done = done.map_err(|e| match e {
@@ -877,7 +938,7 @@ impl Endpoint {
                         break;
                     }
                 }
-                let mut outcome = core.slots.take_done(token);
+                let outcome = core.slots.take_done(token);
                 if outcome.is_none() {
                     // SAFETY: the endpoint is open; token is the context of
                     // the receive just posted.
@@ -892,22 +953,22 @@ impl Endpoint {
                         continue;
                     }
                 }
-                // It matched: wait for its completion.
-                let outcome = loop {
-                    if let Some(outcome) = outcome.take() {
-                        break outcome;
+                // It matched (or completed): wait for it like any receive.
+                let result = match outcome {
+                    Some(outcome) => {
+                        drop(core);
+                        self.outcome("recv", rank, outcome)
                     }
-                    drop(core);
-                    std::thread::yield_now();
-                    core = self.shared.lock();
-                    core.poll();
-                    outcome = core.slots.take_done(token);
+                    None => self.wait_token("recv", rank, token, core, OnTimeout::Wait),
                 };
-                desc.close();
-                drop(core);
-                match outcome {
-                    Err(f) if f.code == sys::FI_ECANCELED as i32 => continue,
-                    outcome => return self.outcome("recv", rank, outcome),
+                if !desc.temporary.is_null() {
+                    let _core = self.shared.lock();
+                    desc.close();
+                }
+                match result {
+                    // Cancelled after all (providers that report it so).
+                    Err(Error::Completion { code, .. }) if code == sys::FI_ECANCELED as i32 => {}
+                    result => return result,
                 }
             }
             self.shared.note_app_progress();
@@ -958,7 +1019,7 @@ impl Endpoint {
                 )
             }
         })?;
-        self.wait("read", from, posted).map(drop)
+        self.wait("read", from, posted, OnTimeout::Wait).map(drop)
     }
 
     /// Writes `data` at `offset` of `to`'s region `remote`; returns when
@@ -1037,7 +1098,7 @@ impl Endpoint {
                 unsafe { sys::fi_writemsg(core.handles.ep, &msg, flags | sys::FI_COMPLETION) }
             },
         )?;
-        self.wait(op, to, posted).map(drop)
+        self.wait(op, to, posted, OnTimeout::Wait).map(drop)
     }
 
     fn atomic_target(
@@ -1068,17 +1129,19 @@ impl Endpoint {
     ) -> Result<u64> {
         let address = Self::atomic_target(remote, offset, "fetch_add", at)?;
         let key = remote.key;
-        // Operand and result share one buffer: [operand, result].
-        let mut words = [value, 0u64];
-        let ptr = words.as_mut_ptr();
+        // [operand, result], shared so that a timed-out operation can leave
+        // them to the endpoint.
+        let words: Arc<[AtomicU64]> = Arc::new([AtomicU64::new(value), AtomicU64::new(0)]);
+        let ptr = words.as_ptr().cast::<u64>().cast_mut();
         let posted = self.post(
             "fetch_add",
             at,
             (ptr.cast(), 16),
             true,
             |core, addr, ctx, desc| {
-                // SAFETY: words stays borrowed until the completion is waited
-                // for below; both halves are covered by desc.
+                // SAFETY: words stays alive until the completion arrives (the
+                // wait below, or kept by the endpoint); desc covers both.
+                // AtomicU64 has the layout of u64.
                 unsafe {
                     sys::fi_fetch_atomic(
                         core.handles.ep,
@@ -1097,8 +1160,13 @@ impl Endpoint {
                 }
             },
         )?;
-        self.wait("fetch_add", at, posted)?;
-        Ok(words[1])
+        self.wait(
+            "fetch_add",
+            at,
+            posted,
+            OnTimeout::Release(Arc::clone(&words)),
+        )?;
+        Ok(words[1].load(Ordering::Acquire))
     }
 
     /// Atomically replaces the u64 at `offset` of `at`'s region `remote` with
@@ -1116,17 +1184,18 @@ impl Endpoint {
     ) -> Result<u64> {
         let address = Self::atomic_target(remote, offset, "compare_swap", at)?;
         let key = remote.key;
-        // [new value, compare value, result]
-        let mut words = [new, expected, 0u64];
-        let ptr = words.as_mut_ptr();
+        // [new value, compare value, result], shared as in fetch_add.
+        let words: Arc<[AtomicU64]> = Arc::new([new, expected, 0].map(AtomicU64::new));
+        let ptr = words.as_ptr().cast::<u64>().cast_mut();
         let posted = self.post(
             "compare_swap",
             at,
             (ptr.cast(), 24),
             true,
             |core, addr, ctx, desc| {
-                // SAFETY: words stays borrowed until the completion is waited
-                // for below; all three are covered by desc.
+                // SAFETY: words stays alive until the completion arrives (the
+                // wait below, or kept by the endpoint); desc covers all three.
+                // AtomicU64 has the layout of u64.
                 unsafe {
                     sys::fi_compare_atomic(
                         core.handles.ep,
@@ -1147,8 +1216,13 @@ impl Endpoint {
                 }
             },
         )?;
-        self.wait("compare_swap", at, posted)?;
-        Ok(words[2])
+        self.wait(
+            "compare_swap",
+            at,
+            posted,
+            OnTimeout::Release(Arc::clone(&words)),
+        )?;
+        Ok(words[2].load(Ordering::Acquire))
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {

@@ -18,6 +18,8 @@ pub(crate) struct Granted {
     pub mr_mode: MrMode,
     pub inject_size: usize,
     pub auto_progress: bool,
+    /// The provider's address length (`src_addrlen`).
+    pub addr_len: usize,
 }
 
 /// The fabric, domain, address vector, completion queue and endpoint of one
@@ -67,6 +69,7 @@ impl Handles {
                 mr_mode: MrMode::empty(),
                 inject_size: 0,
                 auto_progress: false,
+                addr_len: 0,
             },
             cq_fd: None,
         };
@@ -79,6 +82,7 @@ impl Handles {
             handles.granted = Granted {
                 mr_mode: MrMode::from_bits_truncate((*attrs.domain_attr).mr_mode as u64),
                 inject_size: (*attrs.tx_attr).inject_size,
+                addr_len: attrs.src_addrlen,
                 auto_progress: (*attrs.domain_attr).data_progress == sys::FI_PROGRESS_AUTO,
             };
             check(
@@ -184,16 +188,29 @@ impl Handles {
         Ok(buf)
     }
 
-    /// Inserts one peer address; returns its `fi_addr_t`.
-    pub fn insert_address(&self, name: &[u8]) -> Result<sys::fi_addr_t> {
+    /// Inserts one peer address (as a peer's [`Handles::name`] gave it);
+    /// returns its `fi_addr_t`. `fi_av_insert` takes no length, so the name
+    /// is checked against the provider's address length and copied into a
+    /// zero-padded buffer of that length first: a short or garbled name from
+    /// the key-value space cannot make libfabric read past it.
+    pub fn insert_address(&self, name: &[u8], own_len: usize) -> Result<sys::fi_addr_t> {
+        let len = self.granted.addr_len.max(own_len);
+        if name.is_empty() || name.len() > len {
+            return Err(Error::BadDescriptor(format!(
+                "endpoint name of {} bytes; this provider's names are 1 to {len} bytes",
+                name.len()
+            )));
+        }
+        let mut padded = vec![0u8; len + 1];
+        padded[..name.len()].copy_from_slice(name);
         let mut addr: sys::fi_addr_t = sys::FI_ADDR_NOTAVAIL;
-        // SAFETY: the AV is open; name holds one address in the provider's
-        // format (as produced by fi_getname on a peer of the same provider;
-        // libfabric validates it), and addr receives one fi_addr_t.
+        // SAFETY: the AV is open; `padded` holds one address in at least the
+        // provider's address length, zero-padded (and NUL-terminated for
+        // string formats); addr receives one fi_addr_t.
         let inserted = unsafe {
             sys::fi_av_insert(
                 self.av,
-                name.as_ptr().cast(),
+                padded.as_ptr().cast(),
                 1,
                 &mut addr,
                 0,

@@ -129,7 +129,8 @@ impl RemoteMemory {
 /// Peers write into the region at any time, so it hands out no Rust
 /// references to its bytes: read and write it by copying
 /// ([`MemoryRegion::read_bytes`], [`MemoryRegion::write_bytes`]) or through
-/// atomics ([`MemoryRegion::atomic_u64`]).
+/// atomics ([`MemoryRegion::atomic_u64`]). It can move between threads but
+/// not be shared by them.
 pub struct MemoryRegion {
     mr: *mut sys::fid_mr,
     memory: NonNull<u8>,
@@ -141,12 +142,12 @@ pub struct MemoryRegion {
 }
 
 // SAFETY: the region owns its allocation; the registration handle is used
-// only in register() and Drop, both under the endpoint's lock. All byte
-// access goes through raw-pointer copies and atomics, which tolerate
-// concurrent writers.
+// only in register() and Drop, both under the endpoint's lock, so the region
+// may move to another thread. It is not Sync: two threads copying into
+// overlapping bytes would race. (Remote peers and the provider write
+// outside this process's Rust code; their writes race only with the
+// copies, as RMA semantics allow.)
 unsafe impl Send for MemoryRegion {}
-// SAFETY: as above.
-unsafe impl Sync for MemoryRegion {}
 
 const PAGE: usize = 4096;
 
@@ -156,15 +157,17 @@ impl MemoryRegion {
         len: usize,
         access: Access,
     ) -> Result<MemoryRegion> {
-        let layout =
-            Layout::from_size_align(len.max(1).next_multiple_of(PAGE), PAGE).map_err(|_| {
-                Error::OutOfRange {
-                    what: "memory region size",
-                    offset: 0,
-                    len: len as u64,
-                    size: isize::MAX as u64,
-                }
-            })?;
+        let too_large = || Error::OutOfRange {
+            what: "memory region size",
+            offset: 0,
+            len: len as u64,
+            size: isize::MAX as u64,
+        };
+        let size = len
+            .max(1)
+            .checked_next_multiple_of(PAGE)
+            .ok_or_else(too_large)?;
+        let layout = Layout::from_size_align(size, PAGE).map_err(|_| too_large())?;
         // SAFETY: layout has a non-zero size.
         let memory =
             NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or_else(|| {

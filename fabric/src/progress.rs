@@ -27,6 +27,16 @@ pub enum ProgressMode {
     Background,
 }
 
+/// The longest timeout accepted (a year): beyond it, deadlines overflow.
+const MAX_TIMEOUT_SECS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// A timeout given in seconds (`2`, `0.5`): positive, finite, at most a
+/// year; `None` otherwise.
+pub(crate) fn timeout_from_secs(text: &str) -> Option<Duration> {
+    let secs: f64 = text.trim().parse().ok()?;
+    (secs > 0.0 && secs <= MAX_TIMEOUT_SECS).then(|| Duration::from_secs_f64(secs))
+}
+
 /// The default cap of a backoff's sleep.
 pub const DEFAULT_MAX_SLEEP: Duration = Duration::from_micros(500);
 
@@ -139,6 +149,14 @@ mod tests {
             sleeps,
             [4, 8, 16, 32, 64, 100, 100, 100].map(|n| Pause::Sleep(us(n)))
         );
+    }
+
+    #[test]
+    fn timeouts_parse_within_bounds() {
+        assert_eq!(timeout_from_secs("2.5"), Some(Duration::from_millis(2500)));
+        for bad in ["0", "-1", "1e20", "inf", "NaN", "x", ""] {
+            assert_eq!(timeout_from_secs(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! latency is reported as a ratio to these.
 //!
 //! Each loop holds the endpoint's lock for its whole run and busy-polls the
-//! completion queue. Like the endpoint's own waits, it tells the background
+//! completion queue, taking every completion as its own: that is what makes
+//! it a floor, and why the functions are `unsafe` (see their `# Safety`). Like the endpoint's own waits, it tells the background
 //! progress thread that the application is making progress, so the thread
 //! sleeps as it does during the endpoint's operations (rather than blocking
 //! on the lock, which measurably changes the machine's timing).
@@ -20,6 +21,18 @@ use crate::error::{Error, Result};
 use crate::matching::SourceMatch;
 use crate::memory::RemoteMemory;
 use crate::Endpoint;
+
+/// The descriptor of `buf`, which must lie in a region of the endpoint when
+/// the provider wants local descriptors (`FI_MR_LOCAL`).
+fn local_desc(shared: &crate::endpoint::Shared, buf: *mut u8, len: usize) -> Result<*mut c_void> {
+    let desc = shared.desc_of(buf as usize, len);
+    if desc.is_null() && shared.mr_mode.contains(crate::MrMode::LOCAL) {
+        return Err(Error::BadDescriptor(
+            "raw loops need a buffer inside a registered region under FI_MR_LOCAL".into(),
+        ));
+    }
+    Ok(desc)
+}
 
 /// Spins on the completion queue until one completion arrives.
 fn await_one(core: &Core, op: &'static str, rank: u32) -> Result<()> {
@@ -87,7 +100,13 @@ fn post_retry(
 /// # Errors
 /// [`Error::OutOfRange`] when `len` exceeds the region; errors of the
 /// provider as [`Error::Completion`].
-pub fn read_loop(
+///
+/// # Safety
+/// No other operation of `ep` may be in flight or posted while the loop
+/// runs (it takes every completion as its own), and the target must make
+/// progress. If the loop returns an error, the provider may still write
+/// into `buf`: keep `buf` alive until `ep` is dropped.
+pub unsafe fn read_loop(
     ep: &Endpoint,
     from: u32,
     remote: &RemoteMemory,
@@ -95,12 +114,13 @@ pub fn read_loop(
     iterations: usize,
 ) -> Result<Vec<Duration>> {
     let len = buf.len();
+    remote.permits(crate::Access::REMOTE_READ, "raw read", from)?;
     let address = remote.address_of(0, len as u64, "raw read")?;
     let shared = ep.shared();
     let core = shared.lock();
     let addr = core.addr(from)?;
     let buf = buf.as_mut_ptr();
-    let desc = shared.desc_of(buf as usize, len);
+    let desc = local_desc(shared, buf, len)?;
     let mut times = Vec::with_capacity(iterations);
     for _ in 0..iterations {
         let start = Instant::now();
@@ -133,7 +153,10 @@ pub fn read_loop(
 ///
 /// # Errors
 /// Errors of the provider as [`Error::Completion`].
-pub fn tagged_pingpong(
+///
+/// # Safety
+/// As [`read_loop`], for `buf` and the peer.
+pub unsafe fn tagged_pingpong(
     ep: &Endpoint,
     peer: u32,
     tag: u64,
@@ -146,7 +169,7 @@ pub fn tagged_pingpong(
     let core = shared.lock();
     let addr = core.addr(peer)?;
     let buf = buf.as_mut_ptr();
-    let desc = shared.desc_of(buf as usize, len);
+    let desc = local_desc(shared, buf, len)?;
     let me = u64::from(ep.rank());
     let send_tag = SourceMatch::wire_tag(tag, ep.rank());
     let recv_tag = SourceMatch::wire_tag(tag, peer);

@@ -64,10 +64,15 @@ impl<T> Slots<T> {
             .filter(|e| e.generation == generation && e.slot.is_some())
     }
 
-    /// Records the outcome of `token`; ignored for unknown tokens.
-    pub fn finish(&mut self, token: u64, outcome: T) {
-        if let Some(entry) = self.entry(token) {
-            entry.slot = Some(Slot::Done(outcome));
+    /// Records the outcome of `token`; returns false (and drops it) for
+    /// an unknown token.
+    pub fn finish(&mut self, token: u64, outcome: T) -> bool {
+        match self.entry(token) {
+            Some(entry) => {
+                entry.slot = Some(Slot::Done(outcome));
+                true
+            }
+            None => false,
         }
     }
 
@@ -131,11 +136,11 @@ mod tests {
         s.remove(old);
         let new = s.insert();
         assert_ne!(old, new, "a reused index gets a new generation");
-        s.finish(old, 1);
+        assert!(!s.finish(old, 1));
         assert_eq!(s.take_done(new), None);
-        s.finish(new, 2);
+        assert!(s.finish(new, 2));
         assert_eq!(s.take_done(new), Some(2));
-        s.finish(0, 3);
+        assert!(!s.finish(0, 3));
         s.remove(12345);
     }
 }

@@ -46,6 +46,9 @@ impl World {
         let size = pmi.size();
         pmi.put(&name_key(rank), &hex_encode(&endpoint.name()?))?;
         pmi.barrier()?;
+        if size == 0 || size > crate::MAX_RANKS || rank >= size {
+            return Err(Error::InvalidRank { rank, size });
+        }
         let mut names = Vec::with_capacity(size as usize);
         for r in 0..size {
             let value = pmi.get(&name_key(r))?;
@@ -122,8 +125,13 @@ fn watch_failure_notices(shared: Weak<Shared>) -> Result<()> {
     if raw < 0 || unsafe { libc::fcntl(raw, libc::F_GETFD) } == -1 {
         return Err(bad("not an open descriptor"));
     }
+    static TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if TAKEN.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        // A second World in this process: the first one watches already.
+        return Ok(());
+    }
     // SAFETY: the launcher hands this descriptor to this process alone, and
-    // the environment variable is read once per process, here.
+    // TAKEN makes this its only owner in the process.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
     // SAFETY: F_SETFD on an owned, open descriptor.
     unsafe { libc::fcntl(raw, libc::F_SETFD, libc::FD_CLOEXEC) };

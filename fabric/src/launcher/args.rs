@@ -64,14 +64,9 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             }
             "--timeout" => {
                 let text = value(arg)?;
-                let secs: f64 = text
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| *s > 0.0 && s.is_finite())
-                    .ok_or_else(|| {
-                        format!("--timeout takes a positive number of seconds, not {text:?}")
-                    })?;
-                timeout = Some(Duration::from_secs_f64(secs));
+                timeout = Some(crate::progress::timeout_from_secs(&text).ok_or_else(|| {
+                    format!("--timeout takes a positive number of seconds (at most a year), not {text:?}")
+                })?);
             }
             "--ft" => fault_tolerant = true,
             "--" => break rest.next().cloned().ok_or("no program given")?,
@@ -135,8 +130,9 @@ mod tests {
         );
         assert_eq!(
             parse_str("-n 2 --timeout -1 prog").unwrap_err(),
-            "--timeout takes a positive number of seconds, not \"-1\""
+            "--timeout takes a positive number of seconds (at most a year), not \"-1\""
         );
+        assert!(parse_str("-n 2 --timeout 1e20 prog").is_err());
         assert_eq!(
             parse_str("-n 2 --bogus prog").unwrap_err(),
             "unknown option \"--bogus\""

@@ -7,7 +7,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::Command;
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -21,12 +21,17 @@ pub const TIMEOUT_STATUS: i32 = 124;
 
 enum Event {
     Message(ClientId, Result<Option<Message>, WireError>),
-    Exited(ClientId, ExitStatus),
+    Exited(ClientId),
 }
 
 struct Process {
     label: String,
+    group: usize,
     pid: u32,
+    /// Reaped by the main thread only, after the waiter thread reports the
+    /// exit (without reaping): a pid is never signalled after it could be
+    /// reused.
+    child: std::process::Child,
     pmi: UnixStream,
     notices: Option<UnixStream>,
     exited: bool,
@@ -82,7 +87,7 @@ pub fn run(options: &Options) -> i32 {
         job.drain(&receiver);
         return 1;
     }
-    let deadline = options.timeout.map(|t| Instant::now() + t);
+    let deadline = options.timeout.and_then(|t| Instant::now().checked_add(t));
     while job.processes.values().any(|p| !p.exited) {
         let event = match deadline {
             Some(d) => match receiver.recv_timeout(d.saturating_duration_since(Instant::now())) {
@@ -132,7 +137,7 @@ impl Job<'_> {
                     .with("msg", "malformed_line");
                 self.perform(vec![Action::Reply(client, reply)]);
             }
-            Event::Exited(client, status) => self.exited(client, status),
+            Event::Exited(client) => self.exited(client),
         }
     }
 
@@ -185,24 +190,49 @@ impl Job<'_> {
 
     /// Starts one group of processes (the job itself, or a spawn).
     fn start_group(&mut self, commands: &[SpawnCommand], spawned: bool) -> Result<(), String> {
-        let size: u32 = commands.iter().map(|c| c.count).sum();
+        let size = commands
+            .iter()
+            .try_fold(0u32, |n, c| n.checked_add(c.count))
+            .filter(|&n| n <= crate::MAX_RANKS)
+            .ok_or("too many processes requested")?;
+        // Resolve every program before starting anything.
+        let programs = commands
+            .iter()
+            .map(|c| {
+                if spawned {
+                    resolve_program(&c.program)
+                } else {
+                    Ok(self.program.clone())
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let preput: Vec<(String, String)> =
             commands.iter().flat_map(|c| c.preput.clone()).collect();
         let group = self.server.add_group(size, &preput);
         let mut rank = 0;
-        for command in commands {
-            let program = if spawned {
-                resolve_program(&command.program)?
-            } else {
-                self.program.clone()
-            };
+        for (command, program) in commands.iter().zip(&programs) {
             for _ in 0..command.count {
                 let label = if group == 0 {
                     format!("rank {rank}")
                 } else {
                     format!("rank {rank} of spawned group {group}")
                 };
-                self.start_process(group, rank, size, &program, &command.args, label, spawned)?;
+                if let Err(e) =
+                    self.start_process(group, rank, size, program, &command.args, label, spawned)
+                {
+                    // The group cannot be complete: end the members already
+                    // started and let the rest of the job carry on.
+                    for p in self
+                        .processes
+                        .values()
+                        .filter(|p| p.group == group && !p.exited)
+                    {
+                        signal_kill(p);
+                    }
+                    let actions = self.server.shrink_group(group, size - rank);
+                    self.perform(actions);
+                    return Err(e);
+                }
                 rank += 1;
             }
         }
@@ -265,7 +295,7 @@ impl Job<'_> {
                 Ok(())
             });
         }
-        let mut child = command
+        let child = command
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
         // The child has its ends now; ours close when these drop.
@@ -279,7 +309,12 @@ impl Job<'_> {
             let mut reader = BufReader::new(reader);
             loop {
                 let message = Message::read_from(&mut reader);
-                let done = !matches!(message, Ok(Some(_)));
+                // A malformed line is answered with an error; only a closed
+                // or broken connection ends the reader.
+                let done = matches!(
+                    message,
+                    Ok(None) | Err(WireError::Closed { .. } | WireError::Io(_))
+                );
                 if events.send(Event::Message(client, message)).is_err() || done {
                     return;
                 }
@@ -287,15 +322,16 @@ impl Job<'_> {
         });
         let events = self.events.clone();
         std::thread::spawn(move || {
-            if let Ok(status) = child.wait() {
-                let _ = events.send(Event::Exited(client, status));
-            }
+            wait_exit(pid);
+            let _ = events.send(Event::Exited(client));
         });
         self.processes.insert(
             client,
             Process {
                 label,
+                group,
                 pid,
+                child,
                 pmi: ours,
                 notices,
                 exited: false,
@@ -304,11 +340,15 @@ impl Job<'_> {
         Ok(())
     }
 
-    fn exited(&mut self, client: ClientId, status: ExitStatus) {
+    fn exited(&mut self, client: ClientId) {
         let Some(p) = self.processes.get_mut(&client) else {
             return;
         };
+        let Ok(status) = p.child.wait() else {
+            return;
+        };
         p.exited = true;
+        let group = p.group;
         let (label, pid) = (p.label.clone(), p.pid);
         remove_shm_leftovers(pid);
         let actions = self.server.remove_client(client);
@@ -342,7 +382,12 @@ impl Job<'_> {
                 .unwrap_or("?")
                 .to_string();
             say(&format!("--ft: telling the survivors that {label} died"));
-            for p in self.processes.values_mut().filter(|p| !p.exited) {
+            // Ranks are numbered per group: tell the dead rank's group only.
+            for p in self
+                .processes
+                .values_mut()
+                .filter(|p| !p.exited && p.group == group)
+            {
                 if let Some(n) = p.notices.as_mut() {
                     let _ = writeln!(n, "dead {rank}");
                 }
@@ -356,10 +401,7 @@ impl Job<'_> {
     fn kill_all(&mut self) {
         self.ending = true;
         for p in self.processes.values().filter(|p| !p.exited) {
-            // SAFETY: kill(2) with a pid this osrun started and has not yet
-            // reaped (the waiter thread reaps it only after it exits), so the
-            // pid cannot have been reused.
-            unsafe { libc::kill(p.pid as libc::pid_t, libc::SIGKILL) };
+            signal_kill(p);
         }
     }
 
@@ -367,10 +409,38 @@ impl Job<'_> {
     fn drain(&mut self, receiver: &mpsc::Receiver<Event>) {
         while self.processes.values().any(|p| !p.exited) {
             match receiver.recv() {
-                Ok(Event::Exited(client, status)) => self.exited(client, status),
+                Ok(Event::Exited(client)) => self.exited(client),
                 Ok(_) => {}
                 Err(_) => return,
             }
+        }
+    }
+}
+
+/// SIGKILLs a process that has not been reaped yet.
+fn signal_kill(p: &Process) {
+    // SAFETY: kill(2) with a pid this osrun started and has not reaped (only
+    // the main thread reaps, in `exited`, which marks the process exited
+    // first), so the pid cannot have been reused.
+    unsafe { libc::kill(p.pid as libc::pid_t, libc::SIGKILL) };
+}
+
+/// Blocks until process `pid` has exited, without reaping it.
+fn wait_exit(pid: u32) {
+    loop {
+        let mut info = std::mem::MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: waitid writes one siginfo_t into the zeroed buffer; WNOWAIT
+        // leaves the child to be reaped by the main thread.
+        let ret = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                info.as_mut_ptr(),
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if ret == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return;
         }
     }
 }
@@ -438,7 +508,7 @@ fn check_libfabric() -> Result<(), String> {
 }
 
 /// Removes the files the `shm` provider of process `pid` left in `/dev/shm`
-/// (named after the pid: `PID:...` or `fi_shm_PID...`).
+/// (libfabric 1.17 names them `PID:DOMAIN:ENDPOINT`).
 fn remove_shm_leftovers(pid: u32) {
     let Ok(entries) = std::fs::read_dir("/dev/shm") else {
         return;

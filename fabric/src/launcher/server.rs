@@ -245,6 +245,12 @@ impl PmiServer {
     }
 
     fn barrier_in(&mut self, group: usize, client: ClientId) -> Vec<Action> {
+        if self.clients.get(&client).is_some_and(|c| c.finalized) {
+            return vec![Action::Reply(
+                client,
+                error_reply("barrier_out", "barrier after finalize"),
+            )];
+        }
         let g = &mut self.groups[group];
         if !g.barrier.contains(&client) {
             g.barrier.push(client);
@@ -277,6 +283,16 @@ impl PmiServer {
         let g = &mut self.groups[group];
         g.live = g.live.saturating_sub(1);
         g.barrier.retain(|&c| c != client);
+        self.release_barrier(group)
+    }
+
+    /// Takes `missing` members out of `group` that will never join (their
+    /// processes could not be started): barriers complete without them.
+    pub fn shrink_group(&mut self, group: usize, missing: u32) -> Vec<Action> {
+        let Some(g) = self.groups.get_mut(group) else {
+            return Vec::new();
+        };
+        g.live = g.live.saturating_sub(missing);
         self.release_barrier(group)
     }
 
@@ -468,9 +484,15 @@ mod tests {
         assert!(s.handle(1, &msg("cmd=barrier_in")).is_empty());
         let out = replies(&s.remove_client(2));
         assert_eq!(out.len(), 2);
-        // Finalized processes leave barriers too.
+        // Finalized processes leave barriers too, and cannot enter them.
         s.handle(0, &msg("cmd=finalize"));
         assert_eq!(replies(&s.handle(1, &msg("cmd=barrier_in"))).len(), 1);
+        let late = replies(&s.handle(0, &msg("cmd=barrier_in")));
+        assert!(late[0].1.contains("rc=-1"), "{late:?}");
+        // Members that never started do not hold a barrier up.
+        let mut t = server(3);
+        assert!(t.handle(0, &msg("cmd=barrier_in")).is_empty());
+        assert_eq!(replies(&t.shrink_group(0, 2)).len(), 1);
     }
 
     #[test]

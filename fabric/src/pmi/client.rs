@@ -387,8 +387,19 @@ fn env_num(name: &'static str) -> Result<u32> {
     })
 }
 
-/// Takes ownership of the inherited PMI socket after checking that it is one.
+/// Whether this process has taken the inherited PMI socket already.
+static PMI_FD_TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Takes ownership of the inherited PMI socket after checking that it is one
+/// and that no earlier connection in this process took it.
 fn socket_from_fd(raw: RawFd, text: &str) -> Result<UnixStream> {
+    if PMI_FD_TAKEN.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return Err(Error::BadEnv {
+            name: "PMI_FD",
+            value: text.into(),
+            why: "already taken by an earlier connection of this process (one per process)",
+        });
+    }
     let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat writes into the provided stat buffer and only reads the
     // descriptor number; an invalid descriptor yields -1.
@@ -402,7 +413,7 @@ fn socket_from_fd(raw: RawFd, text: &str) -> Result<UnixStream> {
         });
     }
     // SAFETY: the descriptor is open, is a socket, and PMI_FD hands it to this
-    // process to own; nothing else in the process uses it.
+    // process to own; PMI_FD_TAKEN makes this the only owner in the process.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
     // SAFETY: F_SETFD on an owned, open descriptor; keeps it from leaking
     // into programs this process starts.
