@@ -1286,3 +1286,77 @@ fn background_progress(shared: &Shared) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shm() -> Endpoint {
+        let config = EndpointConfig {
+            progress: ProgressMode::Manual,
+            ..EndpointConfig::default()
+        };
+        Endpoint::open(&config).expect("shm endpoint")
+    }
+
+    #[test]
+    fn malformed_peer_names_are_refused() {
+        let mut ep = shm();
+        let own = ep.name().expect("name");
+        for bad in [Vec::new(), vec![b'x'; 100_000]] {
+            let err = ep.connect(0, &[bad]).unwrap_err();
+            assert!(matches!(err, Error::BadDescriptor(_)), "{err}");
+        }
+        assert!(matches!(
+            ep.connect(1, &[own.clone()]),
+            Err(Error::InvalidRank { rank: 1, size: 1 })
+        ));
+        ep.connect(0, &[own]).expect("its own name is fine");
+        assert_eq!((ep.rank(), ep.size()), (0, 1));
+    }
+
+    #[test]
+    fn a_singleton_talks_to_itself_and_checks_every_access() {
+        let mut ep = shm();
+        let own = ep.name().expect("name");
+        ep.connect(0, &[own]).expect("connect");
+        ep.send(0, 7, b"hello").expect("send");
+        let mut buf = [0u8; 16];
+        let got = ep.recv(None, 7, &mut buf).expect("recv");
+        assert_eq!((got.from, got.tag, &buf[..got.len]), (0, 7, &b"hello"[..]));
+        let region = ep
+            .register(100, Access::REMOTE_READ | Access::REMOTE_WRITE)
+            .expect("register");
+        region.write_bytes(0, &[5u8; 100]).expect("fill");
+        let remote = region.remote();
+        let mut out = [0u8; 10];
+        ep.read(0, &remote, 90, &mut out).expect("read");
+        assert_eq!(out, [5u8; 10]);
+        assert!(matches!(
+            ep.read(0, &remote, 91, &mut out),
+            Err(Error::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            ep.read(1, &remote, 0, &mut out),
+            Err(Error::InvalidRank { .. })
+        ));
+        assert_eq!(
+            ep.fetch_add(0, &remote, 8, 3).expect("fetch_add"),
+            0x0505_0505_0505_0505
+        );
+        assert!(matches!(
+            ep.fetch_add(0, &remote, 4, 1),
+            Err(Error::Misaligned { .. })
+        ));
+    }
+
+    #[test]
+    fn impossible_region_sizes_are_errors() {
+        let ep = shm();
+        let err = ep
+            .register(usize::MAX - 100, Access::REMOTE_READ)
+            .err()
+            .expect("refused");
+        assert!(matches!(err, Error::OutOfRange { .. }), "{err}");
+    }
+}
