@@ -1308,7 +1308,7 @@ mod tests {
             assert!(matches!(err, Error::BadDescriptor(_)), "{err}");
         }
         assert!(matches!(
-            ep.connect(1, &[own.clone()]),
+            ep.connect(1, std::slice::from_ref(&own)),
             Err(Error::InvalidRank { rank: 1, size: 1 })
         ));
         ep.connect(0, &[own]).expect("its own name is fine");
