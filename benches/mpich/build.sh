@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds the MPICH peers of onesided-bench with MPICH 5.0.2 (ch4, OFI netmod,
+# its own libfabric 2.x), installed from PyPI into target/mpich-venv when
+# missing. Output: target/mpich/<peer>.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+venv="$root/target/mpich-venv"
+if [ ! -x "$venv/bin/mpicc" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet mpich==5.0.2
+fi
+mkdir -p "$root/target/mpich"
+for src in "$root"/benches/mpich/*.c; do
+    "$venv/bin/mpicc" -O2 -o "$root/target/mpich/$(basename "$src" .c)" "$src"
+done
+echo "built: $(ls "$root/target/mpich" | tr '\n' ' ')"
+echo "run:   $venv/bin/mpiexec -n 2 -genv MPIR_CVAR_CH4_NETMOD ofi -genv FI_PROVIDER shm $root/target/mpich/window"
