@@ -325,13 +325,17 @@ impl Shared {
         self.any_dead.store(true, Ordering::Release);
     }
 
+    #[inline]
     fn is_dead(&self, rank: u32) -> bool {
-        self.any_dead.load(Ordering::Acquire)
-            && self
-                .dead
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains(&rank)
+        self.any_dead.load(Ordering::Acquire) && self.is_listed_dead(rank)
+    }
+
+    #[cold]
+    fn is_listed_dead(&self, rank: u32) -> bool {
+        self.dead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&rank)
     }
 
     /// The descriptor of a local buffer inside one of this endpoint's
@@ -395,6 +399,12 @@ struct LocalDesc {
 }
 
 impl LocalDesc {
+    /// No descriptor (the provider does not want local ones).
+    const NONE: LocalDesc = LocalDesc {
+        desc: ptr::null_mut(),
+        temporary: ptr::null_mut(),
+    };
+
     fn close(self) {
         if !self.temporary.is_null() {
             // SAFETY: a registration made by local_desc for one operation that
@@ -579,14 +589,9 @@ impl Endpoint {
     }
 
     /// The descriptor for a local buffer when the provider wants one.
+    #[cold]
     fn local_desc(&self, core: &Core, ptr: *const u8, len: usize) -> Result<LocalDesc> {
-        let mut out = LocalDesc {
-            desc: ptr::null_mut(),
-            temporary: ptr::null_mut(),
-        };
-        if !self.shared.mr_mode.contains(MrMode::LOCAL) {
-            return Ok(out);
-        }
+        let mut out = LocalDesc::NONE;
         if let Some(desc) = self.shared.local_desc(ptr as usize, len) {
             out.desc = desc;
             return Ok(out);
@@ -624,11 +629,15 @@ impl Endpoint {
         mut post: impl FnMut(&Core, sys::fi_addr_t, *mut c_void, *mut c_void) -> isize,
     ) -> Result<Posted<'_>> {
         self.check_peer(rank, op)?;
-        let mut backoff = Backoff::new(self.shared.max_sleep);
+        let mut backoff: Option<Backoff> = None;
         loop {
             let mut core = self.shared.lock();
             let addr = core.addr(rank)?;
-            let desc = self.local_desc(&core, buffer.0, buffer.1)?;
+            let desc = if self.shared.mr_mode.contains(MrMode::LOCAL) {
+                self.local_desc(&core, buffer.0, buffer.1)?
+            } else {
+                LocalDesc::NONE
+            };
             let token = if completes { core.slots.insert() } else { 0 };
             let ret = post(&core, addr, token as *mut c_void, desc.desc);
             if ret == 0 {
@@ -646,7 +655,10 @@ impl Endpoint {
             if self.shared.is_dead(rank) {
                 return Err(Error::PeerDead { op, rank });
             }
-            if backoff.pause() > self.shared.timeout {
+            let waited = backoff
+                .get_or_insert_with(|| Backoff::new(self.shared.max_sleep))
+                .pause();
+            if waited > self.shared.timeout {
                 return Err(Error::Timeout {
                     op,
                     rank,
@@ -658,6 +670,7 @@ impl Endpoint {
 
     /// Waits for a posted operation to `rank`, making progress; `on_timeout`
     /// says what may happen when the endpoint's timeout passes.
+    #[inline(always)]
     fn wait(
         &self,
         op: &'static str,
@@ -694,21 +707,41 @@ impl Endpoint {
         rank: u32,
         token: u64,
         core: SpinGuard<'_, Core>,
+        on_timeout: OnTimeout,
+    ) -> Result<Finished> {
+        // First look with the lock the post still holds: most operations on
+        // one host complete within these polls, before any wait state exists.
+        let mut core = core;
+        for _ in 0..POLLS_PER_LOCK {
+            if core.poll() > 0 {
+                break;
+            }
+        }
+        if let Some(outcome) = core.slots.take_done(token) {
+            return self.outcome(op, rank, outcome);
+        }
+        drop(core);
+        self.wait_longer(op, rank, token, on_timeout)
+    }
+
+    /// The rest of [`Endpoint::wait_token`]: polls with backoff, minds the
+    /// timeout and the failure detector.
+    #[cold]
+    #[inline(never)]
+    fn wait_longer(
+        &self,
+        op: &'static str,
+        rank: u32,
+        token: u64,
         mut on_timeout: OnTimeout,
     ) -> Result<Finished> {
         let mut backoff = Backoff::new(self.shared.max_sleep);
         let mut limit = Some(self.shared.timeout);
         let mut dead_seen = false;
-        let mut held = Some(core);
         let mut polls: u32 = 0;
         loop {
             {
-                let mut core = match held.take() {
-                    Some(core) => core,
-                    None => self.shared.lock(),
-                };
-                // Poll back to back a few times under one lock before
-                // looking: as tight as a raw loop while completions are near.
+                let mut core = self.shared.lock();
                 for _ in 0..POLLS_PER_LOCK {
                     if core.poll() > 0 {
                         break;
@@ -766,6 +799,7 @@ impl Endpoint {
     }
 
     /// The result of an operation to `rank` that ended with `outcome`.
+    #[inline(always)]
     fn outcome(&self, op: &'static str, rank: u32, outcome: Outcome) -> Result<Finished> {
         outcome.map_err(|f| {
             if f.code == sys::FI_ETRUNC as i32 {
@@ -888,6 +922,7 @@ impl Endpoint {
     }
 
     /// Posts one receive of `wire` (with `ignore` bits) into `buf`.
+    #[inline(always)]
     fn post_recv(&self, peer: u32, wire: u64, ignore: u64, buf: &mut [u8]) -> Result<Posted<'_>> {
         let capacity = buf.len();
         let ptr = buf.as_mut_ptr();
