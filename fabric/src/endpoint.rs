@@ -765,6 +765,12 @@ impl Endpoint {
             }
             let mut core = self.shared.lock();
             let given_up = if dead_seen {
+                if matches!(on_timeout, OnTimeout::Cancel) {
+                    // SAFETY: the endpoint is open; token is the context of a
+                    // receive this endpoint posted. Whether or not it was
+                    // still unmatched, its sender is gone.
+                    unsafe { sys::fi_cancel(core.handles.ep_fid(), token as *mut c_void) };
+                }
                 core.forget(token, on_timeout);
                 Error::PeerDead { op, rank }
             } else {
