@@ -1,0 +1,43 @@
+//! The one error type of onesided-rma.
+
+/// Everything that can fail in onesided-rma.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A group that cannot be built.
+    #[error("bad group: {0}")]
+    BadGroup(String),
+    /// A group rank outside the group.
+    #[error("group rank {rank} does not exist (group size {size})")]
+    NotInGroup {
+        /// The group rank given.
+        rank: u32,
+        /// The group size.
+        size: u32,
+    },
+    /// An access to a target outside any epoch that covers it.
+    #[error("access to group rank {target} outside an epoch (lock it, lock_all, or fence first)")]
+    NoEpoch {
+        /// The target's group rank.
+        target: u32,
+    },
+    /// A lock on a target this process holds a lock on already.
+    #[error("group rank {target} is locked already by this process")]
+    AlreadyLocked {
+        /// The target's group rank.
+        target: u32,
+    },
+    /// An unlock of a target this process holds no lock on.
+    #[error("unlock of group rank {target}, which this process has not locked")]
+    NotLocked {
+        /// The target's group rank.
+        target: u32,
+    },
+    /// Epochs that cannot be combined (a lock inside lock_all, a fence
+    /// inside a passive epoch, ...).
+    #[error("epoch misuse: {0}")]
+    EpochConflict(&'static str),
+    /// The fabric layer failed.
+    #[error(transparent)]
+    Fabric(#[from] onesided_fabric::Error),
+}

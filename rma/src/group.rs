@@ -1,0 +1,110 @@
+//! Groups: ordered subsets of a job's ranks with their own numbering.
+//!
+//! A group is plain data: every member that knows the member list can build
+//! it, so creating one costs no communication (as `MPI_Group_incl`, unlike
+//! `MPI_Comm_create`).
+
+use crate::Error;
+
+/// An ordered set of distinct job ranks. Group rank `g` is job rank
+/// `members()[g]`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Group {
+    members: Vec<u32>,
+}
+
+impl Group {
+    /// The group of `members`, in that order.
+    ///
+    /// # Errors
+    /// [`Error::BadGroup`] when `members` is empty or names a rank twice.
+    pub fn new(members: Vec<u32>) -> Result<Group, Error> {
+        if members.is_empty() {
+            return Err(Error::BadGroup("a group needs at least one member".into()));
+        }
+        let mut sorted = members.clone();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::BadGroup(format!("rank {} appears twice", w[0])));
+        }
+        Ok(Group { members })
+    }
+
+    /// Job ranks `0..size`, in order.
+    pub fn world(size: u32) -> Group {
+        Group {
+            members: (0..size.max(1)).collect(),
+        }
+    }
+
+    /// Number of members.
+    pub fn size(&self) -> u32 {
+        self.members.len() as u32
+    }
+
+    /// The members' job ranks, in group order.
+    pub fn members(&self) -> &[u32] {
+        &self.members
+    }
+
+    /// The job rank of group rank `group_rank`.
+    ///
+    /// # Errors
+    /// [`Error::NotInGroup`] when `group_rank` is not below [`Group::size`].
+    pub fn job_rank(&self, group_rank: u32) -> Result<u32, Error> {
+        self.members
+            .get(group_rank as usize)
+            .copied()
+            .ok_or(Error::NotInGroup {
+                rank: group_rank,
+                size: self.size(),
+            })
+    }
+
+    /// The group rank of job rank `job_rank`, if it is a member.
+    pub fn group_rank(&self, job_rank: u32) -> Option<u32> {
+        self.members
+            .iter()
+            .position(|&m| m == job_rank)
+            .map(|p| p as u32)
+    }
+
+    /// Whether job rank `job_rank` is a member.
+    pub fn contains(&self, job_rank: u32) -> bool {
+        self.group_rank(job_rank).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_members_in_the_given_order() {
+        let g = Group::new(vec![5, 2, 7]).unwrap();
+        assert_eq!(g.size(), 3);
+        assert_eq!(g.job_rank(0).unwrap(), 5);
+        assert_eq!(g.job_rank(2).unwrap(), 7);
+        assert_eq!(g.group_rank(2), Some(1));
+        assert_eq!(g.group_rank(3), None);
+        assert!(g.contains(7) && !g.contains(0));
+        assert!(matches!(
+            g.job_rank(3),
+            Err(Error::NotInGroup { rank: 3, size: 3 })
+        ));
+    }
+
+    #[test]
+    fn refuses_empty_and_duplicate_members() {
+        assert!(matches!(Group::new(vec![]), Err(Error::BadGroup(_))));
+        let e = Group::new(vec![1, 4, 1]).unwrap_err();
+        assert_eq!(e.to_string(), "bad group: rank 1 appears twice");
+    }
+
+    #[test]
+    fn world_is_every_rank() {
+        let g = Group::world(4);
+        assert_eq!(g.members(), &[0, 1, 2, 3]);
+        assert_eq!(Group::world(0).size(), 1, "a job has at least one rank");
+    }
+}
