@@ -12,6 +12,20 @@
 //! - [`lock`]: the passive-target lock protocol on a lock word (remote
 //!   atomics decide; no message to the target);
 //! - [`epoch`]: which accesses an origin may make, and the errors of misuse.
+//!
+//! Plan for the windows (measured facts in the foundation issue's note):
+//! - window creation without a collective: allocated windows come from one
+//!   registered arena per process, exchanged once; a window's per-peer
+//!   descriptor (arena key, offset, size, access) is fetched lazily on first
+//!   access through a control message the target's progress engine answers,
+//!   and cached per (peer, window) — so creating a window costs no traffic
+//!   and re-creating one over exposed memory costs nothing;
+//! - the lock word of [`lock`] lives in the same arena, so locks need only
+//!   remote atomics;
+//! - on one host, allocated windows live in shared memory (memmap2) mapped by
+//!   the peers: MPICH 5.0.2 reads 8 bytes of an allocated window in 0.12 us
+//!   and of a created one in 0.57 us here, while the shm provider's `fi_read`
+//!   takes 2.1 us, so on-node access must not go through the provider.
 
 #![warn(missing_docs)]
 
