@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use fabric_sys as sys;
 
-use crate::error::{strerror, Error, Result};
+use crate::error::{Error, Result};
 use crate::handles::Handles;
 use crate::matching::{SourceMatch, MAX_TAG};
 use crate::memory::{register_memory, Access, LocalRegion, MemoryRegion, RemoteMemory};
@@ -107,7 +107,7 @@ impl EndpointConfig {
                 _ => {
                     return Err(Error::BadEnv {
                         name: "ONESIDED_MR_MODE",
-                        value,
+                        value: value.into(),
                         why: "expected default or verbs",
                     })
                 }
@@ -120,7 +120,7 @@ impl EndpointConfig {
                 _ => {
                     return Err(Error::BadEnv {
                         name: "ONESIDED_PROGRESS",
-                        value,
+                        value: value.into(),
                         why: "expected background or manual",
                     })
                 }
@@ -129,7 +129,7 @@ impl EndpointConfig {
         if let Ok(value) = std::env::var("ONESIDED_TIMEOUT") {
             config.timeout = timeout_from_secs(&value).ok_or_else(|| Error::BadEnv {
                 name: "ONESIDED_TIMEOUT",
-                value: value.clone(),
+                value: value.as_str().into(),
                 why: "expected a positive number of seconds, at most a year",
             })?;
         }
@@ -822,7 +822,6 @@ impl Endpoint {
                     rank,
                     code: f.code,
                     provider_code: f.provider_code,
-                    text: strerror(f.code),
                 }
             }
         })

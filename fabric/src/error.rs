@@ -20,8 +20,9 @@ pub enum Error {
         /// `fi_strerror(code)`.
         text: String,
     },
-    /// An operation completed with an error.
-    #[error("{op} to rank {rank} failed: {text} (libfabric error {code}, provider error {provider_code})")]
+    /// An operation completed with an error. (Its `fi_strerror` text is
+    /// looked up when displayed: errors stay small on the data path.)
+    #[error("{op} to rank {rank} failed: {} (libfabric error {code}, provider error {provider_code})", strerror(*code))]
     Completion {
         /// The operation (`read`, `write`, `send`, `fetch_add`, ...).
         op: &'static str,
@@ -31,8 +32,6 @@ pub enum Error {
         code: i32,
         /// The provider's own error number.
         provider_code: i32,
-        /// `fi_strerror(code)`.
-        text: String,
     },
     /// The peer died (reported by the launcher in fault-tolerant mode).
     #[error("{op} to rank {rank} failed: rank {rank} has died")]
@@ -62,7 +61,7 @@ pub enum Error {
     #[error("provider {provider} is not available here: {text}")]
     ProviderUnavailable {
         /// The provider.
-        provider: String,
+        provider: &'static str,
         /// Why (`fi_strerror` of `fi_getinfo`'s answer, or what is missing).
         text: String,
     },
@@ -126,22 +125,22 @@ pub enum Error {
         /// The variable.
         name: &'static str,
         /// Its value.
-        value: String,
+        value: Box<str>,
         /// What is wrong with it.
         why: &'static str,
     },
     /// The PMI exchange failed.
     #[error("PMI bootstrap: {0}")]
-    Pmi(#[from] WireError),
+    Pmi(Box<WireError>),
     /// The PMI server answered with an error code.
     #[error("PMI server refused {command}: rc={rc} {message}")]
     PmiRefused {
         /// The command refused.
-        command: String,
+        command: Box<str>,
         /// The return code.
         rc: i32,
         /// The server's message.
-        message: String,
+        message: Box<str>,
     },
     /// An I/O error outside libfabric (sockets, pipes, processes).
     #[error("{what}: {source}")]
@@ -162,6 +161,12 @@ fn access_names(access: crate::memory::Access) -> String {
         .map(|(name, _)| name)
         .collect::<Vec<_>>()
         .join(" | ")
+}
+
+impl From<WireError> for Error {
+    fn from(e: WireError) -> Error {
+        Error::Pmi(Box::new(e))
+    }
 }
 
 /// onesided-fabric's result type.
@@ -216,7 +221,6 @@ impl Error {
             rank,
             code,
             provider_code: 0,
-            text: strerror(code),
         }
     }
 
@@ -225,5 +229,14 @@ impl Error {
             what: what.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn error_stays_small() {
+        // Every Result of the data path carries one: keep it at seven words.
+        assert!(std::mem::size_of::<super::Error>() <= 56);
     }
 }

@@ -257,7 +257,7 @@ impl Drop for Handles {
 /// Asks libfabric for an RDM endpoint on `provider` with what onesided needs.
 fn getinfo(provider: Provider, mr_mode_supported: MrMode) -> Result<*mut sys::fi_info> {
     let unavailable = |text: String| Error::ProviderUnavailable {
-        provider: provider.name().to_string(),
+        provider: provider.name(),
         text,
     };
     let prov_name =

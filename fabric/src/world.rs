@@ -114,7 +114,7 @@ fn watch_failure_notices(shared: Weak<Shared>) -> Result<()> {
     };
     let bad = |why| Error::BadEnv {
         name: EVENT_FD_ENV,
-        value: text.clone(),
+        value: text.as_str().into(),
         why,
     };
     let raw: i32 = text

@@ -60,7 +60,7 @@ impl Pmi {
         let mut pmi = if let Ok(fd) = std::env::var("PMI_FD") {
             let raw: RawFd = fd.trim().parse().map_err(|_| Error::BadEnv {
                 name: "PMI_FD",
-                value: fd.clone(),
+                value: fd.as_str().into(),
                 why: "not a file descriptor number",
             })?;
             let stream = socket_from_fd(raw, &fd)?;
@@ -227,7 +227,7 @@ impl Pmi {
                 .ok_or_else(|| Error::PmiRefused {
                     command: "get".into(),
                     rc: -1,
-                    message: format!("key {key} not found"),
+                    message: format!("key {key} not found").into(),
                 });
         }
         let reply = self.request(
@@ -350,13 +350,13 @@ impl Pmi {
         };
         if rc != 0 {
             return Err(Error::PmiRefused {
-                command: message.command,
+                command: message.command.into(),
                 rc,
                 message: reply
                     .get("msg")
                     .or(reply.get("errmsg"))
                     .unwrap_or("")
-                    .to_string(),
+                    .into(),
             });
         }
         Ok(reply)
@@ -377,12 +377,12 @@ fn parse_field<T: std::str::FromStr>(message: &Message, field: &str, value: &str
 fn env_num(name: &'static str) -> Result<u32> {
     let value = std::env::var(name).map_err(|_| Error::BadEnv {
         name,
-        value: String::new(),
+        value: "".into(),
         why: "missing (required with PMI_FD or PMI_PORT)",
     })?;
     value.trim().parse().map_err(|_| Error::BadEnv {
         name,
-        value,
+        value: value.into(),
         why: "not a non-negative number",
     })
 }
