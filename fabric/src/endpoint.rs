@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use fabric_sys as sys;
 
-use crate::error::{Error, Result};
+use crate::error::{strerror, Error, Result};
 use crate::handles::Handles;
 use crate::matching::{SourceMatch, MAX_TAG};
 use crate::memory::{register_memory, Access, LocalRegion, MemoryRegion, RemoteMemory};
@@ -822,6 +822,7 @@ impl Endpoint {
                     rank,
                     code: f.code,
                     provider_code: f.provider_code,
+                    text: strerror(f.code),
                 }
             }
         })

@@ -18,11 +18,10 @@ pub enum Error {
         /// The positive libfabric error number.
         code: i32,
         /// `fi_strerror(code)`.
-        text: String,
+        text: &'static str,
     },
-    /// An operation completed with an error. (Its `fi_strerror` text is
-    /// looked up when displayed: errors stay small on the data path.)
-    #[error("{op} to rank {rank} failed: {} (libfabric error {code}, provider error {provider_code})", strerror(*code))]
+    /// An operation completed with an error.
+    #[error("{op} to rank {rank} failed: {text} (libfabric error {code}, provider error {provider_code})")]
     Completion {
         /// The operation (`read`, `write`, `send`, `fetch_add`, ...).
         op: &'static str,
@@ -32,6 +31,8 @@ pub enum Error {
         code: i32,
         /// The provider's own error number.
         provider_code: i32,
+        /// `fi_strerror(code)` (libfabric's static text).
+        text: &'static str,
     },
     /// The peer died (reported by the launcher in fault-tolerant mode).
     #[error("{op} to rank {rank} failed: rank {rank} has died")]
@@ -172,18 +173,20 @@ impl From<WireError> for Error {
 /// onesided-fabric's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// `fi_strerror` of a positive libfabric error number.
-pub(crate) fn strerror(code: i32) -> String {
+/// `fi_strerror` of a positive libfabric error number: libfabric's own
+/// static text, so errors carry it without allocating.
+pub(crate) fn strerror(code: i32) -> &'static str {
     // SAFETY: fi_strerror accepts any int and returns a pointer to a static,
-    // NUL-terminated string (or null, handled below).
+    // NUL-terminated string of the loaded library (or null, handled below);
+    // libfabric stays loaded for the life of the process.
     let ptr = unsafe { fabric_sys::fi_strerror(code) };
     if ptr.is_null() {
-        return format!("error {code}");
+        return "unknown libfabric error";
     }
     // SAFETY: ptr is non-null and points to a static C string.
     unsafe { std::ffi::CStr::from_ptr(ptr) }
-        .to_string_lossy()
-        .into_owned()
+        .to_str()
+        .unwrap_or("unknown libfabric error")
 }
 
 /// Turns a libfabric return code (negative on error) into a `Result`.
@@ -221,6 +224,7 @@ impl Error {
             rank,
             code,
             provider_code: 0,
+            text: strerror(code),
         }
     }
 
