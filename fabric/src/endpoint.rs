@@ -22,7 +22,7 @@
 //! while the provider may still use it: they wait for their completion or for
 //! the failure detector. (Without `--ft`, a rank's death ends the job.)
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use fabric_sys as sys;
 
+use crate::control;
 use crate::error::{strerror, Error, Result};
 use crate::handles::Handles;
 use crate::matching::{SourceMatch, MAX_TAG};
@@ -182,18 +183,50 @@ struct FailedCompletion {
 
 /// Everything behind the endpoint lock.
 pub(crate) struct Core {
+    // Declared first so that the endpoint is closed before the buffers
+    // below are freed.
     pub handles: Handles,
     addrs: Vec<sys::fi_addr_t>,
+    rank: u32,
     slots: Slots<Outcome>,
     /// Storage of operations given up on, kept until their completions
     /// arrive (or the endpoint closes).
     retained: Vec<(u64, Arc<[AtomicU64]>)>,
+    control: ControlState,
+}
+
+/// A control-plane handler: the reply to a request from a rank.
+type Handler = Box<dyn FnMut(u32, &[u8]) -> Vec<u8> + Send>;
+
+/// The served side of the control plane (see [`crate::control`]).
+#[derive(Default)]
+struct ControlState {
+    handlers: HashMap<u16, Handler>,
+    /// Posted request receives: token → (service, peer, buffer).
+    receives: HashMap<u64, (u16, u32, Box<[u8]>)>,
+    /// Replies in flight: token → their buffer.
+    replies: HashMap<u64, Box<[u8]>>,
+    /// Work the provider refused for now (`FI_EAGAIN`), retried after polls.
+    deferred: Vec<Deferred>,
+}
+
+enum Deferred {
+    Receive(u16, u32, Box<[u8]>),
+    Reply(u32, u64, Box<[u8]>),
 }
 
 impl Core {
-    /// Reads the completion queue dry, filing completions under their tokens.
-    /// Returns how many it read.
+    /// Reads the completion queue dry, filing completions under their tokens
+    /// and serving control requests. Returns how many it read.
     fn poll(&mut self) -> usize {
+        let found = self.poll_cq();
+        if !self.control.deferred.is_empty() {
+            self.retry_deferred();
+        }
+        found
+    }
+
+    fn poll_cq(&mut self) -> usize {
         const BATCH: usize = 16;
         let mut total = 0;
         loop {
@@ -254,10 +287,133 @@ impl Core {
     }
 
     fn finish(&mut self, token: u64, outcome: Outcome) {
+        if !self.control.receives.is_empty() || !self.control.replies.is_empty() {
+            if let Some((service, peer, buffer)) = self.control.receives.remove(&token) {
+                self.slots.remove(token);
+                self.serve(service, peer, buffer, outcome);
+                return;
+            }
+            if self.control.replies.remove(&token).is_some() {
+                self.slots.remove(token);
+                return;
+            }
+        }
         // Completions of operations given up on find no slot: release what
         // they kept.
         if !self.slots.finish(token, outcome) && !self.retained.is_empty() {
             self.retained.retain(|(t, _)| *t != token);
+        }
+    }
+
+    /// A request for `service` from `peer` arrived in `buffer` (or its
+    /// receive failed): answer it and post the receive again.
+    fn serve(&mut self, service: u16, peer: u32, buffer: Box<[u8]>, outcome: Outcome) {
+        match outcome {
+            Ok(done) => {
+                let len = done.len.min(buffer.len());
+                if let Some((reply_tag, body)) = control::unframe(&buffer[..len]) {
+                    if let Some(handler) = self.control.handlers.get_mut(&service) {
+                        let reply = handler(peer, body);
+                        self.post_reply(peer, reply_tag, reply.into_boxed_slice());
+                    }
+                }
+            }
+            // Cancelled: the endpoint is closing.
+            Err(f) if f.code == sys::FI_ECANCELED as i32 => return,
+            // A malformed (too long) request: nothing to answer.
+            Err(_) => {}
+        }
+        self.post_request_receive(service, peer, buffer);
+    }
+
+    /// Posts the receive of the next request for `service` from `peer`.
+    fn post_request_receive(&mut self, service: u16, peer: u32, mut buffer: Box<[u8]>) {
+        if peer as usize >= self.addrs.len() {
+            return;
+        }
+        let token = self.slots.insert();
+        let wire = SourceMatch::wire_tag(control::request_tag(service), peer);
+        // SAFETY: the endpoint is open; buffer is owned by the control
+        // state until the receive completes or the endpoint closes (the
+        // handles are closed before the control state is dropped).
+        let ret = unsafe {
+            sys::fi_trecv(
+                self.handles.ep,
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+                ptr::null_mut(),
+                sys::FI_ADDR_UNSPEC,
+                wire,
+                0,
+                token as *mut c_void,
+            )
+        };
+        if ret == 0 {
+            self.control.receives.insert(token, (service, peer, buffer));
+        } else {
+            self.slots.remove(token);
+            self.control
+                .deferred
+                .push(Deferred::Receive(service, peer, buffer));
+        }
+    }
+
+    /// Sends `reply` to `peer` under `tag`.
+    fn post_reply(&mut self, peer: u32, tag: u64, reply: Box<[u8]>) {
+        let Ok(addr) = self.addr(peer) else { return };
+        let wire = SourceMatch::wire_tag(tag, self.rank);
+        let me = u64::from(self.rank);
+        let ret = if reply.len() <= self.handles.granted.inject_size {
+            // SAFETY: the endpoint is open; the provider copies reply before
+            // fi_tinjectdata returns.
+            unsafe {
+                sys::fi_tinjectdata(
+                    self.handles.ep,
+                    reply.as_ptr().cast(),
+                    reply.len(),
+                    me,
+                    addr,
+                    wire,
+                )
+            }
+        } else {
+            let token = self.slots.insert();
+            // SAFETY: the endpoint is open; reply is kept in the control
+            // state until the send completes or the endpoint closes.
+            let ret = unsafe {
+                sys::fi_tsenddata(
+                    self.handles.ep,
+                    reply.as_ptr().cast(),
+                    reply.len(),
+                    ptr::null_mut(),
+                    me,
+                    addr,
+                    wire,
+                    token as *mut c_void,
+                )
+            };
+            if ret == 0 {
+                self.control.replies.insert(token, reply);
+                return;
+            }
+            self.slots.remove(token);
+            ret
+        };
+        if ret != 0 {
+            self.control
+                .deferred
+                .push(Deferred::Reply(peer, tag, reply));
+        }
+    }
+
+    fn retry_deferred(&mut self) {
+        for work in std::mem::take(&mut self.control.deferred) {
+            match work {
+                Deferred::Receive(service, peer, buffer) => {
+                    self.post_request_receive(service, peer, buffer)
+                }
+                Deferred::Reply(peer, tag, reply) => self.post_reply(peer, tag, reply),
+            }
         }
     }
 
@@ -292,6 +448,8 @@ pub(crate) struct Shared {
     pub mr_mode: MrMode,
     inject_size: usize,
     pub(crate) source_match: SourceMatch,
+    /// Numbers control-plane calls (their reply tags).
+    next_call: std::sync::atomic::AtomicU32,
     /// Where the next polling any-source receive starts (fairness).
     next_any_source: std::sync::atomic::AtomicU32,
     pub(crate) local_regions: Mutex<Vec<LocalRegion>>,
@@ -435,6 +593,7 @@ impl Endpoint {
             inject_size: granted.inject_size,
             // SAFETY: fi_version takes no arguments and returns a constant.
             next_any_source: std::sync::atomic::AtomicU32::new(0),
+            next_call: std::sync::atomic::AtomicU32::new(0),
             source_match: SourceMatch::new(config.provider, unsafe { sys::fi_version() }),
             local_regions: Mutex::new(Vec::new()),
             next_key: AtomicU64::new(1),
@@ -449,8 +608,10 @@ impl Endpoint {
             core: SpinLock::new(Core {
                 handles,
                 addrs: Vec::new(),
+                rank: 0,
                 slots: Slots::default(),
                 retained: Vec::new(),
+                control: ControlState::default(),
             }),
         });
         let background = match config.progress {
@@ -507,6 +668,7 @@ impl Endpoint {
             addrs.push(core.handles.insert_address(name, own_len)?);
         }
         core.addrs = addrs;
+        core.rank = rank;
         drop(core);
         self.rank = rank;
         self.size = size;
@@ -837,6 +999,11 @@ impl Endpoint {
     /// [`Error::Completion`] naming the peer and libfabric's error.
     pub fn send(&self, to: u32, tag: u64, data: &[u8]) -> Result<()> {
         check_tag(tag)?;
+        self.send_tagged(to, tag, data)
+    }
+
+    /// [`Endpoint::send`] of any tag the wire carries (control tags too).
+    fn send_tagged(&self, to: u32, tag: u64, data: &[u8]) -> Result<()> {
         let me = u64::from(self.rank);
         let tag = SourceMatch::wire_tag(tag, self.rank);
         let inject = data.len() <= self.shared.inject_size;
@@ -882,6 +1049,94 @@ impl Endpoint {
             return Ok(());
         }
         self.wait("send", to, posted, OnTimeout::Wait).map(drop)
+    }
+
+    /// Answers requests for `service` with `handler(from_rank, request) ->
+    /// reply`, from the progress engine: requests are served while the
+    /// application computes (with the background progress thread) and
+    /// whenever it waits in the library. The handler runs under the
+    /// endpoint's lock and must not call the endpoint. Requests that arrive
+    /// before `serve` wait, queued by the provider. Call after
+    /// [`Endpoint::connect`].
+    ///
+    /// # Errors
+    /// [`Error::ServiceTaken`] when `service` is served already.
+    pub fn serve(
+        &self,
+        service: u16,
+        handler: impl FnMut(u32, &[u8]) -> Vec<u8> + Send + 'static,
+    ) -> Result<()> {
+        let mut core = self.shared.lock();
+        if core.control.handlers.contains_key(&service) {
+            return Err(Error::ServiceTaken { service });
+        }
+        core.control.handlers.insert(service, Box::new(handler));
+        for peer in 0..self.size {
+            let buffer = vec![0u8; 8 + control::MAX_REQUEST].into_boxed_slice();
+            core.post_request_receive(service, peer, buffer);
+        }
+        Ok(())
+    }
+
+    /// Sends `request` to `to`'s `service` and waits for the reply, which
+    /// lands in `reply`; returns its length. The target answers from its
+    /// progress engine (see [`Endpoint::serve`]).
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for a request over
+    /// [`control::MAX_REQUEST`] bytes, [`Error::Truncated`] for a reply
+    /// larger than `reply`, and as [`Endpoint::recv`].
+    pub fn call(&self, to: u32, service: u16, request: &[u8], reply: &mut [u8]) -> Result<usize> {
+        if request.len() > control::MAX_REQUEST {
+            return Err(Error::OutOfRange {
+                what: "control request",
+                offset: 0,
+                len: request.len() as u64,
+                size: control::MAX_REQUEST as u64,
+            });
+        }
+        let tag = control::reply_tag(self.shared.next_call.fetch_add(1, Ordering::Relaxed));
+        let capacity = reply.len();
+        // The reply's receive is posted before the request leaves.
+        let Posted { token, desc, core } =
+            self.post_recv(to, SourceMatch::wire_tag(tag, to), 0, reply)?;
+        drop(core);
+        let sent = self.send_tagged(
+            to,
+            control::request_tag(service),
+            &control::frame(tag, request),
+        );
+        let mut core = self.shared.lock();
+        if let Err(e) = sent {
+            // No request left, so no reply can come: take the receive back.
+            // SAFETY: the endpoint is open; token is the context of the
+            // receive just posted.
+            let cancelled =
+                unsafe { sys::fi_cancel(core.handles.ep_fid(), token as *mut c_void) } == 0;
+            if cancelled {
+                core.slots.remove(token);
+                desc.close();
+                return Err(e);
+            }
+            let _ = self.wait("call", to, Posted { token, desc, core }, OnTimeout::Cancel);
+            return Err(e);
+        }
+        let done = self.wait("call", to, Posted { token, desc, core }, OnTimeout::Cancel);
+        match done {
+            Ok(done) => Ok(done.len),
+            Err(Error::Truncated {
+                rank,
+                tag,
+                len: overflow,
+                ..
+            }) => Err(Error::Truncated {
+                rank,
+                tag,
+                len: capacity + overflow,
+                capacity,
+            }),
+            Err(e) => Err(e),
+        }
     }
 
     /// Receives one message with `tag` from `from` (any rank when `None`)
@@ -1389,6 +1644,44 @@ mod tests {
             ep.fetch_add(0, &remote, 4, 1),
             Err(Error::Misaligned { .. })
         ));
+    }
+
+    #[test]
+    fn a_singleton_serves_its_own_calls() {
+        let mut ep = shm();
+        let own = ep.name().expect("name");
+        ep.connect(0, &[own]).expect("connect");
+        let mut served = 0u32;
+        ep.serve(3, move |from, request| {
+            served += 1;
+            let mut reply = request.to_vec();
+            reply.reverse();
+            reply.push(from as u8);
+            reply.push(served as u8);
+            reply
+        })
+        .expect("serve");
+        assert!(matches!(
+            ep.serve(3, |_, _| Vec::new()),
+            Err(Error::ServiceTaken { service: 3 })
+        ));
+        let mut reply = [0u8; 16];
+        for round in 1..=3u8 {
+            let len = ep.call(0, 3, b"abc", &mut reply).expect("call");
+            assert_eq!(&reply[..len], &[b'c', b'b', b'a', 0, round]);
+        }
+        let mut small = [0u8; 2];
+        assert!(matches!(
+            ep.call(0, 3, b"abc", &mut small),
+            Err(Error::Truncated { capacity: 2, .. })
+        ));
+        let huge = vec![0u8; control::MAX_REQUEST + 1];
+        assert!(matches!(
+            ep.call(0, 3, &huge, &mut reply),
+            Err(Error::OutOfRange { .. })
+        ));
+        // Still serving after the errors.
+        assert_eq!(ep.call(0, 3, b"z", &mut reply).expect("call"), 3);
     }
 
     #[test]

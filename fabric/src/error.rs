@@ -97,6 +97,12 @@ pub enum Error {
         /// What the region allows.
         allowed: crate::memory::Access,
     },
+    /// A control-plane service that is served already.
+    #[error("control service {service} is served already")]
+    ServiceTaken {
+        /// The service number.
+        service: u16,
+    },
     /// A misaligned atomic.
     #[error("{what}: offset {offset} is not 8-byte aligned")]
     Misaligned {

@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod control;
 mod endpoint;
 mod error;
 mod handles;

@@ -21,12 +21,16 @@ use crate::provider::Provider;
 pub(crate) const RANK_BITS: u32 = 24;
 const RANK_MASK: u64 = (1 << RANK_BITS) - 1;
 
-/// The largest user tag: a message's wire tag is `(tag << 24) | sender`,
-/// and a receive from any rank ignores the low 24 bits. (Sources are never
-/// selected by address: libfabric 1.17's `sockets` cannot tell which address
-/// a message came from with more than two peers, and its `shm` occasionally
-/// fails to match such receives.)
-pub const MAX_TAG: u64 = (1 << (64 - RANK_BITS)) - 1;
+/// The largest tag a wire tag can carry: a message's wire tag is
+/// `(tag << 24) | sender`, and a receive from any rank ignores the low 24
+/// bits. (Sources are never selected by address: libfabric 1.17's `sockets`
+/// cannot tell which address a message came from with more than two peers,
+/// and its `shm` occasionally fails to match such receives.)
+pub(crate) const TAG_LIMIT: u64 = (1 << (64 - RANK_BITS)) - 1;
+
+/// The largest tag of application messages; the tags above it carry the
+/// control plane ([`crate::control`]).
+pub const MAX_TAG: u64 = TAG_LIMIT >> 1;
 
 /// How receives select their source; see the module docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,12 +76,12 @@ mod tests {
 
     #[test]
     fn rank_sits_in_the_low_bits() {
-        let wire = SourceMatch::wire_tag(MAX_TAG, 5);
+        let wire = SourceMatch::wire_tag(TAG_LIMIT, 5);
         assert_eq!(wire & RANK_MASK, 5);
-        assert_eq!(SourceMatch::user_tag(wire), MAX_TAG);
-        assert_eq!(SourceMatch::receive(MAX_TAG, Some(5)), (wire, 0));
-        assert_ne!(SourceMatch::receive(MAX_TAG, Some(4)).0, wire);
-        let (any, ignore) = SourceMatch::receive(MAX_TAG, None);
+        assert_eq!(SourceMatch::user_tag(wire), TAG_LIMIT);
+        assert_eq!(SourceMatch::receive(TAG_LIMIT, Some(5)), (wire, 0));
+        assert_ne!(SourceMatch::receive(TAG_LIMIT, Some(4)).0, wire);
+        let (any, ignore) = SourceMatch::receive(TAG_LIMIT, None);
         assert_eq!(any | ignore, wire | ignore);
     }
 

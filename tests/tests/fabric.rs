@@ -70,6 +70,17 @@ fn a_computing_target_serves_reads_and_atomics() {
 }
 
 #[test]
+fn a_computing_target_answers_control_calls() {
+    let _serial = serial();
+    for provider in ["shm", "tcp", "sockets"] {
+        let out = Osrun::new(4, provider, "fabric-check").arg("control").run();
+        out.assert_success();
+        out.assert_stdout_has("rank 0: answered 300 calls while computing");
+        assert_eq!(out.count("control ok"), 4, "{provider}: {out}");
+    }
+}
+
+#[test]
 fn without_the_progress_thread_a_computing_shm_target_serves_nothing() {
     // The control for the test above: it can fail.
     let _serial = serial();

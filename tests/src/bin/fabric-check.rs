@@ -427,6 +427,79 @@ fn idle(world: &World, secs: f64) {
     });
 }
 
+/// Rank 0 serves a control service and then computes without calling the
+/// library; the others call it (small and large replies), and rank 0 stops
+/// computing once every call was answered.
+fn control(world: &mut World) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    const SERVICE: u16 = 7;
+    let ep = world.endpoint();
+    let (me, n) = (ep.rank(), ep.size());
+    let answered = Arc::new(AtomicU64::new(0));
+    if me == 0 {
+        let count = Arc::clone(&answered);
+        must(
+            me,
+            "serve",
+            ep.serve(SERVICE, move |from, request| {
+                count.fetch_add(1, Ordering::SeqCst);
+                // Reply: the request's length as 8 bytes, then as many bytes of
+                // the caller's pattern.
+                let want = u64::from_le_bytes(request.try_into().unwrap_or([0; 8])) as usize;
+                let mut reply = (want as u64).to_le_bytes().to_vec();
+                reply.extend((0..want).map(|i| pattern(from, i)));
+                reply
+            }),
+        );
+    }
+    must(me, "barrier", world.barrier());
+    let ep = world.endpoint();
+    let expect = ROUNDS * u64::from(n - 1);
+    if me == 0 {
+        let start = Instant::now();
+        let mut x = 1.0f64;
+        while answered.load(Ordering::SeqCst) < expect {
+            for i in 0..10_000 {
+                x = (x * 1.000_001 + f64::from(i)).sqrt();
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                fail(
+                    me,
+                    &format!(
+                        "answered {} of {expect} calls while computing",
+                        answered.load(Ordering::SeqCst)
+                    ),
+                );
+            }
+        }
+        println!("rank 0: answered {expect} calls while computing ({x:.3})");
+    } else {
+        let mut reply = vec![0u8; 8 + 20_000];
+        for round in 0..ROUNDS {
+            let want = if round % 10 == 0 { 20_000u64 } else { round };
+            let len = must(
+                me,
+                "call",
+                ep.call(0, SERVICE, &want.to_le_bytes(), &mut reply),
+            );
+            check(me, len == 8 + want as usize, || {
+                format!("reply of {len} bytes for {want}")
+            });
+            check(
+                me,
+                reply[8..len]
+                    .iter()
+                    .enumerate()
+                    .all(|(i, b)| *b == pattern(me, i)),
+                || "reply bytes wrong".into(),
+            );
+        }
+    }
+    must(me, "barrier", world.barrier());
+    println!("rank {me}: control ok");
+}
+
 fn passive(world: &mut World) {
     let ep = world.endpoint();
     let (me, n) = (ep.rank(), ep.size());
@@ -593,6 +666,7 @@ fn main() {
             std::thread::sleep(Duration::from_secs(30));
         }
         "unexpected" => unexpected(&world),
+        "control" => control(&mut world),
         "idle" => idle(
             &world,
             args.get(1).and_then(|s| s.parse().ok()).unwrap_or(2.0),
