@@ -402,9 +402,10 @@ fn cpu_time() -> Duration {
 }
 
 /// Rank 0 sleeps outside the library while every other rank waits for its
-/// message: the waiting ranks must not burn their cores (4 ranks share 2
-/// here). Each prints and checks the share of a core it used while waiting.
-fn idle(world: &World, secs: f64) {
+/// message (from rank 0, or from any rank): the waiting ranks must not burn
+/// their cores (4 ranks share 2 here). Each prints and checks the share of a
+/// core it used while waiting.
+fn idle(world: &World, secs: f64, any_source: bool) {
     let ep = world.endpoint();
     let (me, n) = (ep.rank(), ep.size());
     if me == 0 {
@@ -415,7 +416,8 @@ fn idle(world: &World, secs: f64) {
         return;
     }
     let (wall, cpu) = (Instant::now(), cpu_time());
-    must(me, "recv", ep.recv(Some(0), 60, &mut [0u8]));
+    let from = if any_source { None } else { Some(0) };
+    must(me, "recv", ep.recv(from, 60, &mut [0u8]));
     let share = (cpu_time() - cpu).as_secs_f64() / wall.elapsed().as_secs_f64();
     println!(
         "rank {me}: used {:.1}% of a core while waiting {:.2} s",
@@ -667,9 +669,10 @@ fn main() {
         }
         "unexpected" => unexpected(&world),
         "control" => control(&mut world),
-        "idle" => idle(
+        "idle" | "idle-any" => idle(
             &world,
             args.get(1).and_then(|s| s.parse().ok()).unwrap_or(2.0),
+            mode == "idle-any",
         ),
         "sleep" => {
             let secs: f64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1.0);
