@@ -721,6 +721,13 @@ impl Endpoint {
         dead
     }
 
+    /// How long an operation waits before giving up where that is sound
+    /// ([`EndpointConfig::timeout`]); upper layers bound their own waits by
+    /// it too.
+    pub fn timeout(&self) -> Duration {
+        self.shared.timeout
+    }
+
     /// Makes progress once: reads the completion queue, which also drives
     /// the provider's data movement. Returns the completions read.
     pub fn progress(&self) -> usize {

@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::endpoint::{Endpoint, EndpointConfig, Shared};
 use crate::error::{Error, Result};
@@ -17,7 +17,9 @@ pub const EVENT_FD_ENV: &str = "ONESIDED_EVENT_FD";
 /// connected to every rank.
 pub struct World {
     endpoint: Endpoint,
-    pmi: Pmi,
+    /// Behind a mutex so that the endpoint can stay borrowed (by windows,
+    /// say) while the process uses PMI.
+    pmi: Mutex<Pmi>,
 }
 
 impl World {
@@ -58,7 +60,10 @@ impl World {
         }
         endpoint.connect(rank, &names)?;
         watch_failure_notices(Arc::downgrade(endpoint.shared()))?;
-        Ok(World { endpoint, pmi })
+        Ok(World {
+            endpoint,
+            pmi: Mutex::new(pmi),
+        })
     }
 
     /// This process's rank.
@@ -77,8 +82,8 @@ impl World {
     }
 
     /// The PMI connection (for key-value exchanges and spawning).
-    pub fn pmi(&mut self) -> &mut Pmi {
-        &mut self.pmi
+    pub fn pmi(&self) -> MutexGuard<'_, Pmi> {
+        self.pmi.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Waits for every rank through the process manager. Slow (a round trip
@@ -86,8 +91,8 @@ impl World {
     ///
     /// # Errors
     /// As [`Pmi::barrier`].
-    pub fn barrier(&mut self) -> Result<()> {
-        self.pmi.barrier()
+    pub fn barrier(&self) -> Result<()> {
+        self.pmi().barrier()
     }
 
     /// Waits for every rank, closes the endpoint, and tells the process
@@ -95,10 +100,11 @@ impl World {
     ///
     /// # Errors
     /// As [`Pmi::barrier`] and [`Pmi::finalize`].
-    pub fn finalize(mut self) -> Result<()> {
-        self.pmi.barrier()?;
+    pub fn finalize(self) -> Result<()> {
+        let mut pmi = self.pmi.into_inner().unwrap_or_else(|p| p.into_inner());
+        pmi.barrier()?;
         drop(self.endpoint);
-        self.pmi.finalize()
+        pmi.finalize()
     }
 }
 

@@ -33,8 +33,10 @@ pub mod epoch;
 mod error;
 mod group;
 pub mod lock;
+mod window;
 
 pub use epoch::Epochs;
 pub use error::Error;
 pub use group::Group;
 pub use lock::LockKind;
+pub use window::{Epoch, Rma, Window, DESCRIBE, FREE_NOTICE};

@@ -81,6 +81,16 @@ fn a_computing_target_answers_control_calls() {
 }
 
 #[test]
+fn windows_move_bytes_and_keep_locks_exclusive() {
+    let _serial = serial();
+    for provider in ["shm", "tcp", "sockets"] {
+        let out = Osrun::new(4, provider, "fabric-check").arg("window").run();
+        out.assert_success();
+        assert_eq!(out.count("window ok"), 4, "{provider}: {out}");
+    }
+}
+
+#[test]
 fn without_the_progress_thread_a_computing_shm_target_serves_nothing() {
     // The control for the test above: it can fail.
     let _serial = serial();

@@ -502,6 +502,168 @@ fn control(world: &mut World) {
     println!("rank {me}: control ok");
 }
 
+/// Windows over the whole job: bytes moved under lock_all, an exclusive-lock
+/// counter and a shared-lock fetch-add counter under contention, misuse
+/// errors, free, and a second window after it.
+fn window(world: &mut World) {
+    use onesided_rma::{Error as RmaError, Group, LockKind, Rma};
+    const INCREMENTS: u64 = 50;
+    let ep = world.endpoint();
+    let (me, n) = (ep.rank(), ep.size());
+    let rma = must(me, "rma", Rma::new(ep).map_err(rma_err));
+    let group = Group::world(n);
+    let len = |r: u32| 1000 + 13 * r as usize;
+    let win = must(
+        me,
+        "allocate",
+        rma.allocate(&group, len(me)).map_err(rma_err),
+    );
+    let mine: Vec<u8> = (0..len(me)).map(|i| pattern(me, i)).collect();
+    must(me, "fill", win.write_local(0, &mine).map_err(rma_err));
+    must(
+        me,
+        "zero the counters",
+        win.write_local(0, &[0u8; 16]).map_err(rma_err),
+    );
+    let right = (me + 1) % n;
+    let mut buf = vec![0u8; 64];
+    let e = win.get(right, 16, &mut buf).unwrap_err();
+    check(me, matches!(e, RmaError::NoEpoch { .. }), || {
+        format!("get outside an epoch gave {e}")
+    });
+    must(me, "barrier", world.barrier());
+
+    // Bytes: reads at odd offsets and lengths, a put into the right
+    // neighbour (bytes 100..107), all in one lock_all epoch.
+    let all = must(me, "lock_all", win.lock_all(true).map_err(rma_err));
+    for (offset, count) in [(16usize, 1usize), (17, 63), (999 - 16, 17)] {
+        let mut got = vec![0u8; count];
+        must(
+            me,
+            "get",
+            win.get(right, offset as u64, &mut got).map_err(rma_err),
+        );
+        check(
+            me,
+            got.iter()
+                .enumerate()
+                .all(|(i, b)| *b == pattern(right, offset + i)),
+            || format!("get {offset}+{count} from {right}"),
+        );
+    }
+    must(
+        me,
+        "put",
+        win.put(right, 100, &[me as u8 + 1; 7]).map_err(rma_err),
+    );
+    let e = win
+        .get(right, len(right) as u64 - 3, &mut buf[..8])
+        .unwrap_err();
+    check(
+        me,
+        matches!(
+            e,
+            RmaError::Fabric(onesided_fabric::Error::OutOfRange { .. })
+        ),
+        || format!("get past the end gave {e}"),
+    );
+    check(
+        me,
+        matches!(win.get(n, 0, &mut buf), Err(RmaError::NotInGroup { .. })),
+        || "bad target".into(),
+    );
+    check(
+        me,
+        matches!(
+            win.lock(right, LockKind::Shared, false),
+            Err(RmaError::EpochConflict(_))
+        ),
+        || "lock inside lock_all".into(),
+    );
+    must(me, "unlock_all", all.unlock().map_err(rma_err));
+    must(me, "barrier", world.barrier());
+    let left = (me + n - 1) % n;
+    let mut put = [0u8; 7];
+    must(me, "read", win.read_local(100, &mut put).map_err(rma_err));
+    check(me, put == [left as u8 + 1; 7], || {
+        format!("bytes put by rank {left}: {put:?}")
+    });
+
+    // Contention on rank 0: an exclusive read-modify-write counter at 0
+    // and a shared-lock fetch-add counter at 8.
+    for _ in 0..INCREMENTS {
+        let epoch = must(
+            me,
+            "lock",
+            win.lock(0, LockKind::Exclusive, false).map_err(rma_err),
+        );
+        let mut word = [0u8; 8];
+        must(me, "get", win.get(0, 0, &mut word).map_err(rma_err));
+        let next = u64::from_le_bytes(word) + 1;
+        must(
+            me,
+            "put",
+            win.put(0, 0, &next.to_le_bytes()).map_err(rma_err),
+        );
+        must(me, "unlock", epoch.unlock().map_err(rma_err));
+        let epoch = must(
+            me,
+            "lock",
+            win.lock(0, LockKind::Shared, false).map_err(rma_err),
+        );
+        must(me, "fetch_add", win.fetch_add_u64(0, 8, 1).map_err(rma_err));
+        check(
+            me,
+            matches!(
+                win.lock(0, LockKind::Shared, false),
+                Err(RmaError::AlreadyLocked { .. })
+            ),
+            || "double lock".into(),
+        );
+        must(me, "unlock", epoch.unlock().map_err(rma_err));
+    }
+    must(me, "barrier", world.barrier());
+    if me == 0 {
+        let mut words = [0u8; 16];
+        must(me, "read", win.read_local(0, &mut words).map_err(rma_err));
+        let exclusive = u64::from_le_bytes(words[..8].try_into().unwrap_or_default());
+        let shared = u64::from_le_bytes(words[8..].try_into().unwrap_or_default());
+        let expect = INCREMENTS * u64::from(n);
+        check(me, exclusive == expect && shared == expect, || {
+            format!("counters {exclusive} {shared}, expected {expect}")
+        });
+    }
+    must(me, "free", win.free().map_err(rma_err));
+    // A second window after the first is gone.
+    let again = must(me, "allocate", rma.allocate(&group, 8).map_err(rma_err));
+    must(
+        me,
+        "write",
+        again
+            .write_local(0, &(u64::from(me) * 3).to_le_bytes())
+            .map_err(rma_err),
+    );
+    must(me, "barrier", world.barrier());
+    {
+        let all = must(me, "lock_all", again.lock_all(false).map_err(rma_err));
+        let mut word = [0u8; 8];
+        must(me, "get", again.get(right, 0, &mut word).map_err(rma_err));
+        check(me, u64::from_le_bytes(word) == u64::from(right) * 3, || {
+            "second window".into()
+        });
+        must(me, "unlock_all", all.unlock().map_err(rma_err));
+    }
+    must(me, "free", again.free().map_err(rma_err));
+    println!("rank {me}: window ok");
+}
+
+fn rma_err(e: onesided_rma::Error) -> onesided_fabric::Error {
+    match e {
+        onesided_rma::Error::Fabric(e) => e,
+        other => onesided_fabric::Error::BadDescriptor(other.to_string()),
+    }
+}
+
 fn passive(world: &mut World) {
     let ep = world.endpoint();
     let (me, n) = (ep.rank(), ep.size());
@@ -669,6 +831,7 @@ fn main() {
         }
         "unexpected" => unexpected(&world),
         "control" => control(&mut world),
+        "window" => window(&mut world),
         "idle" | "idle-any" => idle(
             &world,
             args.get(1).and_then(|s| s.parse().ok()).unwrap_or(2.0),

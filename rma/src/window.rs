@@ -1,0 +1,541 @@
+//! Windows: memory of a group of processes open to remote access.
+//!
+//! Cost model (the point of this crate):
+//! - [`Rma::allocate`] registers memory locally and records it: **no
+//!   message**, no synchronisation;
+//! - the first access to a peer's window asks that peer for the window's
+//!   descriptor once (one control-plane round trip, answered by the peer's
+//!   progress engine even while it computes); the descriptor is then cached,
+//!   so later accesses cost nothing extra;
+//! - [`Window::free`] tells every other member and waits for their word
+//!   (`n - 1` small messages each way), so that nobody frees memory a peer
+//!   may still access.
+//!
+//! Locks use the protocol of [`crate::lock`] on a lock word at the start of
+//! each window's region: remote atomics only. Operations complete at the
+//! target before they return (writes with delivery completion), so `flush`
+//! has nothing left to wait for.
+//!
+//! Control-plane services of this crate: [`DESCRIBE`] and [`FREE_NOTICE`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use onesided_fabric::{Access, Endpoint, MemoryRegion, RemoteMemory};
+
+use crate::epoch::Epochs;
+use crate::lock::{self, Atomic, LockKind, Outcome};
+use crate::{Error, Group};
+
+/// Control service answering "what is window W" with its descriptor.
+pub const DESCRIBE: u16 = 0x0101;
+/// Control service recording "rank R frees window W".
+pub const FREE_NOTICE: u16 = 0x0102;
+
+/// Bytes before a window's data: the lock word, padded to a cache line.
+const HEADER: u64 = 64;
+
+/// A window's number, the same on every member: the group's members and
+/// the window's rank among the windows created over that group.
+type WindowId = u64;
+
+fn lock_state<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the control-plane handlers of one process share with its windows.
+#[derive(Default)]
+struct Served {
+    /// This process's windows, as peers address them.
+    exposed: HashMap<WindowId, RemoteMemory>,
+    /// Free notices received: (window, from rank).
+    freeing: HashSet<(WindowId, u32)>,
+}
+
+/// The RMA state of one endpoint: its windows' descriptors as served to
+/// peers, and the peers' descriptors as cached here.
+pub struct Rma<'e> {
+    ep: &'e Endpoint,
+    served: Arc<Mutex<Served>>,
+    cache: Mutex<HashMap<(u32, WindowId), RemoteMemory>>,
+    created: Mutex<HashMap<Vec<u32>, u64>>,
+}
+
+impl<'e> Rma<'e> {
+    /// Starts serving this process's windows on `ep`.
+    ///
+    /// # Errors
+    /// [`Error::Fabric`] when the services are served already on `ep`.
+    pub fn new(ep: &'e Endpoint) -> Result<Rma<'e>, Error> {
+        let served = Arc::new(Mutex::new(Served::default()));
+        let describe = Arc::clone(&served);
+        ep.serve(DESCRIBE, move |_, request| {
+            let Ok(id) = request.try_into().map(u64::from_le_bytes) else {
+                return Vec::new();
+            };
+            lock_state(&describe)
+                .exposed
+                .get(&id)
+                .map(|r| r.to_bytes().to_vec())
+                .unwrap_or_default()
+        })?;
+        let notices = Arc::clone(&served);
+        ep.serve(FREE_NOTICE, move |from, request| {
+            if let Ok(id) = request.try_into().map(u64::from_le_bytes) {
+                lock_state(&notices).freeing.insert((id, from));
+            }
+            Vec::new()
+        })?;
+        Ok(Rma {
+            ep,
+            served,
+            cache: Mutex::new(HashMap::new()),
+            created: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &'e Endpoint {
+        self.ep
+    }
+
+    /// Creates a window of `len` bytes of fresh zeroed memory over `group`,
+    /// which this process must belong to. Every member calls it, in the same
+    /// order for windows of the same group (as with `MPI_Win_allocate`);
+    /// members may ask for different lengths.
+    ///
+    /// Cost: one local registration; no message.
+    ///
+    /// # Errors
+    /// [`Error::BadGroup`] when this process is not a member;
+    /// [`Error::Fabric`] when registering fails.
+    pub fn allocate(&self, group: &Group, len: usize) -> Result<Window<'_, 'e>, Error> {
+        let me = group
+            .group_rank(self.ep.rank())
+            .ok_or_else(|| Error::BadGroup(format!("rank {} is not a member", self.ep.rank())))?;
+        let region = self.ep.register(
+            HEADER as usize + len,
+            Access::REMOTE_READ | Access::REMOTE_WRITE,
+        )?;
+        let id = {
+            let mut created = lock_state(&self.created);
+            let n = created.entry(group.members().to_vec()).or_insert(0);
+            *n += 1;
+            window_id(group, *n)
+        };
+        lock_state(&self.served).exposed.insert(id, region.remote());
+        Ok(Window {
+            rma: self,
+            id,
+            group: group.clone(),
+            me,
+            region,
+            len,
+            epochs: Mutex::new(Epochs::default()),
+        })
+    }
+
+    /// The descriptor of `id` at job rank `rank`: from the cache, else asked
+    /// of the peer (retried while the peer has not created it yet).
+    fn describe(&self, rank: u32, id: WindowId) -> Result<RemoteMemory, Error> {
+        if let Some(remote) = lock_state(&self.cache).get(&(rank, id)) {
+            return Ok(*remote);
+        }
+        let start = Instant::now();
+        let mut pause = Duration::from_micros(5);
+        loop {
+            let mut reply = [0u8; RemoteMemory::ENCODED_LEN];
+            let len = self
+                .ep
+                .call(rank, DESCRIBE, &id.to_le_bytes(), &mut reply)?;
+            if len == RemoteMemory::ENCODED_LEN {
+                let remote = RemoteMemory::from_bytes(&reply)?;
+                lock_state(&self.cache).insert((rank, id), remote);
+                return Ok(remote);
+            }
+            // Not created there yet: creation is collective, it will come.
+            if start.elapsed() > self.ep.timeout() {
+                return Err(Error::Fabric(onesided_fabric::Error::Timeout {
+                    op: "describe window",
+                    rank,
+                    after: self.ep.timeout(),
+                }));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(1));
+        }
+    }
+}
+
+/// A stable number for the `n`-th window over `group` (FNV-1a of the
+/// members, then the count).
+fn window_id(group: &Group, n: u64) -> WindowId {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for m in group
+        .members()
+        .iter()
+        .map(|&m| u64::from(m))
+        .chain([u64::MAX, n])
+    {
+        for b in m.to_le_bytes() {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// One process's view of a window: its own memory, and the group's.
+pub struct Window<'r, 'e> {
+    rma: &'r Rma<'e>,
+    id: WindowId,
+    group: Group,
+    me: u32,
+    region: MemoryRegion,
+    len: usize,
+    epochs: Mutex<Epochs>,
+}
+
+/// An open passive-target epoch; [`Epoch::unlock`] closes it. Dropping it
+/// unlocks too, ignoring errors.
+pub struct Epoch<'w, 'r, 'e> {
+    window: &'w Window<'r, 'e>,
+    /// The locked target, or `None` for `lock_all`.
+    target: Option<u32>,
+    /// The lock taken on the target's lock word (none with `nocheck`).
+    held: Option<LockKind>,
+    open: bool,
+}
+
+impl Window<'_, '_> {
+    /// This window's group.
+    pub fn group(&self) -> &Group {
+        &self.group
+    }
+
+    /// Bytes of this process's part of the window.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether this process's part is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies bytes of this process's own part (a load, no epoch needed).
+    ///
+    /// # Errors
+    /// [`Error::Fabric`] (`OutOfRange`) outside the window.
+    pub fn read_local(&self, offset: usize, out: &mut [u8]) -> Result<(), Error> {
+        self.check_local(offset, out.len())?;
+        Ok(self.region.read_bytes(HEADER as usize + offset, out)?)
+    }
+
+    /// Writes bytes of this process's own part (a store, no epoch needed).
+    ///
+    /// # Errors
+    /// [`Error::Fabric`] (`OutOfRange`) outside the window.
+    pub fn write_local(&self, offset: usize, data: &[u8]) -> Result<(), Error> {
+        self.check_local(offset, data.len())?;
+        Ok(self.region.write_bytes(HEADER as usize + offset, data)?)
+    }
+
+    fn check_local(&self, offset: usize, len: usize) -> Result<(), Error> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(onesided_fabric::Error::OutOfRange {
+                what: "window (local)",
+                offset: offset as u64,
+                len: len as u64,
+                size: self.len as u64,
+            }
+            .into()),
+        }
+    }
+
+    /// Locks group rank `target`: `Shared` or `Exclusive`; with `nocheck`
+    /// (`MPI_MODE_NOCHECK`) no lock is taken, the caller vouching that no
+    /// conflicting access happens.
+    ///
+    /// # Errors
+    /// [`Error::NotInGroup`], [`Error::AlreadyLocked`],
+    /// [`Error::EpochConflict`], or [`Error::Fabric`] from the atomics.
+    pub fn lock(
+        &self,
+        target: u32,
+        kind: LockKind,
+        nocheck: bool,
+    ) -> Result<Epoch<'_, '_, '_>, Error> {
+        self.group.job_rank(target)?;
+        lock_state(&self.epochs).lock(target, kind)?;
+        let held = if nocheck {
+            None
+        } else if let Err(e) = self.acquire(target, kind) {
+            let _ = lock_state(&self.epochs).unlock(target);
+            return Err(e);
+        } else {
+            Some(kind)
+        };
+        Ok(Epoch {
+            window: self,
+            target: Some(target),
+            held,
+            open: true,
+        })
+    }
+
+    /// Opens a shared epoch on every member (`MPI_Win_lock_all`); with
+    /// `nocheck`, no lock word is touched.
+    ///
+    /// # Errors
+    /// [`Error::EpochConflict`], or [`Error::Fabric`] from the atomics.
+    pub fn lock_all(&self, nocheck: bool) -> Result<Epoch<'_, '_, '_>, Error> {
+        lock_state(&self.epochs).lock_all()?;
+        if !nocheck {
+            for target in 0..self.group.size() {
+                if let Err(e) = self.acquire(target, LockKind::Shared) {
+                    for done in 0..target {
+                        let _ = self.release(done, LockKind::Shared);
+                    }
+                    let _ = lock_state(&self.epochs).unlock_all();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Epoch {
+            window: self,
+            target: None,
+            held: (!nocheck).then_some(LockKind::Shared),
+            open: true,
+        })
+    }
+
+    fn lock_word(&self, target: u32) -> Result<(u32, RemoteMemory), Error> {
+        let rank = self.group.job_rank(target)?;
+        Ok((rank, self.rma.describe(rank, self.id)?))
+    }
+
+    fn atomic(&self, rank: u32, remote: &RemoteMemory, atomic: Atomic) -> Result<u64, Error> {
+        let ep = self.rma.ep;
+        Ok(match atomic {
+            Atomic::CompareSwap { expected, new } => {
+                ep.compare_swap(rank, remote, 0, expected, new)?
+            }
+            Atomic::FetchAdd(delta) => ep.fetch_add(rank, remote, 0, delta)?,
+        })
+    }
+
+    /// Takes `kind` on `target`'s lock word, backing off while it is held.
+    fn acquire(&self, target: u32, kind: LockKind) -> Result<(), Error> {
+        let (rank, remote) = self.lock_word(target)?;
+        let start = Instant::now();
+        let mut pause = Duration::from_micros(2);
+        loop {
+            let previous = self.atomic(rank, &remote, lock::request(kind))?;
+            match lock::outcome(kind, previous) {
+                Outcome::Granted => return Ok(()),
+                Outcome::Retry => {}
+                Outcome::Undo(undo) => {
+                    self.atomic(rank, &remote, undo)?;
+                }
+            }
+            if start.elapsed() > self.rma.ep.timeout() {
+                return Err(Error::Fabric(onesided_fabric::Error::Timeout {
+                    op: "window lock",
+                    rank,
+                    after: self.rma.ep.timeout(),
+                }));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_micros(500));
+        }
+    }
+
+    fn release(&self, target: u32, kind: LockKind) -> Result<(), Error> {
+        let (rank, remote) = self.lock_word(target)?;
+        self.atomic(rank, &remote, lock::release(kind)).map(drop)
+    }
+
+    /// Where `len` bytes at `offset` of `target`'s part are, after checking
+    /// the epoch and the bounds.
+    fn target(
+        &self,
+        target: u32,
+        offset: u64,
+        len: usize,
+        what: &'static str,
+    ) -> Result<(u32, RemoteMemory, u64), Error> {
+        let rank = self.group.job_rank(target)?;
+        lock_state(&self.epochs).check_access(target)?;
+        let remote = self.rma.describe(rank, self.id)?;
+        let size = remote.len - HEADER;
+        match offset.checked_add(len as u64) {
+            Some(end) if end <= size => Ok((rank, remote, HEADER + offset)),
+            _ => Err(onesided_fabric::Error::OutOfRange {
+                what,
+                offset,
+                len: len as u64,
+                size,
+            }
+            .into()),
+        }
+    }
+
+    /// Reads `buf.len()` bytes at `offset` of `target`'s part.
+    ///
+    /// # Errors
+    /// [`Error::NoEpoch`] outside an epoch covering `target`;
+    /// [`Error::Fabric`] (`OutOfRange`, peer errors). Nothing is posted on
+    /// a checked error.
+    pub fn get(&self, target: u32, offset: u64, buf: &mut [u8]) -> Result<(), Error> {
+        let (rank, remote, at) = self.target(target, offset, buf.len(), "window get")?;
+        Ok(self.rma.ep.read(rank, &remote, at, buf)?)
+    }
+
+    /// Writes `data` at `offset` of `target`'s part; complete at the target
+    /// when it returns.
+    ///
+    /// # Errors
+    /// As [`Window::get`].
+    pub fn put(&self, target: u32, offset: u64, data: &[u8]) -> Result<(), Error> {
+        let (rank, remote, at) = self.target(target, offset, data.len(), "window put")?;
+        Ok(self.rma.ep.write_delivered(rank, &remote, at, data)?)
+    }
+
+    /// Atomically adds `value` to the u64 at `offset` (8-aligned) of
+    /// `target`'s part; returns the previous value.
+    ///
+    /// # Errors
+    /// As [`Window::get`], and `Misaligned`.
+    pub fn fetch_add_u64(&self, target: u32, offset: u64, value: u64) -> Result<u64, Error> {
+        let (rank, remote, at) = self.target(target, offset, 8, "window fetch_add")?;
+        Ok(self.rma.ep.fetch_add(rank, &remote, at, value)?)
+    }
+
+    /// Completes this process's operations to `target` at the target.
+    /// Operations complete before they return, so there is nothing left to
+    /// wait for; the epoch is still checked.
+    ///
+    /// # Errors
+    /// [`Error::NoEpoch`] outside an epoch covering `target`.
+    pub fn flush(&self, target: u32) -> Result<(), Error> {
+        self.group.job_rank(target)?;
+        lock_state(&self.epochs).check_access(target)
+    }
+
+    /// Frees the window: every member calls it once its epochs are closed;
+    /// it returns when every member has called it, so no peer still uses
+    /// this process's memory.
+    ///
+    /// Cost: one notice to, and one from, every other member.
+    ///
+    /// # Errors
+    /// [`Error::EpochConflict`] while an epoch is open (nothing is freed);
+    /// [`Error::Fabric`] when a member cannot be told or does not answer.
+    pub fn free(self) -> Result<(), Error> {
+        if !lock_state(&self.epochs).is_idle() {
+            return Err(Error::EpochConflict("free with an epoch open"));
+        }
+        let ep = self.rma.ep;
+        let others: Vec<u32> = (0..self.group.size())
+            .filter(|&g| g != self.me)
+            .filter_map(|g| self.group.job_rank(g).ok())
+            .collect();
+        for &rank in &others {
+            ep.call(rank, FREE_NOTICE, &self.id.to_le_bytes(), &mut [])?;
+        }
+        let start = Instant::now();
+        let mut pause = Duration::from_micros(2);
+        loop {
+            ep.progress();
+            {
+                let mut served = lock_state(&self.rma.served);
+                if others
+                    .iter()
+                    .all(|&r| served.freeing.contains(&(self.id, r)))
+                {
+                    for &r in &others {
+                        served.freeing.remove(&(self.id, r));
+                    }
+                    served.exposed.remove(&self.id);
+                    break;
+                }
+            }
+            if start.elapsed() > ep.timeout() {
+                return Err(Error::Fabric(onesided_fabric::Error::Timeout {
+                    op: "window free",
+                    rank: ep.rank(),
+                    after: ep.timeout(),
+                }));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_micros(500));
+        }
+        let mut cache = lock_state(&self.rma.cache);
+        cache.retain(|(_, id), _| *id != self.id);
+        Ok(())
+    }
+}
+
+impl Epoch<'_, '_, '_> {
+    /// Closes the epoch, releasing its lock(s).
+    ///
+    /// # Errors
+    /// [`Error::Fabric`] when a release atomic fails (the epoch is closed
+    /// locally all the same).
+    pub fn unlock(mut self) -> Result<(), Error> {
+        self.close()
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        if !self.open {
+            return Ok(());
+        }
+        self.open = false;
+        let window = self.window;
+        match self.target {
+            Some(target) => {
+                lock_state(&window.epochs).unlock(target)?;
+                if let Some(kind) = self.held {
+                    window.release(target, kind)?;
+                }
+            }
+            None => {
+                lock_state(&window.epochs).unlock_all()?;
+                if self.held.is_some() {
+                    let mut first_error = None;
+                    for target in 0..window.group.size() {
+                        if let Err(e) = window.release(target, LockKind::Shared) {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                    if let Some(e) = first_error {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Epoch<'_, '_, '_> {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_ids_differ_by_group_and_count() {
+        let a = Group::new(vec![0, 1]).unwrap();
+        let b = Group::new(vec![1, 0]).unwrap();
+        assert_ne!(window_id(&a, 1), window_id(&a, 2));
+        assert_ne!(window_id(&a, 1), window_id(&b, 1));
+        assert_eq!(window_id(&a, 3), window_id(&a.clone(), 3));
+    }
+}
