@@ -18,11 +18,10 @@
 //!
 //! Control-plane services of this crate: [`DESCRIBE`] and [`FREE_NOTICE`].
 
+use onesided_fabric::progress::{Backoff, DEFAULT_MAX_SLEEP};
+use onesided_fabric::{Access, Endpoint, MemoryRegion, RemoteMemory};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
-
-use onesided_fabric::{Access, Endpoint, MemoryRegion, RemoteMemory};
 
 use crate::epoch::Epochs;
 use crate::lock::{self, Atomic, LockKind, Outcome};
@@ -142,8 +141,7 @@ impl<'e> Rma<'e> {
         if let Some(remote) = lock_state(&self.cache).get(&(rank, id)) {
             return Ok(*remote);
         }
-        let start = Instant::now();
-        let mut pause = Duration::from_micros(5);
+        let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
         loop {
             let mut reply = [0u8; RemoteMemory::ENCODED_LEN];
             let len = self
@@ -155,15 +153,13 @@ impl<'e> Rma<'e> {
                 return Ok(remote);
             }
             // Not created there yet: creation is collective, it will come.
-            if start.elapsed() > self.ep.timeout() {
+            if backoff.pause() > self.ep.timeout() {
                 return Err(Error::Fabric(onesided_fabric::Error::Timeout {
                     op: "describe window",
                     rank,
                     after: self.ep.timeout(),
                 }));
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(1));
         }
     }
 }
@@ -329,8 +325,7 @@ impl Window<'_, '_> {
     /// Takes `kind` on `target`'s lock word, backing off while it is held.
     fn acquire(&self, target: u32, kind: LockKind) -> Result<(), Error> {
         let (rank, remote) = self.lock_word(target)?;
-        let start = Instant::now();
-        let mut pause = Duration::from_micros(2);
+        let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
         loop {
             let previous = self.atomic(rank, &remote, lock::request(kind))?;
             match lock::outcome(kind, previous) {
@@ -340,15 +335,13 @@ impl Window<'_, '_> {
                     self.atomic(rank, &remote, undo)?;
                 }
             }
-            if start.elapsed() > self.rma.ep.timeout() {
+            if backoff.pause() > self.rma.ep.timeout() {
                 return Err(Error::Fabric(onesided_fabric::Error::Timeout {
                     op: "window lock",
                     rank,
                     after: self.rma.ep.timeout(),
                 }));
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_micros(500));
         }
     }
 
@@ -445,8 +438,7 @@ impl Window<'_, '_> {
         for &rank in &others {
             ep.call(rank, FREE_NOTICE, &self.id.to_le_bytes(), &mut [])?;
         }
-        let start = Instant::now();
-        let mut pause = Duration::from_micros(2);
+        let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
         loop {
             ep.progress();
             {
@@ -462,15 +454,13 @@ impl Window<'_, '_> {
                     break;
                 }
             }
-            if start.elapsed() > ep.timeout() {
+            if backoff.pause() > ep.timeout() {
                 return Err(Error::Fabric(onesided_fabric::Error::Timeout {
                     op: "window free",
                     rank: ep.rank(),
                     after: ep.timeout(),
                 }));
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_micros(500));
         }
         let mut cache = lock_state(&self.rma.cache);
         cache.retain(|(_, id), _| *id != self.id);
