@@ -429,6 +429,25 @@ fn idle(world: &World, secs: f64, any_source: bool) {
     });
 }
 
+/// Computes without calling the library until `count()` reaches `goal`
+/// (failing after 20 s); returns the computed value.
+fn compute_until(me: u32, what: &str, count: impl Fn() -> u64, goal: u64) -> f64 {
+    let start = Instant::now();
+    let mut x = 1.0f64;
+    while count() < goal {
+        for i in 0..10_000 {
+            x = (x * 1.000_001 + f64::from(i)).sqrt();
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            fail(
+                me,
+                &format!("{what}: {} of {goal} while computing", count()),
+            );
+        }
+    }
+    x
+}
+
 /// Rank 0 serves a control service and then computes without calling the
 /// library; the others call it (small and large replies), and rank 0 stops
 /// computing once every call was answered.
@@ -459,22 +478,12 @@ fn control(world: &mut World) {
     let ep = world.endpoint();
     let expect = ROUNDS * u64::from(n - 1);
     if me == 0 {
-        let start = Instant::now();
-        let mut x = 1.0f64;
-        while answered.load(Ordering::SeqCst) < expect {
-            for i in 0..10_000 {
-                x = (x * 1.000_001 + f64::from(i)).sqrt();
-            }
-            if start.elapsed() > Duration::from_secs(20) {
-                fail(
-                    me,
-                    &format!(
-                        "answered {} of {expect} calls while computing",
-                        answered.load(Ordering::SeqCst)
-                    ),
-                );
-            }
-        }
+        let x = compute_until(
+            me,
+            "answered calls",
+            || answered.load(Ordering::SeqCst),
+            expect,
+        );
         println!("rank 0: answered {expect} calls while computing ({x:.3})");
     } else {
         let mut reply = vec![0u8; 8 + 20_000];
@@ -683,22 +692,12 @@ fn passive(world: &mut World) {
         // Compute without calling the library until the others' increments
         // have all arrived: only the background thread serves them.
         let counter = must(me, "counter", region.atomic_u64(0));
-        let start = Instant::now();
-        let mut x = 1.0f64;
-        while counter.load(std::sync::atomic::Ordering::SeqCst) < expect {
-            for i in 0..10_000 {
-                x = (x * 1.000_001 + f64::from(i)).sqrt();
-            }
-            if start.elapsed() > Duration::from_secs(20) {
-                fail(
-                    me,
-                    &format!(
-                        "counter stuck at {} of {expect} while computing",
-                        counter.load(std::sync::atomic::Ordering::SeqCst)
-                    ),
-                );
-            }
-        }
+        let x = compute_until(
+            me,
+            "increments",
+            || counter.load(std::sync::atomic::Ordering::SeqCst),
+            expect,
+        );
         println!("rank 0: served {expect} increments while computing ({x:.3})");
     } else {
         let remote = &remotes[0][0];
