@@ -35,6 +35,7 @@ use fabric_sys as sys;
 use crate::control;
 use crate::error::{strerror, Error, Result};
 use crate::handles::Handles;
+use crate::mapping::Mapping;
 use crate::matching::{SourceMatch, MAX_TAG};
 use crate::memory::{register_memory, Access, LocalRegion, MemoryRegion, RemoteMemory};
 use crate::progress::{timeout_from_secs, Backoff, ProgressMode, DEFAULT_MAX_SLEEP};
@@ -741,7 +742,22 @@ impl Endpoint {
     /// [`Error::Fabric`] when `fi_mr_reg` (or, under `FI_MR_ENDPOINT`,
     /// binding it) fails; [`Error::Io`] when memory runs out.
     pub fn register(&self, len: usize, access: Access) -> Result<MemoryRegion> {
-        MemoryRegion::register(Arc::clone(&self.shared), len, access)
+        MemoryRegion::register(Arc::clone(&self.shared), Mapping::anonymous(len)?, access)
+    }
+
+    /// As [`Endpoint::register`], in named shared memory that processes on
+    /// this host can map ([`MemoryRegion::shared_name`],
+    /// [`Mapping::open_shared`]) to copy in and out without the provider.
+    /// The name is removed when the region is dropped.
+    ///
+    /// # Errors
+    /// As [`Endpoint::register`].
+    pub fn register_shared(&self, len: usize, access: Access) -> Result<MemoryRegion> {
+        MemoryRegion::register(
+            Arc::clone(&self.shared),
+            Mapping::create_shared(len)?,
+            access,
+        )
     }
 
     fn check_peer(&self, rank: u32, op: &'static str) -> Result<()> {

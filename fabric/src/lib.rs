@@ -28,6 +28,7 @@ mod endpoint;
 mod error;
 mod handles;
 pub mod launcher;
+pub mod mapping;
 mod matching;
 mod memory;
 pub mod pmi;
@@ -40,6 +41,7 @@ pub mod world;
 
 pub use endpoint::{Endpoint, EndpointConfig, Received, MAX_RANKS};
 pub use error::{Error, Result};
+pub use mapping::Mapping;
 pub use matching::MAX_TAG;
 pub use memory::{Access, MemoryRegion, RemoteMemory};
 pub use progress::ProgressMode;

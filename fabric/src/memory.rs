@@ -2,7 +2,7 @@
 //! regions of peers.
 
 use std::ffi::c_void;
-use std::ptr::{self, NonNull};
+use std::ptr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -11,6 +11,7 @@ use fabric_sys as sys;
 
 use crate::endpoint::{Core, Shared};
 use crate::error::{check, Error, Result};
+use crate::mapping::Mapping;
 use crate::provider::MrMode;
 
 bitflags! {
@@ -132,47 +133,28 @@ impl RemoteMemory {
 /// atomics ([`MemoryRegion::atomic_u64`]). It can move between threads but
 /// not be shared by them.
 pub struct MemoryRegion {
+    // Declared first: the registration is closed before the pages go.
     mr: *mut sys::fid_mr,
-    memory: NonNull<u8>,
-    /// Bytes mapped (whole pages).
-    size: usize,
+    memory: Mapping,
     len: usize,
     remote: RemoteMemory,
     access: Access,
     shared: Arc<Shared>,
 }
 
-// SAFETY: the region owns its allocation; the registration handle is used
-// only in register() and Drop, both under the endpoint's lock, so the region
-// may move to another thread. It is not Sync: two threads copying into
-// overlapping bytes would race. (Remote peers and the provider write
-// outside this process's Rust code; their writes race only with the
-// copies, as RMA semantics allow.)
+// SAFETY: the region owns its mapping (Send) and its registration handle,
+// which is used only in register() and Drop, both under the endpoint's lock,
+// so the region may move to another thread. It is not Sync, like its
+// mapping.
 unsafe impl Send for MemoryRegion {}
-
-const PAGE: usize = 4096;
 
 impl MemoryRegion {
     pub(crate) fn register(
         shared: Arc<Shared>,
-        len: usize,
+        memory: Mapping,
         access: Access,
     ) -> Result<MemoryRegion> {
-        let too_large = || Error::OutOfRange {
-            what: "memory region size",
-            offset: 0,
-            len: len as u64,
-            size: isize::MAX as u64,
-        };
-        let size = len
-            .max(1)
-            .checked_next_multiple_of(PAGE)
-            .ok_or_else(too_large)?;
-        if size > isize::MAX as usize {
-            return Err(too_large());
-        }
-        let memory = map_pages(size)
-            .map_err(|e| Error::io(format!("mapping {len} bytes for a memory region"), e))?;
+        let len = memory.len();
         let mode = shared.mr_mode;
         let mut flags = access.bits();
         if mode.contains(MrMode::LOCAL) {
@@ -180,20 +162,12 @@ impl MemoryRegion {
         }
         let requested_key = shared.next_key();
         let core = shared.lock();
-        // SAFETY: memory is an allocation of layout.size() bytes that lives
-        // until this region is dropped, after the registration is closed.
+        // SAFETY: the mapping lives until this region is dropped, after the
+        // registration is closed.
         let registered =
             unsafe { register_memory(&core, memory.as_ptr(), len, flags, requested_key, mode) };
         drop(core);
-        let mr = match registered {
-            Ok(mr) => mr,
-            Err(e) => {
-                // SAFETY: mapped above with this size and not used after
-                // this point.
-                unsafe { unmap_pages(memory, size) };
-                return Err(e);
-            }
-        };
+        let mr = registered?;
         let key = if mode.contains(MrMode::PROV_KEY) {
             // SAFETY: mr is an open registration.
             unsafe { sys::fi_mr_key(mr) }
@@ -219,7 +193,6 @@ impl MemoryRegion {
         Ok(MemoryRegion {
             mr,
             memory,
-            size,
             len,
             remote: RemoteMemory {
                 base,
@@ -252,16 +225,11 @@ impl MemoryRegion {
         self.access
     }
 
-    fn check(&self, offset: usize, len: usize, what: &'static str) -> Result<()> {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.len => Ok(()),
-            _ => Err(Error::OutOfRange {
-                what,
-                offset: offset as u64,
-                len: len as u64,
-                size: self.len as u64,
-            }),
-        }
+    /// The shared-memory name of a region made by
+    /// [`crate::Endpoint::register_shared`], which peers on this host can map
+    /// ([`Mapping::open_shared`]).
+    pub fn shared_name(&self) -> Option<&str> {
+        self.memory.name()
     }
 
     /// Copies `out.len()` bytes at `offset` out of the region.
@@ -269,19 +237,7 @@ impl MemoryRegion {
     /// # Errors
     /// [`Error::OutOfRange`] when the bytes lie outside the region.
     pub fn read_bytes(&self, offset: usize, out: &mut [u8]) -> Result<()> {
-        self.check(offset, out.len(), "memory region read")?;
-        // SAFETY: offset..offset+len lies inside the allocation (checked);
-        // `out` is a distinct Rust buffer. Concurrent remote writes may race
-        // with the copy, which then yields a mix of old and new bytes, as RMA
-        // semantics allow; it never touches memory outside the region.
-        unsafe {
-            ptr::copy_nonoverlapping(
-                self.memory.as_ptr().add(offset),
-                out.as_mut_ptr(),
-                out.len(),
-            )
-        };
-        Ok(())
+        self.memory.read_bytes(offset, out)
     }
 
     /// Copies `data` into the region at `offset`.
@@ -289,12 +245,7 @@ impl MemoryRegion {
     /// # Errors
     /// [`Error::OutOfRange`] when the bytes lie outside the region.
     pub fn write_bytes(&self, offset: usize, data: &[u8]) -> Result<()> {
-        self.check(offset, data.len(), "memory region write")?;
-        // SAFETY: as in read_bytes, with the copy going the other way.
-        unsafe {
-            ptr::copy_nonoverlapping(data.as_ptr(), self.memory.as_ptr().add(offset), data.len())
-        };
-        Ok(())
+        self.memory.write_bytes(offset, data)
     }
 
     /// The 8 bytes at `offset` as an atomic word (the target of remote
@@ -303,17 +254,7 @@ impl MemoryRegion {
     /// # Errors
     /// [`Error::OutOfRange`] or [`Error::Misaligned`].
     pub fn atomic_u64(&self, offset: usize) -> Result<&AtomicU64> {
-        self.check(offset, 8, "memory region atomic")?;
-        if !offset.is_multiple_of(8) {
-            return Err(Error::Misaligned {
-                what: "memory region atomic",
-                offset: offset as u64,
-            });
-        }
-        // SAFETY: the word lies inside the page-aligned allocation and is
-        // 8-byte aligned (checked); the allocation lives as long as &self.
-        // AtomicU64 has the layout of u64 and tolerates concurrent access.
-        Ok(unsafe { AtomicU64::from_ptr(self.memory.as_ptr().add(offset).cast::<u64>()) })
+        self.memory.atomic_u64(offset)
     }
 }
 
@@ -327,46 +268,11 @@ impl Drop for MemoryRegion {
             .retain(|r| r.start != start);
         let core = self.shared.lock();
         // SAFETY: the registration was opened in register() and is closed
-        // once, under the endpoint lock so no operation is being posted.
+        // once, under the endpoint lock so no operation is being posted; the
+        // mapping is dropped after this, when the provider no longer uses it.
         unsafe { sys::fi_close(self.mr.cast()) };
         drop(core);
-        // SAFETY: mapped in register() with this size; the registration is
-        // closed, so the provider no longer touches it.
-        unsafe { unmap_pages(self.memory, self.size) };
     }
-}
-
-/// Maps `size` bytes (whole pages) of private anonymous memory: page
-/// aligned and zero, with pages faulted in when first touched. (Zeroing a
-/// heap allocation touched every page: 0.6 ms for 1 MiB here.)
-fn map_pages(size: usize) -> std::io::Result<NonNull<u8>> {
-    // SAFETY: an anonymous private mapping with no address hint; the
-    // kernel picks the place, and the result is checked below.
-    let ptr = unsafe {
-        libc::mmap(
-            ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if ptr == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
-    NonNull::new(ptr.cast::<u8>())
-        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::OutOfMemory))
-}
-
-/// Unmaps what [`map_pages`] mapped.
-///
-/// # Safety
-/// `memory` and `size` come from one `map_pages` call, and nothing uses the
-/// pages afterwards.
-unsafe fn unmap_pages(memory: NonNull<u8>, size: usize) {
-    // SAFETY: the caller guarantees the mapping and that it is unused.
-    unsafe { libc::munmap(memory.as_ptr().cast(), size) };
 }
 
 /// Registers `len` bytes at `ptr` with `flags` and `key`, binding and

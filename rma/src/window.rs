@@ -11,16 +11,23 @@
 //!   (`n - 1` small messages each way), so that nobody frees memory a peer
 //!   may still access.
 //!
+//! On one host, a window's memory is named shared memory: a peer on the same
+//! host maps it (on first access, with the descriptor) and `get`/`put` are
+//! plain copies; other peers go through the provider. Atomics (locks,
+//! `fetch_add`) always go through the provider, so that they stay atomic
+//! with respect to each other whichever host they come from.
+//!
 //! Locks use the protocol of [`crate::lock`] on a lock word at the start of
-//! each window's region: remote atomics only. Operations complete at the
-//! target before they return (writes with delivery completion), so `flush`
-//! has nothing left to wait for.
+//! each window's region. Operations complete at the target before they
+//! return (writes with delivery completion, copies at once), so `flush` has
+//! nothing left to wait for.
 //!
 //! Control-plane services of this crate: [`DESCRIBE`] and [`FREE_NOTICE`].
 
 use onesided_fabric::progress::{Backoff, DEFAULT_MAX_SLEEP};
-use onesided_fabric::{Access, Endpoint, MemoryRegion, RemoteMemory};
+use onesided_fabric::{Access, Endpoint, Mapping, MemoryRegion, RemoteMemory};
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::epoch::Epochs;
@@ -46,18 +53,28 @@ fn lock_state<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What the control-plane handlers of one process share with its windows.
 #[derive(Default)]
 struct Served {
-    /// This process's windows, as peers address them.
-    exposed: HashMap<WindowId, RemoteMemory>,
+    /// This process's windows, as peers address them: the descriptor and
+    /// the shared-memory name.
+    exposed: HashMap<WindowId, (RemoteMemory, String)>,
     /// Free notices received: (window, from rank).
     freeing: HashSet<(WindowId, u32)>,
 }
 
 /// The RMA state of one endpoint: its windows' descriptors as served to
-/// peers, and the peers' descriptors as cached here.
+/// peers, and the peers' descriptors (and shared memory) as cached here.
+/// It and its windows belong to the thread that made them (peers' memory
+/// is mapped here and copied to and from without locks); the endpoint's
+/// progress thread serves peers meanwhile.
 pub struct Rma<'e> {
     ep: &'e Endpoint,
     served: Arc<Mutex<Served>>,
-    cache: Mutex<HashMap<(u32, WindowId), RemoteMemory>>,
+    cache: Mutex<HashMap<(u32, WindowId), Rc<Peer>>>,
+    /// Peers' shared memory mapped here, by name: kept across windows,
+    /// since freed regions are reused.
+    mappings: Mutex<HashMap<String, Rc<Mapping>>>,
+    /// Regions of freed windows, registered and ready for the next ones.
+    pool: Mutex<Vec<MemoryRegion>>,
+    host: u64,
     created: Mutex<HashMap<Vec<u32>, u64>>,
 }
 
@@ -69,6 +86,7 @@ impl<'e> Rma<'e> {
     pub fn new(ep: &'e Endpoint) -> Result<Rma<'e>, Error> {
         let served = Arc::new(Mutex::new(Served::default()));
         let describe = Arc::clone(&served);
+        let host = host_id().to_le_bytes();
         ep.serve(DESCRIBE, move |_, request| {
             let Ok(id) = request.try_into().map(u64::from_le_bytes) else {
                 return Vec::new();
@@ -76,7 +94,12 @@ impl<'e> Rma<'e> {
             lock_state(&describe)
                 .exposed
                 .get(&id)
-                .map(|r| r.to_bytes().to_vec())
+                .map(|(remote, name)| {
+                    let mut reply = remote.to_bytes().to_vec();
+                    reply.extend_from_slice(&host);
+                    reply.extend_from_slice(name.as_bytes());
+                    reply
+                })
                 .unwrap_or_default()
         })?;
         let notices = Arc::clone(&served);
@@ -90,6 +113,9 @@ impl<'e> Rma<'e> {
             ep,
             served,
             cache: Mutex::new(HashMap::new()),
+            mappings: Mutex::new(HashMap::new()),
+            pool: Mutex::new(Vec::new()),
+            host: host_id(),
             created: Mutex::new(HashMap::new()),
         })
     }
@@ -113,17 +139,20 @@ impl<'e> Rma<'e> {
         let me = group
             .group_rank(self.ep.rank())
             .ok_or_else(|| Error::BadGroup(format!("rank {} is not a member", self.ep.rank())))?;
-        let region = self.ep.register(
-            HEADER as usize + len,
-            Access::REMOTE_READ | Access::REMOTE_WRITE,
-        )?;
+        let region = self.region(HEADER as usize + len)?;
+        let name = region.shared_name().unwrap_or_default().to_string();
+        // Peers see this window's length, not the (pooled) region's.
+        let remote = RemoteMemory {
+            len: HEADER + len as u64,
+            ..region.remote()
+        };
         let id = {
             let mut created = lock_state(&self.created);
             let n = created.entry(group.members().to_vec()).or_insert(0);
             *n += 1;
             window_id(group, *n)
         };
-        lock_state(&self.served).exposed.insert(id, region.remote());
+        lock_state(&self.served).exposed.insert(id, (remote, name));
         Ok(Window {
             rma: self,
             id,
@@ -135,22 +164,47 @@ impl<'e> Rma<'e> {
         })
     }
 
-    /// The descriptor of `id` at job rank `rank`: from the cache, else asked
-    /// of the peer (retried while the peer has not created it yet).
-    fn describe(&self, rank: u32, id: WindowId) -> Result<RemoteMemory, Error> {
-        if let Some(remote) = lock_state(&self.cache).get(&(rank, id)) {
-            return Ok(*remote);
+    /// A registered shared region of at least `len` bytes: the smallest
+    /// that fits from the pool of freed windows, else a new one. Its bytes
+    /// are unspecified (as `MPI_Win_allocate`'s), but its lock word is 0.
+    fn region(&self, len: usize) -> Result<MemoryRegion, Error> {
+        let pooled = {
+            let mut pool = lock_state(&self.pool);
+            let best = pool
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.len() >= len)
+                .min_by_key(|(_, r)| r.len())
+                .map(|(i, _)| i);
+            best.map(|i| pool.swap_remove(i))
+        };
+        let region = match pooled {
+            Some(region) => region,
+            None => self
+                .ep
+                .register_shared(len, Access::REMOTE_READ | Access::REMOTE_WRITE)?,
+        };
+        region.write_bytes(0, &[0u8; 8])?;
+        Ok(region)
+    }
+
+    /// How to reach `id` at job rank `rank`: from the cache, else asked of
+    /// the peer (retried while the peer has not created it yet), and mapped
+    /// when the peer is on this host.
+    fn describe(&self, rank: u32, id: WindowId) -> Result<Rc<Peer>, Error> {
+        if let Some(peer) = lock_state(&self.cache).get(&(rank, id)) {
+            return Ok(Rc::clone(peer));
         }
         let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
         loop {
-            let mut reply = [0u8; RemoteMemory::ENCODED_LEN];
+            let mut reply = [0u8; RemoteMemory::ENCODED_LEN + 8 + 64];
             let len = self
                 .ep
                 .call(rank, DESCRIBE, &id.to_le_bytes(), &mut reply)?;
-            if len == RemoteMemory::ENCODED_LEN {
-                let remote = RemoteMemory::from_bytes(&reply)?;
-                lock_state(&self.cache).insert((rank, id), remote);
-                return Ok(remote);
+            if len > RemoteMemory::ENCODED_LEN + 8 {
+                let peer = Rc::new(self.peer(&reply[..len])?);
+                lock_state(&self.cache).insert((rank, id), Rc::clone(&peer));
+                return Ok(peer);
             }
             // Not created there yet: creation is collective, it will come.
             if backoff.pause() > self.ep.timeout() {
@@ -162,6 +216,55 @@ impl<'e> Rma<'e> {
             }
         }
     }
+
+    /// Decodes a DESCRIBE reply: descriptor, host, shared-memory name.
+    fn peer(&self, reply: &[u8]) -> Result<Peer, Error> {
+        let (remote, rest) = reply.split_at(RemoteMemory::ENCODED_LEN);
+        let remote = RemoteMemory::from_bytes(remote)?;
+        let (host, name) = rest.split_at(8);
+        let host = u64::from_le_bytes(host.try_into().unwrap_or_default());
+        let mapping = match (host == self.host, std::str::from_utf8(name)) {
+            // Same host: map its memory (a failure leaves the provider path).
+            (true, Ok(name)) => self.map(name, remote.len as usize),
+            _ => None,
+        };
+        Ok(Peer { remote, mapping })
+    }
+
+    /// A peer's shared memory `name` of at least `len` bytes, mapped once.
+    fn map(&self, name: &str, len: usize) -> Option<Rc<Mapping>> {
+        let mut mappings = lock_state(&self.mappings);
+        if let Some(m) = mappings.get(name).filter(|m| m.len() >= len) {
+            return Some(Rc::clone(m));
+        }
+        let mapping = Rc::new(Mapping::open_shared(name, len).ok()?);
+        mappings.insert(name.to_string(), Rc::clone(&mapping));
+        Some(mapping)
+    }
+}
+
+/// A peer's part of a window: its descriptor, and its memory mapped here
+/// when it lives on this host.
+struct Peer {
+    remote: RemoteMemory,
+    mapping: Option<Rc<Mapping>>,
+}
+
+/// This host's identity: its boot id and name, so that processes in
+/// different containers or network namespaces of one machine still find
+/// each other's shared memory.
+fn host_id() -> u64 {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    fnv(boot.trim().bytes().chain([0]).chain(name.trim().bytes()))
+}
+
+fn fnv(bytes: impl IntoIterator<Item = u8>) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
 }
 
 /// A stable number for the `n`-th window over `group` (FNV-1a of the
@@ -309,7 +412,7 @@ impl Window<'_, '_> {
 
     fn lock_word(&self, target: u32) -> Result<(u32, RemoteMemory), Error> {
         let rank = self.group.job_rank(target)?;
-        Ok((rank, self.rma.describe(rank, self.id)?))
+        Ok((rank, self.rma.describe(rank, self.id)?.remote))
     }
 
     fn atomic(&self, rank: u32, remote: &RemoteMemory, atomic: Atomic) -> Result<u64, Error> {
@@ -358,13 +461,13 @@ impl Window<'_, '_> {
         offset: u64,
         len: usize,
         what: &'static str,
-    ) -> Result<(u32, RemoteMemory, u64), Error> {
+    ) -> Result<(u32, Rc<Peer>, u64), Error> {
         let rank = self.group.job_rank(target)?;
         lock_state(&self.epochs).check_access(target)?;
-        let remote = self.rma.describe(rank, self.id)?;
-        let size = remote.len - HEADER;
+        let peer = self.rma.describe(rank, self.id)?;
+        let size = peer.remote.len - HEADER;
         match offset.checked_add(len as u64) {
-            Some(end) if end <= size => Ok((rank, remote, HEADER + offset)),
+            Some(end) if end <= size => Ok((rank, peer, HEADER + offset)),
             _ => Err(onesided_fabric::Error::OutOfRange {
                 what,
                 offset,
@@ -382,8 +485,11 @@ impl Window<'_, '_> {
     /// [`Error::Fabric`] (`OutOfRange`, peer errors). Nothing is posted on
     /// a checked error.
     pub fn get(&self, target: u32, offset: u64, buf: &mut [u8]) -> Result<(), Error> {
-        let (rank, remote, at) = self.target(target, offset, buf.len(), "window get")?;
-        Ok(self.rma.ep.read(rank, &remote, at, buf)?)
+        let (rank, peer, at) = self.target(target, offset, buf.len(), "window get")?;
+        match &peer.mapping {
+            Some(mapping) => Ok(mapping.read_bytes(at as usize, buf)?),
+            None => Ok(self.rma.ep.read(rank, &peer.remote, at, buf)?),
+        }
     }
 
     /// Writes `data` at `offset` of `target`'s part; complete at the target
@@ -392,8 +498,11 @@ impl Window<'_, '_> {
     /// # Errors
     /// As [`Window::get`].
     pub fn put(&self, target: u32, offset: u64, data: &[u8]) -> Result<(), Error> {
-        let (rank, remote, at) = self.target(target, offset, data.len(), "window put")?;
-        Ok(self.rma.ep.write_delivered(rank, &remote, at, data)?)
+        let (rank, peer, at) = self.target(target, offset, data.len(), "window put")?;
+        match &peer.mapping {
+            Some(mapping) => Ok(mapping.write_bytes(at as usize, data)?),
+            None => Ok(self.rma.ep.write_delivered(rank, &peer.remote, at, data)?),
+        }
     }
 
     /// Atomically adds `value` to the u64 at `offset` (8-aligned) of
@@ -402,8 +511,8 @@ impl Window<'_, '_> {
     /// # Errors
     /// As [`Window::get`], and `Misaligned`.
     pub fn fetch_add_u64(&self, target: u32, offset: u64, value: u64) -> Result<u64, Error> {
-        let (rank, remote, at) = self.target(target, offset, 8, "window fetch_add")?;
-        Ok(self.rma.ep.fetch_add(rank, &remote, at, value)?)
+        let (rank, peer, at) = self.target(target, offset, 8, "window fetch_add")?;
+        Ok(self.rma.ep.fetch_add(rank, &peer.remote, at, value)?)
     }
 
     /// Completes this process's operations to `target` at the target.
@@ -462,8 +571,10 @@ impl Window<'_, '_> {
                 }));
             }
         }
-        let mut cache = lock_state(&self.rma.cache);
-        cache.retain(|(_, id), _| *id != self.id);
+        lock_state(&self.rma.cache).retain(|(_, id), _| *id != self.id);
+        // Every member is done with it: keep the registration for the next
+        // window.
+        lock_state(&self.rma.pool).push(self.region);
         Ok(())
     }
 }

@@ -190,15 +190,16 @@ pub fn alive(pid: u32) -> bool {
     }
 }
 
-/// `/dev/shm` entries of `pid` (the shm provider names them `PID:...`).
+/// `/dev/shm` entries of `pid` (the shm provider names them `PID:...`,
+/// onesided's shared memory `onesided-PID-N`).
 pub fn shm_files_of(pid: u32) -> Vec<String> {
-    let prefix = format!("{pid}:");
+    let prefixes = [format!("{pid}:"), format!("onesided-{pid}-")];
     std::fs::read_dir("/dev/shm")
         .map(|entries| {
             entries
                 .flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(&prefix))
+                .filter(|n| prefixes.iter().any(|p| n.starts_with(p.as_str())))
                 .collect()
         })
         .unwrap_or_default()

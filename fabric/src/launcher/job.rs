@@ -507,17 +507,18 @@ fn check_libfabric() -> Result<(), String> {
     Ok(())
 }
 
-/// Removes the files the `shm` provider of process `pid` left in `/dev/shm`
-/// (libfabric 1.17 names them `PID:DOMAIN:ENDPOINT`).
+/// Removes the files process `pid` left in `/dev/shm`: the `shm` provider's
+/// (libfabric 1.17 names them `PID:DOMAIN:ENDPOINT`) and onesided's shared
+/// memory (`onesided-PID-N`).
 fn remove_shm_leftovers(pid: u32) {
     let Ok(entries) = std::fs::read_dir("/dev/shm") else {
         return;
     };
-    let prefix = format!("{pid}:");
+    let prefixes = [format!("{pid}:"), format!("onesided-{pid}-")];
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with(&prefix) {
+        if prefixes.iter().any(|p| name.starts_with(p.as_str())) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
