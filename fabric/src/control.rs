@@ -43,12 +43,17 @@ pub(crate) fn frame(reply_tag: u64, body: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Splits a received request into its reply tag and body; `None` when it
-/// is too short to hold a reply tag or the tag is not a reply tag.
+/// The reply tag of a notice, which wants no reply.
+pub(crate) const NO_REPLY: u64 = 0;
+
+/// Splits a received request into its reply tag ([`NO_REPLY`] for a
+/// notice) and body; `None` when it is too short to hold a reply tag or the
+/// tag is neither.
 pub(crate) fn unframe(message: &[u8]) -> Option<(u64, &[u8])> {
     let (head, body) = message.split_at_checked(8)?;
     let tag = u64::from_le_bytes(head.try_into().ok()?);
-    (tag & CONTROL != 0 && tag & REQUEST == 0 && tag <= TAG_LIMIT).then_some((tag, body))
+    let valid = tag == NO_REPLY || (tag & CONTROL != 0 && tag & REQUEST == 0 && tag <= TAG_LIMIT);
+    valid.then_some((tag, body))
 }
 
 #[cfg(test)]
@@ -77,5 +82,6 @@ mod tests {
             "not a reply tag"
         );
         assert_eq!(unframe(&frame(5, b"x")), None, "not a control tag");
+        assert_eq!(unframe(&frame(NO_REPLY, b"n")), Some((NO_REPLY, &b"n"[..])));
     }
 }

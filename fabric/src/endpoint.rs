@@ -315,7 +315,9 @@ impl Core {
                 if let Some((reply_tag, body)) = control::unframe(&buffer[..len]) {
                     if let Some(handler) = self.control.handlers.get_mut(&service) {
                         let reply = handler(peer, body);
-                        self.post_reply(peer, reply_tag, reply.into_boxed_slice());
+                        if reply_tag != control::NO_REPLY {
+                            self.post_reply(peer, reply_tag, reply.into_boxed_slice());
+                        }
                     }
                 }
             }
@@ -1162,6 +1164,28 @@ impl Endpoint {
         }
     }
 
+    /// Sends `body` to `to`'s `service` without waiting for an answer (the
+    /// handler's reply is dropped); returns when `body` may be reused.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for a body over [`control::MAX_REQUEST`]
+    /// bytes, and as [`Endpoint::send`].
+    pub fn notify(&self, to: u32, service: u16, body: &[u8]) -> Result<()> {
+        if body.len() > control::MAX_REQUEST {
+            return Err(Error::OutOfRange {
+                what: "control notice",
+                offset: 0,
+                len: body.len() as u64,
+                size: control::MAX_REQUEST as u64,
+            });
+        }
+        self.send_tagged(
+            to,
+            control::request_tag(service),
+            &control::frame(control::NO_REPLY, body),
+        )
+    }
+
     /// Receives one message with `tag` from `from` (any rank when `None`)
     /// into `buf`.
     ///
@@ -1705,6 +1729,14 @@ mod tests {
         ));
         // Still serving after the errors.
         assert_eq!(ep.call(0, 3, b"z", &mut reply).expect("call"), 3);
+        // A notice runs the handler and wants no reply.
+        ep.notify(0, 3, b"q").expect("notify");
+        let len = ep.call(0, 3, b"y", &mut reply).expect("call");
+        assert_eq!(
+            reply[len - 1],
+            7,
+            "the notice was the 6th request, this the 7th"
+        );
     }
 
     #[test]

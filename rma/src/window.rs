@@ -545,7 +545,7 @@ impl Window<'_, '_> {
             .filter_map(|g| self.group.job_rank(g).ok())
             .collect();
         for &rank in &others {
-            ep.call(rank, FREE_NOTICE, &self.id.to_le_bytes(), &mut [])?;
+            ep.notify(rank, FREE_NOTICE, &self.id.to_le_bytes())?;
         }
         let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
         loop {
