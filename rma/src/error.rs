@@ -37,6 +37,9 @@ pub enum Error {
     /// inside a passive epoch, ...).
     #[error("epoch misuse: {0}")]
     EpochConflict(&'static str),
+    /// A request did not complete in time.
+    #[error("request did not complete within {0:?}")]
+    RequestTimeout(std::time::Duration),
     /// The fabric layer failed.
     #[error(transparent)]
     Fabric(#[from] onesided_fabric::Error),

@@ -33,10 +33,12 @@ pub mod epoch;
 mod error;
 mod group;
 pub mod lock;
+pub mod request;
 mod window;
 
 pub use epoch::Epochs;
 pub use error::Error;
 pub use group::Group;
 pub use lock::LockKind;
-pub use window::{Epoch, Rma, Window, DESCRIBE, FREE_NOTICE};
+pub use request::{test_all, wait_all, wait_any, Request};
+pub use window::{Barrier, Epoch, Rma, Window, BARRIER_NOTICE, DESCRIBE, FREE_NOTICE};

@@ -22,22 +22,27 @@
 //! return (writes with delivery completion, copies at once), so `flush` has
 //! nothing left to wait for.
 //!
-//! Control-plane services of this crate: [`DESCRIBE`] and [`FREE_NOTICE`].
+//! Control-plane services of this crate: [`DESCRIBE`], [`FREE_NOTICE`] and
+//! [`BARRIER_NOTICE`].
 
 use onesided_fabric::progress::{Backoff, DEFAULT_MAX_SLEEP};
 use onesided_fabric::{Access, Endpoint, Mapping, MemoryRegion, RemoteMemory};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use crate::epoch::Epochs;
 use crate::lock::{self, Atomic, LockKind, Outcome};
+use crate::request::{dissemination, Request};
 use crate::{Error, Group};
 
 /// Control service answering "what is window W" with its descriptor.
 pub const DESCRIBE: u16 = 0x0101;
 /// Control service recording "rank R frees window W".
 pub const FREE_NOTICE: u16 = 0x0102;
+/// Control service recording "rank R reached round K of barrier B".
+pub const BARRIER_NOTICE: u16 = 0x0103;
 
 /// Bytes before a window's data: the lock word, padded to a cache line.
 const HEADER: u64 = 64;
@@ -58,6 +63,8 @@ struct Served {
     exposed: HashMap<WindowId, (RemoteMemory, String)>,
     /// Free notices received: (window, from rank).
     freeing: HashSet<(WindowId, u32)>,
+    /// Barrier notices received: (barrier, round, from rank).
+    barriers: HashSet<(u64, u32, u32)>,
 }
 
 /// The RMA state of one endpoint: its windows' descriptors as served to
@@ -106,6 +113,22 @@ impl<'e> Rma<'e> {
         ep.serve(FREE_NOTICE, move |from, request| {
             if let Ok(id) = request.try_into().map(u64::from_le_bytes) {
                 lock_state(&notices).freeing.insert((id, from));
+            }
+            Vec::new()
+        })?;
+        let arrivals = Arc::clone(&served);
+        ep.serve(BARRIER_NOTICE, move |from, request| {
+            if let (Some(id), Some(round)) = (
+                request
+                    .get(..8)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u64::from_le_bytes),
+                request
+                    .get(8..12)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u32::from_le_bytes),
+            ) {
+                lock_state(&arrivals).barriers.insert((id, round, from));
             }
             Vec::new()
         })?;
@@ -161,6 +184,33 @@ impl<'e> Rma<'e> {
             region,
             len,
             epochs: Mutex::new(Epochs::default()),
+        })
+    }
+
+    /// Starts a nonblocking barrier over `group` (a dissemination barrier:
+    /// ceil(log2 n) rounds of one notice each); complete it with
+    /// [`Request::test`] / [`Request::wait`]. Every member calls it, in the
+    /// same order for barriers of the same group.
+    ///
+    /// # Errors
+    /// [`Error::BadGroup`] when this process is not a member.
+    pub fn ibarrier(&self, group: &Group) -> Result<Barrier<'_, 'e>, Error> {
+        let me = group
+            .group_rank(self.ep.rank())
+            .ok_or_else(|| Error::BadGroup(format!("rank {} is not a member", self.ep.rank())))?;
+        let id = {
+            let mut created = lock_state(&self.created);
+            let n = created.entry(group.members().to_vec()).or_insert(0);
+            *n += 1;
+            window_id(group, *n)
+        };
+        Ok(Barrier {
+            rma: self,
+            group: group.clone(),
+            me,
+            id,
+            round: 0,
+            signalled: false,
         })
     }
 
@@ -282,6 +332,49 @@ fn window_id(group: &Group, n: u64) -> WindowId {
         }
     }
     hash
+}
+
+/// A nonblocking barrier in flight ([`Rma::ibarrier`]).
+pub struct Barrier<'r, 'e> {
+    rma: &'r Rma<'e>,
+    group: Group,
+    me: u32,
+    id: u64,
+    round: u32,
+    signalled: bool,
+}
+
+impl Request for Barrier<'_, '_> {
+    fn test(&mut self) -> Result<bool, Error> {
+        let n = self.group.size();
+        let ep = self.rma.ep;
+        loop {
+            if self.round >= dissemination::rounds(n) {
+                return Ok(true);
+            }
+            let (to, from) = dissemination::partners(self.me, n, self.round);
+            if !self.signalled {
+                let mut notice = self.id.to_le_bytes().to_vec();
+                notice.extend_from_slice(&self.round.to_le_bytes());
+                ep.notify(self.group.job_rank(to)?, BARRIER_NOTICE, &notice)?;
+                self.signalled = true;
+            }
+            ep.progress();
+            let from = self.group.job_rank(from)?;
+            if !lock_state(&self.rma.served)
+                .barriers
+                .remove(&(self.id, self.round, from))
+            {
+                return Ok(false);
+            }
+            self.round += 1;
+            self.signalled = false;
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        self.rma.ep.timeout()
+    }
 }
 
 /// One process's view of a window: its own memory, and the group's.
@@ -524,6 +617,40 @@ impl Window<'_, '_> {
     pub fn flush(&self, target: u32) -> Result<(), Error> {
         self.group.job_rank(target)?;
         lock_state(&self.epochs).check_access(target)
+    }
+
+    /// Atomically replaces the u64 at `offset` (8-aligned) of `target`'s
+    /// part with `new` if it equals `expected`; returns the previous value.
+    ///
+    /// # Errors
+    /// As [`Window::fetch_add_u64`].
+    pub fn compare_and_swap_u64(
+        &self,
+        target: u32,
+        offset: u64,
+        expected: u64,
+        new: u64,
+    ) -> Result<u64, Error> {
+        let (rank, peer, at) = self.target(target, offset, 8, "window compare_and_swap")?;
+        Ok(self
+            .rma
+            .ep
+            .compare_swap(rank, &peer.remote, at, expected, new)?)
+    }
+
+    /// Active-target synchronisation (`MPI_Win_fence`): waits until every
+    /// member has reached the fence (operations complete before they
+    /// return, so a barrier is all it takes), then opens the next fence
+    /// epoch, or none when `last` (`MPI_MODE_NOSUCCEED`).
+    ///
+    /// # Errors
+    /// [`Error::EpochConflict`] inside a passive epoch; barrier errors.
+    pub fn fence(&self, last: bool) -> Result<(), Error> {
+        let mut next = lock_state(&self.epochs).clone();
+        next.fence(last)?;
+        self.rma.ibarrier(&self.group)?.wait()?;
+        *lock_state(&self.epochs) = next;
+        Ok(())
     }
 
     /// Frees the window: every member calls it once its epochs are closed;

@@ -91,6 +91,16 @@ fn windows_move_bytes_and_keep_locks_exclusive() {
 }
 
 #[test]
+fn ibarrier_fence_and_compare_and_swap_synchronise_the_group() {
+    let _serial = serial();
+    for provider in ["shm", "tcp"] {
+        let out = Osrun::new(4, provider, "fabric-check").arg("active").run();
+        out.assert_success();
+        assert_eq!(out.count("active ok"), 4, "{provider}: {out}");
+    }
+}
+
+#[test]
 fn without_the_progress_thread_a_computing_shm_target_serves_nothing() {
     // The control for the test above: it can fail.
     let _serial = serial();

@@ -666,6 +666,103 @@ fn window(world: &mut World) {
     println!("rank {me}: window ok");
 }
 
+/// A nonblocking barrier (every member's value is visible to all after
+/// it), fence epochs, and compare-and-swap counting under contention.
+fn active(world: &World) {
+    use onesided_rma::{Group, Request, Rma};
+    let ep = world.endpoint();
+    let (me, n) = (ep.rank(), ep.size());
+    let rma = must(me, "rma", Rma::new(ep).map_err(rma_err));
+    let group = Group::world(n);
+    let win = must(
+        me,
+        "allocate",
+        rma.allocate(&group, 8 * n as usize + 16).map_err(rma_err),
+    );
+    must(
+        me,
+        "zero",
+        win.write_local(0, &vec![0u8; 8 * n as usize + 16])
+            .map_err(rma_err),
+    );
+    // Stagger the arrivals, then barrier: once it completes, every member
+    // has written its slot.
+    std::thread::sleep(Duration::from_millis(30 * u64::from(me)));
+    must(
+        me,
+        "slot",
+        win.write_local(16, &(u64::from(me) + 100).to_le_bytes())
+            .map_err(rma_err),
+    );
+    let mut barrier = must(me, "ibarrier", rma.ibarrier(&group).map_err(rma_err));
+    let mut tests = 0u64;
+    while !must(me, "test", barrier.test().map_err(rma_err)) {
+        tests += 1;
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    let all = must(me, "lock_all", win.lock_all(true).map_err(rma_err));
+    for r in 0..n {
+        let mut word = [0u8; 8];
+        must(me, "get", win.get(r, 16, &mut word).map_err(rma_err));
+        check(me, u64::from_le_bytes(word) == u64::from(r) + 100, || {
+            format!("rank {r}'s slot not written before the barrier completed")
+        });
+    }
+    // Compare-and-swap increments of rank 0's counter.
+    for _ in 0..ROUNDS {
+        let mut guess = 0;
+        loop {
+            let prev = must(
+                me,
+                "cas",
+                win.compare_and_swap_u64(0, 0, guess, guess + 1)
+                    .map_err(rma_err),
+            );
+            if prev == guess {
+                break;
+            }
+            guess = prev;
+        }
+    }
+    must(me, "unlock_all", all.unlock().map_err(rma_err));
+    // Fence epochs: put into the right neighbour's slot 8, read own after.
+    let right = (me + 1) % n;
+    must(me, "fence", win.fence(false).map_err(rma_err));
+    must(
+        me,
+        "put",
+        win.put(right, 8, &(u64::from(me) + 1).to_le_bytes())
+            .map_err(rma_err),
+    );
+    must(me, "fence", win.fence(true).map_err(rma_err));
+    check(me, win.get(right, 8, &mut [0u8; 8]).is_err(), || {
+        "access after the last fence".into()
+    });
+    let mut word = [0u8; 8];
+    must(me, "read", win.read_local(8, &mut word).map_err(rma_err));
+    let left = (me + n - 1) % n;
+    check(me, u64::from_le_bytes(word) == u64::from(left) + 1, || {
+        "fence put".into()
+    });
+    must(
+        me,
+        "barrier",
+        rma.ibarrier(&group)
+            .and_then(|mut b| b.wait())
+            .map_err(rma_err),
+    );
+    if me == 0 {
+        must(me, "read", win.read_local(0, &mut word).map_err(rma_err));
+        check(
+            me,
+            u64::from_le_bytes(word) == ROUNDS * u64::from(n),
+            || format!("cas counter {}", u64::from_le_bytes(word)),
+        );
+    }
+    must(me, "free", win.free().map_err(rma_err));
+    println!("rank {me}: active ok ({tests} barrier tests)");
+}
+
 fn rma_err(e: onesided_rma::Error) -> onesided_fabric::Error {
     match e {
         onesided_rma::Error::Fabric(e) => e,
@@ -831,6 +928,7 @@ fn main() {
         "unexpected" => unexpected(&world),
         "control" => control(&mut world),
         "window" => window(&mut world),
+        "active" => active(&world),
         "idle" | "idle-any" => idle(
             &world,
             args.get(1).and_then(|s| s.parse().ok()).unwrap_or(2.0),

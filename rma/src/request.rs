@@ -1,0 +1,163 @@
+//! Requests: operations in flight, completed by `test` (which makes
+//! progress) or `wait` (which makes progress and backs off instead of
+//! spinning), one at a time or in sets.
+
+use onesided_fabric::progress::{Backoff, DEFAULT_MAX_SLEEP};
+
+use crate::Error;
+
+/// An operation in flight.
+pub trait Request {
+    /// Makes progress; whether the operation has completed.
+    ///
+    /// # Errors
+    /// The operation's error (a dead peer, a timeout, ...).
+    fn test(&mut self) -> Result<bool, Error>;
+
+    /// How long a wait on this request may last before it gives up.
+    fn timeout(&self) -> std::time::Duration;
+
+    /// Waits until the operation completes, backing off (spin, yield,
+    /// then sleep) between tests.
+    ///
+    /// # Errors
+    /// As [`Request::test`], or a timeout after [`Request::timeout`].
+    fn wait(&mut self) -> Result<(), Error> {
+        let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
+        while !self.test()? {
+            if backoff.pause() > self.timeout() {
+                return Err(Error::RequestTimeout(self.timeout()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Tests every request once; whether all have completed.
+///
+/// # Errors
+/// The first error of a request.
+pub fn test_all<R: Request>(requests: &mut [R]) -> Result<bool, Error> {
+    let mut all = true;
+    for r in requests.iter_mut() {
+        all &= r.test()?;
+    }
+    Ok(all)
+}
+
+/// Waits until every request has completed.
+///
+/// # Errors
+/// The first error of a request, or a timeout.
+pub fn wait_all<R: Request>(requests: &mut [R]) -> Result<(), Error> {
+    let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
+    let limit = requests
+        .iter()
+        .map(Request::timeout)
+        .max()
+        .unwrap_or_default();
+    while !test_all(requests)? {
+        if backoff.pause() > limit {
+            return Err(Error::RequestTimeout(limit));
+        }
+    }
+    Ok(())
+}
+
+/// Waits until one request has completed; returns its index (`None` for an
+/// empty set).
+///
+/// # Errors
+/// The first error of a request, or a timeout.
+pub fn wait_any<R: Request>(requests: &mut [R]) -> Result<Option<usize>, Error> {
+    if requests.is_empty() {
+        return Ok(None);
+    }
+    let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
+    let limit = requests
+        .iter()
+        .map(Request::timeout)
+        .max()
+        .unwrap_or_default();
+    loop {
+        for (i, r) in requests.iter_mut().enumerate() {
+            if r.test()? {
+                return Ok(Some(i));
+            }
+        }
+        if backoff.pause() > limit {
+            return Err(Error::RequestTimeout(limit));
+        }
+    }
+}
+
+/// The dissemination barrier's schedule, as plain arithmetic: in round `r`
+/// of a group of `n`, member `me` signals `(me + 2^r) % n` and waits for
+/// `(me - 2^r) % n`; `rounds(n)` rounds in all.
+pub mod dissemination {
+    /// Rounds for `n` members: ceil(log2 n).
+    pub fn rounds(n: u32) -> u32 {
+        if n <= 1 {
+            0
+        } else {
+            32 - (n - 1).leading_zeros()
+        }
+    }
+
+    /// (whom to signal, whom to wait for) in `round`.
+    pub fn partners(me: u32, n: u32, round: u32) -> (u32, u32) {
+        let step = (1u64 << round) % u64::from(n);
+        let (me, n) = (u64::from(me), u64::from(n));
+        (((me + step) % n) as u32, ((me + n - step) % n) as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dissemination::{partners, rounds};
+    use super::*;
+
+    #[test]
+    fn dissemination_rounds_and_partners() {
+        assert_eq!(
+            [1, 2, 3, 4, 5, 7, 8, 9].map(rounds),
+            [0, 1, 2, 2, 3, 3, 3, 4]
+        );
+        assert_eq!(partners(0, 5, 0), (1, 4));
+        assert_eq!(partners(3, 5, 2), (2, 4));
+        // Every member hears, transitively, from every other: simulate who
+        // knows about whom after all rounds.
+        for n in 1..=9u32 {
+            let mut knows: Vec<u64> = (0..n).map(|m| 1 << m).collect();
+            for round in 0..rounds(n) {
+                let before = knows.clone();
+                for me in 0..n {
+                    let (_, from) = partners(me, n, round);
+                    knows[me as usize] |= before[from as usize];
+                }
+            }
+            assert!(knows.iter().all(|k| *k == (1 << n) - 1), "n = {n}");
+        }
+    }
+
+    struct Countdown(u32);
+
+    impl Request for Countdown {
+        fn test(&mut self) -> Result<bool, Error> {
+            self.0 = self.0.saturating_sub(1);
+            Ok(self.0 == 0)
+        }
+        fn timeout(&self) -> std::time::Duration {
+            std::time::Duration::from_secs(5)
+        }
+    }
+
+    #[test]
+    fn sets_of_requests_complete() {
+        let mut set = [Countdown(3), Countdown(1), Countdown(5)];
+        assert_eq!(wait_any(&mut set).unwrap(), Some(1));
+        wait_all(&mut set).unwrap();
+        assert!(test_all(&mut set).unwrap());
+        assert_eq!(wait_any::<Countdown>(&mut []).unwrap(), None);
+    }
+}
