@@ -1,6 +1,6 @@
 //! What windows cost: allocate+free of 1 MiB, the first access to a peer
-//! (one descriptor round trip), and get latency (lock_all nocheck + get),
-//! as medians over repetitions on rank 0. The MPICH peer of the same cases
+//! (one descriptor round trip), get latency (lock_all nocheck + get) and
+//! ibarrier + wait, as medians over repetitions on rank 0. The MPICH peer of the same cases
 //! is `benches/mpich/window.c`.
 //!
 //! `osrun -n 2 target/release/examples/window_cost [REPS]`
@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use onesided_fabric::{Endpoint, World};
-use onesided_rma::{Group, Rma};
+use onesided_rma::{Group, Request, Rma};
 
 fn median(mut v: Vec<Duration>) -> f64 {
     v.sort();
@@ -76,10 +76,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         all.unlock()?;
     }
     win.free()?;
+    let mut barriers = Vec::new();
+    for _ in 0..1000 {
+        let start = Instant::now();
+        rma.ibarrier(&group)?.wait()?;
+        barriers.push(start.elapsed());
+    }
     if world.rank() == 0 {
         println!("window allocate_free 1048576 {:.3} us", median(create_free));
         println!("window first_access 8 {:.3} us", median(first_access));
         println!("get lock_all_nocheck 8 {:.3} us", median(gets));
+        println!("ibarrier ibarrier_wait 0 {:.3} us", median(barriers));
     }
     world.finalize()?;
     Ok(())
