@@ -710,6 +710,11 @@ impl Endpoint {
         self.shared.mark_dead(rank);
     }
 
+    /// Whether `rank` is known to have died (a cheap check while none has).
+    pub fn is_dead(&self, rank: u32) -> bool {
+        self.shared.is_dead(rank)
+    }
+
     /// The ranks known to have died, in increasing order.
     pub fn dead_ranks(&self) -> Vec<u32> {
         let mut dead: Vec<u32> = self

@@ -557,6 +557,10 @@ impl Window<'_, '_> {
     ) -> Result<(u32, Rc<Peer>, u64), Error> {
         let rank = self.group.job_rank(target)?;
         lock_state(&self.epochs).check_access(target)?;
+        if self.rma.ep.is_dead(rank) {
+            // Its mapped memory would still answer: say it is gone.
+            return Err(onesided_fabric::Error::PeerDead { op: what, rank }.into());
+        }
         let peer = self.rma.describe(rank, self.id)?;
         let size = peer.remote.len - HEADER;
         match offset.checked_add(len as u64) {

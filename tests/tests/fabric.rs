@@ -142,6 +142,19 @@ fn with_ft_the_survivor_gets_an_error_naming_the_dead_rank() {
 }
 
 #[test]
+fn a_rank_dying_under_a_window_lock_gives_errors_naming_it() {
+    let _serial = serial();
+    for provider in PROVIDERS {
+        let out = Osrun::new(3, provider, "fabric-check")
+            .ft()
+            .arg("window-victim")
+            .run();
+        assert_eq!(out.code(), 128 + 9, "{out}");
+        out.assert_stdout_has("rank 0: got an error naming rank 1");
+    }
+}
+
+#[test]
 fn without_ft_a_dead_rank_ends_the_job() {
     let _serial = serial();
     for provider in PROVIDERS {

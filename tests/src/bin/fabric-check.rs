@@ -763,6 +763,73 @@ fn active(world: &World) {
     println!("rank {me}: active ok ({tests} barrier tests)");
 }
 
+/// Rank 1 dies while rank 0 holds an exclusive lock on it and reads from
+/// it: rank 0's next operations fail naming rank 1, within a bounded time.
+fn window_victim(world: &World) {
+    use onesided_rma::{Group, LockKind, Request, Rma};
+    let ep = world.endpoint();
+    let (me, n) = (ep.rank(), ep.size());
+    let rma = must(me, "rma", Rma::new(ep).map_err(rma_err));
+    let group = Group::world(n);
+    let win = must(me, "allocate", rma.allocate(&group, 64).map_err(rma_err));
+    must(
+        me,
+        "barrier",
+        rma.ibarrier(&group)
+            .and_then(|mut b| b.wait())
+            .map_err(rma_err),
+    );
+    match me {
+        1 => {
+            must(me, "go", ep.recv(Some(0), TAG_GO, &mut []));
+            println!("rank 1: killing myself");
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &std::process::id().to_string()])
+                .status();
+            std::thread::sleep(Duration::from_secs(30));
+            fail(me, "still alive after SIGKILL");
+        }
+        0 => {
+            let epoch = must(
+                me,
+                "lock",
+                win.lock(1, LockKind::Exclusive, false).map_err(rma_err),
+            );
+            let mut buf = [0u8; 8];
+            must(
+                me,
+                "get before the kill",
+                win.get(1, 0, &mut buf).map_err(rma_err),
+            );
+            must(me, "go", ep.send(1, TAG_GO, &[]));
+            let start = Instant::now();
+            let error = loop {
+                if let Err(e) = win.get(1, 0, &mut buf) {
+                    break e;
+                }
+                check(me, start.elapsed() < Duration::from_secs(30), || {
+                    "gets from a dead rank keep succeeding".into()
+                });
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            let names_rank_1 =
+                matches!(&error, onesided_rma::Error::Fabric(e) if e.rank() == Some(1));
+            check(me, names_rank_1, || {
+                format!("the error does not name rank 1: {error}")
+            });
+            let unlock = epoch.unlock();
+            check(me, unlock.is_err(), || {
+                "unlocking a dead rank succeeded".into()
+            });
+            println!(
+                "rank 0: got an error naming rank 1 after {} ms: {error}",
+                start.elapsed().as_millis()
+            );
+        }
+        _ => {}
+    }
+}
+
 fn rma_err(e: onesided_rma::Error) -> onesided_fabric::Error {
     match e {
         onesided_rma::Error::Fabric(e) => e,
@@ -929,6 +996,7 @@ fn main() {
         "control" => control(&mut world),
         "window" => window(&mut world),
         "active" => active(&world),
+        "window-victim" => window_victim(&world),
         "idle" | "idle-any" => idle(
             &world,
             args.get(1).and_then(|s| s.parse().ok()).unwrap_or(2.0),
@@ -940,7 +1008,7 @@ fn main() {
         }
         other => fail(world.rank(), &format!("unknown mode {other:?}")),
     }
-    if mode != "victim" {
+    if mode != "victim" && mode != "window-victim" {
         if let Err(e) = world.finalize() {
             eprintln!("fabric-check: finalize: {e}");
             exit(1);
