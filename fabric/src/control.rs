@@ -6,7 +6,8 @@
 //!
 //! Wire format: a request travels with user tag `REQUEST | service` and
 //! carries `[reply tag: u64 LE][body]`; the reply travels with that reply
-//! tag (`REPLY | call number`). Both use exact tag matching, like every
+//! tag (the control bit and the call's number; 0 for a notice, which wants
+//! no reply). Both use exact tag matching, like every
 //! message of the endpoint (see `matching`). A server keeps one receive per
 //! peer posted for each service, each with its own buffer of
 //! [`MAX_REQUEST`] bytes, and posts it again after every request.

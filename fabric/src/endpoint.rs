@@ -1108,6 +1108,12 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Stops answering `service`: requests for it get no reply from now on
+    /// (its posted receives stay, and serve again if it is served again).
+    pub fn unserve(&self, service: u16) {
+        self.shared.lock().control.handlers.remove(&service);
+    }
+
     /// Sends `request` to `to`'s `service` and waits for the reply, which
     /// lands in `reply`; returns its length. The target answers from its
     /// progress engine (see [`Endpoint::serve`]).

@@ -88,6 +88,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("get lock_all_nocheck 8 {:.3} us", median(gets));
         println!("ibarrier ibarrier_wait 0 {:.3} us", median(barriers));
     }
+    drop(rma);
     world.finalize()?;
     Ok(())
 }

@@ -106,9 +106,15 @@ impl Epochs {
         self.locks.get(&target).copied()
     }
 
-    /// Whether no epoch is open (a window may be freed then).
+    /// Whether no epoch is open.
     pub fn is_idle(&self) -> bool {
-        self.locks.is_empty() && !self.lock_all && !self.fence
+        !self.passive_open() && !self.fence
+    }
+
+    /// Whether a passive epoch (lock or lock_all) is open: a window cannot
+    /// be freed then (a fence epoch may be open, as in MPI).
+    pub fn passive_open(&self) -> bool {
+        !self.locks.is_empty() || self.lock_all
     }
 }
 

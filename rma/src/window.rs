@@ -44,7 +44,8 @@ pub const FREE_NOTICE: u16 = 0x0102;
 /// Control service recording "rank R reached round K of barrier B".
 pub const BARRIER_NOTICE: u16 = 0x0103;
 
-/// Bytes before a window's data: the lock word, padded to a cache line.
+/// Bytes before a window's data: the lock word (offset 0) and the region's
+/// nonce (offset 8), padded to a cache line.
 const HEADER: u64 = 64;
 
 /// A window's number, the same on every member: the group's members and
@@ -58,9 +59,9 @@ fn lock_state<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What the control-plane handlers of one process share with its windows.
 #[derive(Default)]
 struct Served {
-    /// This process's windows, as peers address them: the descriptor and
-    /// the shared-memory name.
-    exposed: HashMap<WindowId, (RemoteMemory, String)>,
+    /// This process's windows, as peers address them: the descriptor, the
+    /// region's nonce and the shared-memory name.
+    exposed: HashMap<WindowId, (RemoteMemory, u64, String)>,
     /// Free notices received: (window, from rank).
     freeing: HashSet<(WindowId, u32)>,
     /// Barrier notices received: (barrier, round, from rank).
@@ -81,8 +82,11 @@ pub struct Rma<'e> {
     mappings: Mutex<HashMap<String, Rc<Mapping>>>,
     /// Regions of freed windows, registered and ready for the next ones.
     pool: Mutex<Vec<MemoryRegion>>,
+    /// Regions of windows dropped without `free`: never reused.
+    retired: Mutex<Vec<MemoryRegion>>,
     host: u64,
-    created: Mutex<HashMap<Vec<u32>, u64>>,
+    /// Windows (kind 0) and barriers (kind 1) created per member list.
+    created: Mutex<HashMap<(Vec<u32>, u8), u64>>,
 }
 
 impl<'e> Rma<'e> {
@@ -101,9 +105,10 @@ impl<'e> Rma<'e> {
             lock_state(&describe)
                 .exposed
                 .get(&id)
-                .map(|(remote, name)| {
+                .map(|(remote, nonce, name)| {
                     let mut reply = remote.to_bytes().to_vec();
                     reply.extend_from_slice(&host);
+                    reply.extend_from_slice(&nonce.to_le_bytes());
                     reply.extend_from_slice(name.as_bytes());
                     reply
                 })
@@ -138,6 +143,7 @@ impl<'e> Rma<'e> {
             cache: Mutex::new(HashMap::new()),
             mappings: Mutex::new(HashMap::new()),
             pool: Mutex::new(Vec::new()),
+            retired: Mutex::new(Vec::new()),
             host: host_id(),
             created: Mutex::new(HashMap::new()),
         })
@@ -148,10 +154,11 @@ impl<'e> Rma<'e> {
         self.ep
     }
 
-    /// Creates a window of `len` bytes of fresh zeroed memory over `group`,
-    /// which this process must belong to. Every member calls it, in the same
-    /// order for windows of the same group (as with `MPI_Win_allocate`);
-    /// members may ask for different lengths.
+    /// Creates a window of `len` bytes over `group`, which this process must
+    /// belong to. The bytes are zero when the memory is new and unspecified
+    /// when a freed window's registration is reused (as with
+    /// `MPI_Win_allocate`). Every member calls it, in the same order for
+    /// windows of the same group; members may ask for different lengths.
     ///
     /// Cost: one local registration; no message.
     ///
@@ -162,8 +169,20 @@ impl<'e> Rma<'e> {
         let me = group
             .group_rank(self.ep.rank())
             .ok_or_else(|| Error::BadGroup(format!("rank {} is not a member", self.ep.rank())))?;
-        let region = self.region(HEADER as usize + len)?;
+        let total = (HEADER as usize).checked_add(len).ok_or({
+            onesided_fabric::Error::OutOfRange {
+                what: "window size",
+                offset: 0,
+                len: len as u64,
+                size: isize::MAX as u64,
+            }
+        })?;
+        let region = self.region(total)?;
         let name = region.shared_name().unwrap_or_default().to_string();
+        // A peer that maps the name checks this, so that it never takes
+        // another process's memory of the same name for this one.
+        let nonce = nonce();
+        region.write_bytes(8, &nonce.to_le_bytes())?;
         // Peers see this window's length, not the (pooled) region's.
         let remote = RemoteMemory {
             len: HEADER + len as u64,
@@ -171,17 +190,19 @@ impl<'e> Rma<'e> {
         };
         let id = {
             let mut created = lock_state(&self.created);
-            let n = created.entry(group.members().to_vec()).or_insert(0);
+            let n = created.entry((group.members().to_vec(), 0)).or_insert(0);
             *n += 1;
-            window_id(group, *n)
+            window_id(group, 0, *n)
         };
-        lock_state(&self.served).exposed.insert(id, (remote, name));
+        lock_state(&self.served)
+            .exposed
+            .insert(id, (remote, nonce, name));
         Ok(Window {
             rma: self,
             id,
             group: group.clone(),
             me,
-            region,
+            region: Some(region),
             len,
             epochs: Mutex::new(Epochs::default()),
         })
@@ -190,7 +211,8 @@ impl<'e> Rma<'e> {
     /// Starts a nonblocking barrier over `group` (a dissemination barrier:
     /// ceil(log2 n) rounds of one notice each); complete it with
     /// [`Request::test`] / [`Request::wait`]. Every member calls it, in the
-    /// same order for barriers of the same group.
+    /// same order for barriers of the same group (fences count as
+    /// barriers).
     ///
     /// # Errors
     /// [`Error::BadGroup`] when this process is not a member.
@@ -200,9 +222,9 @@ impl<'e> Rma<'e> {
             .ok_or_else(|| Error::BadGroup(format!("rank {} is not a member", self.ep.rank())))?;
         let id = {
             let mut created = lock_state(&self.created);
-            let n = created.entry(group.members().to_vec()).or_insert(0);
+            let n = created.entry((group.members().to_vec(), 1)).or_insert(0);
             *n += 1;
-            window_id(group, *n)
+            window_id(group, 1, *n)
         };
         Ok(Barrier {
             rma: self,
@@ -212,6 +234,28 @@ impl<'e> Rma<'e> {
             round: 0,
             signalled: false,
         })
+    }
+
+    /// Stops serving window `id` and drops what this process cached of it.
+    /// Peers' mappings stay (their regions are pooled and come back with
+    /// their next windows) unless there are many no window uses.
+    fn forget(&self, id: WindowId) {
+        const MAPPINGS_KEPT: usize = 64;
+        lock_state(&self.served).exposed.remove(&id);
+        lock_state(&self.cache).retain(|(_, w), _| *w != id);
+        let mut mappings = lock_state(&self.mappings);
+        if mappings.len() > MAPPINGS_KEPT {
+            mappings.retain(|_, m| Rc::strong_count(m) > 1);
+        }
+    }
+
+    /// Keeps a freed window's region for the next window (a few at most).
+    fn pool(&self, region: MemoryRegion) {
+        const POOLED: usize = 16;
+        let mut pool = lock_state(&self.pool);
+        if pool.len() < POOLED {
+            pool.push(region);
+        }
     }
 
     /// A registered shared region of at least `len` bytes: the smallest
@@ -268,14 +312,29 @@ impl<'e> Rma<'e> {
     }
 
     /// Decodes a DESCRIBE reply: descriptor, host, shared-memory name.
+    /// Decodes a DESCRIBE reply: descriptor, host, nonce, shared-memory
+    /// name.
     fn peer(&self, reply: &[u8]) -> Result<Peer, Error> {
-        let (remote, rest) = reply.split_at(RemoteMemory::ENCODED_LEN);
+        let bad =
+            |why: &str| onesided_fabric::Error::BadDescriptor(format!("window description: {why}"));
+        let (remote, rest) = reply
+            .split_at_checked(RemoteMemory::ENCODED_LEN)
+            .ok_or_else(|| bad("too short"))?;
         let remote = RemoteMemory::from_bytes(remote)?;
-        let (host, name) = rest.split_at(8);
-        let host = u64::from_le_bytes(host.try_into().unwrap_or_default());
+        if remote.len < HEADER {
+            return Err(bad("region shorter than its header").into());
+        }
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+        let (host, rest) = rest.split_at_checked(8).ok_or_else(|| bad("no host"))?;
+        let (nonce, name) = rest.split_at_checked(8).ok_or_else(|| bad("no nonce"))?;
+        let (host, nonce) = (word(host), word(nonce));
         let mapping = match (host == self.host, std::str::from_utf8(name)) {
-            // Same host: map its memory (a failure leaves the provider path).
-            (true, Ok(name)) => self.map(name, remote.len as usize),
+            // Same host: map its memory if it is really that region (a
+            // failure leaves the provider path).
+            (true, Ok(name)) => self.map(name, remote.len as usize).filter(|m| {
+                let mut found = [0u8; 8];
+                m.read_bytes(8, &mut found).is_ok() && u64::from_le_bytes(found) == nonce
+            }),
             _ => None,
         };
         Ok(Peer { remote, mapping })
@@ -300,13 +359,27 @@ struct Peer {
     mapping: Option<Rc<Mapping>>,
 }
 
-/// This host's identity: its boot id and name, so that processes in
-/// different containers or network namespaces of one machine still find
-/// each other's shared memory.
+/// This host's identity: its boot id and name. Processes with the same
+/// identity try each other's shared memory by name; the region's nonce
+/// guards against a same-named region of another IPC namespace.
 fn host_id() -> u64 {
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     fnv(boot.trim().bytes().chain([0]).chain(name.trim().bytes()))
+}
+
+/// A number no other region of this machine is likely to carry.
+fn nonce() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.finish()
 }
 
 fn fnv(bytes: impl IntoIterator<Item = u8>) -> u64 {
@@ -317,21 +390,23 @@ fn fnv(bytes: impl IntoIterator<Item = u8>) -> u64 {
     hash
 }
 
-/// A stable number for the `n`-th window over `group` (FNV-1a of the
-/// members, then the count).
-fn window_id(group: &Group, n: u64) -> WindowId {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for m in group
+impl Drop for Rma<'_> {
+    fn drop(&mut self) {
+        for service in [DESCRIBE, FREE_NOTICE, BARRIER_NOTICE] {
+            self.ep.unserve(service);
+        }
+    }
+}
+
+/// A stable number for the `n`-th window (`kind` 0) or barrier (`kind` 1)
+/// over `group`: FNV-1a of the members, the kind and the count.
+fn window_id(group: &Group, kind: u8, n: u64) -> WindowId {
+    fnv(group
         .members()
         .iter()
         .map(|&m| u64::from(m))
-        .chain([u64::MAX, n])
-    {
-        for b in m.to_le_bytes() {
-            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    hash
+        .chain([u64::MAX - u64::from(kind), n])
+        .flat_map(u64::to_le_bytes))
 }
 
 /// A nonblocking barrier in flight ([`Rma::ibarrier`]).
@@ -383,7 +458,8 @@ pub struct Window<'r, 'e> {
     id: WindowId,
     group: Group,
     me: u32,
-    region: MemoryRegion,
+    /// Taken by `free` (to the pool) or `Drop` (retired).
+    region: Option<MemoryRegion>,
     len: usize,
     epochs: Mutex<Epochs>,
 }
@@ -421,7 +497,7 @@ impl Window<'_, '_> {
     /// [`Error::Fabric`] (`OutOfRange`) outside the window.
     pub fn read_local(&self, offset: usize, out: &mut [u8]) -> Result<(), Error> {
         self.check_local(offset, out.len())?;
-        Ok(self.region.read_bytes(HEADER as usize + offset, out)?)
+        Ok(self.own()?.read_bytes(HEADER as usize + offset, out)?)
     }
 
     /// Writes bytes of this process's own part (a store, no epoch needed).
@@ -430,7 +506,14 @@ impl Window<'_, '_> {
     /// [`Error::Fabric`] (`OutOfRange`) outside the window.
     pub fn write_local(&self, offset: usize, data: &[u8]) -> Result<(), Error> {
         self.check_local(offset, data.len())?;
-        Ok(self.region.write_bytes(HEADER as usize + offset, data)?)
+        Ok(self.own()?.write_bytes(HEADER as usize + offset, data)?)
+    }
+
+    /// This process's region (present until `free` or drop take it).
+    fn own(&self) -> Result<&MemoryRegion, Error> {
+        self.region
+            .as_ref()
+            .ok_or(Error::EpochConflict("window already freed"))
     }
 
     fn check_local(&self, offset: usize, len: usize) -> Result<(), Error> {
@@ -485,14 +568,9 @@ impl Window<'_, '_> {
     pub fn lock_all(&self, nocheck: bool) -> Result<Epoch<'_, '_, '_>, Error> {
         lock_state(&self.epochs).lock_all()?;
         if !nocheck {
-            for target in 0..self.group.size() {
-                if let Err(e) = self.acquire(target, LockKind::Shared) {
-                    for done in 0..target {
-                        let _ = self.release(done, LockKind::Shared);
-                    }
-                    let _ = lock_state(&self.epochs).unlock_all();
-                    return Err(e);
-                }
+            if let Err(e) = self.acquire_all() {
+                let _ = lock_state(&self.epochs).unlock_all();
+                return Err(e);
             }
         }
         Ok(Epoch {
@@ -519,19 +597,63 @@ impl Window<'_, '_> {
     }
 
     /// Takes `kind` on `target`'s lock word, backing off while it is held.
-    fn acquire(&self, target: u32, kind: LockKind) -> Result<(), Error> {
+    /// One attempt at `kind` on `target`'s lock word; whether granted (a
+    /// refused shared request has been undone).
+    fn try_acquire(&self, target: u32, kind: LockKind) -> Result<bool, Error> {
         let (rank, remote) = self.lock_word(target)?;
+        let previous = self.atomic(rank, &remote, lock::request(kind))?;
+        Ok(match lock::outcome(kind, previous) {
+            Outcome::Granted => true,
+            Outcome::Retry => false,
+            Outcome::Undo(undo) => {
+                self.atomic(rank, &remote, undo)?;
+                false
+            }
+        })
+    }
+
+    /// Shared locks on every member. Holding some while waiting for another
+    /// could wait on a process that waits for one held here, so a refusal
+    /// releases them all before backing off and starting over.
+    fn acquire_all(&self) -> Result<(), Error> {
         let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
-        loop {
-            let previous = self.atomic(rank, &remote, lock::request(kind))?;
-            match lock::outcome(kind, previous) {
-                Outcome::Granted => return Ok(()),
-                Outcome::Retry => {}
-                Outcome::Undo(undo) => {
-                    self.atomic(rank, &remote, undo)?;
+        'attempt: loop {
+            for target in 0..self.group.size() {
+                let granted = match self.try_acquire(target, LockKind::Shared) {
+                    Ok(granted) => granted,
+                    Err(e) => {
+                        for held in 0..target {
+                            let _ = self.release(held, LockKind::Shared);
+                        }
+                        return Err(e);
+                    }
+                };
+                if !granted {
+                    for held in 0..target {
+                        self.release(held, LockKind::Shared)?;
+                    }
+                    if backoff.pause() > self.rma.ep.timeout() {
+                        return Err(Error::Fabric(onesided_fabric::Error::Timeout {
+                            op: "window lock_all",
+                            rank: self.rma.ep.rank(),
+                            after: self.rma.ep.timeout(),
+                        }));
+                    }
+                    continue 'attempt;
                 }
             }
+            return Ok(());
+        }
+    }
+
+    fn acquire(&self, target: u32, kind: LockKind) -> Result<(), Error> {
+        let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
+        loop {
+            if self.try_acquire(target, kind)? {
+                return Ok(());
+            }
             if backoff.pause() > self.rma.ep.timeout() {
+                let rank = self.group.job_rank(target)?;
                 return Err(Error::Fabric(onesided_fabric::Error::Timeout {
                     op: "window lock",
                     rank,
@@ -666,14 +788,16 @@ impl Window<'_, '_> {
     /// # Errors
     /// [`Error::EpochConflict`] while an epoch is open (nothing is freed);
     /// [`Error::Fabric`] when a member cannot be told or does not answer.
-    pub fn free(self) -> Result<(), Error> {
-        if !lock_state(&self.epochs).is_idle() {
-            return Err(Error::EpochConflict("free with an epoch open"));
+    pub fn free(mut self) -> Result<(), Error> {
+        if lock_state(&self.epochs).passive_open() {
+            return Err(Error::EpochConflict("free with a passive epoch open"));
         }
         let ep = self.rma.ep;
+        // Dead members neither hear nor answer.
         let others: Vec<u32> = (0..self.group.size())
             .filter(|&g| g != self.me)
             .filter_map(|g| self.group.job_rank(g).ok())
+            .filter(|&r| !ep.is_dead(r))
             .collect();
         for &rank in &others {
             ep.notify(rank, FREE_NOTICE, &self.id.to_le_bytes())?;
@@ -683,14 +807,11 @@ impl Window<'_, '_> {
             ep.progress();
             {
                 let mut served = lock_state(&self.rma.served);
-                if others
-                    .iter()
-                    .all(|&r| served.freeing.contains(&(self.id, r)))
-                {
+                let heard = |r: &u32| served.freeing.contains(&(self.id, *r)) || ep.is_dead(*r);
+                if others.iter().all(heard) {
                     for &r in &others {
                         served.freeing.remove(&(self.id, r));
                     }
-                    served.exposed.remove(&self.id);
                     break;
                 }
             }
@@ -702,11 +823,25 @@ impl Window<'_, '_> {
                 }));
             }
         }
-        lock_state(&self.rma.cache).retain(|(_, id), _| *id != self.id);
+        self.rma.forget(self.id);
         // Every member is done with it: keep the registration for the next
         // window.
-        lock_state(&self.rma.pool).push(self.region);
+        if let Some(region) = self.region.take() {
+            self.rma.pool(region);
+        }
         Ok(())
+    }
+}
+
+impl Drop for Window<'_, '_> {
+    /// A window dropped without a successful `free`: peers may still use its
+    /// memory, so the registration is kept (never reused) while the `Rma`
+    /// lives, and peers asking for it are told it is gone.
+    fn drop(&mut self) {
+        if let Some(region) = self.region.take() {
+            self.rma.forget(self.id);
+            lock_state(&self.rma.retired).push(region);
+        }
     }
 }
 
@@ -766,8 +901,13 @@ mod tests {
     fn window_ids_differ_by_group_and_count() {
         let a = Group::new(vec![0, 1]).unwrap();
         let b = Group::new(vec![1, 0]).unwrap();
-        assert_ne!(window_id(&a, 1), window_id(&a, 2));
-        assert_ne!(window_id(&a, 1), window_id(&b, 1));
-        assert_eq!(window_id(&a, 3), window_id(&a.clone(), 3));
+        assert_ne!(window_id(&a, 0, 1), window_id(&a, 0, 2));
+        assert_ne!(window_id(&a, 0, 1), window_id(&b, 0, 1));
+        assert_ne!(
+            window_id(&a, 0, 1),
+            window_id(&a, 1, 1),
+            "windows and barriers"
+        );
+        assert_eq!(window_id(&a, 0, 3), window_id(&a.clone(), 0, 3));
     }
 }
