@@ -50,18 +50,7 @@ pub fn test_all<R: Request>(requests: &mut [R]) -> Result<bool, Error> {
 /// # Errors
 /// The first error of a request, or a timeout.
 pub fn wait_all<R: Request>(requests: &mut [R]) -> Result<(), Error> {
-    let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
-    let limit = requests
-        .iter()
-        .map(Request::timeout)
-        .max()
-        .unwrap_or_default();
-    while !test_all(requests)? {
-        if backoff.pause() > limit {
-            return Err(Error::RequestTimeout(limit));
-        }
-    }
-    Ok(())
+    wait_for(requests, |rs| Ok(test_all(rs)?.then_some(()))).map(drop)
 }
 
 /// Waits until one request has completed; returns its index (`None` for an
@@ -73,17 +62,31 @@ pub fn wait_any<R: Request>(requests: &mut [R]) -> Result<Option<usize>, Error> 
     if requests.is_empty() {
         return Ok(None);
     }
-    let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
+    wait_for(requests, |rs| {
+        for (i, r) in rs.iter_mut().enumerate() {
+            if r.test()? {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    })
+}
+
+/// Calls `done` until it yields a value, backing off between calls, for at
+/// most the longest timeout of the requests.
+fn wait_for<R: Request, T>(
+    requests: &mut [R],
+    mut done: impl FnMut(&mut [R]) -> Result<Option<T>, Error>,
+) -> Result<Option<T>, Error> {
     let limit = requests
         .iter()
         .map(Request::timeout)
         .max()
         .unwrap_or_default();
+    let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
     loop {
-        for (i, r) in requests.iter_mut().enumerate() {
-            if r.test()? {
-                return Ok(Some(i));
-            }
+        if let Some(value) = done(requests)? {
+            return Ok(Some(value));
         }
         if backoff.pause() > limit {
             return Err(Error::RequestTimeout(limit));
