@@ -451,6 +451,9 @@ pub(crate) struct Shared {
     pub mr_mode: MrMode,
     inject_size: usize,
     pub(crate) source_match: SourceMatch,
+    /// How long waits spin before yielding, in nanoseconds (0 when this
+    /// host runs more ranks than it has cores).
+    spin_ns: AtomicU64,
     /// Numbers control-plane calls (their reply tags).
     next_call: std::sync::atomic::AtomicU32,
     /// Where the next polling any-source receive starts (fairness).
@@ -503,6 +506,14 @@ impl Shared {
     /// regions, or null.
     pub(crate) fn desc_of(&self, ptr: usize, len: usize) -> *mut c_void {
         self.local_desc(ptr, len).unwrap_or(ptr::null_mut())
+    }
+
+    /// A backoff for a wait of this endpoint (see [`Endpoint::backoff`]).
+    pub(crate) fn backoff(&self) -> Backoff {
+        Backoff::with_spin(
+            Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed)),
+            self.max_sleep,
+        )
     }
 
     /// Tells the background thread the application is making progress.
@@ -597,6 +608,7 @@ impl Endpoint {
             // SAFETY: fi_version takes no arguments and returns a constant.
             next_any_source: std::sync::atomic::AtomicU32::new(0),
             next_call: std::sync::atomic::AtomicU32::new(0),
+            spin_ns: AtomicU64::new(crate::progress::DEFAULT_SPIN.as_nanos() as u64),
             source_match: SourceMatch::new(config.provider, unsafe { sys::fi_version() }),
             local_regions: Mutex::new(Vec::new()),
             next_key: AtomicU64::new(1),
@@ -729,6 +741,24 @@ impl Endpoint {
         dead
     }
 
+    /// A backoff for waits on this endpoint's peers: upper layers' waits use
+    /// it so that every wait of the process follows one discipline.
+    pub fn backoff(&self) -> Backoff {
+        self.shared.backoff()
+    }
+
+    /// Sets how long waits spin before yielding: [`World::init`] sets zero
+    /// when this host runs more ranks than it has cores (spinning would take
+    /// the core from the rank being waited for).
+    ///
+    /// [`World::init`]: crate::World::init
+    pub fn set_spin(&self, spin: Duration) {
+        self.shared.spin_ns.store(
+            spin.as_nanos().min(u128::from(u64::MAX)) as u64,
+            Ordering::Relaxed,
+        );
+    }
+
     /// How long an operation waits before giving up where that is sound
     /// ([`EndpointConfig::timeout`]); upper layers bound their own waits by
     /// it too.
@@ -847,9 +877,7 @@ impl Endpoint {
             if self.shared.is_dead(rank) {
                 return Err(Error::PeerDead { op, rank });
             }
-            let waited = backoff
-                .get_or_insert_with(|| Backoff::new(self.shared.max_sleep))
-                .pause();
+            let waited = backoff.get_or_insert_with(|| self.shared.backoff()).pause();
             if waited > self.shared.timeout {
                 return Err(Error::Timeout {
                     op,
@@ -927,7 +955,7 @@ impl Endpoint {
         token: u64,
         mut on_timeout: OnTimeout,
     ) -> Result<Finished> {
-        let mut backoff = Backoff::new(self.shared.max_sleep);
+        let mut backoff = self.shared.backoff();
         let mut limit = Some(self.shared.timeout);
         let mut dead_seen = false;
         let mut polls: u32 = 0;
@@ -1274,7 +1302,7 @@ impl Endpoint {
     /// [`crate::matching`]): posts an exact receive for one rank after
     /// another, cancelling each that finds nothing, until one matches.
     fn recv_polling(&self, tag: u64, buf: &mut [u8]) -> Result<Finished> {
-        let mut backoff = Backoff::new(self.shared.max_sleep);
+        let mut backoff = self.shared.backoff();
         let first = self.shared.next_any_source.fetch_add(1, Ordering::Relaxed);
         loop {
             for i in 0..self.size {

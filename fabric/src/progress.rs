@@ -52,20 +52,24 @@ pub enum Pause {
     Sleep(Duration),
 }
 
-/// How long a wait polls without pausing.
-const SPIN_FOR: Duration = Duration::from_micros(20);
+/// How long a wait polls without pausing, when the host has a core for
+/// every rank.
+pub const DEFAULT_SPIN: Duration = Duration::from_micros(20);
 /// Until when a wait yields between polls before it starts sleeping.
 const YIELD_UNTIL: Duration = Duration::from_millis(1);
 /// The first sleep.
 const FIRST_SLEEP: Duration = Duration::from_micros(4);
 
 /// A spin, yield, then sleep schedule for polling loops, by time waited so
-/// far: polls back to back for 20 us (most completions on one host arrive
-/// within that), yields between polls until 1 ms, then sleeps in doubling
-/// steps up to a cap. Pure: [`Backoff::next_pause`] says what to do for a
-/// given elapsed time; [`Backoff::pause`] does it.
+/// far: polls back to back for a while (20 us by default: most completions
+/// on one host arrive within that; none when ranks outnumber cores, where
+/// spinning takes the core from the rank being waited for), yields between
+/// polls until 1 ms, then sleeps in doubling steps up to a cap. Pure:
+/// [`Backoff::next_pause`] says what to do for a given elapsed time;
+/// [`Backoff::pause`] does it.
 #[derive(Debug, Clone)]
 pub struct Backoff {
+    spin: Duration,
     start: Option<std::time::Instant>,
     calls: u32,
     elapsed: Duration,
@@ -74,9 +78,17 @@ pub struct Backoff {
 }
 
 impl Backoff {
-    /// A fresh backoff whose sleeps grow to `max_sleep`.
+    /// A fresh backoff that spins for [`DEFAULT_SPIN`] and whose sleeps grow
+    /// to `max_sleep`.
     pub fn new(max_sleep: Duration) -> Backoff {
+        Backoff::with_spin(DEFAULT_SPIN, max_sleep)
+    }
+
+    /// A fresh backoff that spins for `spin` (zero: yield from the start)
+    /// and whose sleeps grow to `max_sleep`.
+    pub fn with_spin(spin: Duration, max_sleep: Duration) -> Backoff {
         Backoff {
+            spin,
             start: None,
             calls: 0,
             elapsed: Duration::ZERO,
@@ -87,13 +99,13 @@ impl Backoff {
 
     /// Starts over (call after useful work was found).
     pub fn reset(&mut self) {
-        *self = Backoff::new(self.max_sleep);
+        *self = Backoff::with_spin(self.spin, self.max_sleep);
     }
 
     /// The pause to take after waiting `elapsed` so far; sleeps grow with
     /// each call past the yield phase.
     pub fn next_pause(&mut self, elapsed: Duration) -> Pause {
-        if elapsed < SPIN_FOR {
+        if elapsed < self.spin {
             Pause::Spin
         } else if elapsed < YIELD_UNTIL {
             Pause::Yield
@@ -112,7 +124,7 @@ impl Backoff {
         self.calls = self.calls.wrapping_add(1);
         match self.start {
             None if self.calls >= 8 => self.start = Some(std::time::Instant::now()),
-            Some(start) if self.elapsed >= SPIN_FOR || self.calls.is_multiple_of(8) => {
+            Some(start) if self.elapsed >= self.spin || self.calls.is_multiple_of(8) => {
                 self.elapsed = start.elapsed()
             }
             _ => {}
@@ -157,6 +169,14 @@ mod tests {
         for bad in ["0", "-1", "1e20", "inf", "NaN", "x", ""] {
             assert_eq!(timeout_from_secs(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn without_a_spin_phase_it_yields_at_once() {
+        let mut b = Backoff::with_spin(Duration::ZERO, us(100));
+        assert_eq!(b.next_pause(us(0)), Pause::Yield);
+        b.reset();
+        assert_eq!(b.next_pause(us(0)), Pause::Yield);
     }
 
     #[test]

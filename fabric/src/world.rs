@@ -47,6 +47,10 @@ impl World {
         let rank = pmi.rank();
         let size = pmi.size();
         pmi.put(&name_key(rank), &hex_encode(&endpoint.name()?))?;
+        pmi.put(
+            &format!("onesided-host-{rank}"),
+            &format!("{:016x}", host_id()),
+        )?;
         pmi.barrier()?;
         if size == 0 || size > crate::MAX_RANKS || rank >= size {
             return Err(Error::InvalidRank { rank, size });
@@ -59,6 +63,19 @@ impl World {
             })?);
         }
         endpoint.connect(rank, &names)?;
+        // Ranks sharing this host's cores: when they outnumber the cores,
+        // waits yield at once instead of spinning.
+        let mine = format!("{:016x}", host_id());
+        let mut local = 0usize;
+        for r in 0..size {
+            if pmi.get(&format!("onesided-host-{r}"))? == mine {
+                local += 1;
+            }
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if local > cores {
+            endpoint.set_spin(std::time::Duration::ZERO);
+        }
         watch_failure_notices(Arc::downgrade(endpoint.shared()))?;
         Ok(World {
             endpoint,
@@ -106,6 +123,19 @@ impl World {
         drop(self.endpoint);
         pmi.finalize()
     }
+}
+
+/// This host's identity: a hash of its boot id and name. Ranks with the
+/// same identity share the host's cores and can map each other's shared
+/// memory (checked further by the users of that memory).
+pub fn host_id() -> u64 {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in boot.trim().bytes().chain([0]).chain(name.trim().bytes()) {
+        hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
 }
 
 fn name_key(rank: u32) -> String {

@@ -17,13 +17,19 @@ pub trait Request {
     /// How long a wait on this request may last before it gives up.
     fn timeout(&self) -> std::time::Duration;
 
+    /// The waiting discipline for this request (its endpoint's, for
+    /// requests on an endpoint).
+    fn backoff(&self) -> Backoff {
+        Backoff::new(DEFAULT_MAX_SLEEP)
+    }
+
     /// Waits until the operation completes, backing off (spin, yield,
     /// then sleep) between tests.
     ///
     /// # Errors
     /// As [`Request::test`], or a timeout after [`Request::timeout`].
     fn wait(&mut self) -> Result<(), Error> {
-        let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
+        let mut backoff = self.backoff();
         while !self.test()? {
             if backoff.pause() > self.timeout() {
                 return Err(Error::RequestTimeout(self.timeout()));

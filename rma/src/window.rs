@@ -25,7 +25,6 @@
 //! Control-plane services of this crate: [`DESCRIBE`], [`FREE_NOTICE`] and
 //! [`BARRIER_NOTICE`].
 
-use onesided_fabric::progress::{Backoff, DEFAULT_MAX_SLEEP};
 use onesided_fabric::{Access, Endpoint, Mapping, MemoryRegion, RemoteMemory};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -97,7 +96,7 @@ impl<'e> Rma<'e> {
     pub fn new(ep: &'e Endpoint) -> Result<Rma<'e>, Error> {
         let served = Arc::new(Mutex::new(Served::default()));
         let describe = Arc::clone(&served);
-        let host = host_id().to_le_bytes();
+        let host = onesided_fabric::world::host_id().to_le_bytes();
         ep.serve(DESCRIBE, move |_, request| {
             let Ok(id) = request.try_into().map(u64::from_le_bytes) else {
                 return Vec::new();
@@ -144,7 +143,7 @@ impl<'e> Rma<'e> {
             mappings: Mutex::new(HashMap::new()),
             pool: Mutex::new(Vec::new()),
             retired: Mutex::new(Vec::new()),
-            host: host_id(),
+            host: onesided_fabric::world::host_id(),
             created: Mutex::new(HashMap::new()),
         })
     }
@@ -289,7 +288,7 @@ impl<'e> Rma<'e> {
         if let Some(peer) = lock_state(&self.cache).get(&(rank, id)) {
             return Ok(Rc::clone(peer));
         }
-        let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
+        let mut backoff = self.ep.backoff();
         loop {
             let mut reply = [0u8; RemoteMemory::ENCODED_LEN + 8 + 64];
             let len = self
@@ -357,15 +356,6 @@ impl<'e> Rma<'e> {
 struct Peer {
     remote: RemoteMemory,
     mapping: Option<Rc<Mapping>>,
-}
-
-/// This host's identity: its boot id and name. Processes with the same
-/// identity try each other's shared memory by name; the region's nonce
-/// guards against a same-named region of another IPC namespace.
-fn host_id() -> u64 {
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    fnv(boot.trim().bytes().chain([0]).chain(name.trim().bytes()))
 }
 
 /// A number no other region of this machine is likely to carry.
@@ -449,6 +439,10 @@ impl Request for Barrier<'_, '_> {
 
     fn timeout(&self) -> Duration {
         self.rma.ep.timeout()
+    }
+
+    fn backoff(&self) -> onesided_fabric::progress::Backoff {
+        self.rma.ep.backoff()
     }
 }
 
@@ -616,7 +610,7 @@ impl Window<'_, '_> {
     /// could wait on a process that waits for one held here, so a refusal
     /// releases them all before backing off and starting over.
     fn acquire_all(&self) -> Result<(), Error> {
-        let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
+        let mut backoff = self.rma.ep.backoff();
         'attempt: loop {
             for target in 0..self.group.size() {
                 let granted = match self.try_acquire(target, LockKind::Shared) {
@@ -647,7 +641,7 @@ impl Window<'_, '_> {
     }
 
     fn acquire(&self, target: u32, kind: LockKind) -> Result<(), Error> {
-        let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
+        let mut backoff = self.rma.ep.backoff();
         loop {
             if self.try_acquire(target, kind)? {
                 return Ok(());
@@ -802,7 +796,7 @@ impl Window<'_, '_> {
         for &rank in &others {
             ep.notify(rank, FREE_NOTICE, &self.id.to_le_bytes())?;
         }
-        let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
+        let mut backoff = self.rma.ep.backoff();
         loop {
             ep.progress();
             {
