@@ -64,6 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let win = rma.allocate(&group, 4 << 20)?;
     barrier(ep)?;
     let mut gets = Vec::new();
+    let mut big_gets = Vec::new();
     {
         let all = win.lock_all(true)?;
         let mut buf = vec![0u8; 8];
@@ -72,6 +73,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let start = Instant::now();
             win.get(target, 0, &mut buf)?;
             gets.push(start.elapsed());
+        }
+        let mut big = vec![0u8; 2 << 20];
+        for _ in 0..50 {
+            let start = Instant::now();
+            win.get(target, 0, &mut big)?;
+            big_gets.push(start.elapsed());
         }
         all.unlock()?;
     }
@@ -86,6 +93,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("window allocate_free 1048576 {:.3} us", median(create_free));
         println!("window first_access 8 {:.3} us", median(first_access));
         println!("get lock_all_nocheck 8 {:.3} us", median(gets));
+        println!("get lock_all_nocheck 2097152 {:.3} us", median(big_gets));
         println!("ibarrier ibarrier_wait 0 {:.3} us", median(barriers));
     }
     drop(rma);
