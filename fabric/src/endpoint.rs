@@ -556,6 +556,14 @@ enum OnTimeout {
     Wait,
 }
 
+/// Where an atomic goes: peer address, remote address and key, context.
+struct AtomicTarget {
+    addr: sys::fi_addr_t,
+    address: u64,
+    key: u64,
+    ctx: *mut c_void,
+}
+
 /// An operation just posted, with the endpoint lock still held.
 struct Posted<'a> {
     token: u64,
@@ -1509,46 +1517,35 @@ impl Endpoint {
         offset: u64,
         value: u64,
     ) -> Result<u64> {
-        let address = Self::atomic_target(remote, offset, "fetch_add", at)?;
-        let key = remote.key;
-        // [operand, result], shared so that a timed-out operation can leave
-        // them to the endpoint.
-        let words: Arc<[AtomicU64]> = Arc::new([AtomicU64::new(value), AtomicU64::new(0)]);
-        let ptr = words.as_ptr().cast::<u64>().cast_mut();
-        let posted = self.post(
+        // Words: [operand, result].
+        self.atomic(
             "fetch_add",
             at,
-            (ptr.cast(), 16),
-            true,
-            |core, addr, ctx, desc| {
-                // SAFETY: words stays alive until the completion arrives (the
-                // wait below, or kept by the endpoint); desc covers both.
-                // AtomicU64 has the layout of u64.
+            remote,
+            offset,
+            &[value],
+            |ep, words, desc, target| {
+                // SAFETY: the endpoint is open; words points to 2 u64 that
+                // Endpoint::atomic keeps alive until the completion arrives, and
+                // desc covers them.
                 unsafe {
                     sys::fi_fetch_atomic(
-                        core.handles.ep,
-                        ptr.cast(),
+                        ep,
+                        words.cast(),
                         1,
                         desc,
-                        ptr.add(1).cast(),
+                        words.add(1).cast(),
                         desc,
-                        addr,
-                        address,
-                        key,
+                        target.addr,
+                        target.address,
+                        target.key,
                         sys::FI_UINT64,
                         sys::FI_SUM,
-                        ctx,
+                        target.ctx,
                     )
                 }
             },
-        )?;
-        self.wait(
-            "fetch_add",
-            at,
-            posted,
-            OnTimeout::Release(Arc::clone(&words)),
-        )?;
-        Ok(words[1].load(Ordering::Acquire))
+        )
     }
 
     /// Atomically replaces the u64 at `offset` of `at`'s region `remote` with
@@ -1564,47 +1561,79 @@ impl Endpoint {
         expected: u64,
         new: u64,
     ) -> Result<u64> {
-        let address = Self::atomic_target(remote, offset, "compare_swap", at)?;
-        let key = remote.key;
-        // [new value, compare value, result], shared as in fetch_add.
-        let words: Arc<[AtomicU64]> = Arc::new([new, expected, 0].map(AtomicU64::new));
-        let ptr = words.as_ptr().cast::<u64>().cast_mut();
-        let posted = self.post(
+        // Words: [new value, compare value, result].
+        self.atomic(
             "compare_swap",
             at,
-            (ptr.cast(), 24),
-            true,
-            |core, addr, ctx, desc| {
-                // SAFETY: words stays alive until the completion arrives (the
-                // wait below, or kept by the endpoint); desc covers all three.
-                // AtomicU64 has the layout of u64.
+            remote,
+            offset,
+            &[new, expected],
+            |ep, words, desc, target| {
+                // SAFETY: the endpoint is open; words points to 3 u64 that
+                // Endpoint::atomic keeps alive until the completion arrives, and
+                // desc covers them.
                 unsafe {
                     sys::fi_compare_atomic(
-                        core.handles.ep,
-                        ptr.cast(),
+                        ep,
+                        words.cast(),
                         1,
                         desc,
-                        ptr.add(1).cast(),
+                        words.add(1).cast(),
                         desc,
-                        ptr.add(2).cast(),
+                        words.add(2).cast(),
                         desc,
-                        addr,
-                        address,
-                        key,
+                        target.addr,
+                        target.address,
+                        target.key,
                         sys::FI_UINT64,
                         sys::FI_CSWAP,
-                        ctx,
+                        target.ctx,
                     )
                 }
             },
-        )?;
-        self.wait(
-            "compare_swap",
+        )
+    }
+
+    /// Posts a 64-bit atomic on the word at `offset` of `at`'s region and
+    /// waits for it: `operands`, then one result word, live in storage
+    /// shared with the endpoint so that a timed-out operation can leave them
+    /// to it; `post` receives a pointer to those words (valid until the
+    /// completion arrives), their descriptor and the target. Returns the
+    /// result word.
+    fn atomic(
+        &self,
+        op: &'static str,
+        at: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        operands: &[u64],
+        post: impl Fn(*mut sys::fid_ep, *mut u64, *mut c_void, AtomicTarget) -> isize,
+    ) -> Result<u64> {
+        let address = Self::atomic_target(remote, offset, op, at)?;
+        let words: Arc<[AtomicU64]> = operands
+            .iter()
+            .chain([&0])
+            .map(|&w| AtomicU64::new(w))
+            .collect();
+        // AtomicU64 has the layout of u64.
+        let ptr = words.as_ptr().cast::<u64>().cast_mut();
+        let posted = self.post(
+            op,
             at,
-            posted,
-            OnTimeout::Release(Arc::clone(&words)),
+            (ptr.cast(), 8 * words.len()),
+            true,
+            |core, addr, ctx, desc| {
+                let target = AtomicTarget {
+                    addr,
+                    address,
+                    key: remote.key,
+                    ctx,
+                };
+                post(core.handles.ep, ptr, desc, target)
+            },
         )?;
-        Ok(words[2].load(Ordering::Acquire))
+        self.wait(op, at, posted, OnTimeout::Release(Arc::clone(&words)))?;
+        Ok(words[operands.len()].load(Ordering::Acquire))
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {

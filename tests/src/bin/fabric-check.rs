@@ -30,7 +30,7 @@ fn check(rank: u32, ok: bool, what: impl FnOnce() -> String) {
     }
 }
 
-fn must<T>(rank: u32, what: &str, r: onesided_fabric::Result<T>) -> T {
+fn must<T, E: std::fmt::Display>(rank: u32, what: &str, r: Result<T, E>) -> T {
     r.unwrap_or_else(|e| fail(rank, &format!("{what}: {e}")))
 }
 
@@ -515,25 +515,15 @@ fn control(world: &mut World) {
 /// counter and a shared-lock fetch-add counter under contention, misuse
 /// errors, free, and a second window after it.
 fn window(world: &mut World) {
-    use onesided_rma::{Error as RmaError, Group, LockKind, Rma};
+    use onesided_rma::{Error as RmaError, Group, LockKind};
     const INCREMENTS: u64 = 50;
-    let ep = world.endpoint();
-    let (me, n) = (ep.rank(), ep.size());
-    let rma = must(me, "rma", Rma::new(ep).map_err(rma_err));
+    let (me, n, rma) = rma_setup(world);
     let group = Group::world(n);
     let len = |r: u32| 1000 + 13 * r as usize;
-    let win = must(
-        me,
-        "allocate",
-        rma.allocate(&group, len(me)).map_err(rma_err),
-    );
+    let win = must(me, "allocate", rma.allocate(&group, len(me)));
     let mine: Vec<u8> = (0..len(me)).map(|i| pattern(me, i)).collect();
-    must(me, "fill", win.write_local(0, &mine).map_err(rma_err));
-    must(
-        me,
-        "zero the counters",
-        win.write_local(0, &[0u8; 16]).map_err(rma_err),
-    );
+    must(me, "fill", win.write_local(0, &mine));
+    must(me, "zero the counters", win.write_local(0, &[0u8; 16]));
     let right = (me + 1) % n;
     let mut buf = vec![0u8; 64];
     let e = win.get(right, 16, &mut buf).unwrap_err();
@@ -544,14 +534,10 @@ fn window(world: &mut World) {
 
     // Bytes: reads at odd offsets and lengths, a put into the right
     // neighbour (bytes 100..107), all in one lock_all epoch.
-    let all = must(me, "lock_all", win.lock_all(true).map_err(rma_err));
+    let all = must(me, "lock_all", win.lock_all(true));
     for (offset, count) in [(16usize, 1usize), (17, 63), (999 - 16, 17)] {
         let mut got = vec![0u8; count];
-        must(
-            me,
-            "get",
-            win.get(right, offset as u64, &mut got).map_err(rma_err),
-        );
+        must(me, "get", win.get(right, offset as u64, &mut got));
         check(
             me,
             got.iter()
@@ -560,11 +546,7 @@ fn window(world: &mut World) {
             || format!("get {offset}+{count} from {right}"),
         );
     }
-    must(
-        me,
-        "put",
-        win.put(right, 100, &[me as u8 + 1; 7]).map_err(rma_err),
-    );
+    must(me, "put", win.put(right, 100, &[me as u8 + 1; 7]));
     let e = win
         .get(right, len(right) as u64 - 3, &mut buf[..8])
         .unwrap_err();
@@ -589,11 +571,11 @@ fn window(world: &mut World) {
         ),
         || "lock inside lock_all".into(),
     );
-    must(me, "unlock_all", all.unlock().map_err(rma_err));
+    must(me, "unlock_all", all.unlock());
     must(me, "barrier", world.barrier());
     let left = (me + n - 1) % n;
     let mut put = [0u8; 7];
-    must(me, "read", win.read_local(100, &mut put).map_err(rma_err));
+    must(me, "read", win.read_local(100, &mut put));
     check(me, put == [left as u8 + 1; 7], || {
         format!("bytes put by rank {left}: {put:?}")
     });
@@ -601,26 +583,14 @@ fn window(world: &mut World) {
     // Contention on rank 0: an exclusive read-modify-write counter at 0
     // and a shared-lock fetch-add counter at 8.
     for _ in 0..INCREMENTS {
-        let epoch = must(
-            me,
-            "lock",
-            win.lock(0, LockKind::Exclusive, false).map_err(rma_err),
-        );
+        let epoch = must(me, "lock", win.lock(0, LockKind::Exclusive, false));
         let mut word = [0u8; 8];
-        must(me, "get", win.get(0, 0, &mut word).map_err(rma_err));
+        must(me, "get", win.get(0, 0, &mut word));
         let next = u64::from_le_bytes(word) + 1;
-        must(
-            me,
-            "put",
-            win.put(0, 0, &next.to_le_bytes()).map_err(rma_err),
-        );
-        must(me, "unlock", epoch.unlock().map_err(rma_err));
-        let epoch = must(
-            me,
-            "lock",
-            win.lock(0, LockKind::Shared, false).map_err(rma_err),
-        );
-        must(me, "fetch_add", win.fetch_add_u64(0, 8, 1).map_err(rma_err));
+        must(me, "put", win.put(0, 0, &next.to_le_bytes()));
+        must(me, "unlock", epoch.unlock());
+        let epoch = must(me, "lock", win.lock(0, LockKind::Shared, false));
+        must(me, "fetch_add", win.fetch_add_u64(0, 8, 1));
         check(
             me,
             matches!(
@@ -629,12 +599,12 @@ fn window(world: &mut World) {
             ),
             || "double lock".into(),
         );
-        must(me, "unlock", epoch.unlock().map_err(rma_err));
+        must(me, "unlock", epoch.unlock());
     }
     must(me, "barrier", world.barrier());
     if me == 0 {
         let mut words = [0u8; 16];
-        must(me, "read", win.read_local(0, &mut words).map_err(rma_err));
+        must(me, "read", win.read_local(0, &mut words));
         let exclusive = u64::from_le_bytes(words[..8].try_into().unwrap_or_default());
         let shared = u64::from_le_bytes(words[8..].try_into().unwrap_or_default());
         let expect = INCREMENTS * u64::from(n);
@@ -642,48 +612,46 @@ fn window(world: &mut World) {
             format!("counters {exclusive} {shared}, expected {expect}")
         });
     }
-    must(me, "free", win.free().map_err(rma_err));
+    must(me, "free", win.free());
     // A second window after the first is gone.
-    let again = must(me, "allocate", rma.allocate(&group, 8).map_err(rma_err));
+    let again = must(me, "allocate", rma.allocate(&group, 8));
     must(
         me,
         "write",
-        again
-            .write_local(0, &(u64::from(me) * 3).to_le_bytes())
-            .map_err(rma_err),
+        again.write_local(0, &(u64::from(me) * 3).to_le_bytes()),
     );
     must(me, "barrier", world.barrier());
     {
-        let all = must(me, "lock_all", again.lock_all(false).map_err(rma_err));
+        let all = must(me, "lock_all", again.lock_all(false));
         let mut word = [0u8; 8];
-        must(me, "get", again.get(right, 0, &mut word).map_err(rma_err));
+        must(me, "get", again.get(right, 0, &mut word));
         check(me, u64::from_le_bytes(word) == u64::from(right) * 3, || {
             "second window".into()
         });
-        must(me, "unlock_all", all.unlock().map_err(rma_err));
+        must(me, "unlock_all", all.unlock());
     }
-    must(me, "free", again.free().map_err(rma_err));
+    must(me, "free", again.free());
     println!("rank {me}: window ok");
+}
+
+/// This rank, the job size, and RMA state on the world's endpoint.
+fn rma_setup(world: &World) -> (u32, u32, onesided_rma::Rma<'_>) {
+    let ep = world.endpoint();
+    let (me, n) = (ep.rank(), ep.size());
+    (me, n, must(me, "rma", onesided_rma::Rma::new(ep)))
 }
 
 /// A nonblocking barrier (every member's value is visible to all after
 /// it), fence epochs, and compare-and-swap counting under contention.
 fn active(world: &World) {
-    use onesided_rma::{Group, Request, Rma};
-    let ep = world.endpoint();
-    let (me, n) = (ep.rank(), ep.size());
-    let rma = must(me, "rma", Rma::new(ep).map_err(rma_err));
+    use onesided_rma::{Group, Request};
+    let (me, n, rma) = rma_setup(world);
     let group = Group::world(n);
-    let win = must(
-        me,
-        "allocate",
-        rma.allocate(&group, 8 * n as usize + 16).map_err(rma_err),
-    );
+    let win = must(me, "allocate", rma.allocate(&group, 8 * n as usize + 16));
     must(
         me,
         "zero",
-        win.write_local(0, &vec![0u8; 8 * n as usize + 16])
-            .map_err(rma_err),
+        win.write_local(0, &vec![0u8; 8 * n as usize + 16]),
     );
     // Stagger the arrivals, then barrier: once it completes, every member
     // has written its slot.
@@ -691,19 +659,18 @@ fn active(world: &World) {
     must(
         me,
         "slot",
-        win.write_local(16, &(u64::from(me) + 100).to_le_bytes())
-            .map_err(rma_err),
+        win.write_local(16, &(u64::from(me) + 100).to_le_bytes()),
     );
-    let mut barrier = must(me, "ibarrier", rma.ibarrier(&group).map_err(rma_err));
+    let mut barrier = must(me, "ibarrier", rma.ibarrier(&group));
     let mut tests = 0u64;
-    while !must(me, "test", barrier.test().map_err(rma_err)) {
+    while !must(me, "test", barrier.test()) {
         tests += 1;
         std::thread::sleep(Duration::from_micros(50));
     }
-    let all = must(me, "lock_all", win.lock_all(true).map_err(rma_err));
+    let all = must(me, "lock_all", win.lock_all(true));
     for r in 0..n {
         let mut word = [0u8; 8];
-        must(me, "get", win.get(r, 16, &mut word).map_err(rma_err));
+        must(me, "get", win.get(r, 16, &mut word));
         check(me, u64::from_le_bytes(word) == u64::from(r) + 100, || {
             format!("rank {r}'s slot not written before the barrier completed")
         });
@@ -712,34 +679,28 @@ fn active(world: &World) {
     for _ in 0..ROUNDS {
         let mut guess = 0;
         loop {
-            let prev = must(
-                me,
-                "cas",
-                win.compare_and_swap_u64(0, 0, guess, guess + 1)
-                    .map_err(rma_err),
-            );
+            let prev = must(me, "cas", win.compare_and_swap_u64(0, 0, guess, guess + 1));
             if prev == guess {
                 break;
             }
             guess = prev;
         }
     }
-    must(me, "unlock_all", all.unlock().map_err(rma_err));
+    must(me, "unlock_all", all.unlock());
     // Fence epochs: put into the right neighbour's slot 8, read own after.
     let right = (me + 1) % n;
-    must(me, "fence", win.fence(false).map_err(rma_err));
+    must(me, "fence", win.fence(false));
     must(
         me,
         "put",
-        win.put(right, 8, &(u64::from(me) + 1).to_le_bytes())
-            .map_err(rma_err),
+        win.put(right, 8, &(u64::from(me) + 1).to_le_bytes()),
     );
-    must(me, "fence", win.fence(true).map_err(rma_err));
+    must(me, "fence", win.fence(true));
     check(me, win.get(right, 8, &mut [0u8; 8]).is_err(), || {
         "access after the last fence".into()
     });
     let mut word = [0u8; 8];
-    must(me, "read", win.read_local(8, &mut word).map_err(rma_err));
+    must(me, "read", win.read_local(8, &mut word));
     let left = (me + n - 1) % n;
     check(me, u64::from_le_bytes(word) == u64::from(left) + 1, || {
         "fence put".into()
@@ -747,37 +708,32 @@ fn active(world: &World) {
     must(
         me,
         "barrier",
-        rma.ibarrier(&group)
-            .and_then(|mut b| b.wait())
-            .map_err(rma_err),
+        rma.ibarrier(&group).and_then(|mut b| b.wait()),
     );
     if me == 0 {
-        must(me, "read", win.read_local(0, &mut word).map_err(rma_err));
+        must(me, "read", win.read_local(0, &mut word));
         check(
             me,
             u64::from_le_bytes(word) == ROUNDS * u64::from(n),
             || format!("cas counter {}", u64::from_le_bytes(word)),
         );
     }
-    must(me, "free", win.free().map_err(rma_err));
+    must(me, "free", win.free());
     println!("rank {me}: active ok ({tests} barrier tests)");
 }
 
 /// Rank 1 dies while rank 0 holds an exclusive lock on it and reads from
 /// it: rank 0's next operations fail naming rank 1, within a bounded time.
 fn window_victim(world: &World) {
-    use onesided_rma::{Group, LockKind, Request, Rma};
+    use onesided_rma::{Group, LockKind, Request};
+    let (me, n, rma) = rma_setup(world);
     let ep = world.endpoint();
-    let (me, n) = (ep.rank(), ep.size());
-    let rma = must(me, "rma", Rma::new(ep).map_err(rma_err));
     let group = Group::world(n);
-    let win = must(me, "allocate", rma.allocate(&group, 64).map_err(rma_err));
+    let win = must(me, "allocate", rma.allocate(&group, 64));
     must(
         me,
         "barrier",
-        rma.ibarrier(&group)
-            .and_then(|mut b| b.wait())
-            .map_err(rma_err),
+        rma.ibarrier(&group).and_then(|mut b| b.wait()),
     );
     match me {
         1 => {
@@ -790,17 +746,9 @@ fn window_victim(world: &World) {
             fail(me, "still alive after SIGKILL");
         }
         0 => {
-            let epoch = must(
-                me,
-                "lock",
-                win.lock(1, LockKind::Exclusive, false).map_err(rma_err),
-            );
+            let epoch = must(me, "lock", win.lock(1, LockKind::Exclusive, false));
             let mut buf = [0u8; 8];
-            must(
-                me,
-                "get before the kill",
-                win.get(1, 0, &mut buf).map_err(rma_err),
-            );
+            must(me, "get before the kill", win.get(1, 0, &mut buf));
             must(me, "go", ep.send(1, TAG_GO, &[]));
             let start = Instant::now();
             let error = loop {
@@ -827,13 +775,6 @@ fn window_victim(world: &World) {
             );
         }
         _ => {}
-    }
-}
-
-fn rma_err(e: onesided_rma::Error) -> onesided_fabric::Error {
-    match e {
-        onesided_rma::Error::Fabric(e) => e,
-        other => onesided_fabric::Error::BadDescriptor(other.to_string()),
     }
 }
 
