@@ -7,7 +7,13 @@
 //!   64-bit atomics and [`MemoryRegion`]s, every error a value naming the
 //!   call or the peer.
 //! - [`progress`]: progress on every call plus an optional background thread
-//!   that never steals a core.
+//!   that never steals a core; [`Endpoint::backoff`] is the one waiting
+//!   discipline of the process.
+//! - [`control`]: small request/reply services and notices answered by the
+//!   progress engine ([`Endpoint::serve`], [`Endpoint::call`],
+//!   [`Endpoint::notify`]).
+//! - [`mapping`]: mapped memory, anonymous or named shared memory that
+//!   processes on one host map to copy instead of using the provider.
 //! - [`pmi`]: a PMI-1 client, so programs start under MPICH's `mpiexec`
 //!   (Hydra), Slurm through it, or onesided's own `osrun`.
 //! - [`World`]: the bootstrap tying them together.
