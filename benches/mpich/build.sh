@@ -10,8 +10,10 @@ if [ ! -x "$venv/bin/mpicc" ]; then
     "$venv/bin/pip" install --quiet mpich==5.0.2
 fi
 mkdir -p "$root/target/mpich"
+built=()
 for src in "$root"/benches/mpich/*.c; do
     "$venv/bin/mpicc" -O2 -o "$root/target/mpich/$(basename "$src" .c)" "$src"
+    built+=("$(basename "$src" .c)")
 done
-echo "built: $(ls "$root/target/mpich" | tr '\n' ' ')"
-echo "run:   $venv/bin/mpiexec -n 2 -genv MPIR_CVAR_CH4_NETMOD ofi -genv FI_PROVIDER shm $root/target/mpich/window"
+echo "built: ${built[*]}"
+echo "run:   $venv/bin/mpiexec -n 2 -genv MPIR_CVAR_CH4_NETMOD ofi -genv FI_PROVIDER shm $root/target/mpich/rma window"

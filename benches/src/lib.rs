@@ -8,3 +8,4 @@
 //! (`benches/mpich/window.c`: window creation, MPI_Get latency, ibarrier)
 //! builds with `benches/mpich/build.sh`, which installs MPICH 5.0.2 from
 //! PyPI into `target/mpich-venv` when missing.
+pub mod report;

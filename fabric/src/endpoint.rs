@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use fabric_sys as sys;
 
+use crate::atomic::{AtomicOp, Datatype};
 use crate::control;
 use crate::error::{strerror, Error, Result};
 use crate::handles::Handles;
@@ -192,9 +193,12 @@ pub(crate) struct Core {
     slots: Slots<Outcome>,
     /// Storage of operations given up on, kept until their completions
     /// arrive (or the endpoint closes).
-    retained: Vec<(u64, Arc<[AtomicU64]>)>,
+    retained: Vec<(u64, Kept)>,
     control: ControlState,
 }
+
+/// Storage an abandoned operation may still use.
+type Kept = Box<dyn std::any::Any + Send>;
 
 /// A control-plane handler: the reply to a request from a rank.
 type Handler = Box<dyn FnMut(u32, &[u8]) -> Vec<u8> + Send>;
@@ -470,7 +474,13 @@ pub(crate) struct Shared {
     max_sleep: Duration,
     cq_fd: Option<i32>,
     auto_progress: bool,
+    /// Elements per atomic, by (compare / fetch / plain, datatype, op), as
+    /// the provider said (0: not asked yet).
+    atomic_counts: [std::sync::atomic::AtomicUsize; ATOMIC_KINDS],
 }
+
+/// Entries of `Shared::atomic_counts`: 3 kinds x 10 datatypes x 5 ops.
+const ATOMIC_KINDS: usize = 3 * 10 * 5;
 
 impl Shared {
     pub(crate) fn lock(&self) -> SpinGuard<'_, Core> {
@@ -542,6 +552,8 @@ pub struct Endpoint {
     shared: Arc<Shared>,
     rank: u32,
     size: u32,
+    /// Each rank's host identity ([`crate::world::host_id`]), when known.
+    hosts: Vec<u64>,
     background: Option<JoinHandle<()>>,
 }
 
@@ -551,7 +563,7 @@ enum OnTimeout {
     Cancel,
     /// The operation's buffers are this storage: the endpoint keeps it until
     /// the completion arrives.
-    Release(Arc<[AtomicU64]>),
+    Release(Kept),
     /// The provider may still use caller memory: keep waiting.
     Wait,
 }
@@ -628,6 +640,7 @@ impl Endpoint {
             max_sleep: config.max_sleep,
             cq_fd: handles.cq_fd,
             auto_progress: granted.auto_progress,
+            atomic_counts: std::array::from_fn(|_| std::sync::atomic::AtomicUsize::new(0)),
             core: SpinLock::new(Core {
                 handles,
                 addrs: Vec::new(),
@@ -654,6 +667,7 @@ impl Endpoint {
             rank: 0,
             size: 1,
             background,
+            hosts: Vec::new(),
         })
     }
 
@@ -747,6 +761,18 @@ impl Endpoint {
             .collect();
         dead.sort_unstable();
         dead
+    }
+
+    /// Records each rank's host identity ([`crate::world::host_id`]);
+    /// [`crate::World::init`] does, from the PMI key space.
+    pub fn set_hosts(&mut self, hosts: Vec<u64>) {
+        self.hosts = hosts;
+    }
+
+    /// The host identity of `rank`, when known: ranks with the same one
+    /// share a host and can map each other's shared memory.
+    pub fn host_of(&self, rank: u32) -> Option<u64> {
+        self.hosts.get(rank as usize).copied()
     }
 
     /// A backoff for waits on this endpoint's peers: upper layers' waits use
@@ -1491,25 +1517,149 @@ impl Endpoint {
         self.wait(op, to, posted, OnTimeout::Wait).map(drop)
     }
 
+    /// Starts reading `len` bytes at `offset` of `from`'s region `remote`
+    /// into a buffer the endpoint owns; complete it with
+    /// [`Transfer::test`] or [`Transfer::wait`], then take the bytes with
+    /// [`Transfer::data`].
+    ///
+    /// # Errors
+    /// As [`Endpoint::read`] (checked before anything is posted).
+    pub fn read_start(
+        &self,
+        from: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        len: usize,
+    ) -> Result<Transfer<'_>> {
+        remote.permits(Access::REMOTE_READ, "read", from)?;
+        let address = remote.address_of(offset, len as u64, "read")?;
+        let mut buffer = vec![0u8; len].into_boxed_slice();
+        let ptr = buffer.as_mut_ptr();
+        self.start("read", from, buffer, |core, addr, ctx, desc| {
+            // SAFETY: the buffer is owned by the Transfer (or, once given up,
+            // by the endpoint) until the completion arrives; the remote range
+            // lies in the peer's registration (checked).
+            unsafe {
+                sys::fi_read(
+                    core.handles.ep,
+                    ptr.cast(),
+                    len,
+                    desc,
+                    addr,
+                    address,
+                    remote.key,
+                    ctx,
+                )
+            }
+        })
+    }
+
+    /// Starts writing a copy of `data` at `offset` of `to`'s region
+    /// `remote`; the transfer completes when the bytes are in the target's
+    /// memory (`FI_DELIVERY_COMPLETE`).
+    ///
+    /// # Errors
+    /// As [`Endpoint::read`].
+    pub fn write_start(
+        &self,
+        to: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<Transfer<'_>> {
+        let op = "write_delivered";
+        remote.permits(Access::REMOTE_WRITE, op, to)?;
+        let address = remote.address_of(offset, data.len() as u64, op)?;
+        let buffer: Box<[u8]> = data.into();
+        let (ptr, len) = (buffer.as_ptr(), buffer.len());
+        self.start(op, to, buffer, |core, addr, ctx, desc| {
+            let mut iov = libc::iovec {
+                iov_base: ptr as *mut c_void,
+                iov_len: len,
+            };
+            let mut desc = desc;
+            let rma_iov = sys::fi_rma_iov {
+                addr: address,
+                len,
+                key: remote.key,
+            };
+            let msg = sys::fi_msg_rma {
+                msg_iov: (&mut iov as *mut libc::iovec).cast(),
+                desc: &mut desc,
+                iov_count: 1,
+                addr,
+                rma_iov: &rma_iov,
+                rma_iov_count: 1,
+                context: ctx,
+                data: 0,
+            };
+            // SAFETY: msg and what it points to live across the call; the
+            // buffer is owned by the Transfer (or the endpoint) until the
+            // completion arrives.
+            unsafe {
+                sys::fi_writemsg(
+                    core.handles.ep,
+                    &msg,
+                    sys::FI_DELIVERY_COMPLETE | sys::FI_COMPLETION,
+                )
+            }
+        })
+    }
+
+    /// Posts a transfer over `buffer` (an empty one completes at once).
+    fn start(
+        &self,
+        op: &'static str,
+        rank: u32,
+        buffer: Box<[u8]>,
+        post: impl FnMut(&Core, sys::fi_addr_t, *mut c_void, *mut c_void) -> isize,
+    ) -> Result<Transfer<'_>> {
+        if buffer.is_empty() {
+            self.check_peer(rank, op)?;
+            return Ok(Transfer {
+                ep: self,
+                op,
+                rank,
+                token: 0,
+                buffer: Some(buffer),
+                desc: None,
+                done: true,
+            });
+        }
+        let posted = self.post(op, rank, (buffer.as_ptr(), buffer.len()), true, post)?;
+        let Posted { token, desc, core } = posted;
+        drop(core);
+        Ok(Transfer {
+            ep: self,
+            op,
+            rank,
+            token,
+            buffer: Some(buffer),
+            desc: Some(desc),
+            done: false,
+        })
+    }
+
     fn atomic_target(
         remote: &RemoteMemory,
         offset: u64,
+        len: usize,
+        size: usize,
         op: &'static str,
         rank: u32,
     ) -> Result<u64> {
         remote.permits(Access::REMOTE_READ | Access::REMOTE_WRITE, op, rank)?;
-        if !offset.is_multiple_of(8) {
+        if !offset.is_multiple_of(size as u64) || !len.is_multiple_of(size) {
             return Err(Error::Misaligned { what: op, offset });
         }
-        remote.address_of(offset, 8, op)
+        remote.address_of(offset, len as u64, op)
     }
 
     /// Atomically adds `value` to the u64 at `offset` of `at`'s region
     /// `remote`; returns the previous value.
     ///
     /// # Errors
-    /// [`Error::Misaligned`] for an offset not a multiple of 8, and as
-    /// [`Endpoint::read`].
+    /// As [`Endpoint::atomic`].
     pub fn fetch_add(
         &self,
         at: u32,
@@ -1517,42 +1667,24 @@ impl Endpoint {
         offset: u64,
         value: u64,
     ) -> Result<u64> {
-        // Words: [operand, result].
+        let mut previous = [0u8; 8];
         self.atomic(
-            "fetch_add",
             at,
             remote,
             offset,
-            &[value],
-            |ep, words, desc, target| {
-                // SAFETY: the endpoint is open; words points to 2 u64 that
-                // Endpoint::atomic keeps alive until the completion arrives, and
-                // desc covers them.
-                unsafe {
-                    sys::fi_fetch_atomic(
-                        ep,
-                        words.cast(),
-                        1,
-                        desc,
-                        words.add(1).cast(),
-                        desc,
-                        target.addr,
-                        target.address,
-                        target.key,
-                        sys::FI_UINT64,
-                        sys::FI_SUM,
-                        target.ctx,
-                    )
-                }
-            },
-        )
+            Datatype::U64,
+            AtomicOp::Sum,
+            &value.to_le_bytes(),
+            Some(&mut previous),
+        )?;
+        Ok(u64::from_le_bytes(previous))
     }
 
     /// Atomically replaces the u64 at `offset` of `at`'s region `remote` with
     /// `new` if it equals `expected`; returns the previous value either way.
     ///
     /// # Errors
-    /// As [`Endpoint::fetch_add`].
+    /// As [`Endpoint::atomic`].
     pub fn compare_swap(
         &self,
         at: u32,
@@ -1561,31 +1693,175 @@ impl Endpoint {
         expected: u64,
         new: u64,
     ) -> Result<u64> {
-        // Words: [new value, compare value, result].
-        self.atomic(
-            "compare_swap",
+        let mut previous = [0u8; 8];
+        self.compare_swap_element(
             at,
             remote,
             offset,
-            &[new, expected],
-            |ep, words, desc, target| {
-                // SAFETY: the endpoint is open; words points to 3 u64 that
-                // Endpoint::atomic keeps alive until the completion arrives, and
-                // desc covers them.
+            Datatype::U64,
+            &expected.to_le_bytes(),
+            &new.to_le_bytes(),
+            &mut previous,
+        )?;
+        Ok(u64::from_le_bytes(previous))
+    }
+
+    /// Applies `op` with `operand` (whole elements of `datatype`,
+    /// little-endian) to the elements at `offset` of `at`'s region `remote`,
+    /// each element atomically; with `fetch` (as long as `operand`), the
+    /// elements' previous values are returned in it. Runs as several
+    /// operations when the provider limits the elements per atomic.
+    ///
+    /// # Errors
+    /// [`Error::Misaligned`] for an offset or length that is not a multiple
+    /// of the element size; [`Error::NotSupported`] when the provider does
+    /// not offer `op` on `datatype`; otherwise as [`Endpoint::read`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn atomic(
+        &self,
+        at: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        datatype: Datatype,
+        op: AtomicOp,
+        operand: &[u8],
+        mut fetch: Option<&mut [u8]>,
+    ) -> Result<()> {
+        let name = if fetch.is_some() {
+            "fetch atomic"
+        } else {
+            "atomic"
+        };
+        let size = datatype.size();
+        Self::atomic_target(remote, offset, operand.len(), size, name, at)?;
+        if fetch.as_ref().is_some_and(|f| f.len() != operand.len()) {
+            return Err(Error::OutOfRange {
+                what: "atomic fetch buffer",
+                offset: 0,
+                len: fetch.as_ref().map_or(0, |f| f.len() as u64),
+                size: operand.len() as u64,
+            });
+        }
+        let fetching = fetch.is_some();
+        let per_op = self.atomic_count(datatype, Some(op), fetching)? * size;
+        for (i, chunk) in operand.chunks(per_op).enumerate() {
+            let at_offset = offset + (i * per_op) as u64;
+            let count = chunk.len() / size;
+            let out = fetch
+                .as_deref_mut()
+                .map(|f| &mut f[i * per_op..i * per_op + chunk.len()]);
+            // Buffers: [operand, result].
+            self.post_atomic(
+                name,
+                at,
+                remote,
+                at_offset,
+                &[chunk],
+                out,
+                |ep, bufs, desc, target| {
+                    // SAFETY: the endpoint is open; bufs point into storage that
+                    // Endpoint::post_atomic keeps alive until the completion
+                    // arrives, each with room for `count` elements, and desc
+                    // covers them.
+                    unsafe {
+                        if fetching {
+                            sys::fi_fetch_atomic(
+                                ep,
+                                bufs[0],
+                                count,
+                                desc,
+                                bufs[1],
+                                desc,
+                                target.addr,
+                                target.address,
+                                target.key,
+                                datatype.fi(),
+                                op.fi(),
+                                target.ctx,
+                            )
+                        } else {
+                            sys::fi_atomic(
+                                ep,
+                                bufs[0],
+                                count,
+                                desc,
+                                target.addr,
+                                target.address,
+                                target.key,
+                                datatype.fi(),
+                                op.fi(),
+                                target.ctx,
+                            )
+                        }
+                    }
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Atomically replaces the element of `datatype` at `offset` of `at`'s
+    /// region `remote` with `new` if it equals `compare` (bitwise, both one
+    /// element, little-endian); returns its previous value in `previous`.
+    ///
+    /// # Errors
+    /// As [`Endpoint::atomic`]; [`Error::OutOfRange`] when the buffers are
+    /// not one element each.
+    #[allow(clippy::too_many_arguments)]
+    pub fn compare_swap_element(
+        &self,
+        at: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        datatype: Datatype,
+        compare: &[u8],
+        new: &[u8],
+        previous: &mut [u8],
+    ) -> Result<()> {
+        let op = "compare_swap";
+        let size = datatype.size();
+        for (what, buf) in [
+            ("compare value", compare),
+            ("new value", new),
+            ("previous value", &*previous),
+        ] {
+            if buf.len() != size {
+                return Err(Error::OutOfRange {
+                    what,
+                    offset: 0,
+                    len: buf.len() as u64,
+                    size: size as u64,
+                });
+            }
+        }
+        Self::atomic_target(remote, offset, size, size, op, at)?;
+        self.atomic_count(datatype, None, false)?;
+        // Buffers: [new value, compare value, result].
+        self.post_atomic(
+            op,
+            at,
+            remote,
+            offset,
+            &[new, compare],
+            Some(previous),
+            |ep, bufs, desc, target| {
+                // SAFETY: the endpoint is open; bufs point into storage that
+                // Endpoint::post_atomic keeps alive until the completion arrives,
+                // one element each, and desc covers them.
                 unsafe {
                     sys::fi_compare_atomic(
                         ep,
-                        words.cast(),
+                        bufs[0],
                         1,
                         desc,
-                        words.add(1).cast(),
+                        bufs[1],
                         desc,
-                        words.add(2).cast(),
+                        bufs[2],
                         desc,
                         target.addr,
                         target.address,
                         target.key,
-                        sys::FI_UINT64,
+                        datatype.fi(),
                         sys::FI_CSWAP,
                         target.ctx,
                     )
@@ -1594,33 +1870,83 @@ impl Endpoint {
         )
     }
 
-    /// Posts a 64-bit atomic on the word at `offset` of `at`'s region and
-    /// waits for it: `operands`, then one result word, live in storage
-    /// shared with the endpoint so that a timed-out operation can leave them
-    /// to it; `post` receives a pointer to those words (valid until the
-    /// completion arrives), their descriptor and the target. Returns the
-    /// result word.
-    fn atomic(
+    /// How many elements one atomic may carry for `op` on `datatype`, with
+    /// or without `fetch` (`None`: compare-and-swap).
+    fn atomic_count(&self, datatype: Datatype, op: Option<AtomicOp>, fetch: bool) -> Result<usize> {
+        let kind = match op {
+            None => 0,
+            Some(_) if fetch => 1,
+            Some(_) => 2,
+        };
+        let slot = &self.shared.atomic_counts
+            [(kind * 10 + datatype as usize) * 5 + op.map_or(0, |o| o as usize)];
+        let known = slot.load(Ordering::Relaxed);
+        if known > 0 {
+            return Ok(known);
+        }
+        let mut count = 0usize;
+        let core = self.shared.lock();
+        let ep = core.handles.ep;
+        // SAFETY: the endpoint is open; count is a valid out-pointer.
+        let ret = unsafe {
+            match op {
+                None => sys::fi_compare_atomicvalid(ep, datatype.fi(), sys::FI_CSWAP, &mut count),
+                Some(op) if fetch => {
+                    sys::fi_fetch_atomicvalid(ep, datatype.fi(), op.fi(), &mut count)
+                }
+                Some(op) => sys::fi_atomicvalid(ep, datatype.fi(), op.fi(), &mut count),
+            }
+        };
+        drop(core);
+        if ret != 0 || count == 0 {
+            return Err(Error::NotSupported {
+                what: "atomic operation on this element type",
+                provider: self.shared.provider.name(),
+            });
+        }
+        slot.store(count, Ordering::Relaxed);
+        Ok(count)
+    }
+
+    /// Posts an atomic at `offset` of `at`'s region and waits for it: the
+    /// `inputs`, then a result buffer as long as the first input, are copied
+    /// into storage shared with the endpoint so that a timed-out operation
+    /// can leave them to it; `post` receives pointers to those buffers
+    /// (valid until the completion arrives), their descriptor and the
+    /// target. The result is copied into `result`.
+    #[allow(clippy::too_many_arguments)]
+    fn post_atomic(
         &self,
         op: &'static str,
         at: u32,
         remote: &RemoteMemory,
         offset: u64,
-        operands: &[u64],
-        post: impl Fn(*mut sys::fid_ep, *mut u64, *mut c_void, AtomicTarget) -> isize,
-    ) -> Result<u64> {
-        let address = Self::atomic_target(remote, offset, op, at)?;
-        let words: Arc<[AtomicU64]> = operands
-            .iter()
-            .chain([&0])
-            .map(|&w| AtomicU64::new(w))
+        inputs: &[&[u8]],
+        result: Option<&mut [u8]>,
+        post: impl Fn(*mut sys::fid_ep, [*mut c_void; 3], *mut c_void, AtomicTarget) -> isize,
+    ) -> Result<()> {
+        let address = remote.address_of(offset, inputs[0].len() as u64, op)?;
+        let words_each = inputs[0].len().div_ceil(8);
+        let words: Arc<[AtomicU64]> = (0..words_each * (inputs.len() + 1))
+            .map(|_| AtomicU64::new(0))
             .collect();
-        // AtomicU64 has the layout of u64.
-        let ptr = words.as_ptr().cast::<u64>().cast_mut();
+        // AtomicU64 has the layout of u64; the storage is only shared with
+        // the provider until the completion, and copied in and out here
+        // while no operation uses it.
+        let base = words.as_ptr().cast::<u8>().cast_mut();
+        let buffer = |i: usize| base.wrapping_add(i * words_each * 8);
+        for (i, input) in inputs.iter().enumerate() {
+            for (w, bytes) in input.chunks(8).enumerate() {
+                let mut word = [0u8; 8];
+                word[..bytes.len()].copy_from_slice(bytes);
+                words[i * words_each + w].store(u64::from_ne_bytes(word), Ordering::Relaxed);
+            }
+        }
+        let bufs = [buffer(0).cast(), buffer(1).cast(), buffer(2).cast()];
         let posted = self.post(
             op,
             at,
-            (ptr.cast(), 8 * words.len()),
+            (base, 8 * words.len()),
             true,
             |core, addr, ctx, desc| {
                 let target = AtomicTarget {
@@ -1629,11 +1955,23 @@ impl Endpoint {
                     key: remote.key,
                     ctx,
                 };
-                post(core.handles.ep, ptr, desc, target)
+                post(core.handles.ep, bufs, desc, target)
             },
         )?;
-        self.wait(op, at, posted, OnTimeout::Release(Arc::clone(&words)))?;
-        Ok(words[operands.len()].load(Ordering::Acquire))
+        self.wait(
+            op,
+            at,
+            posted,
+            OnTimeout::Release(Box::new(Arc::clone(&words))),
+        )?;
+        if let Some(result) = result {
+            let first = inputs.len() * words_each;
+            for (w, bytes) in result.chunks_mut(8).enumerate() {
+                let word = words[first + w].load(Ordering::Acquire).to_ne_bytes();
+                bytes.copy_from_slice(&word[..bytes.len()]);
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
@@ -1694,6 +2032,104 @@ fn background_progress(shared: &Shared) {
         } else {
             std::thread::sleep(sleep);
             sleep = (sleep * 2).min(shared.max_sleep);
+        }
+    }
+}
+
+/// A read or write in flight over a buffer the endpoint owns
+/// ([`Endpoint::read_start`], [`Endpoint::write_start`]). Dropped before it
+/// completes, it hands its buffer to the endpoint until the provider is
+/// done with it.
+pub struct Transfer<'e> {
+    ep: &'e Endpoint,
+    op: &'static str,
+    rank: u32,
+    token: u64,
+    /// Taken only when the transfer is given up.
+    buffer: Option<Box<[u8]>>,
+    /// The temporary registration (verbs-style providers), closed on
+    /// completion.
+    desc: Option<LocalDesc>,
+    done: bool,
+}
+
+impl Transfer<'_> {
+    /// Makes progress; whether the transfer has completed.
+    ///
+    /// # Errors
+    /// The transfer's completion error ([`Error::Completion`]); it counts as
+    /// completed.
+    pub fn test(&mut self) -> Result<bool> {
+        if self.done {
+            return Ok(true);
+        }
+        let mut core = self.ep.shared.lock();
+        core.poll();
+        let Some(outcome) = core.slots.take_done(self.token) else {
+            return Ok(false);
+        };
+        self.done = true;
+        if let Some(desc) = self.desc.take() {
+            desc.close();
+        }
+        drop(core);
+        self.ep.outcome(self.op, self.rank, outcome).map(|_| true)
+    }
+
+    /// Waits for the transfer, backing off between tests.
+    ///
+    /// # Errors
+    /// As [`Transfer::test`]; [`Error::PeerDead`] when the peer dies,
+    /// [`Error::Timeout`] after the endpoint's timeout (the transfer stays
+    /// in flight; dropping it leaves its buffer to the endpoint).
+    pub fn wait(&mut self) -> Result<()> {
+        let mut backoff = self.ep.shared.backoff();
+        let mut limit = self.ep.shared.timeout;
+        let mut dead_seen = false;
+        while !self.test()? {
+            self.ep.shared.note_app_progress();
+            let waited = backoff.pause();
+            if !dead_seen && self.ep.shared.is_dead(self.rank) {
+                dead_seen = true;
+                limit = waited + DEAD_PEER_GRACE;
+            }
+            if waited > limit {
+                return Err(if dead_seen {
+                    Error::PeerDead {
+                        op: self.op,
+                        rank: self.rank,
+                    }
+                } else {
+                    Error::Timeout {
+                        op: self.op,
+                        rank: self.rank,
+                        after: self.ep.shared.timeout,
+                    }
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the transfer has completed (as last tested).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The transfer's buffer: the bytes read, once a read has completed.
+    pub fn data(&self) -> &[u8] {
+        self.buffer.as_deref().unwrap_or_default()
+    }
+}
+
+impl Drop for Transfer<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let mut core = self.ep.shared.lock();
+            if let Some(buffer) = self.buffer.take() {
+                core.forget(self.token, OnTimeout::Release(Box::new(buffer)));
+            }
+            // A temporary registration stays open: the provider may hold it.
         }
     }
 }

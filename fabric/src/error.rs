@@ -103,13 +103,22 @@ pub enum Error {
         /// The service number.
         service: u16,
     },
-    /// A misaligned atomic.
-    #[error("{what}: offset {offset} is not 8-byte aligned")]
+    /// A misaligned atomic: an offset or length that is not a multiple of
+    /// the element size.
+    #[error("{what}: offset {offset} or length is not aligned to the element size")]
     Misaligned {
         /// What was accessed.
         what: &'static str,
         /// The offset given.
         offset: u64,
+    },
+    /// An operation the provider does not offer.
+    #[error("{what} is not supported by provider {provider}")]
+    NotSupported {
+        /// What was asked for.
+        what: &'static str,
+        /// The provider.
+        provider: &'static str,
     },
     /// A message larger than the receive buffer.
     #[error("message from rank {rank} with tag {tag:#x} is {len} bytes, larger than the {capacity}-byte receive buffer")]

@@ -4,7 +4,7 @@
 //!   registration rules it imposes (all honoured).
 //! - [`Endpoint`]: one reliable-datagram endpoint per process with tagged
 //!   messages, RMA reads and writes (with remote completion on request),
-//!   64-bit atomics and [`MemoryRegion`]s, every error a value naming the
+//!   typed atomics ([`atomic`]) and [`MemoryRegion`]s, every error a value naming the
 //!   call or the peer.
 //! - [`progress`]: progress on every call plus an optional background thread
 //!   that never steals a core; [`Endpoint::backoff`] is the one waiting
@@ -29,6 +29,7 @@
 
 #![warn(missing_docs)]
 
+pub mod atomic;
 pub mod control;
 mod endpoint;
 mod error;
@@ -45,7 +46,8 @@ mod slots;
 mod spin;
 pub mod world;
 
-pub use endpoint::{Endpoint, EndpointConfig, Received, MAX_RANKS};
+pub use atomic::{AtomicOp, Datatype};
+pub use endpoint::{Endpoint, EndpointConfig, Received, Transfer, MAX_RANKS};
 pub use error::{Error, Result};
 pub use mapping::Mapping;
 pub use matching::MAX_TAG;

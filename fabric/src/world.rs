@@ -65,13 +65,15 @@ impl World {
         endpoint.connect(rank, &names)?;
         // Ranks sharing this host's cores: when they outnumber the cores,
         // waits yield at once instead of spinning.
-        let mine = format!("{:016x}", host_id());
-        let mut local = 0usize;
+        let mut hosts = Vec::with_capacity(size as usize);
         for r in 0..size {
-            if pmi.get(&format!("onesided-host-{r}"))? == mine {
-                local += 1;
-            }
+            let value = pmi.get(&format!("onesided-host-{r}"))?;
+            hosts.push(u64::from_str_radix(&value, 16).map_err(|_| {
+                Error::BadDescriptor(format!("host of rank {r} is not hex: {value:?}"))
+            })?);
         }
+        let local = hosts.iter().filter(|&&h| h == host_id()).count();
+        endpoint.set_hosts(hosts);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if local > cores {
             endpoint.set_spin(std::time::Duration::ZERO);

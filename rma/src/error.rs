@@ -21,6 +21,22 @@ pub enum Error {
         /// The target's group rank.
         target: u32,
     },
+    /// An access outside the target's part of a window.
+    #[error("{what}: bytes {offset}..{offset}+{len} of group rank {target} in window {window:#x} are outside its {size}-byte part (or any attachment)")]
+    OutOfRange {
+        /// The operation.
+        what: &'static str,
+        /// The target's group rank.
+        target: u32,
+        /// The window's number.
+        window: u64,
+        /// The first byte.
+        offset: u64,
+        /// Bytes accessed.
+        len: u64,
+        /// Bytes in the target's part (0 for a dynamic window).
+        size: u64,
+    },
     /// A lock on a target this process holds a lock on already.
     #[error("group rank {target} is locked already by this process")]
     AlreadyLocked {

@@ -1,91 +1,221 @@
 //! Windows: memory of a group of processes open to remote access.
 //!
-//! Cost model (the point of this crate):
-//! - [`Rma::allocate`] registers memory locally and records it: **no
-//!   message**, no synchronisation;
-//! - the first access to a peer's window asks that peer for the window's
-//!   descriptor once (one control-plane round trip, answered by the peer's
-//!   progress engine even while it computes); the descriptor is then cached,
-//!   so later accesses cost nothing extra;
-//! - [`Window::free`] tells every other member and waits for their word
-//!   (`n - 1` small messages each way), so that nobody frees memory a peer
-//!   may still access.
+//! # Cost model (the point of this crate)
+//! - An [`Exposure`] is memory a process opens to a group, registered once
+//!   and kept as long as its owner wants ([`Rma::expose`]): one local
+//!   registration, **no message**.
+//! - [`Rma::create`] makes a window over an exposure: **no message**, no
+//!   registration. The first access to a peer's part of an exposure asks
+//!   that peer for its descriptor (one control-plane round trip, answered
+//!   by the peer's progress engine even while it computes); the descriptor
+//!   is cached with the exposure, so every later window over the same
+//!   exposure reaches that peer with no traffic at all.
+//! - [`Rma::allocate`] = a new exposure (a pooled registration when one
+//!   fits) owned by its window: no message; the first access to each peer
+//!   costs one round trip.
+//! - [`Rma::create_dynamic`]: a window without memory; [`Window::attach`]
+//!   and [`Window::detach`] are local (no message). The `k`-th attachment
+//!   of a process has displacement `k << 40`, so a program that attaches in
+//!   the same order everywhere knows its peers' displacements without
+//!   asking (MPI programs exchange `MPI_Get_address` results); an origin
+//!   learns a peer's attachments on its first access to them.
+//! - [`Window::free`] is collective: it returns once every member has
+//!   freed the window, so no peer still accesses this process's memory.
+//!   With a peer on the same host it costs a store and a load in shared
+//!   memory; with another it costs one notice each way.
 //!
-//! On one host, a window's memory is named shared memory: a peer on the same
-//! host maps it (on first access, with the descriptor) and `get`/`put` are
-//! plain copies; other peers go through the provider. Atomics (locks,
-//! `fetch_add`) always go through the provider, so that they stay atomic
-//! with respect to each other whichever host they come from.
+//! # Memory and paths
+//! Every exposure has a header region (64 bytes: the lock word at 0, the
+//! region's nonce at 8, the count of windows freed over it at 16), always
+//! open to remote atomics, and a data region registered with exactly the
+//! rights asked for (a read-only exposure is registered for remote reads
+//! only). Both are named shared memory: a peer on the same host maps them
+//! (once, on first access) and `get`/`put` are copies; other peers go
+//! through the provider. Attachments of dynamic windows always go through
+//! the provider.
 //!
-//! Locks use the protocol of [`crate::lock`] on a lock word at the start of
-//! each window's region. Operations complete at the target before they
-//! return (writes with delivery completion, copies at once), so `flush` has
-//! nothing left to wait for.
+//! Atomics (the lock word, `accumulate`, `fetch_and_op`,
+//! `compare_and_swap`) are CPU atomics on the mapped memory when every
+//! member of the window lives on one host, and provider atomics otherwise,
+//! so that all atomics on one element are atomic with respect to each
+//! other.
+//!
+//! # Completion
+//! Blocking operations complete at the target before they return (writes
+//! with delivery completion, copies at once). Request-based operations
+//! ([`Window::rget`], [`Window::rput`]) are completed by their requests or
+//! by `flush`, `unlock`, `fence` and `free`; their errors are reported by
+//! their requests.
 //!
 //! Control-plane services of this crate: [`DESCRIBE`], [`FREE_NOTICE`] and
 //! [`BARRIER_NOTICE`].
 
 use onesided_fabric::{Access, Endpoint, Mapping, MemoryRegion, RemoteMemory};
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
+use crate::barrier::Barrier;
+use crate::element::{bits, from_bits, Element, Op};
 use crate::epoch::Epochs;
 use crate::lock::{self, Atomic, LockKind, Outcome};
-use crate::request::{dissemination, Request};
+use crate::transfer::{Inflight, Rget, Rput};
 use crate::{Error, Group};
 
-/// Control service answering "what is window W" with its descriptor.
+/// Control service answering "what is exposure (or dynamic window) X".
 pub const DESCRIBE: u16 = 0x0101;
 /// Control service recording "rank R frees window W".
 pub const FREE_NOTICE: u16 = 0x0102;
 /// Control service recording "rank R reached round K of barrier B".
 pub const BARRIER_NOTICE: u16 = 0x0103;
 
-/// Bytes before a window's data: the lock word (offset 0) and the region's
-/// nonce (offset 8), padded to a cache line.
-const HEADER: u64 = 64;
+/// Bytes of an exposure's header region.
+const HEADER: usize = 64;
+/// Header offsets: lock word, nonce, windows freed.
+const LOCK_WORD: usize = 0;
+const NONCE: usize = 8;
+const FREED: usize = 16;
 
-/// A window's number, the same on every member: the group's members and
-/// the window's rank among the windows created over that group.
-type WindowId = u64;
+/// Bits of a dynamic window's displacement below the attachment number.
+pub const ATTACH_SHIFT: u32 = 40;
 
-fn lock_state<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// Kinds of collective objects numbered per group.
+#[derive(Clone, Copy)]
+pub(crate) enum Kind {
+    Window = 0,
+    Barrier = 1,
+    Exposure = 2,
+}
+
+pub(crate) fn lock_state<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What a peer is told about an exposure or a dynamic window.
+#[derive(Clone)]
+enum Described {
+    Exposure {
+        header: RemoteMemory,
+        data: RemoteMemory,
+        nonce: u64,
+        base: u64,
+        /// Shared-memory names: header, data.
+        names: (String, String),
+    },
+    Attachments(Vec<(u64, RemoteMemory)>),
+}
+
+impl Described {
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            Described::Exposure {
+                header,
+                data,
+                nonce,
+                base,
+                names,
+            } => {
+                out.push(1);
+                out.extend_from_slice(&header.to_bytes());
+                out.extend_from_slice(&data.to_bytes());
+                out.extend_from_slice(&nonce.to_le_bytes());
+                out.extend_from_slice(&base.to_le_bytes());
+                out.extend_from_slice(names.0.as_bytes());
+                out.push(0);
+                out.extend_from_slice(names.1.as_bytes());
+            }
+            Described::Attachments(list) => {
+                out.push(2);
+                for (disp, remote) in list {
+                    out.extend_from_slice(&disp.to_le_bytes());
+                    out.extend_from_slice(&remote.to_bytes());
+                }
+            }
+        }
+        out
+    }
+
+    fn decode(reply: &[u8]) -> Result<Described, Error> {
+        let bad =
+            |why: &str| onesided_fabric::Error::BadDescriptor(format!("window description: {why}"));
+        const R: usize = RemoteMemory::ENCODED_LEN;
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+        match reply.split_first() {
+            Some((1, rest)) if rest.len() >= 2 * R + 16 => {
+                let header = RemoteMemory::from_bytes(&rest[..R])?;
+                let data = RemoteMemory::from_bytes(&rest[R..2 * R])?;
+                let nonce = word(&rest[2 * R..2 * R + 8]);
+                let base = word(&rest[2 * R + 8..2 * R + 16]);
+                let names = std::str::from_utf8(&rest[2 * R + 16..])
+                    .map_err(|_| bad("names are not UTF-8"))?;
+                let (h, d) = names.split_once('\0').ok_or_else(|| bad("no data name"))?;
+                if header.len < HEADER as u64 {
+                    return Err(bad("header region too short").into());
+                }
+                Ok(Described::Exposure {
+                    header,
+                    data,
+                    nonce,
+                    base,
+                    names: (h.to_string(), d.to_string()),
+                })
+            }
+            Some((2, rest)) if rest.len() % (8 + R) == 0 => rest
+                .chunks(8 + R)
+                .map(|c| Ok((word(&c[..8]), RemoteMemory::from_bytes(&c[8..])?)))
+                .collect::<Result<Vec<_>, Error>>()
+                .map(Described::Attachments),
+            _ => Err(bad("malformed reply").into()),
+        }
+    }
 }
 
 /// What the control-plane handlers of one process share with its windows.
 #[derive(Default)]
 struct Served {
-    /// This process's windows, as peers address them: the descriptor, the
-    /// region's nonce and the shared-memory name.
-    exposed: HashMap<WindowId, (RemoteMemory, u64, String)>,
+    /// This process's exposures and dynamic windows, as peers ask for them.
+    described: HashMap<u64, Described>,
     /// Free notices received: (window, from rank).
-    freeing: HashSet<(WindowId, u32)>,
+    freeing: HashSet<(u64, u32)>,
     /// Barrier notices received: (barrier, round, from rank).
-    barriers: HashSet<(u64, u32, u32)>,
+    pub(crate) barriers: HashSet<(u64, u32, u32)>,
 }
 
-/// The RMA state of one endpoint: its windows' descriptors as served to
-/// peers, and the peers' descriptors (and shared memory) as cached here.
-/// It and its windows belong to the thread that made them (peers' memory
-/// is mapped here and copied to and from without locks); the endpoint's
-/// progress thread serves peers meanwhile.
+/// A dynamic window's attachments at a peer: (displacement, descriptor).
+type Attachments = Vec<(u64, RemoteMemory)>;
+
+/// A peer's part of an exposure, as cached here.
+struct Peer {
+    header: RemoteMemory,
+    data: RemoteMemory,
+    /// Its memory mapped here, when it lives on this host: header, data.
+    maps: Option<(Rc<Mapping>, Option<Rc<Mapping>>)>,
+    base: u64,
+}
+
+/// The RMA state of one endpoint: its exposures as served to peers, and
+/// the peers' descriptors (and shared memory) as cached here. It and its
+/// windows belong to the thread that made them (peers' memory is mapped
+/// here and copied to and from without locks); the endpoint's progress
+/// thread serves peers meanwhile.
 pub struct Rma<'e> {
-    ep: &'e Endpoint,
+    pub(crate) ep: &'e Endpoint,
     served: Arc<Mutex<Served>>,
-    cache: Mutex<HashMap<(u32, WindowId), Rc<Peer>>>,
+    peers: RefCell<HashMap<(u32, u64), Rc<Peer>>>,
+    attachments: RefCell<HashMap<(u32, u64), Rc<Attachments>>>,
     /// Peers' shared memory mapped here, by name: kept across windows,
     /// since freed regions are reused.
-    mappings: Mutex<HashMap<String, Rc<Mapping>>>,
-    /// Regions of freed windows, registered and ready for the next ones.
-    pool: Mutex<Vec<MemoryRegion>>,
-    /// Regions of windows dropped without `free`: never reused.
-    retired: Mutex<Vec<MemoryRegion>>,
-    host: u64,
-    /// Windows (kind 0) and barriers (kind 1) created per member list.
-    created: Mutex<HashMap<(Vec<u32>, u8), u64>>,
+    mappings: RefCell<HashMap<String, Rc<Mapping>>>,
+    /// Registered regions ready for the next exposures.
+    pool: RefCell<Vec<MemoryRegion>>,
+    /// Regions peers may still access: kept, never reused, while the `Rma`
+    /// lives.
+    retired: RefCell<Vec<MemoryRegion>>,
+    /// Collective objects created per (member list, kind).
+    created: RefCell<HashMap<(Vec<u32>, u8), u64>>,
 }
 
 impl<'e> Rma<'e> {
@@ -96,21 +226,14 @@ impl<'e> Rma<'e> {
     pub fn new(ep: &'e Endpoint) -> Result<Rma<'e>, Error> {
         let served = Arc::new(Mutex::new(Served::default()));
         let describe = Arc::clone(&served);
-        let host = onesided_fabric::world::host_id().to_le_bytes();
         ep.serve(DESCRIBE, move |_, request| {
             let Ok(id) = request.try_into().map(u64::from_le_bytes) else {
                 return Vec::new();
             };
             lock_state(&describe)
-                .exposed
+                .described
                 .get(&id)
-                .map(|(remote, nonce, name)| {
-                    let mut reply = remote.to_bytes().to_vec();
-                    reply.extend_from_slice(&host);
-                    reply.extend_from_slice(&nonce.to_le_bytes());
-                    reply.extend_from_slice(name.as_bytes());
-                    reply
-                })
+                .map(Described::encode)
                 .unwrap_or_default()
         })?;
         let notices = Arc::clone(&served);
@@ -139,12 +262,12 @@ impl<'e> Rma<'e> {
         Ok(Rma {
             ep,
             served,
-            cache: Mutex::new(HashMap::new()),
-            mappings: Mutex::new(HashMap::new()),
-            pool: Mutex::new(Vec::new()),
-            retired: Mutex::new(Vec::new()),
-            host: onesided_fabric::world::host_id(),
-            created: Mutex::new(HashMap::new()),
+            peers: RefCell::default(),
+            attachments: RefCell::default(),
+            mappings: RefCell::default(),
+            pool: RefCell::default(),
+            retired: RefCell::default(),
+            created: RefCell::default(),
         })
     }
 
@@ -153,153 +276,238 @@ impl<'e> Rma<'e> {
         self.ep
     }
 
-    /// Creates a window of `len` bytes over `group`, which this process must
-    /// belong to. The bytes are zero when the memory is new and unspecified
-    /// when a freed window's registration is reused (as with
-    /// `MPI_Win_allocate`). Every member calls it, in the same order for
-    /// windows of the same group; members may ask for different lengths.
+    /// This process's group rank in `group`.
+    fn member(&self, group: &Group) -> Result<u32, Error> {
+        group
+            .group_rank(self.ep.rank())
+            .ok_or_else(|| Error::BadGroup(format!("rank {} is not a member", self.ep.rank())))
+    }
+
+    /// The number of the next collective object of `kind` over `group`,
+    /// the same on every member that creates them in the same order.
+    pub(crate) fn next_id(&self, group: &Group, kind: Kind) -> u64 {
+        let mut created = self.created.borrow_mut();
+        let n = created
+            .entry((group.members().to_vec(), kind as u8))
+            .or_insert(0);
+        *n += 1;
+        collective_id(group, kind as u8, *n)
+    }
+
+    /// Whether `rank` shares this process's host (and its shared memory).
+    fn same_host(&self, rank: u32) -> bool {
+        match (self.ep.host_of(rank), self.ep.host_of(self.ep.rank())) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// Opens `len` bytes of this process's memory to `group` (which it must
+    /// belong to), for reading and writing or, with `read_only`, for
+    /// reading alone. Every member calls it, in the same order for
+    /// exposures of the same group; members may expose different lengths.
+    /// The bytes are zero when the memory is new and unspecified when a
+    /// registration is reused. The owner reads and writes them with
+    /// [`Exposure::read`] / [`Exposure::write`] (Rust cannot hand a slice to
+    /// remote writers).
     ///
-    /// Cost: one local registration; no message.
+    /// Cost: one local registration (none when a pooled one fits); no
+    /// message.
     ///
     /// # Errors
     /// [`Error::BadGroup`] when this process is not a member;
     /// [`Error::Fabric`] when registering fails.
-    pub fn allocate(&self, group: &Group, len: usize) -> Result<Window<'_, 'e>, Error> {
-        let me = group
-            .group_rank(self.ep.rank())
-            .ok_or_else(|| Error::BadGroup(format!("rank {} is not a member", self.ep.rank())))?;
-        let total = (HEADER as usize).checked_add(len).ok_or({
-            onesided_fabric::Error::OutOfRange {
-                what: "window size",
-                offset: 0,
-                len: len as u64,
-                size: isize::MAX as u64,
-            }
-        })?;
-        let region = self.region(total)?;
-        let name = region.shared_name().unwrap_or_default().to_string();
-        // A peer that maps the name checks this, so that it never takes
+    pub fn expose(
+        &self,
+        group: &Group,
+        len: usize,
+        read_only: bool,
+    ) -> Result<Exposure<'_>, Error> {
+        let me = self.member(group)?;
+        let access = if read_only {
+            Access::REMOTE_READ
+        } else {
+            Access::REMOTE_READ | Access::REMOTE_WRITE
+        };
+        let header = self.region(HEADER, Access::REMOTE_READ | Access::REMOTE_WRITE)?;
+        let data = if len > 0 {
+            Some(self.region(len, access)?)
+        } else {
+            None
+        };
+        // A peer that maps the header checks this, so that it never takes
         // another process's memory of the same name for this one.
         let nonce = nonce();
-        region.write_bytes(8, &nonce.to_le_bytes())?;
-        // Peers see this window's length, not the (pooled) region's.
-        let remote = RemoteMemory {
-            len: HEADER + len as u64,
-            ..region.remote()
+        header.write_bytes(LOCK_WORD, &0u64.to_le_bytes())?;
+        header.write_bytes(NONCE, &nonce.to_le_bytes())?;
+        let base = header.atomic_u64(FREED)?.load(Ordering::Acquire);
+        let id = self.next_id(group, Kind::Exposure);
+        let described = Described::Exposure {
+            header: header.remote(),
+            // Peers see this exposure's length, not the (pooled) region's.
+            data: data.as_ref().map_or(
+                RemoteMemory {
+                    base: 0,
+                    key: 0,
+                    len: 0,
+                    access,
+                },
+                |d| RemoteMemory {
+                    len: len as u64,
+                    ..d.remote()
+                },
+            ),
+            nonce,
+            base,
+            names: (
+                header.shared_name().unwrap_or_default().to_string(),
+                data.as_ref()
+                    .and_then(|d| d.shared_name())
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
         };
-        let id = {
-            let mut created = lock_state(&self.created);
-            let n = created.entry((group.members().to_vec(), 0)).or_insert(0);
-            *n += 1;
-            window_id(group, 0, *n)
-        };
-        lock_state(&self.served)
-            .exposed
-            .insert(id, (remote, nonce, name));
-        Ok(Window {
+        lock_state(&self.served).described.insert(id, described);
+        Ok(Exposure {
             rma: self,
             id,
             group: group.clone(),
             me,
-            region: Some(region),
+            header: Some(header),
+            data,
             len,
-            epochs: Mutex::new(Epochs::default()),
+            base,
+            windows: Cell::new(0),
+            freed: Cell::new(0),
+            tainted: Cell::new(false),
         })
+    }
+
+    /// Creates a window over `exposure` (the caller's memory), over the
+    /// exposure's group. Every member calls it, in the same order for the
+    /// windows of one exposure.
+    ///
+    /// Cost: **no message**, no registration. The first window over an
+    /// exposure fetches each peer's descriptor on first access (one round
+    /// trip per peer); every later one reuses them: re-creating a window
+    /// over memory already exposed costs no traffic.
+    pub fn create<'a>(&'a self, exposure: &'a Exposure<'a>) -> Window<'a> {
+        Window::new(self, Memory::Borrowed(exposure), None)
+    }
+
+    /// Creates a window of `len` bytes of new memory over `group` (as
+    /// `MPI_Win_allocate`: zero when new, unspecified when a registration
+    /// is reused). Every member calls it, in the same order for windows of
+    /// the same group; members may ask for different lengths.
+    ///
+    /// Cost: one local registration (none when a pooled one fits); no
+    /// message; the first access to each peer costs one round trip.
+    ///
+    /// # Errors
+    /// As [`Rma::expose`].
+    pub fn allocate(&self, group: &Group, len: usize) -> Result<Window<'_>, Error> {
+        let exposure = self.expose(group, len, false)?;
+        Ok(Window::new(self, Memory::Owned(Box::new(exposure)), None))
+    }
+
+    /// Creates a window over `group` without memory
+    /// (`MPI_Win_create_dynamic`); memory comes and goes with
+    /// [`Window::attach`] / [`Window::detach`].
+    ///
+    /// Cost: a 64-byte registration for the lock word; no message.
+    ///
+    /// # Errors
+    /// As [`Rma::expose`].
+    pub fn create_dynamic(&self, group: &Group) -> Result<Window<'_>, Error> {
+        let exposure = self.expose(group, 0, false)?;
+        let window = Window::new(
+            self,
+            Memory::Owned(Box::new(exposure)),
+            Some(RefCell::default()),
+        );
+        lock_state(&self.served)
+            .described
+            .insert(window.id, Described::Attachments(Vec::new()));
+        Ok(window)
     }
 
     /// Starts a nonblocking barrier over `group` (a dissemination barrier:
     /// ceil(log2 n) rounds of one notice each); complete it with
-    /// [`Request::test`] / [`Request::wait`]. Every member calls it, in the
+    /// [`crate::Request::test`] / [`crate::Request::wait`]. Every member calls it, in the
     /// same order for barriers of the same group (fences count as
     /// barriers).
     ///
     /// # Errors
     /// [`Error::BadGroup`] when this process is not a member.
     pub fn ibarrier(&self, group: &Group) -> Result<Barrier<'_, 'e>, Error> {
-        let me = group
-            .group_rank(self.ep.rank())
-            .ok_or_else(|| Error::BadGroup(format!("rank {} is not a member", self.ep.rank())))?;
-        let id = {
-            let mut created = lock_state(&self.created);
-            let n = created.entry((group.members().to_vec(), 1)).or_insert(0);
-            *n += 1;
-            window_id(group, 1, *n)
-        };
-        Ok(Barrier {
-            rma: self,
-            group: group.clone(),
-            me,
-            id,
-            round: 0,
-            signalled: false,
-        })
+        let me = self.member(group)?;
+        let id = self.next_id(group, Kind::Barrier);
+        Ok(Barrier::new(self, group.clone(), me, id))
     }
 
-    /// Stops serving window `id` and drops what this process cached of it.
-    /// Peers' mappings stay (their regions are pooled and come back with
-    /// their next windows) unless there are many no window uses.
-    fn forget(&self, id: WindowId) {
-        const MAPPINGS_KEPT: usize = 64;
-        lock_state(&self.served).exposed.remove(&id);
-        lock_state(&self.cache).retain(|(_, w), _| *w != id);
-        let mut mappings = lock_state(&self.mappings);
-        if mappings.len() > MAPPINGS_KEPT {
-            mappings.retain(|_, m| Rc::strong_count(m) > 1);
+    /// Removes the barrier notice (barrier, round, from); whether it was
+    /// there.
+    pub(crate) fn take_barrier_notice(&self, id: u64, round: u32, from: u32) -> bool {
+        lock_state(&self.served).barriers.remove(&(id, round, from))
+    }
+
+    /// A registered shared region of at least `len` bytes with `access`:
+    /// the smallest that fits from the pool, else a new one.
+    fn region(&self, len: usize, access: Access) -> Result<MemoryRegion, Error> {
+        let pooled = {
+            let mut pool = self.pool.borrow_mut();
+            let best = pool
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.len() >= len && r.access() == access)
+                // A header region is never taken for data (its freed count
+                // must stay with it): headers are exactly HEADER long.
+                .filter(|(_, r)| (len == HEADER) == (r.len() == HEADER))
+                .min_by_key(|(_, r)| r.len())
+                .map(|(i, _)| i);
+            best.map(|i| pool.swap_remove(i))
+        };
+        match pooled {
+            Some(region) => Ok(region),
+            None => Ok(self.ep.register_shared(len.max(1), access)?),
         }
     }
 
-    /// Keeps a freed window's region for the next window (a few at most).
+    /// Keeps a region for the next exposures (a few at most).
     fn pool(&self, region: MemoryRegion) {
-        const POOLED: usize = 16;
-        let mut pool = lock_state(&self.pool);
+        const POOLED: usize = 32;
+        let mut pool = self.pool.borrow_mut();
         if pool.len() < POOLED {
             pool.push(region);
         }
     }
 
-    /// A registered shared region of at least `len` bytes: the smallest
-    /// that fits from the pool of freed windows, else a new one. Its bytes
-    /// are unspecified (as `MPI_Win_allocate`'s), but its lock word is 0.
-    fn region(&self, len: usize) -> Result<MemoryRegion, Error> {
-        let pooled = {
-            let mut pool = lock_state(&self.pool);
-            let best = pool
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r.len() >= len)
-                .min_by_key(|(_, r)| r.len())
-                .map(|(i, _)| i);
-            best.map(|i| pool.swap_remove(i))
-        };
-        let region = match pooled {
-            Some(region) => region,
-            None => self
-                .ep
-                .register_shared(len, Access::REMOTE_READ | Access::REMOTE_WRITE)?,
-        };
-        region.write_bytes(0, &[0u8; 8])?;
-        Ok(region)
+    /// Stops serving `id` and drops what this process cached of it. Peers'
+    /// mappings stay (their regions are pooled and come back with their
+    /// next exposures) unless there are many no exposure uses.
+    fn forget(&self, id: u64) {
+        const MAPPINGS_KEPT: usize = 64;
+        lock_state(&self.served).described.remove(&id);
+        self.peers.borrow_mut().retain(|(_, x), _| *x != id);
+        self.attachments.borrow_mut().retain(|(_, x), _| *x != id);
+        let mut mappings = self.mappings.borrow_mut();
+        if mappings.len() > MAPPINGS_KEPT {
+            mappings.retain(|_, m| Rc::strong_count(m) > 1);
+        }
     }
 
-    /// How to reach `id` at job rank `rank`: from the cache, else asked of
-    /// the peer (retried while the peer has not created it yet), and mapped
-    /// when the peer is on this host.
-    fn describe(&self, rank: u32, id: WindowId) -> Result<Rc<Peer>, Error> {
-        if let Some(peer) = lock_state(&self.cache).get(&(rank, id)) {
-            return Ok(Rc::clone(peer));
-        }
+    /// Asks `rank` to describe `id`, retrying while the peer has not
+    /// created it yet (creation is collective: it will come).
+    fn ask(&self, rank: u32, id: u64) -> Result<Described, Error> {
         let mut backoff = self.ep.backoff();
         loop {
-            let mut reply = [0u8; RemoteMemory::ENCODED_LEN + 8 + 64];
+            let mut reply = [0u8; 4096];
             let len = self
                 .ep
                 .call(rank, DESCRIBE, &id.to_le_bytes(), &mut reply)?;
-            if len > RemoteMemory::ENCODED_LEN + 8 {
-                let peer = Rc::new(self.peer(&reply[..len])?);
-                lock_state(&self.cache).insert((rank, id), Rc::clone(&peer));
-                return Ok(peer);
+            if len > 0 {
+                return Described::decode(&reply[..len]);
             }
-            // Not created there yet: creation is collective, it will come.
             if backoff.pause() > self.ep.timeout() {
                 return Err(Error::Fabric(onesided_fabric::Error::Timeout {
                     op: "describe window",
@@ -310,38 +518,82 @@ impl<'e> Rma<'e> {
         }
     }
 
-    /// Decodes a DESCRIBE reply: descriptor, host, shared-memory name.
-    /// Decodes a DESCRIBE reply: descriptor, host, nonce, shared-memory
-    /// name.
-    fn peer(&self, reply: &[u8]) -> Result<Peer, Error> {
-        let bad =
-            |why: &str| onesided_fabric::Error::BadDescriptor(format!("window description: {why}"));
-        let (remote, rest) = reply
-            .split_at_checked(RemoteMemory::ENCODED_LEN)
-            .ok_or_else(|| bad("too short"))?;
-        let remote = RemoteMemory::from_bytes(remote)?;
-        if remote.len < HEADER {
-            return Err(bad("region shorter than its header").into());
+    /// How to reach exposure `id` at job rank `rank`: cached, else asked
+    /// of the peer and mapped when the peer is on this host.
+    fn peer(&self, rank: u32, id: u64) -> Result<Rc<Peer>, Error> {
+        if let Some(peer) = self.peers.borrow().get(&(rank, id)) {
+            return Ok(Rc::clone(peer));
         }
-        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
-        let (host, rest) = rest.split_at_checked(8).ok_or_else(|| bad("no host"))?;
-        let (nonce, name) = rest.split_at_checked(8).ok_or_else(|| bad("no nonce"))?;
-        let (host, nonce) = (word(host), word(nonce));
-        let mapping = match (host == self.host, std::str::from_utf8(name)) {
-            // Same host: map its memory if it is really that region (a
-            // failure leaves the provider path).
-            (true, Ok(name)) => self.map(name, remote.len as usize).filter(|m| {
-                let mut found = [0u8; 8];
-                m.read_bytes(8, &mut found).is_ok() && u64::from_le_bytes(found) == nonce
-            }),
-            _ => None,
+        let Described::Exposure {
+            header,
+            data,
+            nonce,
+            base,
+            names,
+        } = self.ask(rank, id)?
+        else {
+            return Err(onesided_fabric::Error::BadDescriptor(format!(
+                "rank {rank} described an exposure as a dynamic window"
+            ))
+            .into());
         };
-        Ok(Peer { remote, mapping })
+        let maps = if self.same_host(rank) {
+            let unmappable = || {
+                onesided_fabric::Error::BadDescriptor(format!(
+                    "cannot map the shared memory of rank {rank} on this host"
+                ))
+            };
+            let h = self.map(&names.0, HEADER).ok_or_else(unmappable)?;
+            let mut found = [0u8; 8];
+            if h.read_bytes(NONCE, &mut found).is_err() || u64::from_le_bytes(found) != nonce {
+                return Err(unmappable().into());
+            }
+            let d = if data.len > 0 {
+                Some(
+                    self.map(&names.1, data.len as usize)
+                        .ok_or_else(unmappable)?,
+                )
+            } else {
+                None
+            };
+            Some((h, d))
+        } else {
+            None
+        };
+        let peer = Rc::new(Peer {
+            header,
+            data,
+            maps,
+            base,
+        });
+        self.peers.borrow_mut().insert((rank, id), Rc::clone(&peer));
+        Ok(peer)
+    }
+
+    /// The attachments of dynamic window `id` at `rank`: cached, or asked
+    /// again when `refresh`.
+    fn attached(&self, rank: u32, id: u64, refresh: bool) -> Result<Rc<Attachments>, Error> {
+        if !refresh {
+            if let Some(list) = self.attachments.borrow().get(&(rank, id)) {
+                return Ok(Rc::clone(list));
+            }
+        }
+        let Described::Attachments(list) = self.ask(rank, id)? else {
+            return Err(onesided_fabric::Error::BadDescriptor(format!(
+                "rank {rank} described a dynamic window as an exposure"
+            ))
+            .into());
+        };
+        let list = Rc::new(list);
+        self.attachments
+            .borrow_mut()
+            .insert((rank, id), Rc::clone(&list));
+        Ok(list)
     }
 
     /// A peer's shared memory `name` of at least `len` bytes, mapped once.
     fn map(&self, name: &str, len: usize) -> Option<Rc<Mapping>> {
-        let mut mappings = lock_state(&self.mappings);
+        let mut mappings = self.mappings.borrow_mut();
         if let Some(m) = mappings.get(name).filter(|m| m.len() >= len) {
             return Some(Rc::clone(m));
         }
@@ -351,11 +603,12 @@ impl<'e> Rma<'e> {
     }
 }
 
-/// A peer's part of a window: its descriptor, and its memory mapped here
-/// when it lives on this host.
-struct Peer {
-    remote: RemoteMemory,
-    mapping: Option<Rc<Mapping>>,
+impl Drop for Rma<'_> {
+    fn drop(&mut self) {
+        for service in [DESCRIBE, FREE_NOTICE, BARRIER_NOTICE] {
+            self.ep.unserve(service);
+        }
+    }
 }
 
 /// A number no other region of this machine is likely to carry.
@@ -380,17 +633,9 @@ fn fnv(bytes: impl IntoIterator<Item = u8>) -> u64 {
     hash
 }
 
-impl Drop for Rma<'_> {
-    fn drop(&mut self) {
-        for service in [DESCRIBE, FREE_NOTICE, BARRIER_NOTICE] {
-            self.ep.unserve(service);
-        }
-    }
-}
-
-/// A stable number for the `n`-th window (`kind` 0) or barrier (`kind` 1)
-/// over `group`: FNV-1a of the members, the kind and the count.
-fn window_id(group: &Group, kind: u8, n: u64) -> WindowId {
+/// A stable number for the `n`-th collective object of `kind` over
+/// `group`: FNV-1a of the members, the kind and the count.
+fn collective_id(group: &Group, kind: u8, n: u64) -> u64 {
     fnv(group
         .members()
         .iter()
@@ -399,69 +644,147 @@ fn window_id(group: &Group, kind: u8, n: u64) -> WindowId {
         .flat_map(u64::to_le_bytes))
 }
 
-/// A nonblocking barrier in flight ([`Rma::ibarrier`]).
-pub struct Barrier<'r, 'e> {
-    rma: &'r Rma<'e>,
+/// Memory of this process open to a group ([`Rma::expose`]): windows are
+/// created over it ([`Rma::create`]) as often as wanted. Dropped once its
+/// windows are freed, its registration goes back to the pool (or, when a
+/// window over it was dropped without `free`, is kept unused, since peers
+/// may still access it).
+pub struct Exposure<'a> {
+    rma: &'a Rma<'a>,
+    id: u64,
     group: Group,
     me: u32,
-    id: u64,
-    round: u32,
-    signalled: bool,
+    header: Option<MemoryRegion>,
+    data: Option<MemoryRegion>,
+    len: usize,
+    /// The header's freed count when this exposure began.
+    base: u64,
+    /// Windows created over it, and freed.
+    windows: Cell<u64>,
+    freed: Cell<u64>,
+    /// A window over it was dropped without `free`.
+    tainted: Cell<bool>,
 }
 
-impl Request for Barrier<'_, '_> {
-    fn test(&mut self) -> Result<bool, Error> {
-        let n = self.group.size();
-        let ep = self.rma.ep;
-        loop {
-            if self.round >= dissemination::rounds(n) {
-                return Ok(true);
-            }
-            let (to, from) = dissemination::partners(self.me, n, self.round);
-            if !self.signalled {
-                let mut notice = self.id.to_le_bytes().to_vec();
-                notice.extend_from_slice(&self.round.to_le_bytes());
-                ep.notify(self.group.job_rank(to)?, BARRIER_NOTICE, &notice)?;
-                self.signalled = true;
-            }
-            ep.progress();
-            let from = self.group.job_rank(from)?;
-            if !lock_state(&self.rma.served)
-                .barriers
-                .remove(&(self.id, self.round, from))
-            {
-                return Ok(false);
-            }
-            self.round += 1;
-            self.signalled = false;
+impl Exposure<'_> {
+    /// The group it is open to.
+    pub fn group(&self) -> &Group {
+        &self.group
+    }
+
+    /// Bytes exposed.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no byte is exposed.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies elements out of the exposed memory, from byte `offset` (a
+    /// load: no epoch needed for one's own memory).
+    ///
+    /// # Errors
+    /// [`Error::Fabric`] (`OutOfRange`) outside the exposure.
+    pub fn read<T: bytemuck::Pod>(&self, offset: usize, out: &mut [T]) -> Result<(), Error> {
+        let out = bytemuck::cast_slice_mut(out);
+        self.check(offset, out.len())?;
+        match &self.data {
+            Some(d) => Ok(d.read_bytes(offset, out)?),
+            None => Ok(()),
         }
     }
 
-    fn timeout(&self) -> Duration {
-        self.rma.ep.timeout()
+    /// Copies elements into the exposed memory at byte `offset` (a store).
+    ///
+    /// # Errors
+    /// [`Error::Fabric`] (`OutOfRange`) outside the exposure.
+    pub fn write<T: bytemuck::Pod>(&self, offset: usize, data: &[T]) -> Result<(), Error> {
+        let data = bytemuck::cast_slice(data);
+        self.check(offset, data.len())?;
+        match &self.data {
+            Some(d) => Ok(d.write_bytes(offset, data)?),
+            None => Ok(()),
+        }
     }
 
-    fn backoff(&self) -> onesided_fabric::progress::Backoff {
-        self.rma.ep.backoff()
+    fn check(&self, offset: usize, len: usize) -> Result<(), Error> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(onesided_fabric::Error::OutOfRange {
+                what: "exposure (local)",
+                offset: offset as u64,
+                len: len as u64,
+                size: self.len as u64,
+            }
+            .into()),
+        }
+    }
+
+    fn header(&self) -> Result<&MemoryRegion, Error> {
+        self.header
+            .as_ref()
+            .ok_or(Error::EpochConflict("window already freed"))
     }
 }
 
-/// One process's view of a window: its own memory, and the group's.
-pub struct Window<'r, 'e> {
-    rma: &'r Rma<'e>,
-    id: WindowId,
-    group: Group,
-    me: u32,
-    /// Taken by `free` (to the pool) or `Drop` (retired).
-    region: Option<MemoryRegion>,
-    len: usize,
-    epochs: Mutex<Epochs>,
+impl Drop for Exposure<'_> {
+    fn drop(&mut self) {
+        self.rma.forget(self.id);
+        let regions = self.header.take().into_iter().chain(self.data.take());
+        if self.tainted.get() || self.freed.get() != self.windows.get() {
+            self.rma.retired.borrow_mut().extend(regions);
+        } else {
+            regions.for_each(|r| self.rma.pool(r));
+        }
+    }
+}
+
+/// A window's memory: an exposure it owns (allocated and dynamic windows)
+/// or one it borrows (created windows).
+enum Memory<'a> {
+    Owned(Box<Exposure<'a>>),
+    Borrowed(&'a Exposure<'a>),
+}
+
+/// One attachment of a dynamic window.
+struct Attachment {
+    disp: u64,
+    region: MemoryRegion,
+}
+
+/// One process's view of a window over a group.
+pub struct Window<'a> {
+    rma: &'a Rma<'a>,
+    /// The window's own number (free notices, dynamic descriptions).
+    id: u64,
+    memory: Memory<'a>,
+    /// This window's number among the windows of its exposure.
+    seq: u64,
+    /// Attachments of a dynamic window (`None`: not dynamic); the count of
+    /// attachments ever made.
+    attached: Option<RefCell<(Vec<Attachment>, u64)>>,
+    /// Every member lives on this host: atomics are CPU atomics.
+    local_atomics: bool,
+    epochs: RefCell<Epochs>,
+    inflight: RefCell<Vec<Rc<Inflight<'a>>>>,
+    freed: bool,
+}
+
+/// Where `len` bytes of a target live: its rank, descriptor, mapping (on
+/// this host) and the offset in that memory.
+struct Place {
+    rank: u32,
+    remote: RemoteMemory,
+    map: Option<Rc<Mapping>>,
+    at: u64,
 }
 
 /// An open passive-target epoch; [`Epoch::unlock`] closes it. Dropping it
 /// unlocks too, ignoring errors.
-pub struct Epoch<'w, 'r, 'e> {
-    window: &'w Window<'r, 'e>,
+pub struct Epoch<'w, 'a> {
+    window: &'w Window<'a>,
     /// The locked target, or `None` for `lock_all`.
     target: Option<u32>,
     /// The lock taken on the target's lock word (none with `nocheck`).
@@ -469,58 +792,129 @@ pub struct Epoch<'w, 'r, 'e> {
     open: bool,
 }
 
-impl Window<'_, '_> {
-    /// This window's group.
-    pub fn group(&self) -> &Group {
-        &self.group
+impl<'a> Window<'a> {
+    fn new(
+        rma: &'a Rma<'a>,
+        memory: Memory<'a>,
+        attached: Option<RefCell<(Vec<Attachment>, u64)>>,
+    ) -> Window<'a> {
+        let exposure = match &memory {
+            Memory::Owned(x) => x,
+            Memory::Borrowed(x) => *x,
+        };
+        exposure.windows.set(exposure.windows.get() + 1);
+        let seq = exposure.windows.get();
+        let local_atomics = exposure.group.members().iter().all(|&r| rma.same_host(r));
+        let id = rma.next_id(&exposure.group, Kind::Window);
+        Window {
+            rma,
+            id,
+            memory,
+            seq,
+            attached,
+            local_atomics,
+            epochs: RefCell::default(),
+            inflight: RefCell::default(),
+            freed: false,
+        }
     }
 
-    /// Bytes of this process's part of the window.
+    fn exposure(&self) -> &Exposure<'a> {
+        match &self.memory {
+            Memory::Owned(x) => x,
+            Memory::Borrowed(x) => x,
+        }
+    }
+
+    /// This window's group.
+    pub fn group(&self) -> &Group {
+        &self.exposure().group
+    }
+
+    /// Bytes of this process's part of the window (0 for a dynamic one).
     pub fn len(&self) -> usize {
-        self.len
+        self.exposure().len
     }
 
     /// Whether this process's part is empty.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
-    /// Copies bytes of this process's own part (a load, no epoch needed).
+    /// Copies elements of this process's own part, from byte `offset` (a
+    /// load, no epoch needed).
     ///
     /// # Errors
     /// [`Error::Fabric`] (`OutOfRange`) outside the window.
-    pub fn read_local(&self, offset: usize, out: &mut [u8]) -> Result<(), Error> {
-        self.check_local(offset, out.len())?;
-        Ok(self.own()?.read_bytes(HEADER as usize + offset, out)?)
+    pub fn read_local<T: bytemuck::Pod>(&self, offset: usize, out: &mut [T]) -> Result<(), Error> {
+        self.alive()?;
+        self.exposure().read(offset, out)
     }
 
-    /// Writes bytes of this process's own part (a store, no epoch needed).
+    /// Writes elements into this process's own part at byte `offset` (a
+    /// store, no epoch needed).
     ///
     /// # Errors
     /// [`Error::Fabric`] (`OutOfRange`) outside the window.
-    pub fn write_local(&self, offset: usize, data: &[u8]) -> Result<(), Error> {
-        self.check_local(offset, data.len())?;
-        Ok(self.own()?.write_bytes(HEADER as usize + offset, data)?)
+    pub fn write_local<T: bytemuck::Pod>(&self, offset: usize, data: &[T]) -> Result<(), Error> {
+        self.alive()?;
+        self.exposure().write(offset, data)
     }
 
-    /// This process's region (present until `free` or drop take it).
-    fn own(&self) -> Result<&MemoryRegion, Error> {
-        self.region
-            .as_ref()
-            .ok_or(Error::EpochConflict("window already freed"))
+    fn alive(&self) -> Result<(), Error> {
+        self.exposure().header().map(drop)
     }
 
-    fn check_local(&self, offset: usize, len: usize) -> Result<(), Error> {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.len => Ok(()),
-            _ => Err(onesided_fabric::Error::OutOfRange {
-                what: "window (local)",
-                offset: offset as u64,
-                len: len as u64,
-                size: self.len as u64,
-            }
-            .into()),
-        }
+    /// Attaches `region` (from [`Endpoint::register`], with the remote
+    /// rights peers need) to this dynamic window; returns its displacement:
+    /// `k << 40` for the `k`-th attachment of this process (1-based), so
+    /// that processes attaching in the same order know each other's
+    /// displacements. Local: no message.
+    ///
+    /// # Errors
+    /// [`Error::EpochConflict`] when the window is not dynamic.
+    pub fn attach(&self, region: MemoryRegion) -> Result<u64, Error> {
+        let attached = self.attached.as_ref().ok_or(Error::EpochConflict(
+            "attach to a window that is not dynamic",
+        ))?;
+        let mut attached = attached.borrow_mut();
+        attached.1 += 1;
+        let disp = attached.1 << ATTACH_SHIFT;
+        attached.0.push(Attachment { disp, region });
+        self.describe_attachments(&attached.0);
+        Ok(disp)
+    }
+
+    /// Detaches the attachment at displacement `disp` and gives its region
+    /// back. Peers must have finished their accesses to it (as with
+    /// `MPI_Win_detach`). Local: no message.
+    ///
+    /// # Errors
+    /// [`Error::EpochConflict`] when the window is not dynamic;
+    /// [`Error::Fabric`] (`OutOfRange`) when nothing is attached there.
+    pub fn detach(&self, disp: u64) -> Result<MemoryRegion, Error> {
+        let attached = self.attached.as_ref().ok_or(Error::EpochConflict(
+            "detach from a window that is not dynamic",
+        ))?;
+        let mut attached = attached.borrow_mut();
+        let i = attached.0.iter().position(|a| a.disp == disp).ok_or(
+            onesided_fabric::Error::OutOfRange {
+                what: "dynamic window attachment",
+                offset: disp,
+                len: 0,
+                size: 0,
+            },
+        )?;
+        let gone = attached.0.remove(i);
+        self.describe_attachments(&attached.0);
+        Ok(gone.region)
+    }
+
+    fn describe_attachments(&self, list: &[Attachment]) {
+        let list = list.iter().map(|a| (a.disp, a.region.remote())).collect();
+        lock_state(&self.rma.served)
+            .described
+            .insert(self.id, Described::Attachments(list));
     }
 
     /// Locks group rank `target`: `Shared` or `Exclusive`; with `nocheck`
@@ -530,18 +924,14 @@ impl Window<'_, '_> {
     /// # Errors
     /// [`Error::NotInGroup`], [`Error::AlreadyLocked`],
     /// [`Error::EpochConflict`], or [`Error::Fabric`] from the atomics.
-    pub fn lock(
-        &self,
-        target: u32,
-        kind: LockKind,
-        nocheck: bool,
-    ) -> Result<Epoch<'_, '_, '_>, Error> {
-        self.group.job_rank(target)?;
-        lock_state(&self.epochs).lock(target, kind)?;
+    pub fn lock(&self, target: u32, kind: LockKind, nocheck: bool) -> Result<Epoch<'_, 'a>, Error> {
+        self.group().job_rank(target)?;
+        self.alive()?;
+        self.epochs.borrow_mut().lock(target, kind)?;
         let held = if nocheck {
             None
         } else if let Err(e) = self.acquire(target, kind) {
-            let _ = lock_state(&self.epochs).unlock(target);
+            let _ = self.epochs.borrow_mut().unlock(target);
             return Err(e);
         } else {
             Some(kind)
@@ -555,15 +945,17 @@ impl Window<'_, '_> {
     }
 
     /// Opens a shared epoch on every member (`MPI_Win_lock_all`); with
-    /// `nocheck`, no lock word is touched.
+    /// `nocheck`, no lock word is touched. Its [`Epoch::unlock`] is
+    /// `MPI_Win_unlock_all`.
     ///
     /// # Errors
     /// [`Error::EpochConflict`], or [`Error::Fabric`] from the atomics.
-    pub fn lock_all(&self, nocheck: bool) -> Result<Epoch<'_, '_, '_>, Error> {
-        lock_state(&self.epochs).lock_all()?;
+    pub fn lock_all(&self, nocheck: bool) -> Result<Epoch<'_, 'a>, Error> {
+        self.alive()?;
+        self.epochs.borrow_mut().lock_all()?;
         if !nocheck {
             if let Err(e) = self.acquire_all() {
-                let _ = lock_state(&self.epochs).unlock_all();
+                let _ = self.epochs.borrow_mut().unlock_all();
                 return Err(e);
             }
         }
@@ -575,32 +967,41 @@ impl Window<'_, '_> {
         })
     }
 
-    fn lock_word(&self, target: u32) -> Result<(u32, RemoteMemory), Error> {
-        let rank = self.group.job_rank(target)?;
-        Ok((rank, self.rma.describe(rank, self.id)?.remote))
-    }
-
-    fn atomic(&self, rank: u32, remote: &RemoteMemory, atomic: Atomic) -> Result<u64, Error> {
+    /// Applies `atomic` to `target`'s lock word; returns its previous value.
+    fn lock_word(&self, target: u32, atomic: Atomic) -> Result<u64, Error> {
+        let rank = self.group().job_rank(target)?;
+        let peer = self.rma.peer(rank, self.exposure().id)?;
+        if let (true, Some((header, _))) = (self.local_atomics, &peer.maps) {
+            if self.rma.ep.is_dead(rank) {
+                return Err(onesided_fabric::Error::PeerDead {
+                    op: "window lock",
+                    rank,
+                }
+                .into());
+            }
+            return Ok(header.update(LOCK_WORD, 8, |mut w| {
+                lock::apply(&mut w, atomic);
+                Some(w)
+            })?);
+        }
         let ep = self.rma.ep;
         Ok(match atomic {
             Atomic::CompareSwap { expected, new } => {
-                ep.compare_swap(rank, remote, 0, expected, new)?
+                ep.compare_swap(rank, &peer.header, LOCK_WORD as u64, expected, new)?
             }
-            Atomic::FetchAdd(delta) => ep.fetch_add(rank, remote, 0, delta)?,
+            Atomic::FetchAdd(delta) => ep.fetch_add(rank, &peer.header, LOCK_WORD as u64, delta)?,
         })
     }
 
-    /// Takes `kind` on `target`'s lock word, backing off while it is held.
     /// One attempt at `kind` on `target`'s lock word; whether granted (a
     /// refused shared request has been undone).
     fn try_acquire(&self, target: u32, kind: LockKind) -> Result<bool, Error> {
-        let (rank, remote) = self.lock_word(target)?;
-        let previous = self.atomic(rank, &remote, lock::request(kind))?;
+        let previous = self.lock_word(target, lock::request(kind))?;
         Ok(match lock::outcome(kind, previous) {
             Outcome::Granted => true,
             Outcome::Retry => false,
             Outcome::Undo(undo) => {
-                self.atomic(rank, &remote, undo)?;
+                self.lock_word(target, undo)?;
                 false
             }
         })
@@ -612,7 +1013,7 @@ impl Window<'_, '_> {
     fn acquire_all(&self) -> Result<(), Error> {
         let mut backoff = self.rma.ep.backoff();
         'attempt: loop {
-            for target in 0..self.group.size() {
+            for target in 0..self.group().size() {
                 let granted = match self.try_acquire(target, LockKind::Shared) {
                     Ok(granted) => granted,
                     Err(e) => {
@@ -627,11 +1028,7 @@ impl Window<'_, '_> {
                         self.release(held, LockKind::Shared)?;
                     }
                     if backoff.pause() > self.rma.ep.timeout() {
-                        return Err(Error::Fabric(onesided_fabric::Error::Timeout {
-                            op: "window lock_all",
-                            rank: self.rma.ep.rank(),
-                            after: self.rma.ep.timeout(),
-                        }));
+                        return Err(self.timeout("window lock_all", self.rma.ep.rank()));
                     }
                     continue 'attempt;
                 }
@@ -646,130 +1043,395 @@ impl Window<'_, '_> {
             if self.try_acquire(target, kind)? {
                 return Ok(());
             }
-            if backoff.pause() > self.rma.ep.timeout() {
-                let rank = self.group.job_rank(target)?;
-                return Err(Error::Fabric(onesided_fabric::Error::Timeout {
+            let rank = self.group().job_rank(target)?;
+            if self.rma.ep.is_dead(rank) {
+                return Err(onesided_fabric::Error::PeerDead {
                     op: "window lock",
                     rank,
-                    after: self.rma.ep.timeout(),
-                }));
+                }
+                .into());
+            }
+            if backoff.pause() > self.rma.ep.timeout() {
+                return Err(self.timeout("window lock", rank));
             }
         }
     }
 
+    fn timeout(&self, op: &'static str, rank: u32) -> Error {
+        Error::Fabric(onesided_fabric::Error::Timeout {
+            op,
+            rank,
+            after: self.rma.ep.timeout(),
+        })
+    }
+
     fn release(&self, target: u32, kind: LockKind) -> Result<(), Error> {
-        let (rank, remote) = self.lock_word(target)?;
-        self.atomic(rank, &remote, lock::release(kind)).map(drop)
+        self.lock_word(target, lock::release(kind)).map(drop)
     }
 
     /// Where `len` bytes at `offset` of `target`'s part are, after checking
-    /// the epoch and the bounds.
-    fn target(
+    /// the window, the epoch, the peer and the bounds (in that order).
+    fn place(
         &self,
         target: u32,
         offset: u64,
         len: usize,
         what: &'static str,
-    ) -> Result<(u32, Rc<Peer>, u64), Error> {
-        let rank = self.group.job_rank(target)?;
-        lock_state(&self.epochs).check_access(target)?;
+    ) -> Result<Place, Error> {
+        let rank = self.group().job_rank(target)?;
+        self.alive()?;
+        self.epochs.borrow().check_access(target)?;
         if self.rma.ep.is_dead(rank) {
             // Its mapped memory would still answer: say it is gone.
             return Err(onesided_fabric::Error::PeerDead { op: what, rank }.into());
         }
-        let peer = self.rma.describe(rank, self.id)?;
-        let size = peer.remote.len - HEADER;
-        match offset.checked_add(len as u64) {
-            Some(end) if end <= size => Ok((rank, peer, HEADER + offset)),
-            _ => Err(onesided_fabric::Error::OutOfRange {
+        let out_of_range = |size: u64| -> Error {
+            Error::OutOfRange {
                 what,
+                target,
+                window: self.id,
                 offset,
                 len: len as u64,
                 size,
             }
-            .into()),
+        };
+        let end = offset
+            .checked_add(len as u64)
+            .ok_or_else(|| out_of_range(0))?;
+        if self.attached.is_some() {
+            let find = |list: &[(u64, RemoteMemory)]| {
+                list.iter()
+                    .find(|(disp, r)| offset >= *disp && end <= disp + r.len)
+                    .map(|(disp, r)| (*r, offset - disp))
+            };
+            let mut found = find(&self.rma.attached(rank, self.id, false)?);
+            if found.is_none() {
+                // Attached since last asked?
+                found = find(&self.rma.attached(rank, self.id, true)?);
+            }
+            let (remote, at) = found.ok_or_else(|| out_of_range(0))?;
+            return Ok(Place {
+                rank,
+                remote,
+                map: None,
+                at,
+            });
         }
-    }
-
-    /// Reads `buf.len()` bytes at `offset` of `target`'s part.
-    ///
-    /// # Errors
-    /// [`Error::NoEpoch`] outside an epoch covering `target`;
-    /// [`Error::Fabric`] (`OutOfRange`, peer errors). Nothing is posted on
-    /// a checked error.
-    pub fn get(&self, target: u32, offset: u64, buf: &mut [u8]) -> Result<(), Error> {
-        let (rank, peer, at) = self.target(target, offset, buf.len(), "window get")?;
-        match &peer.mapping {
-            Some(mapping) => Ok(mapping.read_bytes(at as usize, buf)?),
-            None => Ok(self.rma.ep.read(rank, &peer.remote, at, buf)?),
+        let peer = self.rma.peer(rank, self.exposure().id)?;
+        if end > peer.data.len {
+            return Err(out_of_range(peer.data.len));
         }
+        Ok(Place {
+            rank,
+            remote: peer.data,
+            map: peer.maps.as_ref().and_then(|(_, d)| d.clone()),
+            at: offset,
+        })
     }
 
-    /// Writes `data` at `offset` of `target`'s part; complete at the target
-    /// when it returns.
+    /// Reads elements at byte `offset` of group rank `target`'s part into
+    /// `buf`.
     ///
     /// # Errors
-    /// As [`Window::get`].
-    pub fn put(&self, target: u32, offset: u64, data: &[u8]) -> Result<(), Error> {
-        let (rank, peer, at) = self.target(target, offset, data.len(), "window put")?;
-        match &peer.mapping {
-            Some(mapping) => Ok(mapping.write_bytes(at as usize, data)?),
-            None => Ok(self.rma.ep.write_delivered(rank, &peer.remote, at, data)?),
-        }
-    }
-
-    /// Atomically adds `value` to the u64 at `offset` (8-aligned) of
-    /// `target`'s part; returns the previous value.
-    ///
-    /// # Errors
-    /// As [`Window::get`], and `Misaligned`.
-    pub fn fetch_add_u64(&self, target: u32, offset: u64, value: u64) -> Result<u64, Error> {
-        let (rank, peer, at) = self.target(target, offset, 8, "window fetch_add")?;
-        Ok(self.rma.ep.fetch_add(rank, &peer.remote, at, value)?)
-    }
-
-    /// Completes this process's operations to `target` at the target.
-    /// Operations complete before they return, so there is nothing left to
-    /// wait for; the epoch is still checked.
-    ///
-    /// # Errors
-    /// [`Error::NoEpoch`] outside an epoch covering `target`.
-    pub fn flush(&self, target: u32) -> Result<(), Error> {
-        self.group.job_rank(target)?;
-        lock_state(&self.epochs).check_access(target)
-    }
-
-    /// Atomically replaces the u64 at `offset` (8-aligned) of `target`'s
-    /// part with `new` if it equals `expected`; returns the previous value.
-    ///
-    /// # Errors
-    /// As [`Window::fetch_add_u64`].
-    pub fn compare_and_swap_u64(
+    /// [`Error::NotInGroup`]; [`Error::NoEpoch`] outside an epoch covering
+    /// `target`; [`Error::OutOfRange`] outside its part; [`Error::Fabric`]
+    /// (a dead peer, forbidden access, ...). Nothing is posted on a checked
+    /// error.
+    pub fn get<T: bytemuck::Pod>(
         &self,
         target: u32,
         offset: u64,
-        expected: u64,
-        new: u64,
-    ) -> Result<u64, Error> {
-        let (rank, peer, at) = self.target(target, offset, 8, "window compare_and_swap")?;
-        Ok(self
-            .rma
-            .ep
-            .compare_swap(rank, &peer.remote, at, expected, new)?)
+        buf: &mut [T],
+    ) -> Result<(), Error> {
+        let buf: &mut [u8] = bytemuck::cast_slice_mut(buf);
+        let p = self.place(target, offset, buf.len(), "window get")?;
+        match &p.map {
+            Some(map) => {
+                p.remote
+                    .permits(Access::REMOTE_READ, "window get", p.rank)?;
+                Ok(map.read_bytes(p.at as usize, buf)?)
+            }
+            None => Ok(self.rma.ep.read(p.rank, &p.remote, p.at, buf)?),
+        }
     }
 
-    /// Active-target synchronisation (`MPI_Win_fence`): waits until every
-    /// member has reached the fence (operations complete before they
-    /// return, so a barrier is all it takes), then opens the next fence
-    /// epoch, or none when `last` (`MPI_MODE_NOSUCCEED`).
+    /// Writes `data` at byte `offset` of group rank `target`'s part;
+    /// complete at the target when it returns.
+    ///
+    /// # Errors
+    /// As [`Window::get`].
+    pub fn put<T: bytemuck::Pod>(&self, target: u32, offset: u64, data: &[T]) -> Result<(), Error> {
+        let data: &[u8] = bytemuck::cast_slice(data);
+        let p = self.place(target, offset, data.len(), "window put")?;
+        match &p.map {
+            Some(map) => {
+                p.remote
+                    .permits(Access::REMOTE_WRITE, "window put", p.rank)?;
+                Ok(map.write_bytes(p.at as usize, data)?)
+            }
+            None => Ok(self.rma.ep.write_delivered(p.rank, &p.remote, p.at, data)?),
+        }
+    }
+
+    /// Starts reading `buf.len()` elements at byte `offset` of `target`'s
+    /// part; the bytes reach `buf` when the request completes (`test` /
+    /// `wait`; after a `flush` or `unlock` it completes at once).
+    ///
+    /// # Errors
+    /// As [`Window::get`] (checked before anything is posted).
+    pub fn rget<'w, 'b, T: bytemuck::Pod>(
+        &'w self,
+        target: u32,
+        offset: u64,
+        buf: &'b mut [T],
+    ) -> Result<Rget<'w, 'b, 'a>, Error> {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
+        let p = self.place(target, offset, bytes.len(), "window rget")?;
+        if let Some(map) = &p.map {
+            p.remote
+                .permits(Access::REMOTE_READ, "window rget", p.rank)?;
+            map.read_bytes(p.at as usize, bytes)?;
+            return Ok(Rget::new(self, None, bytes));
+        }
+        let transfer = self
+            .rma
+            .ep
+            .read_start(p.rank, &p.remote, p.at, bytes.len())?;
+        let inflight = self.track(target, transfer);
+        Ok(Rget::new(self, Some(inflight), bytes))
+    }
+
+    /// Starts writing `data` at byte `offset` of `target`'s part (`data`
+    /// is copied: the caller may reuse it at once); the request completes
+    /// when the bytes are in the target's memory.
+    ///
+    /// # Errors
+    /// As [`Window::get`].
+    pub fn rput<T: bytemuck::Pod>(
+        &self,
+        target: u32,
+        offset: u64,
+        data: &[T],
+    ) -> Result<Rput<'_, 'a>, Error> {
+        let data: &[u8] = bytemuck::cast_slice(data);
+        let p = self.place(target, offset, data.len(), "window rput")?;
+        if let Some(map) = &p.map {
+            p.remote
+                .permits(Access::REMOTE_WRITE, "window rput", p.rank)?;
+            map.write_bytes(p.at as usize, data)?;
+            return Ok(Rput::new(self, None));
+        }
+        let transfer = self.rma.ep.write_start(p.rank, &p.remote, p.at, data)?;
+        Ok(Rput::new(self, Some(self.track(target, transfer))))
+    }
+
+    fn track(&self, target: u32, transfer: onesided_fabric::Transfer<'a>) -> Rc<Inflight<'a>> {
+        let inflight = Rc::new(Inflight::new(target, transfer));
+        let mut list = self.inflight.borrow_mut();
+        list.retain(|i| !i.is_done());
+        list.push(Rc::clone(&inflight));
+        inflight
+    }
+
+    pub(crate) fn endpoint(&self) -> &'a Endpoint {
+        self.rma.ep
+    }
+
+    /// Applies `op` with `values` to the elements at byte `offset` of
+    /// `target`'s part, each element atomically (`MPI_Accumulate`).
+    ///
+    /// # Errors
+    /// As [`Window::get`], and `Misaligned` for an offset that is not a
+    /// multiple of the element size.
+    pub fn accumulate<T: Element>(
+        &self,
+        target: u32,
+        offset: u64,
+        values: &[T],
+        op: Op,
+    ) -> Result<(), Error> {
+        self.atomic(target, offset, values, op, None, "window accumulate")
+    }
+
+    /// Applies `op` with `value` to the element at byte `offset` of
+    /// `target`'s part atomically; returns its previous value
+    /// (`MPI_Fetch_and_op`; with [`Op::NoOp`], an atomic read).
+    ///
+    /// # Errors
+    /// As [`Window::accumulate`].
+    pub fn fetch_and_op<T: Element>(
+        &self,
+        target: u32,
+        offset: u64,
+        value: T,
+        op: Op,
+    ) -> Result<T, Error> {
+        let mut previous = [T::zeroed()];
+        self.atomic(
+            target,
+            offset,
+            &[value],
+            op,
+            Some(&mut previous),
+            "window fetch_and_op",
+        )?;
+        Ok(previous[0])
+    }
+
+    fn atomic<T: Element>(
+        &self,
+        target: u32,
+        offset: u64,
+        values: &[T],
+        op: Op,
+        fetch: Option<&mut [T]>,
+        what: &'static str,
+    ) -> Result<(), Error> {
+        let size = size_of::<T>();
+        let p = self.place(target, offset, size_of_val(values), what)?;
+        if !offset.is_multiple_of(size as u64) {
+            return Err(onesided_fabric::Error::Misaligned { what, offset }.into());
+        }
+        match (&p.map, self.local_atomics) {
+            (Some(map), true) => {
+                p.remote
+                    .permits(Access::REMOTE_READ | Access::REMOTE_WRITE, what, p.rank)?;
+                let mut fetch = fetch;
+                for (i, v) in values.iter().enumerate() {
+                    let x = bits(*v);
+                    let at = p.at as usize + i * size;
+                    let previous = map.update(at, size, |t| {
+                        Some(onesided_fabric::atomic::apply(
+                            T::DATATYPE,
+                            op.atomic(),
+                            t,
+                            x,
+                        ))
+                    })?;
+                    if let Some(f) = fetch.as_deref_mut() {
+                        f[i] = from_bits(previous);
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(self.rma.ep.atomic(
+                p.rank,
+                &p.remote,
+                p.at,
+                T::DATATYPE,
+                op.atomic(),
+                bytemuck::cast_slice(values),
+                fetch.map(bytemuck::cast_slice_mut),
+            )?),
+        }
+    }
+
+    /// Replaces the element at byte `offset` of `target`'s part with `new`
+    /// if it equals `compare` (bitwise), atomically; returns its previous
+    /// value (`MPI_Compare_and_swap`).
+    ///
+    /// # Errors
+    /// As [`Window::accumulate`].
+    pub fn compare_and_swap<T: Element>(
+        &self,
+        target: u32,
+        offset: u64,
+        compare: T,
+        new: T,
+    ) -> Result<T, Error> {
+        let what = "window compare_and_swap";
+        let size = size_of::<T>();
+        let p = self.place(target, offset, size, what)?;
+        if !offset.is_multiple_of(size as u64) {
+            return Err(onesided_fabric::Error::Misaligned { what, offset }.into());
+        }
+        if let (Some(map), true) = (&p.map, self.local_atomics) {
+            p.remote
+                .permits(Access::REMOTE_READ | Access::REMOTE_WRITE, what, p.rank)?;
+            let (c, n) = (bits(compare), bits(new));
+            let previous = map.update(p.at as usize, size, |t| (t == c).then_some(n))?;
+            return Ok(from_bits(previous));
+        }
+        let mut previous = T::zeroed();
+        self.rma.ep.compare_swap_element(
+            p.rank,
+            &p.remote,
+            p.at,
+            T::DATATYPE,
+            bytemuck::bytes_of(&compare),
+            bytemuck::bytes_of(&new),
+            bytemuck::bytes_of_mut(&mut previous),
+        )?;
+        Ok(previous)
+    }
+
+    /// Completes this process's operations to `target` at the target:
+    /// blocking ones are complete already; request-based ones are waited
+    /// for.
+    ///
+    /// # Errors
+    /// [`Error::NotInGroup`]; [`Error::NoEpoch`] outside an epoch covering
+    /// `target`.
+    pub fn flush(&self, target: u32) -> Result<(), Error> {
+        self.group().job_rank(target)?;
+        self.epochs.borrow().check_access(target)?;
+        self.complete(Some(target));
+        Ok(())
+    }
+
+    /// [`Window::flush`] for every target (`MPI_Win_flush_all`).
+    ///
+    /// # Errors
+    /// [`Error::EpochConflict`] when no epoch is open.
+    pub fn flush_all(&self) -> Result<(), Error> {
+        if self.epochs.borrow().is_idle() {
+            return Err(Error::EpochConflict("flush_all outside an epoch"));
+        }
+        self.complete(None);
+        Ok(())
+    }
+
+    /// Completes this process's operations to `target` locally
+    /// (`MPI_Win_flush_local`): the origin buffers may be reused. Here every
+    /// operation copies or waits for its origin buffer before returning, so
+    /// only the epoch is checked.
+    ///
+    /// # Errors
+    /// As [`Window::flush`].
+    pub fn flush_local(&self, target: u32) -> Result<(), Error> {
+        self.group().job_rank(target)?;
+        self.epochs.borrow().check_access(target)
+    }
+
+    /// Waits for the request-based operations to `target` (all when
+    /// `None`); their outcomes stay with their requests.
+    fn complete(&self, target: Option<u32>) {
+        let list: Vec<_> = self.inflight.borrow_mut().drain(..).collect();
+        let mut kept = Vec::new();
+        for inflight in list {
+            if target.is_none_or(|t| inflight.target() == t) {
+                inflight.finish();
+            } else {
+                kept.push(inflight);
+            }
+        }
+        self.inflight.borrow_mut().extend(kept);
+    }
+
+    /// Active-target synchronisation (`MPI_Win_fence`): completes this
+    /// process's operations, waits until every member has reached the fence,
+    /// then opens the next fence epoch, or none when `last`
+    /// (`MPI_MODE_NOSUCCEED`).
     ///
     /// # Errors
     /// [`Error::EpochConflict`] inside a passive epoch; barrier errors.
     pub fn fence(&self, last: bool) -> Result<(), Error> {
-        let mut next = lock_state(&self.epochs).clone();
+        self.alive()?;
+        let mut next = self.epochs.borrow().clone();
         next.fence(last)?;
-        self.rma.ibarrier(&self.group)?.wait()?;
-        *lock_state(&self.epochs) = next;
+        self.complete(None);
+        crate::Request::wait(&mut self.rma.ibarrier(self.group())?)?;
+        *self.epochs.borrow_mut() = next;
         Ok(())
     }
 
@@ -777,70 +1439,110 @@ impl Window<'_, '_> {
     /// it returns when every member has called it, so no peer still uses
     /// this process's memory.
     ///
-    /// Cost: one notice to, and one from, every other member.
+    /// Cost: with each member on this host, a store here and a load of its
+    /// memory (plus one descriptor round trip if this process never
+    /// accessed it over this exposure); with each other member, one notice
+    /// each way. Dead members are skipped.
     ///
     /// # Errors
     /// [`Error::EpochConflict`] while an epoch is open (nothing is freed);
     /// [`Error::Fabric`] when a member cannot be told or does not answer.
     pub fn free(mut self) -> Result<(), Error> {
-        if lock_state(&self.epochs).passive_open() {
+        if self.epochs.borrow().passive_open() {
             return Err(Error::EpochConflict("free with a passive epoch open"));
         }
+        self.alive()?;
+        self.complete(None);
         let ep = self.rma.ep;
-        // Dead members neither hear nor answer.
-        let others: Vec<u32> = (0..self.group.size())
-            .filter(|&g| g != self.me)
-            .filter_map(|g| self.group.job_rank(g).ok())
+        let exposure = self.exposure();
+        let me = exposure.me;
+        let others: Vec<u32> = (0..exposure.group.size())
+            .filter(|&g| g != me)
+            .filter_map(|g| exposure.group.job_rank(g).ok())
             .filter(|&r| !ep.is_dead(r))
             .collect();
-        for &rank in &others {
+        let (near, far): (Vec<u32>, Vec<u32>) =
+            others.into_iter().partition(|&r| self.rma.same_host(r));
+        for &rank in &far {
             ep.notify(rank, FREE_NOTICE, &self.id.to_le_bytes())?;
         }
-        let mut backoff = self.rma.ep.backoff();
+        // Descriptors first: a peer cannot finish its free (and reuse its
+        // memory) before this process's count below says it is done.
+        let mut near_done = Vec::with_capacity(near.len());
+        for &rank in &near {
+            let peer = self.rma.peer(rank, exposure.id)?;
+            let header = peer.maps.as_ref().map(|(h, _)| Rc::clone(h));
+            near_done.push((rank, header, peer.base + self.seq));
+        }
+        // This window is done here: peers on this host see the count.
+        exposure
+            .header()?
+            .atomic_u64(FREED)?
+            .store(exposure.base + self.seq, Ordering::Release);
+        let mut backoff = ep.backoff();
         loop {
-            ep.progress();
-            {
-                let mut served = lock_state(&self.rma.served);
-                let heard = |r: &u32| served.freeing.contains(&(self.id, *r)) || ep.is_dead(*r);
-                if others.iter().all(heard) {
-                    for &r in &others {
-                        served.freeing.remove(&(self.id, r));
-                    }
-                    break;
-                }
+            let near_ok = near_done.iter().all(|(rank, header, goal)| {
+                ep.is_dead(*rank)
+                    || header
+                        .as_ref()
+                        .and_then(|h| h.atomic_u64(FREED).ok())
+                        .is_some_and(|w| w.load(Ordering::Acquire) >= *goal)
+            });
+            let far_ok = far.is_empty() || {
+                ep.progress();
+                let served = lock_state(&self.rma.served);
+                far.iter()
+                    .all(|r| served.freeing.contains(&(self.id, *r)) || ep.is_dead(*r))
+            };
+            if near_ok && far_ok {
+                break;
             }
             if backoff.pause() > ep.timeout() {
-                return Err(Error::Fabric(onesided_fabric::Error::Timeout {
-                    op: "window free",
-                    rank: ep.rank(),
-                    after: ep.timeout(),
-                }));
+                return Err(self.timeout("window free", ep.rank()));
             }
         }
-        self.rma.forget(self.id);
-        // Every member is done with it: keep the registration for the next
-        // window.
-        if let Some(region) = self.region.take() {
-            self.rma.pool(region);
+        if !far.is_empty() {
+            let mut served = lock_state(&self.rma.served);
+            for r in &far {
+                served.freeing.remove(&(self.id, *r));
+            }
+        }
+        exposure.freed.set(exposure.freed.get() + 1);
+        self.freed = true;
+        if self.attached.is_some() {
+            lock_state(&self.rma.served).described.remove(&self.id);
+            self.rma
+                .attachments
+                .borrow_mut()
+                .retain(|(_, x), _| *x != self.id);
         }
         Ok(())
     }
 }
 
-impl Drop for Window<'_, '_> {
+impl Drop for Window<'_> {
     /// A window dropped without a successful `free`: peers may still use its
-    /// memory, so the registration is kept (never reused) while the `Rma`
-    /// lives, and peers asking for it are told it is gone.
+    /// memory, so its exposure's registration is never reused (while the
+    /// `Rma` lives), and a dynamic window's attachments are kept likewise.
     fn drop(&mut self) {
-        if let Some(region) = self.region.take() {
-            self.rma.forget(self.id);
-            lock_state(&self.rma.retired).push(region);
+        if !self.freed {
+            self.exposure().tainted.set(true);
+            if let Some(attached) = self.attached.take() {
+                let (list, _) = attached.into_inner();
+                self.rma
+                    .retired
+                    .borrow_mut()
+                    .extend(list.into_iter().map(|a| a.region));
+            }
         }
+        self.complete(None);
     }
 }
 
-impl Epoch<'_, '_, '_> {
-    /// Closes the epoch, releasing its lock(s).
+impl Epoch<'_, '_> {
+    /// Closes the epoch (`MPI_Win_unlock`, or `MPI_Win_unlock_all` for a
+    /// `lock_all` epoch): completes its operations, then releases its
+    /// lock(s).
     ///
     /// # Errors
     /// [`Error::Fabric`] when a release atomic fails (the epoch is closed
@@ -855,18 +1557,19 @@ impl Epoch<'_, '_, '_> {
         }
         self.open = false;
         let window = self.window;
+        window.complete(self.target);
         match self.target {
             Some(target) => {
-                lock_state(&window.epochs).unlock(target)?;
+                window.epochs.borrow_mut().unlock(target)?;
                 if let Some(kind) = self.held {
                     window.release(target, kind)?;
                 }
             }
             None => {
-                lock_state(&window.epochs).unlock_all()?;
+                window.epochs.borrow_mut().unlock_all()?;
                 if self.held.is_some() {
                     let mut first_error = None;
-                    for target in 0..window.group.size() {
+                    for target in 0..window.group().size() {
                         if let Err(e) = window.release(target, LockKind::Shared) {
                             first_error.get_or_insert(e);
                         }
@@ -881,7 +1584,7 @@ impl Epoch<'_, '_, '_> {
     }
 }
 
-impl Drop for Epoch<'_, '_, '_> {
+impl Drop for Epoch<'_, '_> {
     fn drop(&mut self) {
         let _ = self.close();
     }
@@ -892,16 +1595,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn window_ids_differ_by_group_and_count() {
+    fn collective_ids_differ_by_group_kind_and_count() {
         let a = Group::new(vec![0, 1]).unwrap();
         let b = Group::new(vec![1, 0]).unwrap();
-        assert_ne!(window_id(&a, 0, 1), window_id(&a, 0, 2));
-        assert_ne!(window_id(&a, 0, 1), window_id(&b, 0, 1));
-        assert_ne!(
-            window_id(&a, 0, 1),
-            window_id(&a, 1, 1),
-            "windows and barriers"
-        );
-        assert_eq!(window_id(&a, 0, 3), window_id(&a.clone(), 0, 3));
+        assert_ne!(collective_id(&a, 0, 1), collective_id(&a, 0, 2));
+        assert_ne!(collective_id(&a, 0, 1), collective_id(&b, 0, 1));
+        assert_ne!(collective_id(&a, 0, 1), collective_id(&a, 1, 1));
+        assert_eq!(collective_id(&a, 0, 3), collective_id(&a.clone(), 0, 3));
+    }
+
+    #[test]
+    fn descriptions_round_trip_and_reject_garbage() {
+        let r = |base| RemoteMemory {
+            base,
+            key: 7,
+            len: 64,
+            access: Access::REMOTE_READ,
+        };
+        let x = Described::Exposure {
+            header: r(1),
+            data: r(2),
+            nonce: 3,
+            base: 4,
+            names: ("/a".into(), "/b".into()),
+        };
+        match Described::decode(&x.encode()).unwrap() {
+            Described::Exposure {
+                data,
+                nonce,
+                base,
+                names,
+                ..
+            } => {
+                assert_eq!((data.base, nonce, base), (2, 3, 4));
+                assert_eq!(names, ("/a".to_string(), "/b".to_string()));
+            }
+            Described::Attachments(_) => panic!("wrong kind"),
+        }
+        let d = Described::Attachments(vec![(1 << 40, r(9))]);
+        match Described::decode(&d.encode()).unwrap() {
+            Described::Attachments(list) => assert_eq!(list[0].0, 1 << 40),
+            Described::Exposure { .. } => panic!("wrong kind"),
+        }
+        for garbage in [&[][..], &[1, 2, 3], &[2, 0], &[9; 100]] {
+            assert!(Described::decode(garbage).is_err());
+        }
     }
 }

@@ -1,0 +1,168 @@
+//! Request-based operations ([`crate::Window::rget`],
+//! [`crate::Window::rput`]): a transfer in flight, shared between its
+//! request and its window (so that `flush`, `unlock`, `fence` and `free`
+//! can complete it), and the requests themselves.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use onesided_fabric::progress::Backoff;
+use onesided_fabric::Transfer;
+
+use crate::request::Request;
+use crate::{Error, Window};
+
+/// A transfer to a target, and its outcome once completed.
+pub(crate) struct Inflight<'a> {
+    target: u32,
+    state: RefCell<State<'a>>,
+}
+
+enum State<'a> {
+    Running(Transfer<'a>),
+    /// Completed; the outcome waits for its request.
+    Done(Result<Transfer<'a>, Error>),
+    /// The request has taken the outcome.
+    Taken,
+}
+
+impl<'a> Inflight<'a> {
+    pub(crate) fn new(target: u32, transfer: Transfer<'a>) -> Inflight<'a> {
+        Inflight {
+            target,
+            state: RefCell::new(State::Running(transfer)),
+        }
+    }
+
+    pub(crate) fn target(&self) -> u32 {
+        self.target
+    }
+
+    pub(crate) fn is_done(&self) -> bool {
+        !matches!(*self.state.borrow(), State::Running(_))
+    }
+
+    /// Tests the transfer once (`wait`: waits for it), keeping its outcome.
+    fn step(&self, wait: bool) {
+        let mut state = self.state.borrow_mut();
+        let State::Running(transfer) = &mut *state else {
+            return;
+        };
+        let outcome = if wait {
+            transfer.wait().map(|()| true)
+        } else {
+            transfer.test()
+        };
+        match outcome {
+            Ok(false) => {}
+            Ok(true) | Err(_) => {
+                let State::Running(transfer) = std::mem::replace(&mut *state, State::Taken) else {
+                    return;
+                };
+                *state = State::Done(outcome.map(|_| transfer).map_err(Error::from));
+            }
+        }
+    }
+
+    /// Waits for the transfer (when running) and keeps its outcome.
+    pub(crate) fn finish(&self) {
+        self.step(true);
+    }
+
+    /// Tests once; the outcome, the first time it is there.
+    fn take(&self) -> Option<Result<Transfer<'a>, Error>> {
+        self.step(false);
+        let mut state = self.state.borrow_mut();
+        if let State::Done(_) = &*state {
+            if let State::Done(outcome) = std::mem::replace(&mut *state, State::Taken) {
+                return Some(outcome);
+            }
+        }
+        None
+    }
+}
+
+/// A request-based read ([`Window::rget`]): the bytes reach the caller's
+/// buffer when it completes.
+pub struct Rget<'w, 'b, 'a> {
+    window: &'w Window<'a>,
+    /// `None`: completed (copied already, or finished).
+    inflight: Option<Rc<Inflight<'a>>>,
+    buf: &'b mut [u8],
+}
+
+impl<'w, 'b, 'a> Rget<'w, 'b, 'a> {
+    pub(crate) fn new(
+        window: &'w Window<'a>,
+        inflight: Option<Rc<Inflight<'a>>>,
+        buf: &'b mut [u8],
+    ) -> Rget<'w, 'b, 'a> {
+        Rget {
+            window,
+            inflight,
+            buf,
+        }
+    }
+}
+
+impl Request for Rget<'_, '_, '_> {
+    fn test(&mut self) -> Result<bool, Error> {
+        let Some(inflight) = &self.inflight else {
+            return Ok(true);
+        };
+        match inflight.take() {
+            None => Ok(inflight.is_done()),
+            Some(outcome) => {
+                self.inflight = None;
+                let transfer = outcome?;
+                self.buf.copy_from_slice(transfer.data());
+                Ok(true)
+            }
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        self.window.endpoint().timeout()
+    }
+
+    fn backoff(&self) -> Backoff {
+        self.window.endpoint().backoff()
+    }
+}
+
+/// A request-based write ([`Window::rput`]): complete when the bytes are
+/// in the target's memory.
+pub struct Rput<'w, 'a> {
+    window: &'w Window<'a>,
+    inflight: Option<Rc<Inflight<'a>>>,
+}
+
+impl<'w, 'a> Rput<'w, 'a> {
+    pub(crate) fn new(window: &'w Window<'a>, inflight: Option<Rc<Inflight<'a>>>) -> Rput<'w, 'a> {
+        Rput { window, inflight }
+    }
+}
+
+impl Request for Rput<'_, '_> {
+    fn test(&mut self) -> Result<bool, Error> {
+        let Some(inflight) = &self.inflight else {
+            return Ok(true);
+        };
+        match inflight.take() {
+            None => Ok(inflight.is_done()),
+            Some(outcome) => {
+                self.inflight = None;
+                outcome.map(|_| true)
+            }
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        self.window.endpoint().timeout()
+    }
+
+    fn backoff(&self) -> Backoff {
+        self.window.endpoint().backoff()
+    }
+}
