@@ -11,6 +11,16 @@ use crate::Error;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Group {
     members: Vec<u32>,
+    /// FNV-1a of the members: numbers the group's collective objects.
+    key: u64,
+}
+
+fn fnv(members: &[u32]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in members.iter().flat_map(|m| m.to_le_bytes()) {
+        hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
 }
 
 impl Group {
@@ -27,13 +37,18 @@ impl Group {
         if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
             return Err(Error::BadGroup(format!("rank {} appears twice", w[0])));
         }
-        Ok(Group { members })
+        Ok(Group {
+            key: fnv(&members),
+            members,
+        })
     }
 
     /// Job ranks `0..size`, in order.
     pub fn world(size: u32) -> Group {
+        let members: Vec<u32> = (0..size.max(1)).collect();
         Group {
-            members: (0..size.max(1)).collect(),
+            key: fnv(&members),
+            members,
         }
     }
 
@@ -67,6 +82,11 @@ impl Group {
             .iter()
             .position(|&m| m == job_rank)
             .map(|p| p as u32)
+    }
+
+    /// A hash of the member list (the same on every member).
+    pub fn key(&self) -> u64 {
+        self.key
     }
 
     /// Whether job rank `job_rank` is a member.

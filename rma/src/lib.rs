@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 mod barrier;
+mod directory;
 mod element;
 pub mod epoch;
 mod error;

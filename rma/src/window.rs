@@ -31,8 +31,9 @@
 //! rights asked for (a read-only exposure is registered for remote reads
 //! only). Both are named shared memory: a peer on the same host maps them
 //! (once, on first access) and `get`/`put` are copies; other peers go
-//! through the provider. Attachments of dynamic windows always go through
-//! the provider.
+//! through the provider. Attachments of dynamic windows are mapped the
+//! same way when their memory comes from
+//! [`Endpoint::register_shared`], and go through the provider otherwise.
 //!
 //! Atomics (the lock word, `accumulate`, `fetch_and_op`,
 //! `compare_and_swap`) are CPU atomics on the mapped memory when every
@@ -58,6 +59,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::barrier::Barrier;
+use crate::directory::{self, Directory};
 use crate::element::{bits, from_bits, Element, Op};
 use crate::epoch::Epochs;
 use crate::lock::{self, Atomic, LockKind, Outcome};
@@ -101,10 +103,11 @@ enum Described {
         data: RemoteMemory,
         nonce: u64,
         base: u64,
-        /// Shared-memory names: header, data.
-        names: (String, String),
+        /// Shared-memory names: header, data, and the owner's directory
+        /// (see [`Directory`]).
+        names: (String, String, String),
     },
-    Attachments(Vec<(u64, RemoteMemory)>),
+    Attachments(Attachments),
 }
 
 impl Described {
@@ -126,12 +129,17 @@ impl Described {
                 out.extend_from_slice(names.0.as_bytes());
                 out.push(0);
                 out.extend_from_slice(names.1.as_bytes());
+                out.push(0);
+                out.extend_from_slice(names.2.as_bytes());
             }
             Described::Attachments(list) => {
                 out.push(2);
-                for (disp, remote) in list {
-                    out.extend_from_slice(&disp.to_le_bytes());
-                    out.extend_from_slice(&remote.to_bytes());
+                for a in list {
+                    out.extend_from_slice(&a.disp.to_le_bytes());
+                    out.extend_from_slice(&a.remote.to_bytes());
+                    let name = a.name.as_bytes();
+                    out.push(name.len().min(255) as u8);
+                    out.extend_from_slice(&name[..name.len().min(255)]);
                 }
             }
         }
@@ -151,7 +159,12 @@ impl Described {
                 let base = word(&rest[2 * R + 8..2 * R + 16]);
                 let names = std::str::from_utf8(&rest[2 * R + 16..])
                     .map_err(|_| bad("names are not UTF-8"))?;
-                let (h, d) = names.split_once('\0').ok_or_else(|| bad("no data name"))?;
+                let mut parts = names.split('\0');
+                let (Some(h), Some(d), Some(dir), None) =
+                    (parts.next(), parts.next(), parts.next(), parts.next())
+                else {
+                    return Err(bad("names").into());
+                };
                 if header.len < HEADER as u64 {
                     return Err(bad("header region too short").into());
                 }
@@ -160,14 +173,28 @@ impl Described {
                     data,
                     nonce,
                     base,
-                    names: (h.to_string(), d.to_string()),
+                    names: (h.to_string(), d.to_string(), dir.to_string()),
                 })
             }
-            Some((2, rest)) if rest.len() % (8 + R) == 0 => rest
-                .chunks(8 + R)
-                .map(|c| Ok((word(&c[..8]), RemoteMemory::from_bytes(&c[8..])?)))
-                .collect::<Result<Vec<_>, Error>>()
-                .map(Described::Attachments),
+            Some((2, mut rest)) => {
+                let mut list = Vec::new();
+                while !rest.is_empty() {
+                    let (fixed, more) = rest
+                        .split_at_checked(8 + R + 1)
+                        .ok_or_else(|| bad("attachment too short"))?;
+                    let (name, more) = more
+                        .split_at_checked(usize::from(fixed[8 + R]))
+                        .ok_or_else(|| bad("attachment name too short"))?;
+                    list.push(Attached {
+                        disp: word(&fixed[..8]),
+                        remote: RemoteMemory::from_bytes(&fixed[8..8 + R])?,
+                        name: String::from_utf8(name.to_vec())
+                            .map_err(|_| bad("attachment name is not UTF-8"))?,
+                    });
+                    rest = more;
+                }
+                Ok(Described::Attachments(list))
+            }
             _ => Err(bad("malformed reply").into()),
         }
     }
@@ -185,7 +212,16 @@ struct Served {
 }
 
 /// A dynamic window's attachments at a peer: (displacement, descriptor).
-type Attachments = Vec<(u64, RemoteMemory)>;
+type Attachments = Vec<Attached>;
+
+/// One attachment of a dynamic window, as peers see it.
+#[derive(Clone, Debug)]
+struct Attached {
+    disp: u64,
+    remote: RemoteMemory,
+    /// Its shared-memory name (empty when it has none).
+    name: String,
+}
 
 /// A peer's part of an exposure, as cached here.
 struct Peer {
@@ -209,13 +245,19 @@ pub struct Rma<'e> {
     /// Peers' shared memory mapped here, by name: kept across windows,
     /// since freed regions are reused.
     mappings: RefCell<HashMap<String, Rc<Mapping>>>,
-    /// Registered regions ready for the next exposures.
+    /// Registered data regions ready for the next exposures.
     pool: RefCell<Vec<MemoryRegion>>,
+    /// Registered header regions ready for the next exposures.
+    headers: RefCell<Vec<MemoryRegion>>,
     /// Regions peers may still access: kept, never reused, while the `Rma`
     /// lives.
     retired: RefCell<Vec<MemoryRegion>>,
     /// Collective objects created per (member list, kind).
-    created: RefCell<HashMap<(Vec<u32>, u8), u64>>,
+    created: RefCell<HashMap<(u64, u8), u64>>,
+    /// This process's exposures, for peers on this host to read.
+    directory: Directory,
+    /// Directories of peers on this host, mapped on first contact.
+    directories: RefCell<HashMap<u32, Rc<Mapping>>>,
 }
 
 impl<'e> Rma<'e> {
@@ -266,8 +308,11 @@ impl<'e> Rma<'e> {
             attachments: RefCell::default(),
             mappings: RefCell::default(),
             pool: RefCell::default(),
+            headers: RefCell::default(),
             retired: RefCell::default(),
             created: RefCell::default(),
+            directory: Directory::new()?,
+            directories: RefCell::default(),
         })
     }
 
@@ -287,9 +332,7 @@ impl<'e> Rma<'e> {
     /// the same on every member that creates them in the same order.
     pub(crate) fn next_id(&self, group: &Group, kind: Kind) -> u64 {
         let mut created = self.created.borrow_mut();
-        let n = created
-            .entry((group.members().to_vec(), kind as u8))
-            .or_insert(0);
+        let n = created.entry((group.key(), kind as u8)).or_insert(0);
         *n += 1;
         collective_id(group, kind as u8, *n)
     }
@@ -309,7 +352,9 @@ impl<'e> Rma<'e> {
     /// The bytes are zero when the memory is new and unspecified when a
     /// registration is reused. The owner reads and writes them with
     /// [`Exposure::read`] / [`Exposure::write`] (Rust cannot hand a slice to
-    /// remote writers).
+    /// remote writers). Peers see the exposure from the first window over
+    /// it on, with what the owner wrote before: fill it, then
+    /// [`Rma::create`] (as `MPI_Win_create` over memory that holds data).
     ///
     /// Cost: one local registration (none when a pooled one fits); no
     /// message.
@@ -329,9 +374,13 @@ impl<'e> Rma<'e> {
         } else {
             Access::REMOTE_READ | Access::REMOTE_WRITE
         };
-        let header = self.region(HEADER, Access::REMOTE_READ | Access::REMOTE_WRITE)?;
+        let header = self.region(
+            &self.headers,
+            HEADER,
+            Access::REMOTE_READ | Access::REMOTE_WRITE,
+        )?;
         let data = if len > 0 {
-            Some(self.region(len, access)?)
+            Some(self.region(&self.pool, len, access)?)
         } else {
             None
         };
@@ -365,9 +414,9 @@ impl<'e> Rma<'e> {
                     .and_then(|d| d.shared_name())
                     .unwrap_or_default()
                     .to_string(),
+                self.directory.name().to_string(),
             ),
         };
-        lock_state(&self.served).described.insert(id, described);
         Ok(Exposure {
             rma: self,
             id,
@@ -380,6 +429,7 @@ impl<'e> Rma<'e> {
             windows: Cell::new(0),
             freed: Cell::new(0),
             tainted: Cell::new(false),
+            described: RefCell::new(Some(described)),
         })
     }
 
@@ -425,9 +475,7 @@ impl<'e> Rma<'e> {
             Memory::Owned(Box::new(exposure)),
             Some(RefCell::default()),
         );
-        lock_state(&self.served)
-            .described
-            .insert(window.id, Described::Attachments(Vec::new()));
+        window.describe_attachments(&[]);
         Ok(window)
     }
 
@@ -452,17 +500,19 @@ impl<'e> Rma<'e> {
     }
 
     /// A registered shared region of at least `len` bytes with `access`:
-    /// the smallest that fits from the pool, else a new one.
-    fn region(&self, len: usize, access: Access) -> Result<MemoryRegion, Error> {
+    /// the smallest that fits from `pool`, else a new one.
+    fn region(
+        &self,
+        pool: &RefCell<Vec<MemoryRegion>>,
+        len: usize,
+        access: Access,
+    ) -> Result<MemoryRegion, Error> {
         let pooled = {
-            let mut pool = self.pool.borrow_mut();
+            let mut pool = pool.borrow_mut();
             let best = pool
                 .iter()
                 .enumerate()
                 .filter(|(_, r)| r.len() >= len && r.access() == access)
-                // A header region is never taken for data (its freed count
-                // must stay with it): headers are exactly HEADER long.
-                .filter(|(_, r)| (len == HEADER) == (r.len() == HEADER))
                 .min_by_key(|(_, r)| r.len())
                 .map(|(i, _)| i);
             best.map(|i| pool.swap_remove(i))
@@ -473,10 +523,10 @@ impl<'e> Rma<'e> {
         }
     }
 
-    /// Keeps a region for the next exposures (a few at most).
-    fn pool(&self, region: MemoryRegion) {
+    /// Keeps a region in `pool` for the next exposures (a few at most).
+    fn pool(pool: &RefCell<Vec<MemoryRegion>>, region: MemoryRegion) {
         const POOLED: usize = 32;
-        let mut pool = self.pool.borrow_mut();
+        let mut pool = pool.borrow_mut();
         if pool.len() < POOLED {
             pool.push(region);
         }
@@ -488,6 +538,7 @@ impl<'e> Rma<'e> {
     fn forget(&self, id: u64) {
         const MAPPINGS_KEPT: usize = 64;
         lock_state(&self.served).described.remove(&id);
+        self.directory.withdraw(id);
         self.peers.borrow_mut().retain(|(_, x), _| *x != id);
         self.attachments.borrow_mut().retain(|(_, x), _| *x != id);
         let mut mappings = self.mappings.borrow_mut();
@@ -496,9 +547,41 @@ impl<'e> Rma<'e> {
         }
     }
 
+    /// The description of exposure `id` at `rank`: read from its
+    /// directory when it is on this host and known (for a while, as it may
+    /// not have exposed it yet), else asked.
+    fn look_up(&self, rank: u32, id: u64) -> Result<Described, Error> {
+        /// How long to look in a directory before asking.
+        const DIRECTORY_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+        let dir = self.directories.borrow().get(&rank).cloned();
+        if let Some(dir) = dir {
+            let mut backoff = self.ep.backoff();
+            loop {
+                if let Some(bytes) = directory::lookup(&dir, id) {
+                    if let Ok(found) = Described::decode(&bytes) {
+                        return Ok(found);
+                    }
+                    break;
+                }
+                if self.ep.is_dead(rank) || backoff.pause() > DIRECTORY_WAIT {
+                    break;
+                }
+            }
+        }
+        self.ask(rank, id)
+    }
+
     /// Asks `rank` to describe `id`, retrying while the peer has not
     /// created it yet (creation is collective: it will come).
     fn ask(&self, rank: u32, id: u64) -> Result<Described, Error> {
+        if rank == self.ep.rank() {
+            // Its own: no message.
+            return lock_state(&self.served)
+                .described
+                .get(&id)
+                .cloned()
+                .ok_or(Error::EpochConflict("window already freed"));
+        }
         let mut backoff = self.ep.backoff();
         loop {
             let mut reply = [0u8; 4096];
@@ -530,7 +613,7 @@ impl<'e> Rma<'e> {
             nonce,
             base,
             names,
-        } = self.ask(rank, id)?
+        } = self.look_up(rank, id)?
         else {
             return Err(onesided_fabric::Error::BadDescriptor(format!(
                 "rank {rank} described an exposure as a dynamic window"
@@ -538,6 +621,11 @@ impl<'e> Rma<'e> {
             .into());
         };
         let maps = if self.same_host(rank) {
+            if !self.directories.borrow().contains_key(&rank) {
+                if let Some(dir) = self.map(&names.2, directory::LEN) {
+                    self.directories.borrow_mut().insert(rank, dir);
+                }
+            }
             let unmappable = || {
                 onesided_fabric::Error::BadDescriptor(format!(
                     "cannot map the shared memory of rank {rank} on this host"
@@ -578,7 +666,7 @@ impl<'e> Rma<'e> {
                 return Ok(Rc::clone(list));
             }
         }
-        let Described::Attachments(list) = self.ask(rank, id)? else {
+        let Described::Attachments(list) = self.look_up(rank, id)? else {
             return Err(onesided_fabric::Error::BadDescriptor(format!(
                 "rank {rank} described a dynamic window as an exposure"
             ))
@@ -625,23 +713,15 @@ fn nonce() -> u64 {
     h.finish()
 }
 
-fn fnv(bytes: impl IntoIterator<Item = u8>) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
-}
-
 /// A stable number for the `n`-th collective object of `kind` over
-/// `group`: FNV-1a of the members, the kind and the count.
+/// `group`: the group's key mixed with the kind and the count (never 0,
+/// which marks an empty directory slot).
 fn collective_id(group: &Group, kind: u8, n: u64) -> u64 {
-    fnv(group
-        .members()
-        .iter()
-        .map(|&m| u64::from(m))
-        .chain([u64::MAX - u64::from(kind), n])
-        .flat_map(u64::to_le_bytes))
+    let mut h = group.key() ^ (u64::from(kind) << 56) ^ n;
+    // splitmix64's finaliser: every input bit reaches every output bit.
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (h ^ (h >> 31)).max(1)
 }
 
 /// Memory of this process open to a group ([`Rma::expose`]): windows are
@@ -664,6 +744,8 @@ pub struct Exposure<'a> {
     freed: Cell<u64>,
     /// A window over it was dropped without `free`.
     tainted: Cell<bool>,
+    /// Its description, until the first window over it publishes it.
+    described: RefCell<Option<Described>>,
 }
 
 impl Exposure<'_> {
@@ -732,11 +814,20 @@ impl Exposure<'_> {
 impl Drop for Exposure<'_> {
     fn drop(&mut self) {
         self.rma.forget(self.id);
-        let regions = self.header.take().into_iter().chain(self.data.take());
+        let (header, data) = (self.header.take(), self.data.take());
         if self.tainted.get() || self.freed.get() != self.windows.get() {
-            self.rma.retired.borrow_mut().extend(regions);
+            let mut retired = self.rma.retired.borrow_mut();
+            retired.extend(header);
+            retired.extend(data);
         } else {
-            regions.for_each(|r| self.rma.pool(r));
+            // A header keeps its freed count for good: headers are pooled
+            // apart from data.
+            if let Some(h) = header {
+                Rma::pool(&self.rma.headers, h);
+            }
+            if let Some(d) = data {
+                Rma::pool(&self.rma.pool, d);
+            }
         }
     }
 }
@@ -769,6 +860,8 @@ pub struct Window<'a> {
     local_atomics: bool,
     epochs: RefCell<Epochs>,
     inflight: RefCell<Vec<Rc<Inflight<'a>>>>,
+    /// Members' parts of the exposure, by group rank, once looked up.
+    parts: RefCell<Vec<Option<Rc<Peer>>>>,
     freed: bool,
 }
 
@@ -803,9 +896,17 @@ impl<'a> Window<'a> {
             Memory::Borrowed(x) => *x,
         };
         exposure.windows.set(exposure.windows.get() + 1);
+        if let Some(described) = exposure.described.take() {
+            // Peers see it from now on, with what the owner wrote so far.
+            rma.directory.publish(exposure.id, &described.encode());
+            lock_state(&rma.served)
+                .described
+                .insert(exposure.id, described);
+        }
         let seq = exposure.windows.get();
         let local_atomics = exposure.group.members().iter().all(|&r| rma.same_host(r));
         let id = rma.next_id(&exposure.group, Kind::Window);
+        let members = exposure.group.size() as usize;
         Window {
             rma,
             id,
@@ -815,8 +916,21 @@ impl<'a> Window<'a> {
             local_atomics,
             epochs: RefCell::default(),
             inflight: RefCell::default(),
+            parts: RefCell::new(vec![None; members]),
             freed: false,
         }
+    }
+
+    /// Group rank `target`'s part of the exposure (job rank `rank`).
+    fn part(&self, target: u32, rank: u32) -> Result<Rc<Peer>, Error> {
+        if let Some(Some(peer)) = self.parts.borrow().get(target as usize) {
+            return Ok(Rc::clone(peer));
+        }
+        let peer = self.rma.peer(rank, self.exposure().id)?;
+        if let Some(slot) = self.parts.borrow_mut().get_mut(target as usize) {
+            *slot = Some(Rc::clone(&peer));
+        }
+        Ok(peer)
     }
 
     fn exposure(&self) -> &Exposure<'a> {
@@ -910,11 +1024,23 @@ impl<'a> Window<'a> {
         Ok(gone.region)
     }
 
+    /// Publishes this dynamic window's attachments (to the directory too,
+    /// when they fit).
     fn describe_attachments(&self, list: &[Attachment]) {
-        let list = list.iter().map(|a| (a.disp, a.region.remote())).collect();
+        let list = list
+            .iter()
+            .map(|a| Attached {
+                disp: a.disp,
+                remote: a.region.remote(),
+                name: a.region.shared_name().unwrap_or_default().to_string(),
+            })
+            .collect();
+        let described = Described::Attachments(list);
+        self.rma.directory.withdraw(self.id);
+        self.rma.directory.publish(self.id, &described.encode());
         lock_state(&self.rma.served)
             .described
-            .insert(self.id, Described::Attachments(list));
+            .insert(self.id, described);
     }
 
     /// Locks group rank `target`: `Shared` or `Exclusive`; with `nocheck`
@@ -970,7 +1096,7 @@ impl<'a> Window<'a> {
     /// Applies `atomic` to `target`'s lock word; returns its previous value.
     fn lock_word(&self, target: u32, atomic: Atomic) -> Result<u64, Error> {
         let rank = self.group().job_rank(target)?;
-        let peer = self.rma.peer(rank, self.exposure().id)?;
+        let peer = self.part(target, rank)?;
         if let (true, Some((header, _))) = (self.local_atomics, &peer.maps) {
             if self.rma.ep.is_dead(rank) {
                 return Err(onesided_fabric::Error::PeerDead {
@@ -1099,25 +1225,29 @@ impl<'a> Window<'a> {
             .checked_add(len as u64)
             .ok_or_else(|| out_of_range(0))?;
         if self.attached.is_some() {
-            let find = |list: &[(u64, RemoteMemory)]| {
+            let find = |list: &[Attached]| {
                 list.iter()
-                    .find(|(disp, r)| offset >= *disp && end <= disp + r.len)
-                    .map(|(disp, r)| (*r, offset - disp))
+                    .find(|a| offset >= a.disp && end <= a.disp + a.remote.len)
+                    .cloned()
             };
             let mut found = find(&self.rma.attached(rank, self.id, false)?);
             if found.is_none() {
                 // Attached since last asked?
                 found = find(&self.rma.attached(rank, self.id, true)?);
             }
-            let (remote, at) = found.ok_or_else(|| out_of_range(0))?;
+            let a = found.ok_or_else(|| out_of_range(0))?;
+            // On this host, memory from `register_shared` is mapped.
+            let map = (self.rma.same_host(rank) && !a.name.is_empty())
+                .then(|| self.rma.map(&a.name, a.remote.len as usize))
+                .flatten();
             return Ok(Place {
                 rank,
-                remote,
-                map: None,
-                at,
+                remote: a.remote,
+                map,
+                at: offset - a.disp,
             });
         }
-        let peer = self.rma.peer(rank, self.exposure().id)?;
+        let peer = self.part(target, rank)?;
         if end > peer.data.len {
             return Err(out_of_range(peer.data.len));
         }
@@ -1617,7 +1747,7 @@ mod tests {
             data: r(2),
             nonce: 3,
             base: 4,
-            names: ("/a".into(), "/b".into()),
+            names: ("/a".into(), "/b".into(), "/c".into()),
         };
         match Described::decode(&x.encode()).unwrap() {
             Described::Exposure {
@@ -1628,13 +1758,28 @@ mod tests {
                 ..
             } => {
                 assert_eq!((data.base, nonce, base), (2, 3, 4));
-                assert_eq!(names, ("/a".to_string(), "/b".to_string()));
+                assert_eq!(names.1, "/b");
+                assert_eq!(names.2, "/c");
             }
             Described::Attachments(_) => panic!("wrong kind"),
         }
-        let d = Described::Attachments(vec![(1 << 40, r(9))]);
+        let d = Described::Attachments(vec![
+            Attached {
+                disp: 1 << 40,
+                remote: r(9),
+                name: "/x".into(),
+            },
+            Attached {
+                disp: 2 << 40,
+                remote: r(10),
+                name: String::new(),
+            },
+        ]);
         match Described::decode(&d.encode()).unwrap() {
-            Described::Attachments(list) => assert_eq!(list[0].0, 1 << 40),
+            Described::Attachments(list) => {
+                assert_eq!((list[0].disp, list[0].name.as_str()), (1 << 40, "/x"));
+                assert_eq!((list[1].remote.base, list[1].name.as_str()), (10, ""));
+            }
             Described::Exposure { .. } => panic!("wrong kind"),
         }
         for garbage in [&[][..], &[1, 2, 3], &[2, 0], &[9; 100]] {

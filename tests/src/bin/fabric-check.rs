@@ -550,11 +550,9 @@ fn window(world: &mut World) {
     let e = win
         .get(right, len(right) as u64 - 3, &mut buf[..8])
         .unwrap_err();
-    check(
-        me,
-        matches!(e, RmaError::OutOfRange { .. }),
-        || format!("get past the end gave {e}"),
-    );
+    check(me, matches!(e, RmaError::OutOfRange { .. }), || {
+        format!("get past the end gave {e}")
+    });
     check(
         me,
         matches!(win.get(n, 0, &mut buf), Err(RmaError::NotInGroup { .. })),
@@ -587,7 +585,11 @@ fn window(world: &mut World) {
         must(me, "put", win.put(0, 0, &next.to_le_bytes()));
         must(me, "unlock", epoch.unlock());
         let epoch = must(me, "lock", win.lock(0, LockKind::Shared, false));
-        must(me, "fetch_add", win.fetch_and_op(0, 8, 1u64, onesided_rma::Op::Sum));
+        must(
+            me,
+            "fetch_add",
+            win.fetch_and_op(0, 8, 1u64, onesided_rma::Op::Sum),
+        );
         check(
             me,
             matches!(

@@ -1,0 +1,241 @@
+//! The pure side of the `onesided-bench` driver: its command line, the
+//! result lines both sides print, and how rounds become table rows.
+
+use std::collections::BTreeMap;
+
+use crate::report::Row;
+
+/// What `onesided-bench` was asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Args {
+    /// Suites to run (`all` expands to every suite).
+    pub suites: Vec<String>,
+    /// Ranks per side.
+    pub np: u32,
+    /// `shm` or `tcp`.
+    pub provider: String,
+    /// The peer (only `mpich`).
+    pub peer: String,
+    /// Where JSON lines go, if anywhere.
+    pub json: Option<String>,
+    /// Alternating rounds of each side.
+    pub rounds: u32,
+    /// Multiplies every repetition count.
+    pub scale: f64,
+}
+
+/// The usage line.
+pub const USAGE: &str = "usage: onesided-bench SUITE[,SUITE...]|all --np N --provider shm|tcp --peer mpich [--json FILE] [--rounds R] [--scale S]";
+
+/// Parses the command line (without the program name).
+///
+/// # Errors
+/// A message naming the bad or missing argument, then the usage.
+pub fn parse_args(args: &[String], suites: &[&str]) -> Result<Args, String> {
+    let bad = |what: String| format!("{what}\n{USAGE}");
+    let mut it = args.iter();
+    let first = it.next().ok_or_else(|| bad("no suite".into()))?;
+    let wanted: Vec<String> = if first == "all" {
+        suites.iter().map(|s| s.to_string()).collect()
+    } else {
+        first.split(',').map(str::to_string).collect()
+    };
+    if let Some(s) = wanted.iter().find(|s| !suites.contains(&s.as_str())) {
+        return Err(bad(format!(
+            "unknown suite {s:?} (one of {}, all)",
+            suites.join(", ")
+        )));
+    }
+    let mut out = Args {
+        suites: wanted,
+        np: 2,
+        provider: "shm".into(),
+        peer: "mpich".into(),
+        json: None,
+        rounds: 3,
+        scale: 1.0,
+    };
+    while let Some(flag) = it.next() {
+        let value = it
+            .next()
+            .ok_or_else(|| bad(format!("{flag} needs a value")))?;
+        let number = |max: f64| -> Result<f64, String> {
+            value
+                .parse::<f64>()
+                .ok()
+                .filter(|v| *v > 0.0 && *v <= max)
+                .ok_or_else(|| bad(format!("{flag} {value}: expected a number in (0, {max}]")))
+        };
+        match flag.as_str() {
+            "--np" => out.np = number(64.0)? as u32,
+            "--rounds" => out.rounds = number(100.0)? as u32,
+            "--scale" => out.scale = number(100.0)?,
+            "--provider" if matches!(value.as_str(), "shm" | "tcp") => out.provider = value.clone(),
+            "--peer" if value == "mpich" => out.peer = value.clone(),
+            "--json" => out.json = Some(value.clone()),
+            "--provider" | "--peer" => return Err(bad(format!("{flag} {value}: not supported"))),
+            _ => return Err(bad(format!("unknown flag {flag}"))),
+        }
+    }
+    if out.np < 1 || out.rounds < 1 {
+        return Err(bad("--np and --rounds must be at least 1".into()));
+    }
+    Ok(out)
+}
+
+/// One line of a side's output: `SUITE CASE BYTES MEDIAN_US MIN_US MAX_US`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    /// Suite.
+    pub suite: String,
+    /// Case.
+    pub case: String,
+    /// Bytes per operation.
+    pub bytes: u64,
+    /// Median microseconds.
+    pub median_us: f64,
+}
+
+/// Parses a result line; `None` for any other line.
+pub fn parse_line(line: &str) -> Option<Measured> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let [suite, case, bytes, median, _min, _max] = f.as_slice() else {
+        return None;
+    };
+    Some(Measured {
+        suite: suite.to_string(),
+        case: case.to_string(),
+        bytes: bytes.parse().ok()?,
+        median_us: median.parse().ok().filter(|m: &f64| m.is_finite())?,
+    })
+}
+
+/// (suite, case, bytes).
+type Case = (String, String, u64);
+
+/// Medians of each case over rounds, per side.
+#[derive(Debug, Default)]
+pub struct Rounds {
+    /// Each case's (onesided medians, peer medians).
+    cases: BTreeMap<Case, (Vec<f64>, Vec<f64>)>,
+    /// First-seen order of the cases.
+    order: Vec<Case>,
+}
+
+impl Rounds {
+    /// Records one side's round (`peer` false: onesided).
+    pub fn add(&mut self, peer: bool, lines: &[Measured]) {
+        for m in lines {
+            let key = (m.suite.clone(), m.case.clone(), m.bytes);
+            if !self.cases.contains_key(&key) {
+                self.order.push(key.clone());
+            }
+            let entry = self.cases.entry(key).or_default();
+            if peer {
+                entry.1.push(m.median_us);
+            } else {
+                entry.0.push(m.median_us);
+            }
+        }
+    }
+
+    /// One row per case both sides measured: the median of each side's
+    /// round medians, `series_suffix` appended to the case (peer
+    /// variants).
+    pub fn rows(&self, ranks: u32, provider: &str, series_suffix: &str) -> Vec<Row> {
+        self.order
+            .iter()
+            .filter_map(|key| {
+                let (ours, peer) = self.cases.get(key)?;
+                Some(Row {
+                    suite: key.0.clone(),
+                    series: format!("{}{series_suffix}", key.1),
+                    bytes: key.2,
+                    ranks,
+                    provider: provider.to_string(),
+                    onesided_us: median(ours)?,
+                    peer_us: median(peer)?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The median of `v` (`None` when empty).
+pub fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SUITES: [&str; 3] = ["window", "get", "put"];
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn command_lines() {
+        let a = parse_args(
+            &args("get --np 4 --provider tcp --peer mpich --json x.json"),
+            &SUITES,
+        )
+        .unwrap();
+        assert_eq!(a.suites, ["get"]);
+        assert_eq!(
+            (a.np, a.provider.as_str(), a.json.as_deref()),
+            (4, "tcp", Some("x.json"))
+        );
+        assert_eq!(parse_args(&args("all"), &SUITES).unwrap().suites.len(), 3);
+        assert_eq!(
+            parse_args(&args("get,put --scale 0.5"), &SUITES)
+                .unwrap()
+                .scale,
+            0.5
+        );
+        for bad in [
+            "",
+            "nope",
+            "get --np",
+            "get --np 0",
+            "get --provider verbs",
+            "get --peer ompi",
+            "get --x 1",
+            "get --scale -1",
+        ] {
+            let e = parse_args(&args(bad), &SUITES).unwrap_err();
+            assert!(e.contains("usage"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn lines_and_rounds() {
+        assert_eq!(parse_line("noise"), None);
+        assert_eq!(parse_line("get x 8 nan 1 2"), None);
+        let m = parse_line("get lock_all_flush 8 0.130 0.120 0.230").unwrap();
+        assert_eq!((m.bytes, m.median_us), (8, 0.13));
+        let mut r = Rounds::default();
+        let line = |v: f64| Measured {
+            median_us: v,
+            ..m.clone()
+        };
+        r.add(false, &[line(1.0)]);
+        r.add(true, &[line(4.0)]);
+        r.add(false, &[line(3.0)]);
+        r.add(true, &[line(6.0)]);
+        r.add(false, &[line(2.0)]);
+        let only_ours = Measured {
+            case: "other".into(),
+            ..m.clone()
+        };
+        r.add(false, &[only_ours]);
+        let rows = r.rows(2, "shm", "");
+        assert_eq!(rows.len(), 1, "a case one side lacks has no row");
+        assert_eq!((rows[0].onesided_us, rows[0].peer_us), (2.0, 6.0));
+        assert_eq!(r.rows(2, "shm", " yield")[0].series, "lock_all_flush yield");
+    }
+}

@@ -1,0 +1,398 @@
+//! The rank side of onesided's suites: the same cases, sizes, repetition
+//! counts, checks and output lines as the MPICH peer
+//! (`benches/mpich/rma.c`), on onesided's windows.
+//!
+//! Every rank is an origin at once: rank r targets (r + 1) % N and is
+//! written by (r + N - 1) % N. Warm-up repetitions (10 %, at least 2) are
+//! untimed; rank 0 times each repetition and prints one line per case:
+//! `SUITE CASE BYTES MEDIAN_US MIN_US MAX_US`. A wrong value is an error
+//! naming the suite, case, rank and byte.
+
+use std::time::Instant;
+
+use onesided_fabric::World;
+use onesided_rma::{Group, LockKind, Op, Request, Rma, Window};
+
+/// Bytes of a window in the `window` suite.
+const WINDOW_BYTES: usize = 1 << 20;
+/// Bytes of the `get` / `put` windows, and the largest transfer.
+const XFER_WIN: usize = 8 << 20;
+const SIZES: [usize; 8] = [8, 64, 512, 4096, 32768, 262_144, 1 << 20, 4 << 20];
+/// Operations per repetition of the bandwidth case.
+const NBUF: usize = 8;
+
+/// The suites, by name.
+pub const SUITES: [&str; 5] = ["window", "get", "put", "atomic", "ibarrier"];
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// Byte `i` of rank `rank`'s data: never 0xff.
+pub fn pattern(rank: u32, i: usize) -> u8 {
+    ((i as u64 * 31 + u64::from(rank) * 17 + 5) % 251) as u8
+}
+
+struct Bench<'a> {
+    suite: &'static str,
+    rank: u32,
+    target: u32,
+    source: u32,
+    scale: f64,
+    rma: Rma<'a>,
+    group: Group,
+}
+
+impl Bench<'_> {
+    fn reps(&self, base: usize) -> usize {
+        ((base as f64 * self.scale).round() as usize).max(5)
+    }
+
+    fn barrier(&self) -> Result<()> {
+        Ok(self.rma.ibarrier(&self.group)?.wait()?)
+    }
+
+    fn report(&self, case: &str, bytes: usize, t: &mut [f64]) {
+        if self.rank == 0 && !t.is_empty() {
+            t.sort_by(f64::total_cmp);
+            println!(
+                "{} {case} {bytes} {:.3} {:.3} {:.3}",
+                self.suite,
+                t[t.len() / 2],
+                t[0],
+                t[t.len() - 1]
+            );
+        }
+    }
+
+    fn check(&self, case: &str, what: &str, got: &[u8], owner: u32, disp: usize) -> Result<()> {
+        match got
+            .iter()
+            .enumerate()
+            .find(|(i, b)| **b != pattern(owner, disp + i))
+        {
+            None => Ok(()),
+            Some((i, b)) => Err(format!(
+                "{} {case}: rank {} {what}, byte {}: expected {} found {b}",
+                self.suite,
+                self.rank,
+                disp + i,
+                pattern(owner, disp + i)
+            )
+            .into()),
+        }
+    }
+
+    /// Times `warm + reps` repetitions of `rep` (microseconds, divided by
+    /// `ops`), each after `before`.
+    fn timed(
+        &self,
+        reps: usize,
+        ops: usize,
+        mut before: impl FnMut() -> Result<()>,
+        mut rep: impl FnMut() -> Result<()>,
+    ) -> Result<Vec<f64>> {
+        let warm = (reps / 10).max(2);
+        let mut t = Vec::with_capacity(reps);
+        for i in 0..warm + reps {
+            before()?;
+            let start = Instant::now();
+            rep()?;
+            if i >= warm {
+                t.push(start.elapsed().as_secs_f64() * 1e6 / ops as f64);
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// Runs `suite` on this rank, scaling every repetition count by `scale`.
+///
+/// # Errors
+/// An unknown suite, a fabric or window error, or a wrong value.
+pub fn run(world: &World, suite: &str, scale: f64) -> Result<()> {
+    let suite = SUITES
+        .iter()
+        .find(|s| **s == suite)
+        .ok_or_else(|| format!("unknown suite {suite:?} (one of {})", SUITES.join(", ")))?;
+    let (rank, n) = (world.rank(), world.size());
+    let b = Bench {
+        suite,
+        rank,
+        target: (rank + 1) % n,
+        source: (rank + n - 1) % n,
+        scale,
+        rma: Rma::new(world.endpoint())?,
+        group: Group::world(n),
+    };
+    b.barrier()?;
+    match *suite {
+        "window" => window(&b),
+        "get" => xfer(&b, false),
+        "put" => xfer(&b, true),
+        "atomic" => atomic(&b),
+        _ => ibarrier(&b),
+    }
+}
+
+/// Gets 8 bytes at `disp` (where the target's byte 64 lies) under
+/// lock_all and checks them.
+fn get_checked(b: &Bench, case: &str, w: &Window, disp: u64) -> Result<()> {
+    let mut got = [0u8; 8];
+    let all = w.lock_all(false)?;
+    w.get(b.target, disp, &mut got)?;
+    all.unlock()?;
+    b.check(case, "get from the target", &got, b.target, 64)
+}
+
+fn window(b: &Bench) -> Result<()> {
+    let reps = b.reps(200);
+    let data: Vec<u8> = (0..WINDOW_BYTES).map(|i| pattern(b.rank, i)).collect();
+    let barrier = || b.barrier();
+
+    // New memory exposed each time, filled before the window makes it
+    // visible (no barrier needed before peers read).
+    let mut t = b.timed(reps, 1, barrier, || {
+        let x = b.rma.expose(&b.group, WINDOW_BYTES, false)?;
+        x.write(0, &data[..128])?;
+        let w = b.rma.create(&x);
+        get_checked(b, "create_free", &w, 64)?;
+        Ok(w.free()?)
+    })?;
+    b.report("create_free", WINDOW_BYTES, &mut t);
+
+    let mut t = b.timed(reps, 1, barrier, || {
+        let w = b.rma.allocate(&b.group, WINDOW_BYTES)?;
+        w.write_local(0, &data[..128])?;
+        b.barrier()?;
+        get_checked(b, "allocate_free", &w, 64)?;
+        Ok(w.free()?)
+    })?;
+    b.report("allocate_free", WINDOW_BYTES, &mut t);
+
+    // Attachments: the k-th has displacement k << 40 everywhere, so no
+    // address exchange is needed; a barrier tells peers it is attached
+    // (the MPI peer's allgather of addresses does both).
+    let dynamic = b.rma.create_dynamic(&b.group)?;
+    let ep = b.rma.endpoint();
+    let mut region = Some(ep.register_shared(
+        WINDOW_BYTES,
+        onesided_fabric::Access::REMOTE_READ | onesided_fabric::Access::REMOTE_WRITE,
+    )?);
+    if let Some(r) = &region {
+        r.write_bytes(0, &data)?;
+    }
+    let mut t = b.timed(reps, 1, barrier, || {
+        let r = region.take().ok_or("region lost")?;
+        let disp = dynamic.attach(r)?;
+        b.barrier()?;
+        get_checked(b, "attach_detach", &dynamic, disp + 64)?;
+        b.barrier()?;
+        region = Some(dynamic.detach(disp)?);
+        Ok(())
+    })?;
+    b.report("attach_detach", WINDOW_BYTES, &mut t);
+    dynamic.free()?;
+
+    // Windows again and again over memory exposed once.
+    let x = b.rma.expose(&b.group, WINDOW_BYTES, false)?;
+    x.write(0, &data)?;
+    b.barrier()?;
+    let mut t = b.timed(reps, 1, barrier, || {
+        let w = b.rma.create(&x);
+        get_checked(b, "recreate_free", &w, 64)?;
+        Ok(w.free()?)
+    })?;
+    b.report("recreate_free", WINDOW_BYTES, &mut t);
+    Ok(())
+}
+
+const XFER_CASES: [&str; 3] = ["lock_all_flush", "lock_unlock", "bandwidth"];
+
+fn xfer_disp(k: usize, bytes: usize) -> usize {
+    (k * bytes) % (XFER_WIN - bytes + 1)
+}
+
+fn xfer(b: &Bench, put: bool) -> Result<()> {
+    let w = b.rma.allocate(&b.group, XFER_WIN)?;
+    let mine: Vec<u8> = (0..XFER_WIN).map(|i| pattern(b.rank, i)).collect();
+    if !put {
+        w.write_local(0, &mine)?;
+    }
+    let zeros = vec![0u8; XFER_WIN];
+    let mut local: Vec<Vec<u8>> = (0..NBUF).map(|_| vec![0u8; 4 << 20]).collect();
+    let to = b.target;
+    for (c, case) in XFER_CASES.iter().enumerate() {
+        for bytes in SIZES {
+            let reps = b.reps((64usize << 20).div_ceil(bytes).clamp(20, 1000));
+            let ops = if c == 2 { NBUF } else { 1 };
+            for (k, l) in local.iter_mut().enumerate().take(ops) {
+                let disp = xfer_disp(k, bytes);
+                if put {
+                    l[..bytes].copy_from_slice(&mine[disp..disp + bytes]);
+                } else {
+                    l[..bytes].fill(0xff);
+                }
+            }
+            if put {
+                w.write_local(0, &zeros)?;
+            }
+            b.barrier()?;
+            let epoch = if c == 1 {
+                None
+            } else {
+                Some(w.lock_all(false)?)
+            };
+            let mut t = b.timed(
+                reps,
+                ops,
+                || Ok(()),
+                || {
+                    let lock = if c == 1 {
+                        Some(w.lock(to, LockKind::Shared, false)?)
+                    } else {
+                        None
+                    };
+                    if c == 2 {
+                        // Eight operations in flight, then one flush.
+                        if put {
+                            let mut rs = Vec::with_capacity(NBUF);
+                            for (k, l) in local.iter().enumerate() {
+                                rs.push(w.rput(to, xfer_disp(k, bytes) as u64, &l[..bytes])?);
+                            }
+                            w.flush(to)?;
+                            onesided_rma::wait_all(&mut rs)?;
+                        } else {
+                            let mut rs = Vec::with_capacity(NBUF);
+                            for (k, l) in local.iter_mut().enumerate() {
+                                rs.push(w.rget(to, xfer_disp(k, bytes) as u64, &mut l[..bytes])?);
+                            }
+                            w.flush(to)?;
+                            onesided_rma::wait_all(&mut rs)?;
+                        }
+                    } else if put {
+                        w.put(to, 0, &local[0][..bytes])?;
+                    } else {
+                        w.get(to, 0, &mut local[0][..bytes])?;
+                    }
+                    match lock {
+                        Some(l) => l.unlock()?,
+                        None => w.flush(to)?,
+                    }
+                    Ok(())
+                },
+            )?;
+            if let Some(e) = epoch {
+                e.unlock()?;
+            }
+            if put {
+                b.barrier()?;
+                let mut own = vec![0u8; bytes];
+                for k in 0..ops {
+                    let disp = xfer_disp(k, bytes);
+                    w.read_local(disp, &mut own)?;
+                    let what = format!("own window after rank {}'s put of {bytes} B", b.source);
+                    b.check(case, &what, &own, b.source, disp)?;
+                }
+            } else {
+                for (k, l) in local.iter().enumerate().take(ops) {
+                    let what = format!("get of {bytes} B from rank {to}");
+                    b.check(case, &what, &l[..bytes], to, xfer_disp(k, bytes))?;
+                }
+            }
+            b.report(case, bytes, &mut t);
+        }
+    }
+    b.barrier()?;
+    Ok(w.free()?)
+}
+
+fn atomic(b: &Bench) -> Result<()> {
+    let reps = b.reps(1000);
+    let total = (reps + (reps / 10).max(2)) as u64;
+    let w = b.rma.allocate(&b.group, 64)?;
+    w.write_local(0, &[0u8; 64])?;
+    b.barrier()?;
+    let to = b.target;
+    let fail = |case: &str, what: String| -> Result<()> {
+        Err(format!("atomic {case}: rank {}: {what}", b.rank).into())
+    };
+
+    let all = w.lock_all(false)?;
+    let mut next = 0u64;
+    let mut wrong = None;
+    let mut t = b.timed(
+        reps,
+        1,
+        || Ok(()),
+        || {
+            let old = w.fetch_and_op(to, 0, 1u64, Op::Sum)?;
+            w.flush(to)?;
+            if old != next {
+                wrong.get_or_insert((next, old));
+            }
+            next += 1;
+            Ok(())
+        },
+    )?;
+    if let Some((e, f)) = wrong {
+        fail("fetch_and_op_sum_u64", format!("expected {e} found {f}"))?;
+    }
+    b.report("fetch_and_op_sum_u64", 8, &mut t);
+
+    let mut expected = 0u64;
+    let mut t = b.timed(
+        reps,
+        1,
+        || Ok(()),
+        || {
+            let old = w.compare_and_swap(to, 8, expected, expected + 1)?;
+            w.flush(to)?;
+            if old != expected {
+                wrong.get_or_insert((expected, old));
+            }
+            expected += 1;
+            Ok(())
+        },
+    )?;
+    if let Some((e, f)) = wrong {
+        fail("compare_and_swap_u64", format!("expected {e} found {f}"))?;
+    }
+    b.report("compare_and_swap_u64", 8, &mut t);
+
+    let mut t = b.timed(
+        reps,
+        1,
+        || Ok(()),
+        || {
+            w.accumulate(to, 16, &[1.0f64], Op::Sum)?;
+            Ok(w.flush(to)?)
+        },
+    )?;
+    b.report("accumulate_sum_f64", 8, &mut t);
+    all.unlock()?;
+    b.barrier()?;
+    let mut counters = [0u64; 3];
+    w.read_local(0, &mut counters)?;
+    let sum = f64::from_bits(counters[2]);
+    if counters[..2] != [total, total] || sum != total as f64 {
+        fail(
+            "final counters",
+            format!(
+                "{} {} {sum}, expected {total} each",
+                counters[0], counters[1]
+            ),
+        )?;
+    }
+    b.barrier()?;
+    Ok(w.free()?)
+}
+
+fn ibarrier(b: &Bench) -> Result<()> {
+    let mut t = b.timed(
+        b.reps(1000),
+        1,
+        || Ok(()),
+        || Ok(b.rma.ibarrier(&b.group)?.wait()?),
+    )?;
+    b.report("ibarrier_wait", 0, &mut t);
+    Ok(())
+}
