@@ -49,7 +49,7 @@ impl World {
         pmi.put(&name_key(rank), &hex_encode(&endpoint.name()?))?;
         pmi.put(
             &format!("onesided-host-{rank}"),
-            &format!("{:016x}", host_id()),
+            &format!("{:016x}", host_id(rank)),
         )?;
         pmi.barrier()?;
         if size == 0 || size > crate::MAX_RANKS || rank >= size {
@@ -72,7 +72,7 @@ impl World {
                 Error::BadDescriptor(format!("host of rank {r} is not hex: {value:?}"))
             })?);
         }
-        let local = hosts.iter().filter(|&&h| h == host_id()).count();
+        let local = hosts.iter().filter(|&&h| h == host_id(rank)).count();
         endpoint.set_hosts(hosts);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if local > cores {
@@ -127,12 +127,24 @@ impl World {
     }
 }
 
-/// This host's identity: a hash of its boot id and name. Ranks with the
-/// same identity share the host's cores and can map each other's shared
-/// memory (checked further by the users of that memory).
-pub fn host_id() -> u64 {
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+/// Environment variable naming this process's host instead of the
+/// machine's identity; `{rank}` in it is replaced by the rank, so
+/// `ONESIDED_HOST=node{rank}` makes every rank a host of its own (how the
+/// multi-host paths are tested on one machine).
+pub const HOST_ENV: &str = "ONESIDED_HOST";
+
+/// This host's identity: a hash of its boot id and name (or of
+/// [`HOST_ENV`] with `{rank}` replaced by `rank`). Ranks with the same
+/// identity share the host's cores and can map each other's shared memory
+/// (checked further by the users of that memory).
+pub fn host_id(rank: u32) -> u64 {
+    let (boot, name) = match std::env::var(HOST_ENV) {
+        Ok(host) => (String::new(), host.replace("{rank}", &rank.to_string())),
+        Err(_) => (
+            std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default(),
+            std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default(),
+        ),
+    };
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for b in boot.trim().bytes().chain([0]).chain(name.trim().bytes()) {
         hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);

@@ -1024,6 +1024,18 @@ impl<'a> Window<'a> {
         Ok(gone.region)
     }
 
+    /// A dynamic window learns its peers' attachments anew in each epoch
+    /// (at its first access to each), so that an access to memory detached
+    /// since is refused rather than made.
+    fn forget_attachments(&self) {
+        if self.attached.is_some() {
+            self.rma
+                .attachments
+                .borrow_mut()
+                .retain(|(_, x), _| *x != self.id);
+        }
+    }
+
     /// Publishes this dynamic window's attachments (to the directory too,
     /// when they fit).
     fn describe_attachments(&self, list: &[Attachment]) {
@@ -1054,6 +1066,7 @@ impl<'a> Window<'a> {
         self.group().job_rank(target)?;
         self.alive()?;
         self.epochs.borrow_mut().lock(target, kind)?;
+        self.forget_attachments();
         let held = if nocheck {
             None
         } else if let Err(e) = self.acquire(target, kind) {
@@ -1079,6 +1092,7 @@ impl<'a> Window<'a> {
     pub fn lock_all(&self, nocheck: bool) -> Result<Epoch<'_, 'a>, Error> {
         self.alive()?;
         self.epochs.borrow_mut().lock_all()?;
+        self.forget_attachments();
         if !nocheck {
             if let Err(e) = self.acquire_all() {
                 let _ = self.epochs.borrow_mut().unlock_all();
@@ -1560,6 +1574,7 @@ impl<'a> Window<'a> {
         let mut next = self.epochs.borrow().clone();
         next.fence(last)?;
         self.complete(None);
+        self.forget_attachments();
         crate::Request::wait(&mut self.rma.ibarrier(self.group())?)?;
         *self.epochs.borrow_mut() = next;
         Ok(())

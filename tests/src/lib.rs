@@ -2,7 +2,7 @@
 //!
 //! Tests start real processes over real libfabric providers: `osrun` (and
 //! MPICH's `mpiexec.hydra`) launching the rank programs of this crate
-//! (`fabric-check`) and the examples of onesided-fabric. Each run has a
+//! (`fabric-check`, `rma-check`) and the examples of onesided-fabric. Each run has a
 //! timeout, after which its whole process group is killed; after each run
 //! the harness checks that no process it started is left and that no `shm`
 //! provider file of theirs is left in `/dev/shm`. Runs are serialised: the
@@ -283,5 +283,36 @@ impl Osrun {
         }
         command.arg(&self.program).args(&self.args).envs(self.env);
         run(command, Duration::from_secs(90))
+    }
+}
+
+/// What the rank programs share: the data pattern and the way they fail
+/// (a message naming the program, the rank and the check, exit code 1).
+pub mod rank {
+    /// Byte `i` of rank `rank`'s data.
+    pub fn pattern(rank: u32, i: usize) -> u8 {
+        (i.wrapping_mul(31).wrapping_add(rank as usize * 17 + 5) % 251) as u8
+    }
+
+    /// Fails the rank: `PROGRAM rank R: FAILED: what`, exit code 1.
+    pub fn fail(rank: u32, what: &str) -> ! {
+        let program = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+            .unwrap_or_default();
+        eprintln!("{program} rank {rank}: FAILED: {what}");
+        std::process::exit(1)
+    }
+
+    /// Fails the rank with `what()` unless `ok`.
+    pub fn check(rank: u32, ok: bool, what: impl FnOnce() -> String) {
+        if !ok {
+            fail(rank, &what());
+        }
+    }
+
+    /// The value, or a failure naming `what` and the error.
+    pub fn must<T, E: std::fmt::Display>(rank: u32, what: &str, r: Result<T, E>) -> T {
+        r.unwrap_or_else(|e| fail(rank, &format!("{what}: {e}")))
     }
 }

@@ -81,26 +81,6 @@ fn a_computing_target_answers_control_calls() {
 }
 
 #[test]
-fn windows_move_bytes_and_keep_locks_exclusive() {
-    let _serial = serial();
-    for provider in ["shm", "tcp", "sockets"] {
-        let out = Osrun::new(4, provider, "fabric-check").arg("window").run();
-        out.assert_success();
-        assert_eq!(out.count("window ok"), 4, "{provider}: {out}");
-    }
-}
-
-#[test]
-fn ibarrier_fence_and_compare_and_swap_synchronise_the_group() {
-    let _serial = serial();
-    for provider in ["shm", "tcp"] {
-        let out = Osrun::new(4, provider, "fabric-check").arg("active").run();
-        out.assert_success();
-        assert_eq!(out.count("active ok"), 4, "{provider}: {out}");
-    }
-}
-
-#[test]
 fn without_the_progress_thread_a_computing_shm_target_serves_nothing() {
     // The control for the test above: it can fail.
     let _serial = serial();
@@ -138,19 +118,6 @@ fn with_ft_the_survivor_gets_an_error_naming_the_dead_rank() {
         out.assert_stdout_has("rank 0: survivor got an error naming rank 1");
         out.assert_stderr_has("was killed by signal 9");
         out.assert_stderr_has("--ft: telling the survivors that rank 1 died");
-    }
-}
-
-#[test]
-fn a_rank_dying_under_a_window_lock_gives_errors_naming_it() {
-    let _serial = serial();
-    for provider in PROVIDERS {
-        let out = Osrun::new(3, provider, "fabric-check")
-            .ft()
-            .arg("window-victim")
-            .run();
-        assert_eq!(out.code(), 128 + 9, "{out}");
-        out.assert_stdout_has("rank 0: got an error naming rank 1");
     }
 }
 

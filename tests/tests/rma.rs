@@ -1,0 +1,78 @@
+//! Multi-process tests of onesided-rma over real providers (`rma-check`
+//! modes), on one host (shared-memory paths) and with every rank its own
+//! host (`ONESIDED_HOST=node{rank}`: provider paths), on shm and tcp.
+
+use onesided_tests::{serial, Osrun};
+
+/// (provider, one host?) combinations every window test runs on.
+const SETUPS: [(&str, bool); 4] = [("shm", true), ("shm", false), ("tcp", true), ("tcp", false)];
+
+/// Runs `rma-check MODE` on `n` ranks in every setup and expects `n`
+/// "MODE ok" lines.
+fn run_everywhere(mode: &str, n: u32) {
+    let _serial = serial();
+    for (provider, one_host) in SETUPS {
+        let mut run = Osrun::new(n, provider, "rma-check").arg(mode);
+        if !one_host {
+            run = run.env("ONESIDED_HOST", "node{rank}");
+        }
+        let out = run.run();
+        out.assert_success();
+        assert_eq!(
+            out.count(&format!("{mode} ok")),
+            n as usize,
+            "{provider}, one host {one_host}: {out}"
+        );
+    }
+}
+
+#[test]
+fn allocated_windows_move_bytes_and_keep_locks_exclusive() {
+    run_everywhere("window", 4);
+}
+
+#[test]
+fn ibarrier_fence_and_compare_and_swap_synchronise_the_group() {
+    run_everywhere("active", 4);
+}
+
+#[test]
+fn windows_over_exposed_memory_persist_and_read_only_ones_refuse_writes() {
+    run_everywhere("create", 3);
+}
+
+#[test]
+fn dynamic_windows_attach_and_detach() {
+    run_everywhere("dynamic", 3);
+}
+
+#[test]
+fn typed_atomics_compute_what_a_serial_reference_computes() {
+    run_everywhere("typed", 4);
+}
+
+#[test]
+fn request_based_operations_complete_by_test_wait_flush_and_unlock() {
+    run_everywhere("requests", 2);
+}
+
+#[test]
+fn every_misuse_is_an_error_and_changes_nothing() {
+    run_everywhere("misuse", 2);
+}
+
+#[test]
+fn a_rank_dying_under_a_window_lock_gives_errors_naming_it() {
+    let _serial = serial();
+    for (provider, one_host) in SETUPS {
+        let mut run = Osrun::new(3, provider, "rma-check")
+            .ft()
+            .arg("window-victim");
+        if !one_host {
+            run = run.env("ONESIDED_HOST", "node{rank}");
+        }
+        let out = run.run();
+        assert_eq!(out.code(), 128 + 9, "{out}");
+        out.assert_stdout_has("rank 0: got an error naming rank 1");
+    }
+}
