@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# The main job on the embedded default (one host, shm provider): builds
-# everything and runs the pingpong benchmark on 2 ranks through osrun.
+# The main job on the embedded default (one host, shm provider, 2 ranks):
+# builds everything, then runs onesided-bench's RMA suites (window, get,
+# put, atomic, ibarrier) side by side with MPICH 5.0.2 (installed from PyPI
+# into target/mpich-venv on first use), alternating the two. Prints the
+# table; JSON lines go to target/report/2-shm.json, SVG plots to
+# target/report/. Extra arguments go to onesided-bench (e.g. --rounds 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 cargo build --release --workspace --bins --examples
-exec target/release/osrun -n 2 --timeout 300 target/release/examples/pingpong "$@"
+mkdir -p target/report
+exec target/release/onesided-bench all --np 2 --provider shm --peer mpich \
+    --json target/report/2-shm.json "$@"

@@ -3,8 +3,9 @@
 //! - [`Provider`] and [`MrMode`]: which libfabric provider, and the memory
 //!   registration rules it imposes (all honoured).
 //! - [`Endpoint`]: one reliable-datagram endpoint per process with tagged
-//!   messages, RMA reads and writes (with remote completion on request),
-//!   typed atomics ([`atomic`]) and [`MemoryRegion`]s, every error a value naming the
+//!   messages, RMA reads and writes (with remote completion on request;
+//!   blocking, or as [`Transfer`]s over buffers the endpoint owns), typed
+//!   atomics ([`atomic`]) and [`MemoryRegion`]s, every error a value naming the
 //!   call or the peer.
 //! - [`progress`]: progress on every call plus an optional background thread
 //!   that never steals a core; [`Endpoint::backoff`] is the one waiting

@@ -352,6 +352,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn copies_are_exact_at_every_skew_and_size() {
+        let src: Vec<u8> = (0..(1 << 20) + 200).map(|i| (i * 7 % 251) as u8).collect();
+        let mut dst = vec![0u8; (1 << 20) + 200];
+        for (s, d, len) in [
+            (0, 1, 8192),
+            (3, 10, 70_001),
+            (64, 64, 4096),
+            (5, 70, 1 << 20),
+            (1, 0, 100),
+        ] {
+            dst.fill(0);
+            // SAFETY: both ranges lie inside their buffers.
+            unsafe { copy(src.as_ptr().add(s), dst.as_mut_ptr().add(d), len) };
+            assert_eq!(
+                &dst[d..d + len],
+                &src[s..s + len],
+                "skew {s}->{d}, {len} bytes"
+            );
+            assert!(dst[..d].iter().all(|&b| b == 0) && dst[d + len..].iter().all(|&b| b == 0));
+        }
+    }
+
+    #[test]
     fn shared_memory_is_seen_through_a_second_mapping() {
         let owner = Mapping::create_shared(100).unwrap();
         let name = owner.name().unwrap().to_string();

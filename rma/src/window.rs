@@ -25,8 +25,8 @@
 //!   memory; with another it costs one notice each way.
 //!
 //! # Memory and paths
-//! Every exposure has a header region (64 bytes: the lock word at 0, the
-//! region's nonce at 8, the count of windows freed over it at 16), always
+//! Every exposure has a header region (128 bytes: the lock word at 0, the
+//! region's nonce at 8, the count of windows freed over it at 64), always
 //! open to remote atomics, and a data region registered with exactly the
 //! rights asked for (a read-only exposure is registered for remote reads
 //! only). Both are named shared memory: a peer on the same host maps them
@@ -73,12 +73,14 @@ pub const FREE_NOTICE: u16 = 0x0102;
 /// Control service recording "rank R reached round K of barrier B".
 pub const BARRIER_NOTICE: u16 = 0x0103;
 
-/// Bytes of an exposure's header region.
-const HEADER: usize = 64;
-/// Header offsets: lock word, nonce, windows freed.
+/// Bytes of an exposure's header region: two cache lines.
+const HEADER: usize = 128;
+/// Header offsets: lock word and nonce on the first line, the count of
+/// windows freed on the second (peers poll it in `free` while the lock
+/// word is still busy).
 const LOCK_WORD: usize = 0;
 const NONCE: usize = 8;
-const FREED: usize = 16;
+const FREED: usize = 64;
 
 /// Bits of a dynamic window's displacement below the attachment number.
 pub const ATTACH_SHIFT: u32 = 40;

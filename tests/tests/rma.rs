@@ -76,3 +76,25 @@ fn a_rank_dying_under_a_window_lock_gives_errors_naming_it() {
         out.assert_stdout_has("rank 0: got an error naming rank 1");
     }
 }
+
+#[test]
+fn the_benchmark_rank_side_checks_every_value_it_moves() {
+    // onesided-bench's own side, short: every suite's checks pass.
+    let _serial = serial();
+    for provider in ["shm", "tcp"] {
+        for suite in ["window", "get", "put", "atomic", "ibarrier"] {
+            let out = Osrun::new(2, provider, "onesided-bench")
+                .arg("--rank")
+                .arg(suite)
+                .arg("0.02")
+                .run();
+            out.assert_success();
+            assert!(
+                out.stdout
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{suite} "))),
+                "{provider} {suite}: {out}"
+            );
+        }
+    }
+}
