@@ -1756,7 +1756,7 @@ mod tests {
         let r = |base| RemoteMemory {
             base,
             key: 7,
-            len: 64,
+            len: HEADER as u64,
             access: Access::REMOTE_READ,
         };
         let x = Described::Exposure {
