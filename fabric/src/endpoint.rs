@@ -554,6 +554,11 @@ pub struct Endpoint {
     size: u32,
     /// Each rank's host identity ([`crate::world::host_id`]), when known.
     hosts: Vec<u64>,
+    /// Each rank's board name (empty when it has none).
+    boards: Vec<String>,
+    /// This process's board, kept alive (and removed at the end) here; it
+    /// is used through mappings of its name.
+    _board: Option<Mutex<Mapping>>,
     background: Option<JoinHandle<()>>,
 }
 
@@ -668,6 +673,8 @@ impl Endpoint {
             size: 1,
             background,
             hosts: Vec::new(),
+            boards: Vec::new(),
+            _board: None,
         })
     }
 
@@ -763,10 +770,25 @@ impl Endpoint {
         dead
     }
 
-    /// Records each rank's host identity ([`crate::world::host_id`]);
-    /// [`crate::World::init`] does, from the PMI key space.
-    pub fn set_hosts(&mut self, hosts: Vec<u64>) {
+    /// Records each rank's host identity ([`crate::world::host_id`]) and
+    /// board name, and keeps this process's `board`; [`crate::World::init`]
+    /// does, from the PMI key space.
+    pub fn set_hosts(&mut self, hosts: Vec<u64>, boards: Vec<String>, board: Mapping) {
         self.hosts = hosts;
+        self.boards = boards;
+        self._board = Some(Mutex::new(board));
+    }
+
+    /// The name of `rank`'s board: [`crate::world::BOARD_LEN`] bytes of
+    /// shared memory, zero at first, that the processes on its host map by
+    /// this name (the upper layers lay it out; onesided-rma keeps its
+    /// directory of windows and its barrier counters there). `None` when
+    /// unknown (an endpoint opened without [`crate::World`]).
+    pub fn board_name(&self, rank: u32) -> Option<&str> {
+        self.boards
+            .get(rank as usize)
+            .map(String::as_str)
+            .filter(|n| !n.is_empty())
     }
 
     /// The host identity of `rank`, when known: ranks with the same one

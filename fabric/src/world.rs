@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::endpoint::{Endpoint, EndpointConfig, Shared};
 use crate::error::{Error, Result};
+use crate::mapping::Mapping;
 use crate::pmi::Pmi;
 
 /// Environment variable naming the pipe on which `osrun --ft` reports dead
@@ -47,9 +48,16 @@ impl World {
         let rank = pmi.rank();
         let size = pmi.size();
         pmi.put(&name_key(rank), &hex_encode(&endpoint.name()?))?;
+        // A board per process: shared memory the processes on its host
+        // read instead of exchanging messages (see Endpoint::board_name).
+        let board = Mapping::create_shared(BOARD_LEN)?;
         pmi.put(
             &format!("onesided-host-{rank}"),
-            &format!("{:016x}", host_id(rank)),
+            &format!(
+                "{:016x}:{}",
+                host_id(rank),
+                board.name().unwrap_or_default()
+            ),
         )?;
         pmi.barrier()?;
         if size == 0 || size > crate::MAX_RANKS || rank >= size {
@@ -66,14 +74,17 @@ impl World {
         // Ranks sharing this host's cores: when they outnumber the cores,
         // waits yield at once instead of spinning.
         let mut hosts = Vec::with_capacity(size as usize);
+        let mut boards = Vec::with_capacity(size as usize);
         for r in 0..size {
             let value = pmi.get(&format!("onesided-host-{r}"))?;
-            hosts.push(u64::from_str_radix(&value, 16).map_err(|_| {
+            let (host, board) = value.split_once(':').unwrap_or((value.as_str(), ""));
+            hosts.push(u64::from_str_radix(host, 16).map_err(|_| {
                 Error::BadDescriptor(format!("host of rank {r} is not hex: {value:?}"))
             })?);
+            boards.push(board.to_string());
         }
         let local = hosts.iter().filter(|&&h| h == host_id(rank)).count();
-        endpoint.set_hosts(hosts);
+        endpoint.set_hosts(hosts, boards, board);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if local > cores {
             endpoint.set_spin(std::time::Duration::ZERO);
@@ -126,6 +137,9 @@ impl World {
         pmi.finalize()
     }
 }
+
+/// Bytes of a process's board (see [`Endpoint::board_name`]).
+pub const BOARD_LEN: usize = 32 * 1024;
 
 /// Environment variable naming this process's host instead of the
 /// machine's identity; `{rank}` in it is replaced by the rank, so

@@ -1,5 +1,12 @@
 //! The nonblocking barrier ([`crate::Rma::ibarrier`]): a dissemination
-//! barrier of control-plane notices (see [`crate::request::dissemination`]).
+//! barrier (see [`crate::request::dissemination`]). A member signals a
+//! partner on its host by raising its own counter for the group on its
+//! board (`seq * 64 + round + 1`, monotone over the group's barriers, so a
+//! partner that looks late still sees it), and a partner elsewhere with a
+//! control-plane notice; a waiter checks both. A counter may only be
+//! raised for a barrier once the group's earlier barriers have completed
+//! here (so a counter never runs ahead of an unfinished barrier);
+//! barriers started while an earlier one is in flight use notices.
 
 use std::time::Duration;
 
@@ -13,20 +20,36 @@ pub struct Barrier<'r, 'e> {
     group: Group,
     me: u32,
     id: u64,
+    /// This barrier's number among the group's barriers (from 1).
+    seq: u64,
     round: u32,
     signalled: bool,
 }
 
 impl<'r, 'e> Barrier<'r, 'e> {
-    pub(crate) fn new(rma: &'r Rma<'e>, group: Group, me: u32, id: u64) -> Barrier<'r, 'e> {
+    pub(crate) fn new(
+        rma: &'r Rma<'e>,
+        group: Group,
+        me: u32,
+        id: u64,
+        seq: u64,
+    ) -> Barrier<'r, 'e> {
         Barrier {
             rma,
             group,
             me,
             id,
+            seq,
             round: 0,
             signalled: false,
         }
+    }
+
+    /// The group counter that says "reached `round` of this barrier".
+    fn mark(&self, round: u32) -> u64 {
+        self.seq
+            .saturating_mul(64)
+            .saturating_add(u64::from(round) + 1)
     }
 }
 
@@ -34,20 +57,35 @@ impl Request for Barrier<'_, '_> {
     fn test(&mut self) -> Result<bool, Error> {
         let n = self.group.size();
         let ep = self.rma.ep;
+        let key = self.group.key();
         loop {
             if self.round >= dissemination::rounds(n) {
+                self.rma.barrier_done(key, self.seq);
                 return Ok(true);
             }
             let (to, from) = dissemination::partners(self.me, n, self.round);
+            let mark = self.mark(self.round);
             if !self.signalled {
-                let mut notice = self.id.to_le_bytes().to_vec();
-                notice.extend_from_slice(&self.round.to_le_bytes());
-                ep.notify(self.group.job_rank(to)?, BARRIER_NOTICE, &notice)?;
+                let to = self.group.job_rank(to)?;
+                let near = self.rma.board(to).is_some()
+                    && self.rma.barriers_done(key) + 1 == self.seq
+                    && self.rma.signal(key, mark);
+                if !near {
+                    let mut notice = self.id.to_le_bytes().to_vec();
+                    notice.extend_from_slice(&self.round.to_le_bytes());
+                    ep.notify(to, BARRIER_NOTICE, &notice)?;
+                }
                 self.signalled = true;
             }
-            ep.progress();
             let from = self.group.job_rank(from)?;
-            if !self.rma.take_barrier_notice(self.id, self.round, from) {
+            let arrived = match self.rma.board(from) {
+                Some(board) => crate::directory::counter(&board, key) >= mark,
+                None => false,
+            } || {
+                ep.progress();
+                self.rma.take_barrier_notice(self.id, self.round, from)
+            };
+            if !arrived {
                 if ep.is_dead(from) {
                     return Err(onesided_fabric::Error::PeerDead {
                         op: "ibarrier",

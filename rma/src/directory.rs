@@ -1,52 +1,70 @@
-//! A process's directory: the descriptions of its exposures in a small
-//! shared-memory table that processes on the same host read instead of
-//! asking (a load instead of a control-plane round trip).
+//! This process's part of its board (see
+//! `onesided_fabric::Endpoint::board_name`): shared memory that processes
+//! on the same host read instead of exchanging messages.
 //!
-//! 16 KiB: 64 slots of 256 bytes, each `[id: u64][len: u64][description]`.
-//! The owner writes a slot's bytes while its id word is 0, then stores the
-//! id (release); a reader loads the id (acquire), copies the bytes and
-//! checks the id again, so it never takes a half-written or reused slot for
-//! the one it wants. Exposure `id` lives in one of the [`PROBE`] slots from
-//! `id % SLOTS`; when they are all taken it is not published and readers
-//! ask its owner instead.
+//! Layout (20 KiB of the board):
+//! - the directory: 64 slots of 256 bytes, each `[id: u64][len: u64]
+//!   [description]`, the descriptions of this process's exposures and
+//!   dynamic windows (a load instead of a control-plane round trip);
+//! - 64 group counters of one cache line each, `[group key: u64][value:
+//!   u64]`: how far this process has come in the barriers of a group
+//!   (monotone; see [`crate::Barrier`]).
+//!
+//! The owner writes a slot while its key word is 0 (or its own), then
+//! stores the key (release); a reader loads the key (acquire), copies, and
+//! checks the key again, so it never takes a half-written or reused slot
+//! for the one it wants. Entry `key` lives in one of the [`PROBE`] slots
+//! from `key % SLOTS`; when they are all taken the entry is not published
+//! and readers fall back to messages.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-use onesided_fabric::Mapping;
+use onesided_fabric::{world::BOARD_LEN, Endpoint, Mapping};
 
 use crate::Error;
 
 const SLOTS: usize = 64;
 const SLOT: usize = 256;
-/// Slots tried for one id.
+/// Slots tried for one key.
 const PROBE: usize = 8;
-/// Description bytes a slot holds.
+/// Description bytes a directory slot holds.
 const PAYLOAD: usize = SLOT - 16;
+/// Where the group counters start, and their size.
+const COUNTERS: usize = SLOTS * SLOT;
+const COUNTER: usize = 64;
 
-/// This process's directory (the writing side).
-pub(crate) struct Directory {
-    map: Mapping,
-    used: RefCell<HashMap<u64, usize>>,
+/// Bytes of the board this module uses.
+pub(crate) const LEN: usize = COUNTERS + SLOTS * COUNTER;
+const _: () = assert!(LEN <= BOARD_LEN);
+
+fn slots(key: u64) -> impl Iterator<Item = usize> {
+    (0..PROBE).map(move |i| (key as usize).wrapping_add(i) % SLOTS)
 }
 
-fn slots(id: u64) -> impl Iterator<Item = usize> {
-    (0..PROBE).map(move |i| (id as usize).wrapping_add(i) % SLOTS)
+/// This process's directory and counters (the writing side).
+pub(crate) struct Directory {
+    map: Mapping,
+    /// Directory slots in use, by id.
+    used: RefCell<HashMap<u64, usize>>,
+    /// Counter slots claimed, by group key (kept for good).
+    groups: RefCell<HashMap<u64, usize>>,
 }
 
 impl Directory {
-    /// A new, empty directory in named shared memory.
-    pub(crate) fn new() -> Result<Directory, Error> {
+    /// This process's board, mapped here (a board of its own, which no
+    /// peer knows, for an endpoint opened without `World`).
+    pub(crate) fn new(ep: &Endpoint) -> Result<Directory, Error> {
+        let map = match ep.board_name(ep.rank()) {
+            Some(name) => Mapping::open_shared(name, LEN)?,
+            None => Mapping::create_shared(LEN)?,
+        };
         Ok(Directory {
-            map: Mapping::create_shared(SLOTS * SLOT)?,
+            map,
             used: RefCell::default(),
+            groups: RefCell::default(),
         })
-    }
-
-    /// The name peers on this host map it by.
-    pub(crate) fn name(&self) -> &str {
-        self.map.name().unwrap_or_default()
     }
 
     /// Publishes `description` of `id`; whether there was room.
@@ -80,9 +98,38 @@ impl Directory {
             }
         }
     }
+
+    /// Sets `group`'s counter to `value` (claiming a counter the first
+    /// time); whether peers can see it.
+    pub(crate) fn signal(&self, group: u64, value: u64) -> bool {
+        if group == 0 {
+            return false;
+        }
+        let mut groups = self.groups.borrow_mut();
+        let slot = match groups.get(&group) {
+            Some(&slot) => slot,
+            None => {
+                let taken: Vec<usize> = groups.values().copied().collect();
+                let Some(slot) = slots(group).find(|s| !taken.contains(s)) else {
+                    return false;
+                };
+                groups.insert(group, slot);
+                slot
+            }
+        };
+        let at = COUNTERS + slot * COUNTER;
+        match (self.map.atomic_u64(at), self.map.atomic_u64(at + 8)) {
+            (Ok(key), Ok(counter)) => {
+                counter.store(value, Ordering::Release);
+                key.store(group, Ordering::Release);
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
-/// Reads the description of `id` from a peer's directory `map`, if there.
+/// Reads the description of `id` from a peer's board `map`, if there.
 pub(crate) fn lookup(map: &Mapping, id: u64) -> Option<Vec<u8>> {
     for slot in slots(id) {
         let at = slot * SLOT;
@@ -102,17 +149,35 @@ pub(crate) fn lookup(map: &Mapping, id: u64) -> Option<Vec<u8>> {
     None
 }
 
-/// Bytes of a directory (to map a peer's).
-pub(crate) const LEN: usize = SLOTS * SLOT;
+/// `group`'s counter on a peer's board `map` (0 when it has none).
+pub(crate) fn counter(map: &Mapping, group: u64) -> u64 {
+    for slot in slots(group) {
+        let at = COUNTERS + slot * COUNTER;
+        if let (Ok(key), Ok(counter)) = (map.atomic_u64(at), map.atomic_u64(at + 8)) {
+            if key.load(Ordering::Acquire) == group {
+                return counter.load(Ordering::Acquire);
+            }
+        }
+    }
+    0
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn standalone() -> Directory {
+        Directory {
+            map: Mapping::create_shared(LEN).unwrap(),
+            used: RefCell::default(),
+            groups: RefCell::default(),
+        }
+    }
+
     #[test]
     fn publish_lookup_withdraw() {
-        let dir = Directory::new().unwrap();
-        let peer = Mapping::open_shared(dir.name(), LEN).unwrap();
+        let dir = standalone();
+        let peer = Mapping::open_shared(dir.map.name().unwrap(), LEN).unwrap();
         assert_eq!(lookup(&peer, 5), None);
         assert!(dir.publish(5, b"five"));
         assert!(dir.publish(5 + SLOTS as u64, b"collides"));
@@ -130,5 +195,22 @@ mod tests {
             .map(|i| dir.publish(9 + i * SLOTS as u64, b"x"))
             .collect();
         assert_eq!(crowd.iter().filter(|b| !**b).count(), 1, "{crowd:?}");
+    }
+
+    #[test]
+    fn group_counters_are_per_group_and_visible() {
+        let dir = standalone();
+        let peer = Mapping::open_shared(dir.map.name().unwrap(), LEN).unwrap();
+        assert_eq!(counter(&peer, 42), 0);
+        assert!(dir.signal(42, 3));
+        assert!(dir.signal(42 + SLOTS as u64, 9));
+        assert!(dir.signal(42, 4));
+        assert_eq!(counter(&peer, 42), 4);
+        assert_eq!(counter(&peer, 42 + SLOTS as u64), 9);
+        assert!(!dir.signal(0, 1));
+        let crowd = (2..=PROBE as u64 + 1)
+            .filter(|i| !dir.signal(42 + i * SLOTS as u64, 1))
+            .count();
+        assert_eq!(crowd, 2, "two slots were taken already");
     }
 }

@@ -105,9 +105,8 @@ enum Described {
         data: RemoteMemory,
         nonce: u64,
         base: u64,
-        /// Shared-memory names: header, data, and the owner's directory
-        /// (see [`Directory`]).
-        names: (String, String, String),
+        /// Shared-memory names: header, data.
+        names: (String, String),
     },
     Attachments(Attachments),
 }
@@ -131,8 +130,6 @@ impl Described {
                 out.extend_from_slice(names.0.as_bytes());
                 out.push(0);
                 out.extend_from_slice(names.1.as_bytes());
-                out.push(0);
-                out.extend_from_slice(names.2.as_bytes());
             }
             Described::Attachments(list) => {
                 out.push(2);
@@ -161,12 +158,7 @@ impl Described {
                 let base = word(&rest[2 * R + 8..2 * R + 16]);
                 let names = std::str::from_utf8(&rest[2 * R + 16..])
                     .map_err(|_| bad("names are not UTF-8"))?;
-                let mut parts = names.split('\0');
-                let (Some(h), Some(d), Some(dir), None) =
-                    (parts.next(), parts.next(), parts.next(), parts.next())
-                else {
-                    return Err(bad("names").into());
-                };
+                let (h, d) = names.split_once('\0').ok_or_else(|| bad("names"))?;
                 if header.len < HEADER as u64 {
                     return Err(bad("header region too short").into());
                 }
@@ -175,7 +167,7 @@ impl Described {
                     data,
                     nonce,
                     base,
-                    names: (h.to_string(), d.to_string(), dir.to_string()),
+                    names: (h.to_string(), d.to_string()),
                 })
             }
             Some((2, mut rest)) => {
@@ -258,8 +250,10 @@ pub struct Rma<'e> {
     created: RefCell<HashMap<(u64, u8), u64>>,
     /// This process's exposures, for peers on this host to read.
     directory: Directory,
-    /// Directories of peers on this host, mapped on first contact.
-    directories: RefCell<HashMap<u32, Rc<Mapping>>>,
+    /// Barriers completed in order, per group key.
+    barriers_done: RefCell<HashMap<u64, u64>>,
+    /// Boards of peers on this host, mapped on first use (`None`: none).
+    boards: RefCell<HashMap<u32, Option<Rc<Mapping>>>>,
 }
 
 impl<'e> Rma<'e> {
@@ -313,8 +307,9 @@ impl<'e> Rma<'e> {
             headers: RefCell::default(),
             retired: RefCell::default(),
             created: RefCell::default(),
-            directory: Directory::new()?,
-            directories: RefCell::default(),
+            directory: Directory::new(ep)?,
+            boards: RefCell::default(),
+            barriers_done: RefCell::default(),
         })
     }
 
@@ -333,14 +328,57 @@ impl<'e> Rma<'e> {
     /// The number of the next collective object of `kind` over `group`,
     /// the same on every member that creates them in the same order.
     pub(crate) fn next_id(&self, group: &Group, kind: Kind) -> u64 {
+        self.next(group, kind).0
+    }
+
+    /// The id and the sequence number (from 1) of the next collective
+    /// object of `kind` over `group`.
+    fn next(&self, group: &Group, kind: Kind) -> (u64, u64) {
         let mut created = self.created.borrow_mut();
         let n = created.entry((group.key(), kind as u8)).or_insert(0);
         *n += 1;
-        collective_id(group, kind as u8, *n)
+        (collective_id(group, kind as u8, *n), *n)
+    }
+
+    /// `rank`'s board, when it is on this host and has one.
+    pub(crate) fn board(&self, rank: u32) -> Option<Rc<Mapping>> {
+        if let Some(known) = self.boards.borrow().get(&rank) {
+            return known.clone();
+        }
+        let board = self
+            .same_host(rank)
+            .then(|| self.ep.board_name(rank))
+            .flatten()
+            .and_then(|name| self.map(name, directory::LEN));
+        self.boards.borrow_mut().insert(rank, board.clone());
+        board
+    }
+
+    /// How many of `group`'s barriers have completed here in order.
+    pub(crate) fn barriers_done(&self, group: u64) -> u64 {
+        self.barriers_done
+            .borrow()
+            .get(&group)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Records that barrier `seq` of `group` completed here.
+    pub(crate) fn barrier_done(&self, group: u64, seq: u64) {
+        let mut done = self.barriers_done.borrow_mut();
+        let entry = done.entry(group).or_insert(0);
+        if *entry + 1 == seq {
+            *entry = seq;
+        }
+    }
+
+    /// Sets this process's counter of `group` (see [`Directory::signal`]).
+    pub(crate) fn signal(&self, group: u64, value: u64) -> bool {
+        self.directory.signal(group, value)
     }
 
     /// Whether `rank` shares this process's host (and its shared memory).
-    fn same_host(&self, rank: u32) -> bool {
+    pub(crate) fn same_host(&self, rank: u32) -> bool {
         match (self.ep.host_of(rank), self.ep.host_of(self.ep.rank())) {
             (Some(a), Some(b)) => a == b,
             _ => false,
@@ -416,7 +454,6 @@ impl<'e> Rma<'e> {
                     .and_then(|d| d.shared_name())
                     .unwrap_or_default()
                     .to_string(),
-                self.directory.name().to_string(),
             ),
         };
         Ok(Exposure {
@@ -491,8 +528,8 @@ impl<'e> Rma<'e> {
     /// [`Error::BadGroup`] when this process is not a member.
     pub fn ibarrier(&self, group: &Group) -> Result<Barrier<'_, 'e>, Error> {
         let me = self.member(group)?;
-        let id = self.next_id(group, Kind::Barrier);
-        Ok(Barrier::new(self, group.clone(), me, id))
+        let (id, seq) = self.next(group, Kind::Barrier);
+        Ok(Barrier::new(self, group.clone(), me, id, seq))
     }
 
     /// Removes the barrier notice (barrier, round, from); whether it was
@@ -555,8 +592,7 @@ impl<'e> Rma<'e> {
     fn look_up(&self, rank: u32, id: u64) -> Result<Described, Error> {
         /// How long to look in a directory before asking.
         const DIRECTORY_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
-        let dir = self.directories.borrow().get(&rank).cloned();
-        if let Some(dir) = dir {
+        if let Some(dir) = self.board(rank) {
             let mut backoff = self.ep.backoff();
             loop {
                 if let Some(bytes) = directory::lookup(&dir, id) {
@@ -623,11 +659,6 @@ impl<'e> Rma<'e> {
             .into());
         };
         let maps = if self.same_host(rank) {
-            if !self.directories.borrow().contains_key(&rank) {
-                if let Some(dir) = self.map(&names.2, directory::LEN) {
-                    self.directories.borrow_mut().insert(rank, dir);
-                }
-            }
             let unmappable = || {
                 onesided_fabric::Error::BadDescriptor(format!(
                     "cannot map the shared memory of rank {rank} on this host"
@@ -1764,7 +1795,7 @@ mod tests {
             data: r(2),
             nonce: 3,
             base: 4,
-            names: ("/a".into(), "/b".into(), "/c".into()),
+            names: ("/a".into(), "/b".into()),
         };
         match Described::decode(&x.encode()).unwrap() {
             Described::Exposure {
@@ -1775,8 +1806,7 @@ mod tests {
                 ..
             } => {
                 assert_eq!((data.base, nonce, base), (2, 3, 4));
-                assert_eq!(names.1, "/b");
-                assert_eq!(names.2, "/c");
+                assert_eq!(names, ("/a".to_string(), "/b".to_string()));
             }
             Described::Attachments(_) => panic!("wrong kind"),
         }
