@@ -73,8 +73,7 @@ impl Directory {
             return false;
         }
         let mut used = self.used.borrow_mut();
-        let taken: Vec<usize> = used.values().copied().collect();
-        let Some(slot) = slots(id).find(|s| !taken.contains(s)) else {
+        let Some(slot) = slots(id).find(|s| !used.values().any(|u| u == s)) else {
             return false;
         };
         let at = slot * SLOT;

@@ -601,7 +601,11 @@ impl<'e> Rma<'e> {
                     }
                     break;
                 }
-                if self.ep.is_dead(rank) || backoff.pause() > DIRECTORY_WAIT {
+                // Its own is there or nowhere.
+                if rank == self.ep.rank()
+                    || self.ep.is_dead(rank)
+                    || backoff.pause() > DIRECTORY_WAIT
+                {
                     break;
                 }
             }
@@ -734,27 +738,27 @@ impl Drop for Rma<'_> {
 
 /// A number no other region of this machine is likely to carry.
 fn nonce() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    h.finish()
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    mix(u64::from(std::process::id()) << 32
+        ^ NEXT.fetch_add(1, Ordering::Relaxed)
+        ^ time.rotate_left(17))
+}
+
+/// splitmix64's finaliser: every input bit reaches every output bit.
+fn mix(mut h: u64) -> u64 {
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
 }
 
 /// A stable number for the `n`-th collective object of `kind` over
 /// `group`: the group's key mixed with the kind and the count (never 0,
 /// which marks an empty directory slot).
 fn collective_id(group: &Group, kind: u8, n: u64) -> u64 {
-    let mut h = group.key() ^ (u64::from(kind) << 56) ^ n;
-    // splitmix64's finaliser: every input bit reaches every output bit.
-    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (h ^ (h >> 31)).max(1)
+    mix(group.key() ^ (u64::from(kind) << 56) ^ n).max(1)
 }
 
 /// Memory of this process open to a group ([`Rma::expose`]): windows are
@@ -929,15 +933,20 @@ impl<'a> Window<'a> {
             Memory::Borrowed(x) => *x,
         };
         exposure.windows.set(exposure.windows.get() + 1);
+        let local_atomics = exposure.group.members().iter().all(|&r| rma.same_host(r));
         if let Some(described) = exposure.described.take() {
-            // Peers see it from now on, with what the owner wrote so far.
-            rma.directory.publish(exposure.id, &described.encode());
-            lock_state(&rma.served)
-                .described
-                .insert(exposure.id, described);
+            // Peers see it from now on, with what the owner wrote so far:
+            // on the board, and from the control plane when a member lives
+            // elsewhere (or the board has no room).
+            let on_board = rma.board(rma.ep.rank()).is_some()
+                && rma.directory.publish(exposure.id, &described.encode());
+            if !(on_board && local_atomics) {
+                lock_state(&rma.served)
+                    .described
+                    .insert(exposure.id, described);
+            }
         }
         let seq = exposure.windows.get();
-        let local_atomics = exposure.group.members().iter().all(|&r| rma.same_host(r));
         let id = rma.next_id(&exposure.group, Kind::Window);
         let members = exposure.group.size() as usize;
         Window {
