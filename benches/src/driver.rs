@@ -22,10 +22,13 @@ pub struct Args {
     pub rounds: u32,
     /// Multiplies every repetition count.
     pub scale: f64,
+    /// Every rank its own host: onesided with `ONESIDED_HOST=node{rank}`,
+    /// MPICH with `MPIR_CVAR_NOLOCAL=1` (the provider paths on one machine).
+    pub nolocal: bool,
 }
 
 /// The usage line.
-pub const USAGE: &str = "usage: onesided-bench SUITE[,SUITE...]|all --np N --provider shm|tcp --peer mpich [--json FILE] [--rounds R] [--scale S]";
+pub const USAGE: &str = "usage: onesided-bench SUITE[,SUITE...]|all --np N --provider shm|tcp --peer mpich [--json FILE] [--rounds R] [--scale S] [--nolocal]";
 
 /// Parses the command line (without the program name).
 ///
@@ -54,8 +57,13 @@ pub fn parse_args(args: &[String], suites: &[&str]) -> Result<Args, String> {
         json: None,
         rounds: 3,
         scale: 1.0,
+        nolocal: false,
     };
     while let Some(flag) = it.next() {
+        if flag == "--nolocal" {
+            out.nolocal = true;
+            continue;
+        }
         let value = it
             .next()
             .ok_or_else(|| bad(format!("{flag} needs a value")))?;
@@ -196,6 +204,11 @@ mod tests {
                 .unwrap()
                 .scale,
             0.5
+        );
+        assert!(
+            parse_args(&args("get --nolocal --np 2"), &SUITES)
+                .unwrap()
+                .nolocal
         );
         for bad in [
             "",

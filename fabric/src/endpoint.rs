@@ -474,10 +474,15 @@ pub(crate) struct Shared {
     max_sleep: Duration,
     cq_fd: Option<i32>,
     auto_progress: bool,
+    /// Buffers of finished transfers, for the next ones.
+    buffers: Mutex<Vec<Box<[u8]>>>,
     /// Elements per atomic, by (compare / fetch / plain, datatype, op), as
     /// the provider said (0: not asked yet).
     atomic_counts: [std::sync::atomic::AtomicUsize; ATOMIC_KINDS],
 }
+
+/// Bytes of transfer buffers an endpoint keeps for reuse.
+const BUFFER_POOL: usize = 64 << 20;
 
 /// Entries of `Shared::atomic_counts`: 3 kinds x 10 datatypes x 5 ops.
 const ATOMIC_KINDS: usize = 3 * 10 * 5;
@@ -527,6 +532,31 @@ impl Shared {
     }
 
     /// Tells the background thread the application is making progress.
+    /// A transfer buffer of at least `len` bytes (a power of two, at
+    /// least 4 KiB): a pooled one, else a new one. Pooling spares large
+    /// transfers the page faults (and zeroing) of fresh memory.
+    fn take_buffer(&self, len: usize) -> Box<[u8]> {
+        let class = len.max(4096).next_power_of_two();
+        let mut pool = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
+        match pool.iter().position(|b| b.len() == class) {
+            Some(i) => pool.swap_remove(i),
+            None => {
+                drop(pool);
+                vec![0u8; class].into_boxed_slice()
+            }
+        }
+    }
+
+    /// Returns a transfer buffer to the pool (which keeps at most
+    /// [`BUFFER_POOL`] bytes).
+    fn give_buffer(&self, buffer: Box<[u8]>) {
+        let mut pool = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
+        let held: usize = pool.iter().map(|b| b.len()).sum();
+        if held + buffer.len() <= BUFFER_POOL {
+            pool.push(buffer);
+        }
+    }
+
     pub(crate) fn note_app_progress(&self) {
         self.app_progress.fetch_add(1, Ordering::Relaxed);
     }
@@ -646,6 +676,7 @@ impl Endpoint {
             cq_fd: handles.cq_fd,
             auto_progress: granted.auto_progress,
             atomic_counts: std::array::from_fn(|_| std::sync::atomic::AtomicUsize::new(0)),
+            buffers: Mutex::new(Vec::new()),
             core: SpinLock::new(Core {
                 handles,
                 addrs: Vec::new(),
@@ -1555,9 +1586,9 @@ impl Endpoint {
     ) -> Result<Transfer<'_>> {
         remote.permits(Access::REMOTE_READ, "read", from)?;
         let address = remote.address_of(offset, len as u64, "read")?;
-        let mut buffer = vec![0u8; len].into_boxed_slice();
+        let mut buffer = self.shared.take_buffer(len);
         let ptr = buffer.as_mut_ptr();
-        self.start("read", from, buffer, |core, addr, ctx, desc| {
+        self.start("read", from, buffer, len, |core, addr, ctx, desc| {
             // SAFETY: the buffer is owned by the Transfer (or, once given up,
             // by the endpoint) until the completion arrives; the remote range
             // lies in the peer's registration (checked).
@@ -1592,9 +1623,10 @@ impl Endpoint {
         let op = "write_delivered";
         remote.permits(Access::REMOTE_WRITE, op, to)?;
         let address = remote.address_of(offset, data.len() as u64, op)?;
-        let buffer: Box<[u8]> = data.into();
-        let (ptr, len) = (buffer.as_ptr(), buffer.len());
-        self.start(op, to, buffer, |core, addr, ctx, desc| {
+        let mut buffer = self.shared.take_buffer(data.len());
+        buffer[..data.len()].copy_from_slice(data);
+        let (ptr, len) = (buffer.as_ptr(), data.len());
+        self.start(op, to, buffer, len, |core, addr, ctx, desc| {
             let mut iov = libc::iovec {
                 iov_base: ptr as *mut c_void,
                 iov_len: len,
@@ -1628,15 +1660,17 @@ impl Endpoint {
         })
     }
 
-    /// Posts a transfer over `buffer` (an empty one completes at once).
+    /// Posts a transfer over the first `len` bytes of `buffer` (an empty
+    /// one completes at once).
     fn start(
         &self,
         op: &'static str,
         rank: u32,
         buffer: Box<[u8]>,
+        len: usize,
         post: impl FnMut(&Core, sys::fi_addr_t, *mut c_void, *mut c_void) -> isize,
     ) -> Result<Transfer<'_>> {
-        if buffer.is_empty() {
+        if len == 0 {
             self.check_peer(rank, op)?;
             return Ok(Transfer {
                 ep: self,
@@ -1644,11 +1678,18 @@ impl Endpoint {
                 rank,
                 token: 0,
                 buffer: Some(buffer),
+                len,
                 desc: None,
                 done: true,
             });
         }
-        let posted = self.post(op, rank, (buffer.as_ptr(), buffer.len()), true, post)?;
+        let posted = match self.post(op, rank, (buffer.as_ptr(), len), true, post) {
+            Ok(posted) => posted,
+            Err(e) => {
+                self.shared.give_buffer(buffer);
+                return Err(e);
+            }
+        };
         let Posted { token, desc, core } = posted;
         drop(core);
         Ok(Transfer {
@@ -1657,6 +1698,7 @@ impl Endpoint {
             rank,
             token,
             buffer: Some(buffer),
+            len,
             desc: Some(desc),
             done: false,
         })
@@ -2067,8 +2109,10 @@ pub struct Transfer<'e> {
     op: &'static str,
     rank: u32,
     token: u64,
-    /// Taken only when the transfer is given up.
+    /// Taken when the transfer is given up (or returned to the pool).
     buffer: Option<Box<[u8]>>,
+    /// Bytes of `buffer` the transfer moves.
+    len: usize,
     /// The temporary registration (verbs-style providers), closed on
     /// completion.
     desc: Option<LocalDesc>,
@@ -2140,17 +2184,23 @@ impl Transfer<'_> {
 
     /// The transfer's buffer: the bytes read, once a read has completed.
     pub fn data(&self) -> &[u8] {
-        self.buffer.as_deref().unwrap_or_default()
+        self.buffer
+            .as_deref()
+            .and_then(|b| b.get(..self.len))
+            .unwrap_or_default()
     }
 }
 
 impl Drop for Transfer<'_> {
     fn drop(&mut self) {
-        if !self.done {
+        let Some(buffer) = self.buffer.take() else {
+            return;
+        };
+        if self.done {
+            self.ep.shared.give_buffer(buffer);
+        } else {
             let mut core = self.ep.shared.lock();
-            if let Some(buffer) = self.buffer.take() {
-                core.forget(self.token, OnTimeout::Release(Box::new(buffer)));
-            }
+            core.forget(self.token, OnTimeout::Release(Box::new(buffer)));
             // A temporary registration stays open: the provider may hold it.
         }
     }

@@ -6,7 +6,10 @@
 //! `benches/mpich/build.sh` when missing) under the venv's `mpiexec` with
 //! `MPIR_CVAR_CH4_NETMOD=ofi` and the same provider, alternating A B A B.
 //! When the ranks outnumber the cores the peer runs a second time per
-//! round with MPICH's yield settings (rows `CASE mpich-yield`). Both sides
+//! round with MPICH's yield settings (rows `CASE mpich-yield`). With
+//! `--nolocal` every rank counts as its own host (onesided:
+//! `ONESIDED_HOST=node{rank}`; MPICH: `MPIR_CVAR_NOLOCAL=1`), so both go
+//! through the provider (rows `CASE nolocal`). Both sides
 //! check every value they move; a failure of either side fails the run.
 //! Prints the table, writes JSON lines to FILE and SVG plots under
 //! `target/report/`.
@@ -107,9 +110,11 @@ fn drive(args: &[String]) -> Result<()> {
                 yielding.add(true, &mpich(&args, &mpiexec, &peer, suite, &MPICH_YIELD)?);
             }
         }
-        rows.extend(plain.rows(args.np, &args.provider, ""));
+        let nolocal = if args.nolocal { " nolocal" } else { "" };
+        rows.extend(plain.rows(args.np, &args.provider, nolocal));
         if oversubscribed {
-            rows.extend(yielding.rows(args.np, &args.provider, " mpich-yield"));
+            let suffix = format!("{nolocal} mpich-yield");
+            rows.extend(yielding.rows(args.np, &args.provider, &suffix));
         }
     }
     print!("{}", report::table(&rows));
@@ -121,7 +126,12 @@ fn drive(args: &[String]) -> Result<()> {
         println!("json: {file}");
     }
     let dir = root.join("target/report");
-    let prefix = format!("{}-{}", args.np, args.provider);
+    let prefix = format!(
+        "{}-{}{}",
+        args.np,
+        args.provider,
+        if args.nolocal { "-nolocal" } else { "" }
+    );
     let plots = report::svg_plots(&rows, &dir, &prefix)?;
     println!("plots: {}", dir.display());
     for p in plots {
@@ -142,6 +152,9 @@ fn ours(args: &Args, osrun: &Path, exe: &Path, suite: &str) -> Result<Vec<Measur
         .arg("--rank")
         .arg(suite)
         .arg(args.scale.to_string());
+    if args.nolocal {
+        cmd.env(onesided_fabric::world::HOST_ENV, "node{rank}");
+    }
     run("onesided", cmd)
 }
 
@@ -160,6 +173,9 @@ fn mpich(
     ];
     if args.provider == "tcp" {
         genv.push(("FI_TCP_IFACE", "lo"));
+    }
+    if args.nolocal {
+        genv.push(("MPIR_CVAR_NOLOCAL", "1"));
     }
     genv.extend_from_slice(env);
     for (k, v) in genv {
