@@ -24,7 +24,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
-use std::ptr;
+use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -531,12 +531,11 @@ impl Shared {
         )
     }
 
-    /// Tells the background thread the application is making progress.
     /// A transfer buffer of at least `len` bytes (a power of two, at
     /// least 4 KiB): a pooled one, else a new one. Pooling spares large
     /// transfers the page faults (and zeroing) of fresh memory.
     fn take_buffer(&self, len: usize) -> Box<[u8]> {
-        let class = len.max(4096).next_power_of_two();
+        let class = len.max(4096).checked_next_power_of_two().unwrap_or(len);
         let mut pool = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
         match pool.iter().position(|b| b.len() == class) {
             Some(i) => pool.swap_remove(i),
@@ -557,6 +556,7 @@ impl Shared {
         }
     }
 
+    /// Tells the background thread the application is making progress.
     pub(crate) fn note_app_progress(&self) {
         self.app_progress.fetch_add(1, Ordering::Relaxed);
     }
@@ -1586,8 +1586,8 @@ impl Endpoint {
     ) -> Result<Transfer<'_>> {
         remote.permits(Access::REMOTE_READ, "read", from)?;
         let address = remote.address_of(offset, len as u64, "read")?;
-        let mut buffer = self.shared.take_buffer(len);
-        let ptr = buffer.as_mut_ptr();
+        let buffer = RawBuffer::new(self.shared.take_buffer(len));
+        let ptr = buffer.ptr();
         self.start("read", from, buffer, len, |core, addr, ctx, desc| {
             // SAFETY: the buffer is owned by the Transfer (or, once given up,
             // by the endpoint) until the completion arrives; the remote range
@@ -1623,9 +1623,10 @@ impl Endpoint {
         let op = "write_delivered";
         remote.permits(Access::REMOTE_WRITE, op, to)?;
         let address = remote.address_of(offset, data.len() as u64, op)?;
-        let mut buffer = self.shared.take_buffer(data.len());
-        buffer[..data.len()].copy_from_slice(data);
-        let (ptr, len) = (buffer.as_ptr(), data.len());
+        let mut filled = self.shared.take_buffer(data.len());
+        filled[..data.len()].copy_from_slice(data);
+        let buffer = RawBuffer::new(filled);
+        let (ptr, len) = (buffer.ptr(), data.len());
         self.start(op, to, buffer, len, |core, addr, ctx, desc| {
             let mut iov = libc::iovec {
                 iov_base: ptr as *mut c_void,
@@ -1666,7 +1667,7 @@ impl Endpoint {
         &self,
         op: &'static str,
         rank: u32,
-        buffer: Box<[u8]>,
+        buffer: RawBuffer,
         len: usize,
         post: impl FnMut(&Core, sys::fi_addr_t, *mut c_void, *mut c_void) -> isize,
     ) -> Result<Transfer<'_>> {
@@ -1683,10 +1684,10 @@ impl Endpoint {
                 done: true,
             });
         }
-        let posted = match self.post(op, rank, (buffer.as_ptr(), len), true, post) {
+        let posted = match self.post(op, rank, (buffer.ptr(), len), true, post) {
             Ok(posted) => posted,
             Err(e) => {
-                self.shared.give_buffer(buffer);
+                self.shared.give_buffer(buffer.into_box());
                 return Err(e);
             }
         };
@@ -1773,8 +1774,11 @@ impl Endpoint {
     /// Applies `op` with `operand` (whole elements of `datatype`,
     /// little-endian) to the elements at `offset` of `at`'s region `remote`,
     /// each element atomically; with `fetch` (as long as `operand`), the
-    /// elements' previous values are returned in it. Runs as several
-    /// operations when the provider limits the elements per atomic.
+    /// elements' previous values are returned in it. Returns once the
+    /// operation is applied at the target (libfabric's fetching form is
+    /// used either way: a plain atomic's completion only means "sent").
+    /// Runs as several operations when the provider limits the elements per
+    /// atomic.
     ///
     /// # Errors
     /// [`Error::Misaligned`] for an offset or length that is not a multiple
@@ -1806,8 +1810,13 @@ impl Endpoint {
                 size: operand.len() as u64,
             });
         }
-        let fetching = fetch.is_some();
-        let per_op = self.atomic_count(datatype, Some(op), fetching)? * size;
+        // Always the fetching form, its result dropped when not wanted:
+        // its completion means "applied at the target", which a plain
+        // atomic's (transmit) completion does not.
+        let per_op = self
+            .atomic_count(datatype, Some(op), true)?
+            .saturating_mul(size)
+            .min(operand.len().max(size));
         for (i, chunk) in operand.chunks(per_op).enumerate() {
             let at_offset = offset + (i * per_op) as u64;
             let count = chunk.len() / size;
@@ -1828,35 +1837,20 @@ impl Endpoint {
                     // arrives, each with room for `count` elements, and desc
                     // covers them.
                     unsafe {
-                        if fetching {
-                            sys::fi_fetch_atomic(
-                                ep,
-                                bufs[0],
-                                count,
-                                desc,
-                                bufs[1],
-                                desc,
-                                target.addr,
-                                target.address,
-                                target.key,
-                                datatype.fi(),
-                                op.fi(),
-                                target.ctx,
-                            )
-                        } else {
-                            sys::fi_atomic(
-                                ep,
-                                bufs[0],
-                                count,
-                                desc,
-                                target.addr,
-                                target.address,
-                                target.key,
-                                datatype.fi(),
-                                op.fi(),
-                                target.ctx,
-                            )
-                        }
+                        sys::fi_fetch_atomic(
+                            ep,
+                            bufs[0],
+                            count,
+                            desc,
+                            bufs[1],
+                            desc,
+                            target.addr,
+                            target.address,
+                            target.key,
+                            datatype.fi(),
+                            op.fi(),
+                            target.ctx,
+                        )
                     }
                 },
             )?;
@@ -2110,7 +2104,7 @@ pub struct Transfer<'e> {
     rank: u32,
     token: u64,
     /// Taken when the transfer is given up (or returned to the pool).
-    buffer: Option<Box<[u8]>>,
+    buffer: Option<RawBuffer>,
     /// Bytes of `buffer` the transfer moves.
     len: usize,
     /// The temporary registration (verbs-style providers), closed on
@@ -2184,10 +2178,13 @@ impl Transfer<'_> {
 
     /// The transfer's buffer: the bytes read, once a read has completed.
     pub fn data(&self) -> &[u8] {
-        self.buffer
-            .as_deref()
-            .and_then(|b| b.get(..self.len))
-            .unwrap_or_default()
+        match (&self.buffer, self.done) {
+            // SAFETY: the transfer has completed, so the provider no longer
+            // writes the buffer; it holds at least `len` initialised bytes
+            // and lives as long as self.
+            (Some(buffer), true) => unsafe { buffer.slice(self.len) },
+            _ => &[],
+        }
     }
 }
 
@@ -2196,13 +2193,67 @@ impl Drop for Transfer<'_> {
         let Some(buffer) = self.buffer.take() else {
             return;
         };
-        if self.done {
-            self.ep.shared.give_buffer(buffer);
-        } else {
+        if !self.done {
             let mut core = self.ep.shared.lock();
-            core.forget(self.token, OnTimeout::Release(Box::new(buffer)));
-            // A temporary registration stays open: the provider may hold it.
+            core.poll();
+            if core.slots.take_done(self.token).is_some() {
+                // Completed, just not tested.
+                self.done = true;
+                if let Some(desc) = self.desc.take() {
+                    desc.close();
+                }
+            } else {
+                core.forget(self.token, OnTimeout::Release(Box::new(buffer)));
+                // A temporary registration stays open: the provider may hold
+                // it.
+                return;
+            }
         }
+        self.ep.shared.give_buffer(buffer.into_box());
+    }
+}
+
+/// A transfer buffer held as a raw allocation: the provider writes it
+/// through a pointer while the transfer is in flight, so no `Box` (which
+/// asserts unique access wherever it moves) holds it meanwhile.
+struct RawBuffer(NonNull<[u8]>);
+
+// SAFETY: it owns its allocation, as the Box<[u8]> it came from did.
+unsafe impl Send for RawBuffer {}
+
+impl RawBuffer {
+    fn new(buffer: Box<[u8]>) -> RawBuffer {
+        RawBuffer(NonNull::from(Box::leak(buffer)))
+    }
+
+    fn ptr(&self) -> *mut u8 {
+        self.0.as_ptr().cast()
+    }
+
+    /// The first `len` bytes (at most the whole buffer).
+    ///
+    /// # Safety
+    /// Nothing may write the buffer meanwhile (no transfer in flight).
+    unsafe fn slice(&self, len: usize) -> &[u8] {
+        // SAFETY: the allocation holds self.0.len() initialised bytes; the
+        // caller promises no concurrent writer.
+        unsafe { std::slice::from_raw_parts(self.ptr(), len.min(self.0.len())) }
+    }
+
+    fn into_box(self) -> Box<[u8]> {
+        let raw = self.0.as_ptr();
+        std::mem::forget(self);
+        // SAFETY: raw came from Box::leak in RawBuffer::new and is owned
+        // here alone.
+        unsafe { Box::from_raw(raw) }
+    }
+}
+
+impl Drop for RawBuffer {
+    fn drop(&mut self) {
+        // SAFETY: as in into_box; dropped only once no operation uses it
+        // (completed, or the endpoint closed).
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
     }
 }
 

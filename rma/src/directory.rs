@@ -3,23 +3,25 @@
 //! on the same host read instead of exchanging messages.
 //!
 //! Layout (20 KiB of the board):
-//! - the directory: 64 slots of 256 bytes, each `[id: u64][len: u64]
-//!   [description]`, the descriptions of this process's exposures and
-//!   dynamic windows (a load instead of a control-plane round trip);
+//! - the directory: 64 slots of 256 bytes, each `[id: u64][seq: u64]
+//!   [len: u64][description]`, the descriptions of this process's
+//!   exposures and dynamic windows (a load instead of a control-plane round
+//!   trip), or "ask me" for those too long for a slot;
 //! - 64 group counters of one cache line each, `[group key: u64][value:
 //!   u64]`: how far this process has come in the barriers of a group
 //!   (monotone; see [`crate::Barrier`]).
 //!
-//! The owner writes a slot while its key word is 0 (or its own), then
-//! stores the key (release); a reader loads the key (acquire), copies, and
-//! checks the key again, so it never takes a half-written or reused slot
-//! for the one it wants. Entry `key` lives in one of the [`PROBE`] slots
-//! from `key % SLOTS`; when they are all taken the entry is not published
-//! and readers fall back to messages.
+//! A directory slot is a sequence lock: the owner makes `seq` odd, writes,
+//! then makes it even again; a reader copies between two equal, even
+//! readings of `seq`, so it never takes a half-written or rewritten slot
+//! for the one it wants. A counter is one word, written last. Entry `key`
+//! lives in one of the [`PROBE`] slots from `key % SLOTS`; when they are
+//! all taken the entry is not published and readers fall back to messages
+//! (after a while).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{fence, Ordering};
 
 use onesided_fabric::{world::BOARD_LEN, Endpoint, Mapping};
 
@@ -30,13 +32,18 @@ const SLOT: usize = 256;
 /// Slots tried for one key.
 const PROBE: usize = 8;
 /// Description bytes a directory slot holds.
-const PAYLOAD: usize = SLOT - 16;
+const PAYLOAD: usize = SLOT - 24;
+/// The length that says "too long: ask the owner".
+const ASK_OWNER: u64 = u64::MAX;
 /// Where the group counters start, and their size.
 const COUNTERS: usize = SLOTS * SLOT;
 const COUNTER: usize = 64;
 
+/// Where the word saying "an `Rma` has used this board" lives.
+const TAKEN: usize = COUNTERS + SLOTS * COUNTER;
+
 /// Bytes of the board this module uses.
-pub(crate) const LEN: usize = COUNTERS + SLOTS * COUNTER;
+pub(crate) const LEN: usize = TAKEN + 64;
 const _: () = assert!(LEN <= BOARD_LEN);
 
 fn slots(key: u64) -> impl Iterator<Item = usize> {
@@ -55,11 +62,21 @@ pub(crate) struct Directory {
 impl Directory {
     /// This process's board, mapped here (a board of its own, which no
     /// peer knows, for an endpoint opened without `World`).
+    ///
+    /// # Errors
+    /// [`Error::EpochConflict`] when an earlier `Rma` used this board: its
+    /// group counters and object numbers would not match a new one's, so
+    /// there is one `Rma` per endpoint for the life of the process.
     pub(crate) fn new(ep: &Endpoint) -> Result<Directory, Error> {
         let map = match ep.board_name(ep.rank()) {
             Some(name) => Mapping::open_shared(name, LEN)?,
             None => Mapping::create_shared(LEN)?,
         };
+        if map.atomic_u64(TAKEN)?.swap(1, Ordering::AcqRel) != 0 {
+            return Err(Error::EpochConflict(
+                "one Rma per endpoint: an earlier one used this endpoint's board",
+            ));
+        }
         Ok(Directory {
             map,
             used: RefCell::default(),
@@ -67,35 +84,61 @@ impl Directory {
         })
     }
 
-    /// Publishes `description` of `id`; whether there was room.
+    /// Publishes `description` of `id` (or, when it is too long, that
+    /// readers must ask); whether there was a slot. Publishing an id again
+    /// rewrites its slot.
     pub(crate) fn publish(&self, id: u64, description: &[u8]) -> bool {
-        if id == 0 || description.len() > PAYLOAD {
+        if id == 0 {
             return false;
         }
         let mut used = self.used.borrow_mut();
-        let Some(slot) = slots(id).find(|s| !used.values().any(|u| u == s)) else {
-            return false;
+        let slot = match used.get(&id) {
+            Some(&slot) => slot,
+            None => match slots(id).find(|s| !used.values().any(|u| u == s)) {
+                Some(slot) => slot,
+                None => return false,
+            },
         };
-        let at = slot * SLOT;
-        let written = self
-            .map
-            .write_bytes(at + 8, &(description.len() as u64).to_le_bytes())
-            .and_then(|()| self.map.write_bytes(at + 16, description))
-            .and_then(|()| self.map.atomic_u64(at))
-            .map(|word| word.store(id, Ordering::Release));
-        if written.is_ok() {
+        let (len, body) = if description.len() > PAYLOAD {
+            (ASK_OWNER, &[][..])
+        } else {
+            (description.len() as u64, description)
+        };
+        let written = self.write_slot(slot, id, |map, at| {
+            map.write_bytes(at + 16, &len.to_le_bytes())?;
+            map.write_bytes(at + 24, body)
+        });
+        if written {
             used.insert(id, slot);
         }
-        written.is_ok()
+        written
     }
 
     /// Withdraws `id` (if published).
     pub(crate) fn withdraw(&self, id: u64) {
         if let Some(slot) = self.used.borrow_mut().remove(&id) {
-            if let Ok(word) = self.map.atomic_u64(slot * SLOT) {
-                word.store(0, Ordering::Release);
-            }
+            self.write_slot(slot, 0, |_, _| Ok(()));
         }
+    }
+
+    /// Rewrites `slot` to hold `key` and what `fill` writes, under its
+    /// sequence lock; whether it succeeded.
+    fn write_slot(
+        &self,
+        slot: usize,
+        key: u64,
+        fill: impl FnOnce(&Mapping, usize) -> onesided_fabric::Result<()>,
+    ) -> bool {
+        let at = slot * SLOT;
+        let (Ok(word), Ok(seq)) = (self.map.atomic_u64(at), self.map.atomic_u64(at + 8)) else {
+            return false;
+        };
+        seq.fetch_add(1, Ordering::AcqRel);
+        fence(Ordering::Release);
+        let filled = fill(&self.map, at).is_ok();
+        word.store(if filled { key } else { 0 }, Ordering::Release);
+        seq.fetch_add(1, Ordering::Release);
+        filled
     }
 
     /// Sets `group`'s counter to `value` (claiming a counter the first
@@ -128,24 +171,49 @@ impl Directory {
     }
 }
 
-/// Reads the description of `id` from a peer's board `map`, if there.
-pub(crate) fn lookup(map: &Mapping, id: u64) -> Option<Vec<u8>> {
+/// What a peer's board says about an id.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// Its description.
+    Description(Vec<u8>),
+    /// It is there, too long for the board: ask its owner.
+    AskOwner,
+    /// Not there (yet), or being rewritten.
+    Nothing,
+}
+
+/// Reads what a peer's board `map` says about `id`.
+pub(crate) fn lookup(map: &Mapping, id: u64) -> Found {
     for slot in slots(id) {
         let at = slot * SLOT;
-        let word = map.atomic_u64(at).ok()?;
-        if word.load(Ordering::Acquire) != id {
+        let (Ok(word), Ok(seq)) = (map.atomic_u64(at), map.atomic_u64(at + 8)) else {
+            return Found::Nothing;
+        };
+        let before = seq.load(Ordering::Acquire);
+        if before % 2 == 1 || word.load(Ordering::Acquire) != id {
             continue;
         }
         let mut len = [0u8; 8];
-        map.read_bytes(at + 8, &mut len).ok()?;
-        let len = (u64::from_le_bytes(len) as usize).min(PAYLOAD);
-        let mut out = vec![0u8; len];
-        map.read_bytes(at + 16, &mut out).ok()?;
-        if word.load(Ordering::Acquire) == id {
-            return Some(out);
+        if map.read_bytes(at + 16, &mut len).is_err() {
+            return Found::Nothing;
         }
+        let len = u64::from_le_bytes(len);
+        let found = if len == ASK_OWNER {
+            Found::AskOwner
+        } else {
+            let mut out = vec![0u8; (len as usize).min(PAYLOAD)];
+            if map.read_bytes(at + 24, &mut out).is_err() {
+                return Found::Nothing;
+            }
+            Found::Description(out)
+        };
+        fence(Ordering::Acquire);
+        if seq.load(Ordering::Relaxed) == before && word.load(Ordering::Relaxed) == id {
+            return found;
+        }
+        return Found::Nothing;
     }
-    None
+    Found::Nothing
 }
 
 /// `group`'s counter on a peer's board `map` (0 when it has none).
@@ -177,17 +245,19 @@ mod tests {
     fn publish_lookup_withdraw() {
         let dir = standalone();
         let peer = Mapping::open_shared(dir.map.name().unwrap(), LEN).unwrap();
-        assert_eq!(lookup(&peer, 5), None);
+        let found = |bytes: &[u8]| Found::Description(bytes.to_vec());
+        assert_eq!(lookup(&peer, 5), Found::Nothing);
         assert!(dir.publish(5, b"five"));
         assert!(dir.publish(5 + SLOTS as u64, b"collides"));
-        assert_eq!(lookup(&peer, 5).as_deref(), Some(&b"five"[..]));
-        assert_eq!(
-            lookup(&peer, 5 + SLOTS as u64).as_deref(),
-            Some(&b"collides"[..])
-        );
+        assert_eq!(lookup(&peer, 5), found(b"five"));
+        assert_eq!(lookup(&peer, 5 + SLOTS as u64), found(b"collides"));
+        assert!(dir.publish(5, b"five again"), "rewritten in place");
+        assert_eq!(lookup(&peer, 5), found(b"five again"));
         dir.withdraw(5);
-        assert_eq!(lookup(&peer, 5), None);
-        assert!(!dir.publish(7, &[0; PAYLOAD + 1]), "too long");
+        assert_eq!(lookup(&peer, 5), Found::Nothing);
+        assert!(dir.publish(7, &[0; PAYLOAD + 1]));
+        assert_eq!(lookup(&peer, 7), Found::AskOwner, "too long: ask");
+        dir.withdraw(7);
         assert!(!dir.publish(0, b"zero"), "0 marks an empty slot");
         // Only PROBE slots per id: the next ones go unpublished.
         let crowd: Vec<bool> = (0..PROBE as u64 + 1)

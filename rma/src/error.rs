@@ -53,6 +53,24 @@ pub enum Error {
     /// inside a passive epoch, ...).
     #[error("epoch misuse: {0}")]
     EpochConflict(&'static str),
+    /// A window or exposure that no longer exists (or never did) here.
+    #[error("window {window:#x} does not exist here (freed, or never created)")]
+    Gone {
+        /// The window's (or exposure's) number.
+        window: u64,
+    },
+    /// A request-based operation to a target failed; its request holds
+    /// the error.
+    #[error(
+        "a request-based operation to group rank {target} failed (its request holds the error)"
+    )]
+    TransferFailed {
+        /// The target's group rank.
+        target: u32,
+    },
+    /// More than a window can hold (attachments of a dynamic window).
+    #[error("{0}")]
+    TooMany(&'static str),
     /// A request did not complete in time.
     #[error("request did not complete within {0:?}")]
     RequestTimeout(std::time::Duration),

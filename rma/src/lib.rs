@@ -15,10 +15,16 @@
 //!   [`request::dissemination`], the arithmetic of atomics
 //!   (`onesided_fabric::atomic`).
 //!
-//! Offsets are in bytes (there is no displacement unit). Misuse (an access
-//! outside a part or an epoch, an unknown rank, unlock without lock, use
-//! after free) is an error value naming the rank, the window and the range,
-//! returned before anything is posted.
+//! Offsets are in bytes (there is no displacement unit). Misuse is an
+//! error value returned before anything is posted: an access outside a
+//! target's part names the target, the window and the range
+//! ([`Error::OutOfRange`]); an unknown rank, an access outside an epoch and
+//! nested epochs name the rank or the conflict. Unlock without lock, free
+//! inside an epoch and use after free do not compile: an [`Epoch`] is a
+//! guard borrowing its window, and `free` consumes the window.
+//!
+//! One [`Rma`] per endpoint for the life of the process (windows and
+//! barriers are numbered per group, on the endpoint's board).
 
 #![warn(missing_docs)]
 

@@ -65,9 +65,11 @@ impl<'a> Inflight<'a> {
         }
     }
 
-    /// Waits for the transfer (when running) and keeps its outcome.
-    pub(crate) fn finish(&self) {
+    /// Waits for the transfer (when running) and keeps its outcome;
+    /// whether it succeeded (or its outcome was taken already).
+    pub(crate) fn finish(&self) -> bool {
         self.step(true);
+        !matches!(&*self.state.borrow(), State::Done(Err(_)))
     }
 
     /// Tests once; the outcome, the first time it is there.

@@ -82,6 +82,14 @@ const LOCK_WORD: usize = 0;
 const NONCE: usize = 8;
 const FREED: usize = 64;
 
+/// Longest description a peer is asked for (a dynamic window's attachments
+/// must fit: about a thousand).
+const MAX_DESCRIPTION: usize = 64 * 1024;
+
+/// Attachments a dynamic window holds at once (their description must fit
+/// [`MAX_DESCRIPTION`]).
+const MAX_ATTACHMENTS: usize = 1000;
+
 /// Bits of a dynamic window's displacement below the attachment number.
 pub const ATTACH_SHIFT: u32 = 40;
 
@@ -250,18 +258,23 @@ pub struct Rma<'e> {
     created: RefCell<HashMap<(u64, u8), u64>>,
     /// This process's exposures, for peers on this host to read.
     directory: Directory,
-    /// Barriers completed in order, per group key.
-    barriers_done: RefCell<HashMap<u64, u64>>,
+    /// Per group key: barriers completed in order, and those completed
+    /// ahead of an earlier one.
+    barriers_done: RefCell<HashMap<u64, (u64, HashSet<u64>)>>,
     /// Boards of peers on this host, mapped on first use (`None`: none).
     boards: RefCell<HashMap<u32, Option<Rc<Mapping>>>>,
 }
 
 impl<'e> Rma<'e> {
-    /// Starts serving this process's windows on `ep`.
+    /// Starts serving this process's windows on `ep`. One `Rma` per
+    /// endpoint for the life of the process: windows and barriers are
+    /// numbered per group, and those numbers live on the endpoint's board.
     ///
     /// # Errors
-    /// [`Error::Fabric`] when the services are served already on `ep`.
+    /// [`Error::Fabric`] when the services are served already on `ep`;
+    /// [`Error::EpochConflict`] when an `Rma` was made on `ep` before.
     pub fn new(ep: &'e Endpoint) -> Result<Rma<'e>, Error> {
+        let directory = Directory::new(ep)?;
         let served = Arc::new(Mutex::new(Served::default()));
         let describe = Arc::clone(&served);
         ep.serve(DESCRIBE, move |_, request| {
@@ -307,7 +320,7 @@ impl<'e> Rma<'e> {
             headers: RefCell::default(),
             retired: RefCell::default(),
             created: RefCell::default(),
-            directory: Directory::new(ep)?,
+            directory,
             boards: RefCell::default(),
             barriers_done: RefCell::default(),
         })
@@ -356,19 +369,19 @@ impl<'e> Rma<'e> {
 
     /// How many of `group`'s barriers have completed here in order.
     pub(crate) fn barriers_done(&self, group: u64) -> u64 {
-        self.barriers_done
-            .borrow()
-            .get(&group)
-            .copied()
-            .unwrap_or(0)
+        self.barriers_done.borrow().get(&group).map_or(0, |d| d.0)
     }
 
-    /// Records that barrier `seq` of `group` completed here.
+    /// Records that barrier `seq` of `group` completed here (barriers
+    /// completed out of order wait until the ones before them complete).
     pub(crate) fn barrier_done(&self, group: u64, seq: u64) {
         let mut done = self.barriers_done.borrow_mut();
-        let entry = done.entry(group).or_insert(0);
-        if *entry + 1 == seq {
-            *entry = seq;
+        let (upto, ahead) = done.entry(group).or_default();
+        if seq > *upto {
+            ahead.insert(seq);
+        }
+        while ahead.remove(&(*upto + 1)) {
+            *upto += 1;
         }
     }
 
@@ -503,7 +516,7 @@ impl<'e> Rma<'e> {
     /// (`MPI_Win_create_dynamic`); memory comes and goes with
     /// [`Window::attach`] / [`Window::detach`].
     ///
-    /// Cost: a 64-byte registration for the lock word; no message.
+    /// Cost: a small registration for the lock word (pooled); no message.
     ///
     /// # Errors
     /// As [`Rma::expose`].
@@ -519,7 +532,9 @@ impl<'e> Rma<'e> {
     }
 
     /// Starts a nonblocking barrier over `group` (a dissemination barrier:
-    /// ceil(log2 n) rounds of one notice each); complete it with
+    /// ceil(log2 n) rounds, each a counter raised on this process's board
+    /// for partners on its host and a notice for others; see
+    /// [`Barrier`]); complete it with
     /// [`crate::Request::test`] / [`crate::Request::wait`]. Every member calls it, in the
     /// same order for barriers of the same group (fences count as
     /// barriers).
@@ -586,56 +601,55 @@ impl<'e> Rma<'e> {
         }
     }
 
-    /// The description of exposure `id` at `rank`: read from its
-    /// directory when it is on this host and known (for a while, as it may
-    /// not have exposed it yet), else asked.
+    /// The description of `id` (an exposure or a dynamic window) at
+    /// `rank`: read from its board when it is on this host, else (or when
+    /// the board says to ask, or after a while without finding it there)
+    /// asked over the control plane; retried until the peer has created
+    /// it (creation is collective: it will come) or the timeout.
     fn look_up(&self, rank: u32, id: u64) -> Result<Described, Error> {
-        /// How long to look in a directory before asking.
-        const DIRECTORY_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
-        if let Some(dir) = self.board(rank) {
-            let mut backoff = self.ep.backoff();
-            loop {
-                if let Some(bytes) = directory::lookup(&dir, id) {
-                    if let Ok(found) = Described::decode(&bytes) {
-                        return Ok(found);
-                    }
-                    break;
-                }
-                // Its own is there or nowhere.
-                if rank == self.ep.rank()
-                    || self.ep.is_dead(rank)
-                    || backoff.pause() > DIRECTORY_WAIT
-                {
-                    break;
-                }
-            }
-        }
-        self.ask(rank, id)
-    }
-
-    /// Asks `rank` to describe `id`, retrying while the peer has not
-    /// created it yet (creation is collective: it will come).
-    fn ask(&self, rank: u32, id: u64) -> Result<Described, Error> {
-        if rank == self.ep.rank() {
-            // Its own: no message.
-            return lock_state(&self.served)
-                .described
-                .get(&id)
-                .cloned()
-                .ok_or(Error::EpochConflict("window already freed"));
-        }
+        /// How long to look on a board alone before asking too.
+        const BOARD_ONLY: std::time::Duration = std::time::Duration::from_millis(20);
+        let me = rank == self.ep.rank();
+        let board = self.board(rank);
         let mut backoff = self.ep.backoff();
+        let mut waited = std::time::Duration::ZERO;
         loop {
-            let mut reply = [0u8; 4096];
-            let len = self
-                .ep
-                .call(rank, DESCRIBE, &id.to_le_bytes(), &mut reply)?;
-            if len > 0 {
-                return Described::decode(&reply[..len]);
+            let mut ask = board.is_none() || waited > BOARD_ONLY;
+            if let Some(board) = &board {
+                match directory::lookup(board, id) {
+                    directory::Found::Description(bytes) => return Described::decode(&bytes),
+                    directory::Found::AskOwner => ask = true,
+                    directory::Found::Nothing => {}
+                }
             }
-            if backoff.pause() > self.ep.timeout() {
-                return Err(Error::Fabric(onesided_fabric::Error::Timeout {
+            if me {
+                // Its own is on its board or served here, or gone.
+                return lock_state(&self.served)
+                    .described
+                    .get(&id)
+                    .cloned()
+                    .ok_or(Error::Gone { window: id });
+            }
+            if ask {
+                let mut reply = vec![0u8; MAX_DESCRIPTION];
+                let len = self
+                    .ep
+                    .call(rank, DESCRIBE, &id.to_le_bytes(), &mut reply)?;
+                if len > 0 {
+                    return Described::decode(&reply[..len]);
+                }
+            }
+            if self.ep.is_dead(rank) {
+                return Err(onesided_fabric::Error::PeerDead {
                     op: "describe window",
+                    rank,
+                }
+                .into());
+            }
+            waited = backoff.pause();
+            if waited > self.ep.timeout() {
+                return Err(Error::Fabric(onesided_fabric::Error::Timeout {
+                    op: "describe window (the peer has not created it)",
                     rank,
                     after: self.ep.timeout(),
                 }));
@@ -888,8 +902,6 @@ pub struct Window<'a> {
     /// The window's own number (free notices, dynamic descriptions).
     id: u64,
     memory: Memory<'a>,
-    /// This window's number among the windows of its exposure.
-    seq: u64,
     /// Attachments of a dynamic window (`None`: not dynamic); the count of
     /// attachments ever made.
     attached: Option<RefCell<(Vec<Attachment>, u64)>>,
@@ -946,14 +958,12 @@ impl<'a> Window<'a> {
                     .insert(exposure.id, described);
             }
         }
-        let seq = exposure.windows.get();
         let id = rma.next_id(&exposure.group, Kind::Window);
         let members = exposure.group.size() as usize;
         Window {
             rma,
             id,
             memory,
-            seq,
             attached,
             local_atomics,
             epochs: RefCell::default(),
@@ -1028,14 +1038,24 @@ impl<'a> Window<'a> {
     /// displacements. Local: no message.
     ///
     /// # Errors
-    /// [`Error::EpochConflict`] when the window is not dynamic.
+    /// [`Error::EpochConflict`] when the window is not dynamic;
+    /// [`Error::TooMany`] beyond 1000 attachments at once.
     pub fn attach(&self, region: MemoryRegion) -> Result<u64, Error> {
         let attached = self.attached.as_ref().ok_or(Error::EpochConflict(
             "attach to a window that is not dynamic",
         ))?;
         let mut attached = attached.borrow_mut();
+        if attached.0.len() >= MAX_ATTACHMENTS {
+            return Err(Error::TooMany(
+                "a dynamic window holds at most 1000 attachments at once",
+            ));
+        }
+        let disp = (attached.1 + 1)
+            .checked_mul(1 << ATTACH_SHIFT)
+            .ok_or(Error::TooMany(
+                "a dynamic window takes at most 2^24 attachments in its life",
+            ))?;
         attached.1 += 1;
-        let disp = attached.1 << ATTACH_SHIFT;
         attached.0.push(Attachment { disp, region });
         self.describe_attachments(&attached.0);
         Ok(disp)
@@ -1210,7 +1230,9 @@ impl<'a> Window<'a> {
                         self.release(held, LockKind::Shared)?;
                     }
                     if backoff.pause() > self.rma.ep.timeout() {
-                        return Err(self.timeout("window lock_all", self.rma.ep.rank()));
+                        // Name the member whose lock stayed refused.
+                        let rank = self.group().job_rank(target)?;
+                        return Err(self.timeout("window lock_all (locked by another)", rank));
                     }
                     continue 'attempt;
                 }
@@ -1557,24 +1579,24 @@ impl<'a> Window<'a> {
     ///
     /// # Errors
     /// [`Error::NotInGroup`]; [`Error::NoEpoch`] outside an epoch covering
-    /// `target`.
+    /// `target`; [`Error::TransferFailed`] when a request-based operation
+    /// failed (its request holds the error).
     pub fn flush(&self, target: u32) -> Result<(), Error> {
         self.group().job_rank(target)?;
         self.epochs.borrow().check_access(target)?;
-        self.complete(Some(target));
-        Ok(())
+        self.complete(Some(target))
     }
 
     /// [`Window::flush`] for every target (`MPI_Win_flush_all`).
     ///
     /// # Errors
-    /// [`Error::EpochConflict`] when no epoch is open.
+    /// [`Error::EpochConflict`] when no epoch is open;
+    /// [`Error::TransferFailed`] as [`Window::flush`].
     pub fn flush_all(&self) -> Result<(), Error> {
         if self.epochs.borrow().is_idle() {
             return Err(Error::EpochConflict("flush_all outside an epoch"));
         }
-        self.complete(None);
-        Ok(())
+        self.complete(None)
     }
 
     /// Completes this process's operations to `target` locally
@@ -1590,18 +1612,30 @@ impl<'a> Window<'a> {
     }
 
     /// Waits for the request-based operations to `target` (all when
-    /// `None`); their outcomes stay with their requests.
-    fn complete(&self, target: Option<u32>) {
+    /// `None`); their outcomes stay with their requests. A failed one (or
+    /// one given up, which the provider may still carry out) makes it an
+    /// error, and taints the exposure: its memory is never reused.
+    fn complete(&self, target: Option<u32>) -> Result<(), Error> {
         let list: Vec<_> = self.inflight.borrow_mut().drain(..).collect();
         let mut kept = Vec::new();
+        let mut failed = None;
         for inflight in list {
             if target.is_none_or(|t| inflight.target() == t) {
-                inflight.finish();
+                if !inflight.finish() {
+                    failed.get_or_insert(inflight.target());
+                }
             } else {
                 kept.push(inflight);
             }
         }
         self.inflight.borrow_mut().extend(kept);
+        match failed {
+            None => Ok(()),
+            Some(target) => {
+                self.exposure().tainted.set(true);
+                Err(Error::TransferFailed { target })
+            }
+        }
     }
 
     /// Active-target synchronisation (`MPI_Win_fence`): completes this
@@ -1615,7 +1649,7 @@ impl<'a> Window<'a> {
         self.alive()?;
         let mut next = self.epochs.borrow().clone();
         next.fence(last)?;
-        self.complete(None);
+        self.complete(None)?;
         self.forget_attachments();
         crate::Request::wait(&mut self.rma.ibarrier(self.group())?)?;
         *self.epochs.borrow_mut() = next;
@@ -1626,20 +1660,24 @@ impl<'a> Window<'a> {
     /// it returns when every member has called it, so no peer still uses
     /// this process's memory.
     ///
+    /// Members free the windows of one exposure in the same order (as MPI
+    /// requires of collective calls): the `k`-th free here matches the
+    /// `k`-th free of each peer, whichever windows they are. Regions still
+    /// attached to a dynamic window are deregistered with it.
+    ///
     /// Cost: with each member on this host, a store here and a load of its
-    /// memory (plus one descriptor round trip if this process never
-    /// accessed it over this exposure); with each other member, one notice
+    /// exposure's header (after reading its description from its board if
+    /// this process never accessed it); with each other member, one notice
     /// each way. Dead members are skipped.
     ///
     /// # Errors
-    /// [`Error::EpochConflict`] while an epoch is open (nothing is freed);
-    /// [`Error::Fabric`] when a member cannot be told or does not answer.
+    /// [`Error::TransferFailed`] when a request-based operation failed (the
+    /// window is freed all the same, its memory never reused);
+    /// [`Error::Fabric`] when a member cannot be told or does not answer in
+    /// time (naming it).
     pub fn free(mut self) -> Result<(), Error> {
-        if self.epochs.borrow().passive_open() {
-            return Err(Error::EpochConflict("free with a passive epoch open"));
-        }
         self.alive()?;
-        self.complete(None);
+        let completed = self.complete(None);
         let ep = self.rma.ep;
         let exposure = self.exposure();
         let me = exposure.me;
@@ -1653,39 +1691,46 @@ impl<'a> Window<'a> {
         for &rank in &far {
             ep.notify(rank, FREE_NOTICE, &self.id.to_le_bytes())?;
         }
-        // Descriptors first: a peer cannot finish its free (and reuse its
-        // memory) before this process's count below says it is done.
+        // This is the k-th free over the exposure. Descriptors first: a peer
+        // cannot finish its free (and reuse its memory) before this
+        // process's count below says it is done.
+        let k = exposure.freed.get() + 1;
         let mut near_done = Vec::with_capacity(near.len());
         for &rank in &near {
             let peer = self.rma.peer(rank, exposure.id)?;
             let header = peer.maps.as_ref().map(|(h, _)| Rc::clone(h));
-            near_done.push((rank, header, peer.base + self.seq));
+            near_done.push((rank, header, peer.base + k));
         }
-        // This window is done here: peers on this host see the count.
+        // This free is done here: peers on this host see the count.
         exposure
             .header()?
             .atomic_u64(FREED)?
-            .store(exposure.base + self.seq, Ordering::Release);
-        let mut backoff = ep.backoff();
-        loop {
-            let near_ok = near_done.iter().all(|(rank, header, goal)| {
-                ep.is_dead(*rank)
-                    || header
+            .store(exposure.base + k, Ordering::Release);
+        // The first member (job rank) that has not freed it yet, if any.
+        let late = || -> Option<u32> {
+            let near = near_done.iter().find(|(rank, header, goal)| {
+                !ep.is_dead(*rank)
+                    && header
                         .as_ref()
                         .and_then(|h| h.atomic_u64(FREED).ok())
-                        .is_some_and(|w| w.load(Ordering::Acquire) >= *goal)
+                        .is_none_or(|w| w.load(Ordering::Acquire) < *goal)
             });
-            let far_ok = far.is_empty() || {
-                ep.progress();
-                let served = lock_state(&self.rma.served);
-                far.iter()
-                    .all(|r| served.freeing.contains(&(self.id, *r)) || ep.is_dead(*r))
-            };
-            if near_ok && far_ok {
-                break;
+            if let Some((rank, _, _)) = near {
+                return Some(*rank);
             }
+            if far.is_empty() {
+                return None;
+            }
+            ep.progress();
+            let served = lock_state(&self.rma.served);
+            far.iter()
+                .find(|r| !served.freeing.contains(&(self.id, **r)) && !ep.is_dead(**r))
+                .copied()
+        };
+        let mut backoff = ep.backoff();
+        while let Some(rank) = late() {
             if backoff.pause() > ep.timeout() {
-                return Err(self.timeout("window free", ep.rank()));
+                return Err(self.timeout("window free (waiting for this rank)", rank));
             }
         }
         if !far.is_empty() {
@@ -1694,16 +1739,22 @@ impl<'a> Window<'a> {
                 served.freeing.remove(&(self.id, *r));
             }
         }
-        exposure.freed.set(exposure.freed.get() + 1);
+        exposure.freed.set(k);
         self.freed = true;
+        self.forget_dynamic();
+        completed
+    }
+
+    /// A dynamic window's description goes away with it.
+    fn forget_dynamic(&self) {
         if self.attached.is_some() {
             lock_state(&self.rma.served).described.remove(&self.id);
+            self.rma.directory.withdraw(self.id);
             self.rma
                 .attachments
                 .borrow_mut()
                 .retain(|(_, x), _| *x != self.id);
         }
-        Ok(())
     }
 }
 
@@ -1713,6 +1764,7 @@ impl Drop for Window<'_> {
     /// `Rma` lives), and a dynamic window's attachments are kept likewise.
     fn drop(&mut self) {
         if !self.freed {
+            self.forget_dynamic();
             self.exposure().tainted.set(true);
             if let Some(attached) = self.attached.take() {
                 let (list, _) = attached.into_inner();
@@ -1722,7 +1774,8 @@ impl Drop for Window<'_> {
                     .extend(list.into_iter().map(|a| a.region));
             }
         }
-        self.complete(None);
+        // Failures taint the exposure; nobody is left to tell.
+        let _ = self.complete(None);
     }
 }
 
@@ -1732,7 +1785,9 @@ impl Epoch<'_, '_> {
     /// lock(s).
     ///
     /// # Errors
-    /// [`Error::Fabric`] when a release atomic fails (the epoch is closed
+    /// [`Error::TransferFailed`] when a request-based operation failed (the
+    /// locks are released all the same); [`Error::Fabric`] when a release
+    /// atomic fails (the epoch is closed
     /// locally all the same).
     pub fn unlock(mut self) -> Result<(), Error> {
         self.close()
@@ -1744,7 +1799,7 @@ impl Epoch<'_, '_> {
         }
         self.open = false;
         let window = self.window;
-        window.complete(self.target);
+        let completed = window.complete(self.target);
         match self.target {
             Some(target) => {
                 window.epochs.borrow_mut().unlock(target)?;
@@ -1767,7 +1822,7 @@ impl Epoch<'_, '_> {
                 }
             }
         }
-        Ok(())
+        completed
     }
 }
 

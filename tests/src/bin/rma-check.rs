@@ -105,6 +105,17 @@ fn create(world: &World) {
     }
     barrier(me, &rma, &group);
     must(me, "free", w.free());
+    // Two windows at once over the same exposure, freed newest first.
+    let (w1, w2) = (rma.create(&x), rma.create(&x));
+    {
+        let all = must(me, "lock_all", w1.lock_all(false));
+        let mut b = [0u8; 4];
+        must(me, "get through the older", w1.get(right, 20, &mut b));
+        check(me, b[..] == bytes_of(right, 20, 4)[..], || "two windows".into());
+        must(me, "unlock_all", all.unlock());
+    }
+    must(me, "free newer", w2.free());
+    must(me, "free older", w1.free());
     drop(x);
 
     // Read-only exposures: readable, never written.
@@ -516,6 +527,13 @@ fn misuse(world: &World) {
     // (Unlock without lock, free inside an epoch and use after free do not
     // compile: an epoch is a guard borrowing its window, free consumes it.)
     must(me, "free", w.free());
+    // One Rma per endpoint: a second one would restart the numbering of
+    // windows and barriers that peers (and the board) remember.
+    drop(rma);
+    let again = Rma::new(world.endpoint());
+    check(me, matches!(again, Err(RmaError::EpochConflict(_))), || {
+        format!("a second Rma on the endpoint gave {:?}", again.err())
+    });
     println!("rank {me}: misuse ok");
 }
 /// Windows over the whole job: bytes moved under lock_all, an exclusive-lock
