@@ -111,7 +111,9 @@ fn create(world: &World) {
         let all = must(me, "lock_all", w1.lock_all(false));
         let mut b = [0u8; 4];
         must(me, "get through the older", w1.get(right, 20, &mut b));
-        check(me, b[..] == bytes_of(right, 20, 4)[..], || "two windows".into());
+        check(me, b[..] == bytes_of(right, 20, 4)[..], || {
+            "two windows".into()
+        });
         must(me, "unlock_all", all.unlock());
     }
     must(me, "free newer", w2.free());
