@@ -1,7 +1,9 @@
 //! The progress engine's waiting discipline.
 //!
-//! libfabric's `shm` and `tcp;ofi_rxm` (without automatic progress) move data
-//! only while some thread calls into the provider. onesided therefore makes
+//! libfabric's `shm` and `tcp;ofi_rxm` (with the manual data progress
+//! onesided asks `tcp` for when its background thread runs: rxm's own thread
+//! would take turns with the application's on two cores) move data only
+//! while some thread calls into the provider. onesided therefore makes
 //! progress on every call that waits, and by default also runs a background
 //! progress thread per endpoint ([`ProgressMode::Background`]) that serves
 //! passive-target traffic while the application computes.
