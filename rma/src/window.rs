@@ -105,6 +105,35 @@ pub(crate) fn lock_state<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// FNV-1a, for the small keys of this module's maps (ids, ranks, names):
+/// several times cheaper than the default SipHash, and these keys are not
+/// chosen by an adversary.
+#[derive(Default)]
+pub(crate) struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            hash = (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = hash;
+    }
+}
+
+/// A map with [`Fnv`] hashing.
+pub(crate) type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+/// A set with [`Fnv`] hashing.
+pub(crate) type FastSet<K> = HashSet<K, std::hash::BuildHasherDefault<Fnv>>;
+
 /// What a peer is told about an exposure or a dynamic window.
 #[derive(Clone)]
 enum Described {
@@ -121,7 +150,7 @@ enum Described {
 
 impl Described {
     fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(256);
         match self {
             Described::Exposure {
                 header,
@@ -206,11 +235,11 @@ impl Described {
 #[derive(Default)]
 struct Served {
     /// This process's exposures and dynamic windows, as peers ask for them.
-    described: HashMap<u64, Described>,
+    described: FastMap<u64, Described>,
     /// Free notices received: (window, from rank).
-    freeing: HashSet<(u64, u32)>,
+    freeing: FastSet<(u64, u32)>,
     /// Barrier notices received: (barrier, round, from rank).
-    pub(crate) barriers: HashSet<(u64, u32, u32)>,
+    pub(crate) barriers: FastSet<(u64, u32, u32)>,
 }
 
 /// A dynamic window's attachments at a peer: (displacement, descriptor).
@@ -242,11 +271,11 @@ struct Peer {
 pub struct Rma<'e> {
     pub(crate) ep: &'e Endpoint,
     served: Arc<Mutex<Served>>,
-    peers: RefCell<HashMap<(u32, u64), Rc<Peer>>>,
-    attachments: RefCell<HashMap<(u32, u64), Rc<Attachments>>>,
+    peers: RefCell<FastMap<(u32, u64), Rc<Peer>>>,
+    attachments: RefCell<FastMap<(u32, u64), Rc<Attachments>>>,
     /// Peers' shared memory mapped here, by name: kept across windows,
     /// since freed regions are reused.
-    mappings: RefCell<HashMap<String, Rc<Mapping>>>,
+    mappings: RefCell<FastMap<String, Rc<Mapping>>>,
     /// Registered data regions ready for the next exposures.
     pool: RefCell<Vec<MemoryRegion>>,
     /// Registered header regions ready for the next exposures.
@@ -255,14 +284,14 @@ pub struct Rma<'e> {
     /// lives.
     retired: RefCell<Vec<MemoryRegion>>,
     /// Collective objects created per (member list, kind).
-    created: RefCell<HashMap<(u64, u8), u64>>,
+    created: RefCell<FastMap<(u64, u8), u64>>,
     /// This process's exposures, for peers on this host to read.
     directory: Directory,
     /// Per group key: barriers completed in order, and those completed
     /// ahead of an earlier one.
-    barriers_done: RefCell<HashMap<u64, (u64, HashSet<u64>)>>,
+    barriers_done: RefCell<FastMap<u64, (u64, FastSet<u64>)>>,
     /// Boards of peers on this host, mapped on first use (`None`: none).
-    boards: RefCell<HashMap<u32, Option<Rc<Mapping>>>>,
+    boards: RefCell<FastMap<u32, Option<Rc<Mapping>>>>,
 }
 
 impl<'e> Rma<'e> {
