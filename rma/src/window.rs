@@ -1210,10 +1210,18 @@ impl<'a> Window<'a> {
                 }
                 .into());
             }
-            return Ok(header.update(LOCK_WORD, 8, |mut w| {
-                lock::apply(&mut w, atomic);
-                Some(w)
-            })?);
+            // One read-modify-write instruction each (a CAS loop would
+            // move the cache line twice).
+            let word = header.atomic_u64(LOCK_WORD)?;
+            return Ok(match atomic {
+                Atomic::FetchAdd(delta) => word.fetch_add(delta, Ordering::AcqRel),
+                Atomic::CompareSwap { expected, new } => {
+                    match word.compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire)
+                    {
+                        Ok(v) | Err(v) => v,
+                    }
+                }
+            });
         }
         let ep = self.rma.ep;
         Ok(match atomic {
