@@ -1,0 +1,223 @@
+//! Reduction operations: the built-in ones (`MPI_SUM`, `MPI_PROD`,
+//! `MPI_MIN`, `MPI_MAX`, `MPI_BAND`, `MPI_BOR`, `MPI_BXOR`) on integer and
+//! float elements, and user-defined ones. Pure arithmetic, tested without
+//! processes.
+//!
+//! Built-in operations are commutative and associative (floats up to
+//! rounding: algorithms that combine in different orders may differ in the
+//! last bits, as in MPI). A user-defined operation is declared commutative
+//! or not; algorithms that reorder operands are only chosen for commutative
+//! ones.
+
+use std::sync::Arc;
+
+use crate::Error;
+
+/// A built-in reduction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    /// Sum (wrapping for integers).
+    Sum,
+    /// Product (wrapping for integers).
+    Prod,
+    /// Minimum.
+    Min,
+    /// Maximum.
+    Max,
+    /// Bitwise and (integers only).
+    Band,
+    /// Bitwise or (integers only).
+    Bor,
+    /// Bitwise exclusive or (integers only).
+    Bxor,
+}
+
+/// An element type reductions work on.
+pub trait Reducible: bytemuck::Pod + PartialOrd {
+    /// Its name in profiles (`i32`, `f64`, ...).
+    const NAME: &'static str;
+
+    /// `a op b`, or `None` when the operation does not apply to this type
+    /// (bitwise operations on floats).
+    fn combine(op: Builtin, a: Self, b: Self) -> Option<Self>;
+}
+
+macro_rules! integers {
+    ($($t:ty),*) => {$(
+        impl Reducible for $t {
+            const NAME: &'static str = stringify!($t);
+
+            fn combine(op: Builtin, a: $t, b: $t) -> Option<$t> {
+                Some(match op {
+                    Builtin::Sum => a.wrapping_add(b),
+                    Builtin::Prod => a.wrapping_mul(b),
+                    Builtin::Min => a.min(b),
+                    Builtin::Max => a.max(b),
+                    Builtin::Band => a & b,
+                    Builtin::Bor => a | b,
+                    Builtin::Bxor => a ^ b,
+                })
+            }
+        }
+    )*};
+}
+
+macro_rules! floats {
+    ($($t:ty),*) => {$(
+        impl Reducible for $t {
+            const NAME: &'static str = stringify!($t);
+
+            fn combine(op: Builtin, a: $t, b: $t) -> Option<$t> {
+                match op {
+                    Builtin::Sum => Some(a + b),
+                    Builtin::Prod => Some(a * b),
+                    // NaN propagates, as C's fmin/fmax do not: a reduction
+                    // that met a NaN says so.
+                    Builtin::Min => Some(if a.is_nan() || a < b { a } else { b }),
+                    Builtin::Max => Some(if a.is_nan() || a > b { a } else { b }),
+                    Builtin::Band | Builtin::Bor | Builtin::Bxor => None,
+                }
+            }
+        }
+    )*};
+}
+
+integers!(i8, u8, i16, u16, i32, u32, i64, u64);
+floats!(f32, f64);
+
+/// A user-defined reduction: `f(inout, in)` combines `in` into `inout`
+/// element-wise (the `MPI_User_function` shape).
+pub type UserFn<T> = Arc<dyn Fn(&mut [T], &[T]) + Send + Sync>;
+
+/// A reduction over elements of `T`.
+#[derive(Clone)]
+pub enum Op<T> {
+    /// A built-in reduction.
+    Builtin(Builtin),
+    /// A user-defined one, and whether it is commutative.
+    User {
+        /// The function.
+        f: UserFn<T>,
+        /// Whether operands may be combined in any order.
+        commutative: bool,
+    },
+}
+
+impl<T> std::fmt::Debug for Op<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Op::Builtin(b) => write!(f, "{b:?}"),
+            Op::User { commutative, .. } => write!(f, "User {{ commutative: {commutative} }}"),
+        }
+    }
+}
+
+impl<T: Reducible> Op<T> {
+    /// A user-defined operation.
+    pub fn user(f: impl Fn(&mut [T], &[T]) + Send + Sync + 'static, commutative: bool) -> Op<T> {
+        Op::User {
+            f: Arc::new(f),
+            commutative,
+        }
+    }
+
+    /// Whether operands may be combined in any order.
+    pub fn is_commutative(&self) -> bool {
+        match self {
+            Op::Builtin(_) => true,
+            Op::User { commutative, .. } => *commutative,
+        }
+    }
+
+    /// Checks that the operation applies to `T` (before any message moves).
+    ///
+    /// # Errors
+    /// [`Error::BadOp`] for a bitwise operation on floats.
+    pub fn check(&self) -> Result<(), Error> {
+        match self {
+            Op::Builtin(b) if T::combine(*b, T::zeroed(), T::zeroed()).is_none() => {
+                Err(Error::BadOp {
+                    op: format!("{b:?}"),
+                    element: T::NAME,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `inout[i] = inout[i] op input[i]` for every `i` (the shorter length
+    /// wins; callers pass equal lengths).
+    pub fn apply(&self, inout: &mut [T], input: &[T]) {
+        match self {
+            Op::Builtin(b) => {
+                for (x, y) in inout.iter_mut().zip(input) {
+                    if let Some(v) = T::combine(*b, *x, *y) {
+                        *x = v;
+                    }
+                }
+            }
+            Op::User { f, .. } => {
+                let n = inout.len().min(input.len());
+                f(&mut inout[..n], &input[..n]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_on_integers_wrap_and_compare() {
+        let sum = Op::<u8>::Builtin(Builtin::Sum);
+        let mut a = [250u8, 1, 7];
+        sum.apply(&mut a, &[10, 2, 8]);
+        assert_eq!(a, [4, 3, 15]);
+        let min = Op::<i32>::Builtin(Builtin::Min);
+        let mut b = [-5, 9];
+        min.apply(&mut b, &[3, -9]);
+        assert_eq!(b, [-5, -9]);
+        let bxor = Op::<u16>::Builtin(Builtin::Bxor);
+        let mut c = [0b1100u16];
+        bxor.apply(&mut c, &[0b1010]);
+        assert_eq!(c, [0b0110]);
+        let prod = Op::<i64>::Builtin(Builtin::Prod);
+        let mut d = [-3i64];
+        prod.apply(&mut d, &[7]);
+        assert_eq!(d, [-21]);
+    }
+
+    #[test]
+    fn floats_refuse_bitwise_and_keep_nan() {
+        assert!(Op::<f64>::Builtin(Builtin::Band).check().is_err());
+        assert!(Op::<f32>::Builtin(Builtin::Max).check().is_ok());
+        let max = Op::<f64>::Builtin(Builtin::Max);
+        let mut a = [1.0, f64::NAN, 2.0];
+        max.apply(&mut a, &[3.0, 1.0, f64::NAN]);
+        assert_eq!(a[0], 3.0);
+        assert!(a[1].is_nan() && a[2].is_nan());
+    }
+
+    #[test]
+    fn user_operations_run_and_say_whether_they_commute() {
+        // 2x2 matrix product on [a, b, c, d]: not commutative.
+        let op = Op::<i32>::user(
+            |inout, input| {
+                for (m, n) in inout.chunks_mut(4).zip(input.chunks(4)) {
+                    let (a, b, c, d) = (m[0], m[1], m[2], m[3]);
+                    m[0] = a * n[0] + b * n[2];
+                    m[1] = a * n[1] + b * n[3];
+                    m[2] = c * n[0] + d * n[2];
+                    m[3] = c * n[1] + d * n[3];
+                }
+            },
+            false,
+        );
+        assert!(!op.is_commutative());
+        let mut m = [1, 1, 0, 1];
+        op.apply(&mut m, &[1, 0, 1, 1]);
+        assert_eq!(m, [2, 1, 1, 1]);
+        assert!(op.check().is_ok());
+    }
+}

@@ -1,0 +1,281 @@
+//! Choosing each call's algorithm (shared/spec/algorithm-selection.md):
+//! the job's profile filtered to its geometry, built-in defaults by size
+//! where it has nothing, monitoring of the chosen algorithms, and removal
+//! of algorithms that failed. Pure code apart from reading the profile
+//! file named by [`PROFILE_ENV`].
+
+use std::collections::HashSet;
+
+use crate::profile::{Collective, Geometry, Profile};
+
+/// Environment variable naming the profile file to load at init.
+pub const PROFILE_ENV: &str = "ONESIDED_PROFILE";
+
+/// The algorithms of each collective (names as in profiles), the
+/// built-in default for small messages first.
+pub fn algorithms(collective: Collective) -> &'static [&'static str] {
+    match collective {
+        Collective::Barrier => &["dissemination", "tree"],
+        Collective::Bcast => &["binomial", "scatter_allgather", "linear"],
+        Collective::Reduce => &["binomial", "reduce_scatter_gather", "linear"],
+        Collective::Allreduce => &["recursive_doubling", "rabenseifner", "ring"],
+        Collective::Gather => &["binomial", "linear"],
+        Collective::Scatter => &["binomial", "linear"],
+        Collective::Allgather => &["recursive_doubling", "bruck", "ring"],
+        Collective::Alltoall => &["pairwise", "linear", "rma_get"],
+        Collective::ReduceScatter => &["pairwise", "ring"],
+    }
+}
+
+/// Messages this large (bytes per rank) or larger are "large" for the
+/// built-in defaults.
+pub const LARGE: u64 = 64 * 1024;
+
+/// The built-in choice without a profile: latency-bound algorithms for
+/// small messages, bandwidth-bound ones for large (as MPICH's defaults
+/// do); a non-commutative reduction keeps the rank order.
+pub fn default_algorithm(collective: Collective, bytes: u64, commutative: bool) -> &'static str {
+    let large = bytes >= LARGE;
+    match collective {
+        Collective::Barrier => "dissemination",
+        Collective::Bcast if large => "scatter_allgather",
+        Collective::Bcast => "binomial",
+        Collective::Reduce if large && commutative => "reduce_scatter_gather",
+        Collective::Reduce => "binomial",
+        Collective::Allreduce if !commutative => "recursive_doubling",
+        Collective::Allreduce if large => "rabenseifner",
+        Collective::Allreduce => "recursive_doubling",
+        Collective::Gather | Collective::Scatter => "binomial",
+        Collective::Allgather if large => "ring",
+        Collective::Allgather => "recursive_doubling",
+        Collective::Alltoall if large => "pairwise",
+        Collective::Alltoall => "linear",
+        Collective::ReduceScatter if large && commutative => "ring",
+        Collective::ReduceScatter => "pairwise",
+    }
+}
+
+/// Algorithms that combine operands out of rank order (chosen only for
+/// commutative operations).
+fn reorders(collective: Collective, algorithm: &str) -> bool {
+    matches!(
+        (collective, algorithm),
+        (Collective::Allreduce, "rabenseifner" | "ring")
+            | (Collective::Reduce, "reduce_scatter_gather")
+            | (Collective::ReduceScatter, "ring")
+    )
+}
+
+/// The selection state of one process.
+#[derive(Debug, Clone)]
+pub struct Selector {
+    profile: Profile,
+    geometry: Geometry,
+    failed: HashSet<(Collective, &'static str)>,
+}
+
+impl Selector {
+    /// A selector for `geometry` from `profile` (filtered to the
+    /// geometry; `None`: built-in defaults only).
+    pub fn new(profile: Option<&Profile>, geometry: Geometry) -> Selector {
+        Selector {
+            profile: profile
+                .map(|p| p.for_geometry(geometry))
+                .unwrap_or_default(),
+            geometry,
+            failed: HashSet::new(),
+        }
+    }
+
+    /// A selector from the profile file named by [`PROFILE_ENV`], if set.
+    /// A file that cannot be read or parsed gives one warning (naming the
+    /// file and line) and the built-in defaults.
+    pub fn from_env(geometry: Geometry) -> (Selector, Option<String>) {
+        let Ok(file) = std::env::var(PROFILE_ENV) else {
+            return (Selector::new(None, geometry), None);
+        };
+        match std::fs::read_to_string(&file) {
+            Err(e) => (
+                Selector::new(None, geometry),
+                Some(format!(
+                    "onesided: profile {file}: {e}; using the built-in defaults"
+                )),
+            ),
+            Ok(text) => match Profile::parse(&text, &file) {
+                Ok(profile) => (Selector::new(Some(&profile), geometry), None),
+                Err(e) => (
+                    Selector::new(None, geometry),
+                    Some(format!("onesided: {e}; using the built-in defaults")),
+                ),
+            },
+        }
+    }
+
+    /// The profile in use (filtered, with what monitoring added).
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// The algorithm for a call of `collective` on `bytes` per rank of
+    /// `element`: the profile's fastest estimate among the algorithms that
+    /// have not failed (and keep the rank order when the operation is not
+    /// commutative), else the built-in default, else the first algorithm
+    /// that has not failed. `None` when every algorithm has failed.
+    pub fn choose(
+        &self,
+        collective: Collective,
+        element: &str,
+        bytes: u64,
+        commutative: bool,
+    ) -> Option<&'static str> {
+        let usable: Vec<&'static str> = algorithms(collective)
+            .iter()
+            .copied()
+            .filter(|a| !self.failed.contains(&(collective, *a)))
+            .filter(|a| commutative || !reorders(collective, a))
+            .collect();
+        if let Some(best) = self.profile.choose(collective, element, bytes, &usable) {
+            return Some(best);
+        }
+        let default = default_algorithm(collective, bytes, commutative);
+        if usable.contains(&default) {
+            return Some(default);
+        }
+        usable.first().copied()
+    }
+
+    /// Monitoring: a call of `algorithm` took `us` microseconds.
+    pub fn observe(
+        &mut self,
+        collective: Collective,
+        algorithm: &str,
+        element: &str,
+        bytes: u64,
+        us: f64,
+    ) {
+        self.profile
+            .record(collective, algorithm, self.geometry, element, bytes, us);
+    }
+
+    /// `algorithm` failed during a call: it is never chosen again (its
+    /// entries leave the profile); the call goes on with
+    /// [`Selector::choose`]'s next answer.
+    pub fn failed(&mut self, collective: Collective, algorithm: &str) {
+        self.profile.remove(collective, algorithm);
+        if let Some(a) = algorithms(collective).iter().find(|a| **a == algorithm) {
+            self.failed.insert((collective, a));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g() -> Geometry {
+        Geometry {
+            ranks: 4,
+            ranks_per_host: 4,
+        }
+    }
+
+    #[test]
+    fn defaults_by_size_and_commutativity() {
+        let s = Selector::new(None, g());
+        assert_eq!(
+            s.choose(Collective::Allreduce, "f64", 8, true),
+            Some("recursive_doubling")
+        );
+        assert_eq!(
+            s.choose(Collective::Allreduce, "f64", 1 << 20, true),
+            Some("rabenseifner")
+        );
+        assert_eq!(
+            s.choose(Collective::Allreduce, "f64", 1 << 20, false),
+            Some("recursive_doubling")
+        );
+        assert_eq!(
+            s.choose(Collective::Bcast, "bytes", 1 << 20, true),
+            Some("scatter_allgather")
+        );
+        for c in Collective::ALL {
+            for bytes in [0, 8, LARGE, 1 << 25] {
+                for commutative in [true, false] {
+                    let d = default_algorithm(c, bytes, commutative);
+                    assert!(algorithms(c).contains(&d), "{c:?} {d}");
+                    assert!(commutative || !reorders(c, d), "{c:?} {d}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_profile_decides_and_failures_fall_back() {
+        let text = "onesided-profile 1
+allreduce ring 4 4 f64 8 1.0
+allreduce recursive_doubling 4 4 f64 8 2.0
+allreduce rabenseifner 4 4 f64 8 3.0
+";
+        let p = Profile::parse(text, "p").unwrap();
+        let mut s = Selector::new(Some(&p), g());
+        assert_eq!(
+            s.choose(Collective::Allreduce, "f64", 8, true),
+            Some("ring")
+        );
+        assert_eq!(
+            s.choose(Collective::Allreduce, "f64", 8, false),
+            Some("recursive_doubling"),
+            "ring reorders"
+        );
+        s.failed(Collective::Allreduce, "ring");
+        assert_eq!(
+            s.choose(Collective::Allreduce, "f64", 8, true),
+            Some("recursive_doubling")
+        );
+        s.failed(Collective::Allreduce, "recursive_doubling");
+        s.failed(Collective::Allreduce, "rabenseifner");
+        assert_eq!(
+            s.choose(Collective::Allreduce, "f64", 8, true),
+            None,
+            "all failed"
+        );
+        // Monitoring moves the choice.
+        let mut s = Selector::new(Some(&p), g());
+        for _ in 0..20 {
+            s.observe(Collective::Allreduce, "ring", "f64", 8, 10.0);
+        }
+        assert_eq!(
+            s.choose(Collective::Allreduce, "f64", 8, true),
+            Some("recursive_doubling")
+        );
+    }
+
+    #[test]
+    fn a_bad_profile_file_warns_once_and_uses_defaults() {
+        let dir = std::env::temp_dir().join(format!("onesided-select-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bad = dir.join("bad.profile");
+        std::fs::write(&bad, "onesided-profile 1\nallreduce ring 4 4\n").unwrap();
+        // The environment is process-wide: only this test touches the
+        // variable; it sets, reads and restores it.
+        let old = std::env::var(PROFILE_ENV).ok();
+        std::env::set_var(PROFILE_ENV, &bad);
+        let (s, warning) = Selector::from_env(g());
+        let warning = warning.unwrap();
+        assert!(warning.contains("bad.profile line 2"), "{warning}");
+        assert_eq!(
+            s.choose(Collective::Allreduce, "f64", 8, true),
+            Some("recursive_doubling")
+        );
+        std::env::set_var(PROFILE_ENV, dir.join("missing.profile"));
+        assert!(Selector::from_env(g())
+            .1
+            .unwrap()
+            .contains("missing.profile"));
+        match old {
+            Some(v) => std::env::set_var(PROFILE_ENV, v),
+            None => std::env::remove_var(PROFILE_ENV),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
