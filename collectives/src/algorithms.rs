@@ -1,0 +1,787 @@
+//! The algorithms, each a function from (group size, this rank, the call's
+//! shape) to this rank's [`Schedule`]. Pure; every one is correct for
+//! every group size (not only powers of two) and for uneven and zero
+//! counts, which the tests check against serial references in
+//! [`crate::schedule::simulate`].
+//!
+//! Buffers: `Input` holds this rank's contribution (a bcast's data is the
+//! root's `Output`); `Output` receives the result. Counts are elements.
+//! Algorithms marked *commutative only* combine operands out of rank order.
+
+use crate::schedule::{Action, Buf, Schedule, Slice};
+
+/// ceil(log2 n): rounds of the tree and doubling algorithms.
+pub fn log2_ceil(n: u32) -> usize {
+    if n <= 1 {
+        0
+    } else {
+        (32 - (n - 1).leading_zeros()) as usize
+    }
+}
+
+/// Block `i` of `count` elements split in `n` (the first `count % n`
+/// blocks one element longer): (first element, elements).
+pub fn block(count: usize, n: u32, i: u32) -> (usize, usize) {
+    let (n, i) = (n as usize, i as usize);
+    let (base, extra) = (count / n.max(1), count % n.max(1));
+    (i * base + i.min(extra), base + usize::from(i < extra))
+}
+
+/// Displacements of `counts` laid end to end.
+pub fn displacements(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0, |at, c| {
+            let d = *at;
+            *at += c;
+            Some(d)
+        })
+        .collect()
+}
+
+fn copy(from: Slice, to: Slice) -> Action {
+    Action::Copy { from, to }
+}
+fn send(to: u32, data: Slice) -> Action {
+    Action::Send { to, data }
+}
+fn recv(from: u32, into: Slice) -> Action {
+    Action::Recv { from, into }
+}
+fn recv_reduce(from: u32, into: Slice, received_first: bool) -> Action {
+    Action::RecvReduce {
+        from,
+        into,
+        received_first,
+    }
+}
+fn out(at: usize, len: usize) -> Slice {
+    Slice::new(Buf::Output, at, len)
+}
+fn input(at: usize, len: usize) -> Slice {
+    Slice::new(Buf::Input, at, len)
+}
+fn scratch(at: usize, len: usize) -> Slice {
+    Slice::new(Buf::Scratch, at, len)
+}
+
+/// Barrier, dissemination: ceil(log2 n) rounds of one empty message.
+pub fn barrier_dissemination(n: u32, me: u32) -> Schedule {
+    let mut s = Schedule::default();
+    for k in 0..log2_ceil(n) {
+        let step = 1u32 << k;
+        s.push(k, send((me + step) % n, out(0, 0)));
+        s.push(k, recv((me + n - step) % n, out(0, 0)));
+    }
+    s
+}
+
+/// Bcast, binomial tree from `root`: ceil(log2 n) rounds.
+pub fn bcast_binomial(n: u32, me: u32, root: u32, count: usize) -> Schedule {
+    let rel = (me + n - root) % n;
+    let real = |r: u32| (r + root) % n;
+    let mut s = Schedule::default();
+    for k in 0..log2_ceil(n) {
+        let step = 1u32 << k;
+        if rel < step && rel + step < n {
+            s.push(k, send(real(rel + step), out(0, count)));
+        } else if rel >= step && rel < 2 * step {
+            s.push(k, recv(real(rel - step), out(0, count)));
+        }
+    }
+    s
+}
+
+/// Bcast, linear: the root sends to every other rank in one round.
+pub fn bcast_linear(n: u32, me: u32, root: u32, count: usize) -> Schedule {
+    let mut s = Schedule::with_rounds(1);
+    for r in (0..n).filter(|&r| r != root) {
+        if me == root {
+            s.push(0, send(r, out(0, count)));
+        } else if me == r {
+            s.push(0, recv(root, out(0, count)));
+        }
+    }
+    s
+}
+
+/// Bcast, scatter then ring allgather: the root sends each rank its block,
+/// then n - 1 ring rounds (bandwidth-bound, for large messages).
+pub fn bcast_scatter_allgather(n: u32, me: u32, root: u32, count: usize) -> Schedule {
+    let mut s = Schedule::with_rounds(n as usize);
+    let blk = |i: u32| {
+        let (at, len) = block(count, n, i);
+        out(at, len)
+    };
+    for r in (0..n).filter(|&r| r != root) {
+        if me == root {
+            s.push(0, send(r, blk(r)));
+        } else if me == r {
+            s.push(0, recv(root, blk(me)));
+        }
+    }
+    for k in 1..n {
+        s.push(k as usize, send((me + 1) % n, blk((me + n - (k - 1)) % n)));
+        s.push(k as usize, recv((me + n - 1) % n, blk((me + n - k) % n)));
+    }
+    s
+}
+
+/// Reduce, binomial tree to `root`: ceil(log2 n) rounds. For a
+/// non-commutative operation the tree is rooted at rank 0 (whose subtrees
+/// are contiguous in rank order) and rank 0 forwards the result to `root`.
+pub fn reduce_binomial(n: u32, me: u32, root: u32, count: usize, commutative: bool) -> Schedule {
+    let tree_root = if commutative { root } else { 0 };
+    let rel = (me + n - tree_root) % n;
+    let real = |r: u32| (r + tree_root) % n;
+    let rounds = log2_ceil(n);
+    let mut s = Schedule::with_rounds(rounds + 1);
+    s.scratch = count;
+    s.push(0, copy(input(0, count), scratch(0, count)));
+    for k in 0..rounds {
+        let step = 1u32 << k;
+        if rel % (2 * step) == step {
+            s.push(k, send(real(rel - step), scratch(0, count)));
+        } else if rel.is_multiple_of(2 * step) && rel + step < n {
+            s.push(k, recv_reduce(real(rel + step), scratch(0, count), false));
+        }
+    }
+    if me == tree_root && me == root {
+        s.push(rounds, copy(scratch(0, count), out(0, count)));
+    } else if me == tree_root {
+        s.push(rounds, send(root, scratch(0, count)));
+    } else if me == root {
+        s.push(rounds, recv(tree_root, out(0, count)));
+    }
+    s
+}
+
+/// Reduce, linear: every rank sends to `root`, which combines in rank
+/// order (any operation).
+pub fn reduce_linear(n: u32, me: u32, root: u32, count: usize) -> Schedule {
+    let mut s = Schedule::with_rounds(1);
+    if me != root {
+        s.push(0, send(root, input(0, count)));
+        return s;
+    }
+    for r in 0..n {
+        match (r, r == root) {
+            (0, true) => s.push(0, copy(input(0, count), out(0, count))),
+            (0, false) => s.push(0, recv(0, out(0, count))),
+            (_, true) => s.push(
+                0,
+                Action::Reduce {
+                    from: input(0, count),
+                    into: out(0, count),
+                },
+            ),
+            (_, false) => s.push(0, recv_reduce(r, out(0, count), false)),
+        }
+    }
+    s
+}
+
+/// The fold of the recursive-doubling algorithms for any `n`: the
+/// largest power of two `p <= n`, and `rem = n - p`. Ranks below `2 rem`
+/// pair up (the even one hands its part to the odd one and waits); the
+/// `p` remaining ranks are renumbered so that each covers a contiguous
+/// range of original ranks.
+struct Fold {
+    p: u32,
+    rem: u32,
+}
+
+impl Fold {
+    fn new(n: u32) -> Fold {
+        let p = if n == 0 {
+            0
+        } else {
+            1 << (31 - n.leading_zeros())
+        };
+        Fold { p, rem: n - p }
+    }
+
+    /// The new rank of `me` (`None`: it waits out the doubling).
+    fn new_rank(&self, me: u32) -> Option<u32> {
+        if me < 2 * self.rem {
+            (me % 2 == 1).then_some(me / 2)
+        } else {
+            Some(me - self.rem)
+        }
+    }
+
+    /// The original rank that plays new rank `j`.
+    fn real(&self, j: u32) -> u32 {
+        if j < self.rem {
+            2 * j + 1
+        } else {
+            j + self.rem
+        }
+    }
+
+    /// The original ranks new rank `j` covers: (first, last).
+    fn covers(&self, j: u32) -> (u32, u32) {
+        if j < self.rem {
+            (2 * j, 2 * j + 1)
+        } else {
+            (j + self.rem, j + self.rem)
+        }
+    }
+}
+
+/// Allreduce, recursive doubling (any `n`, any operation): a fold round,
+/// log2 p exchange rounds of the whole vector, an unfold round.
+pub fn allreduce_recursive_doubling(n: u32, me: u32, count: usize) -> Schedule {
+    let f = Fold::new(n);
+    let rounds = f.p.trailing_zeros() as usize;
+    let mut s = Schedule::with_rounds(rounds + 2);
+    let all = out(0, count);
+    s.push(0, copy(input(0, count), all));
+    if me < 2 * f.rem {
+        if me.is_multiple_of(2) {
+            s.push(0, send(me + 1, all));
+            s.push(rounds + 1, recv(me + 1, all));
+        } else {
+            s.push(0, recv_reduce(me - 1, all, true));
+            s.push(rounds + 1, send(me - 1, all));
+        }
+    }
+    if let Some(new) = f.new_rank(me) {
+        for k in 0..rounds {
+            let partner = new ^ (1 << k);
+            s.push(k + 1, send(f.real(partner), all));
+            s.push(k + 1, recv_reduce(f.real(partner), all, partner < new));
+        }
+    }
+    s
+}
+
+/// Reduce-scatter by ring over `blocks` (first element, elements) of an
+/// `acc` buffer holding this rank's contribution: after n - 1 rounds
+/// starting at `first`, rank `me` holds the reduction of its own block.
+/// *Commutative only.*
+fn ring_reduce_scatter(
+    s: &mut Schedule,
+    n: u32,
+    me: u32,
+    first: usize,
+    acc: Buf,
+    blocks: &[(usize, usize)],
+) {
+    let blk = |i: u32| Slice::new(acc, blocks[i as usize].0, blocks[i as usize].1);
+    for k in 0..n.saturating_sub(1) {
+        s.push(
+            first + k as usize,
+            send((me + 1) % n, blk((me + 2 * n - k - 1) % n)),
+        );
+        s.push(
+            first + k as usize,
+            recv_reduce((me + n - 1) % n, blk((me + 2 * n - k - 2) % n), false),
+        );
+    }
+}
+
+/// Allgather by ring over `blocks` of `Output`, each rank starting with its
+/// own: n - 1 rounds from `first`.
+fn ring_allgather(s: &mut Schedule, n: u32, me: u32, first: usize, blocks: &[(usize, usize)]) {
+    let blk = |i: u32| out(blocks[i as usize].0, blocks[i as usize].1);
+    for k in 0..n.saturating_sub(1) {
+        s.push(
+            first + k as usize,
+            send((me + 1) % n, blk((me + n - k) % n)),
+        );
+        s.push(
+            first + k as usize,
+            recv((me + n - 1) % n, blk((me + 2 * n - k - 1) % n)),
+        );
+    }
+}
+
+/// Allreduce, ring: reduce-scatter then allgather, 2 (n - 1) rounds of
+/// count / n elements (bandwidth-bound). *Commutative only.*
+pub fn allreduce_ring(n: u32, me: u32, count: usize) -> Schedule {
+    let blocks: Vec<(usize, usize)> = (0..n).map(|i| block(count, n, i)).collect();
+    let mut s = Schedule::with_rounds(1);
+    s.push(0, copy(input(0, count), out(0, count)));
+    ring_reduce_scatter(&mut s, n, me, 1, Buf::Output, &blocks);
+    ring_allgather(&mut s, n, me, n as usize, &blocks);
+    s
+}
+
+/// Gather(v), linear: every rank sends its `counts[me]` elements to
+/// `root`, which lays them out in rank order.
+pub fn gatherv_linear(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule {
+    let d = displacements(counts);
+    let mut s = Schedule::with_rounds(1);
+    let mine = counts[me as usize];
+    if me != root {
+        s.push(0, send(root, input(0, mine)));
+        return s;
+    }
+    for r in 0..n as usize {
+        let into = out(d[r], counts[r]);
+        if r as u32 == root {
+            s.push(0, copy(input(0, mine), into));
+        } else {
+            s.push(0, recv(r as u32, into));
+        }
+    }
+    s
+}
+
+/// Scatter(v), linear: `root` sends each rank its `counts[r]` elements.
+pub fn scatterv_linear(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule {
+    let d = displacements(counts);
+    let mut s = Schedule::with_rounds(1);
+    let mine = counts[me as usize];
+    if me != root {
+        s.push(0, recv(root, out(0, mine)));
+        return s;
+    }
+    for r in 0..n as usize {
+        let from = input(d[r], counts[r]);
+        if r as u32 == root {
+            s.push(0, copy(from, out(0, mine)));
+        } else {
+            s.push(0, send(r as u32, from));
+        }
+    }
+    s
+}
+
+/// Allgather(v), ring: n - 1 rounds, each passing one rank's block on.
+pub fn allgatherv_ring(n: u32, me: u32, counts: &[usize]) -> Schedule {
+    let d = displacements(counts);
+    let blocks: Vec<(usize, usize)> = d.iter().copied().zip(counts.iter().copied()).collect();
+    let mut s = Schedule::with_rounds(1);
+    let mine = counts[me as usize];
+    s.push(0, copy(input(0, mine), out(d[me as usize], mine)));
+    ring_allgather(&mut s, n, me, 1, &blocks);
+    s
+}
+
+/// Allgather(v), recursive doubling (any `n`): a fold round, log2 p rounds
+/// exchanging what each holds (contiguous in rank order), an unfold round.
+pub fn allgatherv_recursive_doubling(n: u32, me: u32, counts: &[usize]) -> Schedule {
+    let d = displacements(counts);
+    let range = |(a, b): (u32, u32)| {
+        out(
+            d[a as usize],
+            d[b as usize] + counts[b as usize] - d[a as usize],
+        )
+    };
+    let f = Fold::new(n);
+    let rounds = f.p.trailing_zeros() as usize;
+    let mut s = Schedule::with_rounds(rounds + 2);
+    let mine = counts[me as usize];
+    s.push(0, copy(input(0, mine), out(d[me as usize], mine)));
+    if me < 2 * f.rem {
+        let total = out(0, counts.iter().sum());
+        if me.is_multiple_of(2) {
+            s.push(0, send(me + 1, out(d[me as usize], mine)));
+            s.push(rounds + 1, recv(me + 1, total));
+        } else {
+            s.push(0, recv(me - 1, range((me - 1, me - 1))));
+            s.push(rounds + 1, send(me - 1, total));
+        }
+    }
+    if let Some(new) = f.new_rank(me) {
+        for k in 0..rounds {
+            let size = 1u32 << k;
+            let base = new & !(size - 1);
+            let partner = new ^ size;
+            let pbase = partner & !(size - 1);
+            let span = |b: u32| (f.covers(b).0, f.covers(b + size - 1).1);
+            s.push(k + 1, send(f.real(partner), range(span(base))));
+            s.push(k + 1, recv(f.real(partner), range(span(pbase))));
+        }
+    }
+    s
+}
+
+/// Allgather(v), Bruck: ceil(log2 n) rounds for any `n`, blocks rotated
+/// so that each round sends one contiguous run, then put in rank order.
+pub fn allgatherv_bruck(n: u32, me: u32, counts: &[usize]) -> Schedule {
+    let d = displacements(counts);
+    // Scratch holds blocks of ranks me, me+1, ... in that order.
+    let owner = |j: u32| ((me + j) % n) as usize;
+    let at: Vec<usize> = (0..=n)
+        .scan(0, |a, j| {
+            let here = *a;
+            if j < n {
+                *a += counts[owner(j)];
+            }
+            Some(here)
+        })
+        .collect();
+    let rounds = log2_ceil(n);
+    let mut s = Schedule::with_rounds(rounds + 1);
+    s.scratch = at[n as usize];
+    s.push(
+        0,
+        copy(
+            input(0, counts[me as usize]),
+            scratch(0, counts[me as usize]),
+        ),
+    );
+    for k in 0..rounds {
+        let step = 1u32 << k;
+        let blocks = step.min(n - step);
+        s.push(
+            k,
+            send((me + n - step) % n, scratch(0, at[blocks as usize])),
+        );
+        let into = scratch(
+            at[step as usize],
+            at[(step + blocks) as usize] - at[step as usize],
+        );
+        s.push(k, recv((me + step) % n, into));
+    }
+    for j in 0..n {
+        let o = owner(j);
+        s.push(
+            rounds,
+            copy(scratch(at[j as usize], counts[o]), out(d[o], counts[o])),
+        );
+    }
+    s
+}
+
+/// Alltoall(v), pairwise: n - 1 rounds, in round k sending to me + k and
+/// receiving from me - k. `sends[r]` / `recvs[r]`: elements to / from `r`,
+/// laid end to end in `Input` / `Output`.
+pub fn alltoallv_pairwise(n: u32, me: u32, sends: &[usize], recvs: &[usize]) -> Schedule {
+    let (sd, rd) = (displacements(sends), displacements(recvs));
+    let m = me as usize;
+    let mut s = Schedule::with_rounds(n as usize);
+    s.push(0, copy(input(sd[m], sends[m]), out(rd[m], recvs[m])));
+    for k in 1..n {
+        let (to, from) = (((me + k) % n) as usize, ((me + n - k) % n) as usize);
+        s.push(k as usize, send(to as u32, input(sd[to], sends[to])));
+        s.push(k as usize, recv(from as u32, out(rd[from], recvs[from])));
+    }
+    s
+}
+
+/// Alltoall(v), linear: every message in one round.
+pub fn alltoallv_linear(n: u32, me: u32, sends: &[usize], recvs: &[usize]) -> Schedule {
+    let (sd, rd) = (displacements(sends), displacements(recvs));
+    let m = me as usize;
+    let mut s = Schedule::with_rounds(1);
+    s.push(0, copy(input(sd[m], sends[m]), out(rd[m], recvs[m])));
+    for r in (0..n as usize).filter(|&r| r != m) {
+        s.push(0, send(r as u32, input(sd[r], sends[r])));
+        s.push(0, recv(r as u32, out(rd[r], recvs[r])));
+    }
+    s
+}
+
+/// Reduce-scatter, pairwise: n - 1 rounds in which each rank sends every
+/// other its block, then combines the n contributions to its own block in
+/// rank order (any operation). `counts[r]`: elements of rank `r`'s block
+/// (blocks laid end to end in `Input`).
+pub fn reduce_scatter_pairwise(n: u32, me: u32, counts: &[usize]) -> Schedule {
+    let d = displacements(counts);
+    let (m, c) = (me as usize, counts[me as usize]);
+    let mut s = Schedule::with_rounds(n as usize + 1);
+    s.scratch = c * n as usize;
+    s.push(0, copy(input(d[m], c), scratch(m * c, c)));
+    for k in 1..n {
+        let (to, from) = (((me + k) % n) as usize, ((me + n - k) % n) as usize);
+        s.push(k as usize, send(to as u32, input(d[to], counts[to])));
+        s.push(k as usize, recv(from as u32, scratch(from * c, c)));
+    }
+    let last = n as usize;
+    s.push(last, copy(scratch(0, c), out(0, c)));
+    for r in 1..n as usize {
+        s.push(
+            last,
+            Action::Reduce {
+                from: scratch(r * c, c),
+                into: out(0, c),
+            },
+        );
+    }
+    s
+}
+
+/// Reduce-scatter, ring: n - 1 rounds of one block each (bandwidth-bound).
+/// *Commutative only.*
+pub fn reduce_scatter_ring(n: u32, me: u32, counts: &[usize]) -> Schedule {
+    let d = displacements(counts);
+    let total: usize = counts.iter().sum();
+    let blocks: Vec<(usize, usize)> = d.iter().copied().zip(counts.iter().copied()).collect();
+    let mut s = Schedule::with_rounds(n as usize + 1);
+    s.scratch = total;
+    s.push(0, copy(input(0, total), scratch(0, total)));
+    ring_reduce_scatter(&mut s, n, me, 1, Buf::Scratch, &blocks);
+    let (at, c) = blocks[me as usize];
+    s.push(n as usize, copy(scratch(at, c), out(0, c)));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::{Builtin, Op};
+    use crate::schedule::{simulate, Buffers};
+
+    /// An algorithm shaped by per-rank counts.
+    type CountsAlg = fn(u32, u32, &[usize]) -> Schedule;
+    /// An algorithm shaped by send and receive counts.
+    type MatrixAlg = fn(u32, u32, &[usize], &[usize]) -> Schedule;
+
+    /// A deterministic pseudo-random stream.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self, below: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) % below.max(1)
+        }
+    }
+
+    /// 2x2 integer matrices, multiplied: associative, not commutative.
+    fn matrices() -> Op<i64> {
+        Op::user(
+            |inout: &mut [i64], input: &[i64]| {
+                for (m, n) in inout.chunks_mut(4).zip(input.chunks(4)) {
+                    let (a, b, c, d) = (m[0], m[1], m[2], m[3]);
+                    m[0] = a.wrapping_mul(n[0]).wrapping_add(b.wrapping_mul(n[2]));
+                    m[1] = a.wrapping_mul(n[1]).wrapping_add(b.wrapping_mul(n[3]));
+                    m[2] = c.wrapping_mul(n[0]).wrapping_add(d.wrapping_mul(n[2]));
+                    m[3] = c.wrapping_mul(n[1]).wrapping_add(d.wrapping_mul(n[3]));
+                }
+            },
+            false,
+        )
+    }
+
+    fn ops() -> Vec<(Op<i64>, bool)> {
+        vec![
+            (Op::Builtin(Builtin::Sum), true),
+            (Op::Builtin(Builtin::Max), true),
+            (Op::Builtin(Builtin::Bxor), true),
+            (matrices(), false),
+        ]
+    }
+
+    fn data(rng: &mut Lcg, len: usize) -> Vec<i64> {
+        (0..len).map(|_| rng.next(7) as i64 - 3).collect()
+    }
+
+    /// Runs one algorithm on every rank; returns the outputs.
+    fn run(
+        n: u32,
+        out_len: &[usize],
+        inputs: Vec<Vec<i64>>,
+        op: &Op<i64>,
+        sched: impl Fn(u32) -> Schedule,
+    ) -> Vec<Vec<i64>> {
+        let schedules: Vec<Schedule> = (0..n).map(&sched).collect();
+        let mut bufs: Vec<Buffers<i64>> = inputs
+            .into_iter()
+            .zip(out_len)
+            .map(|(input, &len)| Buffers {
+                input,
+                output: vec![-99; len],
+                scratch: Vec::new(),
+            })
+            .collect();
+        simulate(&schedules, &mut bufs, op).unwrap_or_else(|e| panic!("n = {n}: {e}"));
+        bufs.into_iter().map(|b| b.output).collect()
+    }
+
+    /// The serial reduction of `inputs` in rank order.
+    fn reduce(inputs: &[Vec<i64>], op: &Op<i64>) -> Vec<i64> {
+        let mut acc = inputs[0].clone();
+        for x in &inputs[1..] {
+            op.apply(&mut acc, x);
+        }
+        acc
+    }
+
+    #[test]
+    fn barrier_and_bcasts() {
+        let mut rng = Lcg(1);
+        for n in 1..=7u32 {
+            let none = Op::Builtin(Builtin::Sum);
+            run(
+                n,
+                &vec![0; n as usize],
+                vec![Vec::new(); n as usize],
+                &none,
+                |me| barrier_dissemination(n, me),
+            );
+            for root in 0..n {
+                let count = rng.next(40) as usize;
+                let payload = data(&mut rng, count);
+                for alg in 0..3 {
+                    let schedules: Vec<Schedule> = (0..n)
+                        .map(|me| match alg {
+                            0 => bcast_binomial(n, me, root, count),
+                            1 => bcast_linear(n, me, root, count),
+                            _ => bcast_scatter_allgather(n, me, root, count),
+                        })
+                        .collect();
+                    let mut bufs: Vec<Buffers<i64>> = (0..n)
+                        .map(|r| Buffers {
+                            input: Vec::new(),
+                            output: if r == root {
+                                payload.clone()
+                            } else {
+                                vec![-99; count]
+                            },
+                            scratch: Vec::new(),
+                        })
+                        .collect();
+                    simulate(&schedules, &mut bufs, &none).unwrap();
+                    assert!(
+                        bufs.iter().all(|b| b.output == payload),
+                        "bcast {alg} n {n} root {root}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reductions_match_the_serial_reference() {
+        let mut rng = Lcg(2);
+        for n in 1..=7u32 {
+            for (op, commutative) in ops() {
+                let count = 4 * rng.next(9) as usize; // whole matrices, zero included
+                let inputs: Vec<Vec<i64>> = (0..n).map(|_| data(&mut rng, count)).collect();
+                let want = reduce(&inputs, &op);
+                let outs = vec![count; n as usize];
+                for root in 0..n {
+                    let got = run(n, &outs, inputs.clone(), &op, |me| {
+                        reduce_binomial(n, me, root, count, commutative)
+                    });
+                    assert_eq!(
+                        got[root as usize], want,
+                        "reduce binomial n {n} root {root}"
+                    );
+                    let got = run(n, &outs, inputs.clone(), &op, |me| {
+                        reduce_linear(n, me, root, count)
+                    });
+                    assert_eq!(got[root as usize], want, "reduce linear n {n} root {root}");
+                }
+                let got = run(n, &outs, inputs.clone(), &op, |me| {
+                    allreduce_recursive_doubling(n, me, count)
+                });
+                assert!(got.iter().all(|g| *g == want), "allreduce rd n {n} {op:?}");
+                if commutative {
+                    let got = run(n, &outs, inputs.clone(), &op, |me| {
+                        allreduce_ring(n, me, count)
+                    });
+                    assert!(
+                        got.iter().all(|g| *g == want),
+                        "allreduce ring n {n} {op:?}"
+                    );
+                }
+                // Reduce-scatter with uneven (whole-matrix) blocks.
+                let counts: Vec<usize> = (0..n).map(|_| 4 * rng.next(3) as usize).collect();
+                let total: usize = counts.iter().sum();
+                let inputs: Vec<Vec<i64>> = (0..n).map(|_| data(&mut rng, total)).collect();
+                let full = reduce(&inputs, &op);
+                let d = displacements(&counts);
+                let mut algs: Vec<CountsAlg> = vec![reduce_scatter_pairwise];
+                if commutative {
+                    algs.push(reduce_scatter_ring);
+                }
+                for alg in algs {
+                    let got = run(n, &counts, inputs.clone(), &op, |me| alg(n, me, &counts));
+                    for r in 0..n as usize {
+                        assert_eq!(
+                            got[r],
+                            full[d[r]..d[r] + counts[r]],
+                            "reduce_scatter n {n} rank {r} {op:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gathers_scatters_allgathers_and_alltoalls_move_every_block() {
+        let mut rng = Lcg(3);
+        let none = Op::Builtin(Builtin::Sum);
+        for n in 1..=7u32 {
+            let counts: Vec<usize> = (0..n).map(|_| rng.next(5) as usize).collect();
+            let total: usize = counts.iter().sum();
+            let inputs: Vec<Vec<i64>> = counts.iter().map(|&c| data(&mut rng, c)).collect();
+            let concat: Vec<i64> = inputs.concat();
+            for root in 0..n {
+                let mut outs = vec![0; n as usize];
+                outs[root as usize] = total;
+                let got = run(n, &outs, inputs.clone(), &none, |me| {
+                    gatherv_linear(n, me, root, &counts)
+                });
+                assert_eq!(got[root as usize], concat, "gatherv n {n}");
+                let mut ins = vec![Vec::new(); n as usize];
+                ins[root as usize] = concat.clone();
+                let got = run(n, &counts, ins, &none, |me| {
+                    scatterv_linear(n, me, root, &counts)
+                });
+                assert_eq!(got, inputs, "scatterv n {n}");
+            }
+            let algs: [CountsAlg; 3] = [
+                allgatherv_ring,
+                allgatherv_recursive_doubling,
+                allgatherv_bruck,
+            ];
+            for (i, alg) in algs.iter().enumerate() {
+                let got = run(n, &vec![total; n as usize], inputs.clone(), &none, |me| {
+                    alg(n, me, &counts)
+                });
+                assert!(
+                    got.iter().all(|g| *g == concat),
+                    "allgatherv {i} n {n}: {got:?}"
+                );
+            }
+            // Alltoallv: rank a sends m[a][b] elements to b.
+            let m: Vec<Vec<usize>> = (0..n)
+                .map(|_| (0..n).map(|_| rng.next(4) as usize).collect())
+                .collect();
+            let recvs = |b: usize| (0..n as usize).map(|a| m[a][b]).collect::<Vec<_>>();
+            let inputs: Vec<Vec<i64>> = m
+                .iter()
+                .map(|row| data(&mut rng, row.iter().sum()))
+                .collect();
+            let algs: [MatrixAlg; 2] = [alltoallv_pairwise, alltoallv_linear];
+            for alg in algs {
+                let outs: Vec<usize> = (0..n as usize).map(|b| recvs(b).iter().sum()).collect();
+                let got = run(n, &outs, inputs.clone(), &none, |me| {
+                    alg(n, me, &m[me as usize], &recvs(me as usize))
+                });
+                for b in 0..n as usize {
+                    let want: Vec<i64> = (0..n as usize)
+                        .flat_map(|a| {
+                            let at: usize = m[a][..b].iter().sum();
+                            inputs[a][at..at + m[a][b]].to_vec()
+                        })
+                        .collect();
+                    assert_eq!(got[b], want, "alltoallv n {n} rank {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rounds_are_logarithmic_where_promised() {
+        for n in [2u32, 5, 8, 13] {
+            let l = log2_ceil(n);
+            assert_eq!(barrier_dissemination(n, 0).rounds.len(), l);
+            assert!(bcast_binomial(n, 0, 0, 8).rounds.len() <= l);
+            assert!(allgatherv_bruck(n, 1, &vec![1; n as usize]).rounds.len() <= l + 1);
+            assert!(allreduce_recursive_doubling(n, 1, 8).rounds.len() <= l + 2);
+        }
+        assert_eq!(block(10, 3, 0), (0, 4));
+        assert_eq!(block(10, 3, 2), (7, 3));
+        assert_eq!(block(0, 3, 1), (0, 0));
+    }
+}
