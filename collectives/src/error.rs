@@ -12,6 +12,19 @@ pub enum Error {
         /// The element type.
         element: &'static str,
     },
+    /// A call the ranks cannot agree on, or that does not fit its
+    /// buffers: what is wrong.
+    #[error("bad collective call: {0}")]
+    BadCall(String),
+    /// Every algorithm of a collective has failed here.
+    #[error("no algorithm of {0} is left (all failed)")]
+    NoAlgorithm(&'static str),
+    /// The window layer (requests, waiting) failed.
+    #[error(transparent)]
+    Rma(#[from] onesided_rma::Error),
+    /// The fabric failed.
+    #[error(transparent)]
+    Fabric(#[from] onesided_fabric::Error),
     /// A malformed profile.
     #[error(transparent)]
     Profile(#[from] crate::profile::ProfileError),

@@ -29,13 +29,17 @@
 #![warn(missing_docs)]
 
 pub mod algorithms;
+mod comm;
 mod error;
 pub mod op;
 pub mod profile;
+pub mod run;
 pub mod schedule;
 pub mod select;
 
+pub use comm::Comm;
 pub use error::Error;
 pub use op::{Builtin, Op, Reducible};
 pub use profile::{Collective, Geometry, Profile, ProfileError};
+pub use run::Run;
 pub use select::Selector;

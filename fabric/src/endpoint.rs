@@ -1661,9 +1661,63 @@ impl Endpoint {
         })
     }
 
-    /// Posts a transfer over the first `len` bytes of `buffer` (an empty
-    /// one completes at once).
-    fn start(
+    /// Starts sending a copy of `data` to `to` with `tag` (at most
+    /// [`MAX_TAG`]); the transfer completes when the provider is done with
+    /// it (as [`Endpoint::send`] returns).
+    ///
+    /// # Errors
+    /// As [`Endpoint::send`] (checked before anything is posted).
+    pub fn send_start(&self, to: u32, tag: u64, data: &[u8]) -> Result<Transfer<'_>> {
+        check_tag(tag)?;
+        let me = u64::from(self.rank);
+        let wire = SourceMatch::wire_tag(tag, self.rank);
+        let mut filled = self.shared.take_buffer(data.len());
+        filled[..data.len()].copy_from_slice(data);
+        let buffer = RawBuffer::new(filled);
+        let (ptr, len) = (buffer.ptr(), data.len());
+        self.start_always("send", to, buffer, len, |core, addr, ctx, desc| {
+            // SAFETY: the buffer is owned by the Transfer (or the endpoint)
+            // until the completion arrives; desc is its descriptor or null.
+            unsafe {
+                sys::fi_tsenddata(core.handles.ep, ptr.cast(), len, desc, me, addr, wire, ctx)
+            }
+        })
+    }
+
+    /// Starts receiving a message of at most `len` bytes from `from` with
+    /// `tag` into a buffer the endpoint owns; once complete,
+    /// [`Transfer::data`] holds the message. Dropped before it completes,
+    /// the receive is cancelled.
+    ///
+    /// # Errors
+    /// As [`Endpoint::recv`] (checked before anything is posted).
+    pub fn recv_start(&self, from: u32, tag: u64, len: usize) -> Result<Transfer<'_>> {
+        check_tag(tag)?;
+        let (wire, ignore) = SourceMatch::receive(tag, Some(from));
+        let buffer = RawBuffer::new(self.shared.take_buffer(len));
+        let ptr = buffer.ptr();
+        self.start_always("recv", from, buffer, len, |core, _addr, ctx, desc| {
+            // SAFETY: the buffer is owned by the Transfer (or, once given up,
+            // by the endpoint, after cancelling the receive) until the
+            // completion arrives.
+            unsafe {
+                sys::fi_trecv(
+                    core.handles.ep,
+                    ptr.cast(),
+                    len,
+                    desc,
+                    sys::FI_ADDR_UNSPEC,
+                    wire,
+                    ignore,
+                    ctx,
+                )
+            }
+        })
+    }
+
+    /// [`Endpoint::start`] that posts even an empty transfer (messages of
+    /// zero bytes still travel).
+    fn start_always(
         &self,
         op: &'static str,
         rank: u32,
@@ -1671,19 +1725,6 @@ impl Endpoint {
         len: usize,
         post: impl FnMut(&Core, sys::fi_addr_t, *mut c_void, *mut c_void) -> isize,
     ) -> Result<Transfer<'_>> {
-        if len == 0 {
-            self.check_peer(rank, op)?;
-            return Ok(Transfer {
-                ep: self,
-                op,
-                rank,
-                token: 0,
-                buffer: Some(buffer),
-                len,
-                desc: None,
-                done: true,
-            });
-        }
         let posted = match self.post(op, rank, (buffer.ptr(), len), true, post) {
             Ok(posted) => posted,
             Err(e) => {
@@ -1700,8 +1741,36 @@ impl Endpoint {
             token,
             buffer: Some(buffer),
             len,
+            receive: op == "recv",
             desc: Some(desc),
             done: false,
+        })
+    }
+
+    /// Posts a transfer over the first `len` bytes of `buffer` (an empty
+    /// RMA transfer completes at once, without posting).
+    fn start(
+        &self,
+        op: &'static str,
+        rank: u32,
+        buffer: RawBuffer,
+        len: usize,
+        post: impl FnMut(&Core, sys::fi_addr_t, *mut c_void, *mut c_void) -> isize,
+    ) -> Result<Transfer<'_>> {
+        if len > 0 {
+            return self.start_always(op, rank, buffer, len, post);
+        }
+        self.check_peer(rank, op)?;
+        Ok(Transfer {
+            ep: self,
+            op,
+            rank,
+            token: 0,
+            buffer: Some(buffer),
+            len,
+            receive: false,
+            desc: None,
+            done: true,
         })
     }
 
@@ -2105,8 +2174,11 @@ pub struct Transfer<'e> {
     token: u64,
     /// Taken when the transfer is given up (or returned to the pool).
     buffer: Option<RawBuffer>,
-    /// Bytes of `buffer` the transfer moves.
+    /// Bytes of `buffer` the transfer moves (for a receive: at most, then
+    /// as received).
     len: usize,
+    /// A posted receive (cancelled when dropped early).
+    receive: bool,
     /// The temporary registration (verbs-style providers), closed on
     /// completion.
     desc: Option<LocalDesc>,
@@ -2133,7 +2205,11 @@ impl Transfer<'_> {
             desc.close();
         }
         drop(core);
-        self.ep.outcome(self.op, self.rank, outcome).map(|_| true)
+        let finished = self.ep.outcome(self.op, self.rank, outcome)?;
+        if self.receive {
+            self.len = finished.len.min(self.len);
+        }
+        Ok(true)
     }
 
     /// Waits for the transfer, backing off between tests.
@@ -2203,6 +2279,12 @@ impl Drop for Transfer<'_> {
                     desc.close();
                 }
             } else {
+                if self.receive {
+                    // SAFETY: the endpoint is open; token is the context of
+                    // a receive this endpoint posted. Its buffer stays with
+                    // the endpoint until the (cancellation) completion.
+                    unsafe { sys::fi_cancel(core.handles.ep_fid(), self.token as *mut c_void) };
+                }
                 core.forget(self.token, OnTimeout::Release(Box::new(buffer)));
                 // A temporary registration stays open: the provider may hold
                 // it.

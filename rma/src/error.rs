@@ -71,6 +71,10 @@ pub enum Error {
     /// More than a window can hold (attachments of a dynamic window).
     #[error("{0}")]
     TooMany(&'static str),
+    /// A collective run as a [`crate::Request`] failed (the text of
+    /// onesided-collectives' error).
+    #[error("collective: {0}")]
+    Collective(String),
     /// A request did not complete in time.
     #[error("request did not complete within {0:?}")]
     RequestTimeout(std::time::Duration),

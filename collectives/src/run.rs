@@ -1,0 +1,262 @@
+//! The executor: a [`Schedule`] run over the endpoint's tagged messages,
+//! round by round, as a [`Request`] (so a nonblocking collective is a
+//! schedule advanced by `test`, and a blocking one is the same waited for).
+//!
+//! Each round's copies happen first, then its sends and receives are
+//! posted together (sends from copies: the round's slices as they are at
+//! that moment), and when all have completed its receives (and
+//! combinations) are applied in the listed order. Messages of a round carry
+//! the tag [`tag`]`(call, round)`, so rounds and calls never mix.
+
+use std::time::Duration;
+
+use onesided_fabric::{Endpoint, Transfer};
+use onesided_rma::{Group, Request};
+
+use crate::schedule::{Action, Buf, Schedule, Slice};
+use crate::Error;
+
+/// Tags of collective messages: the top half of the user tag space is
+/// onesided's ([`onesided_fabric::MAX_TAG`] is 2^39 - 1); a call's number
+/// (mixed with its group, 22 bits) and the round (16 bits) fill it.
+pub fn tag(call: u64, round: usize) -> u64 {
+    const COLLECTIVE: u64 = 1 << 38;
+    COLLECTIVE | ((call & ((1 << 22) - 1)) << 16) | (round as u64 & 0xffff)
+}
+
+/// Rounds a schedule may have (the tag's round field).
+pub const MAX_ROUNDS: usize = 1 << 16;
+
+/// A combination: `f(inout, in)`.
+pub(crate) type Combine<'a, T> = Box<dyn Fn(&mut [T], &[T]) + 'a>;
+
+/// A collective in flight.
+pub struct Run<'a, T: bytemuck::Pod> {
+    ep: &'a Endpoint,
+    group: Group,
+    schedule: Schedule,
+    call: u64,
+    input: &'a [T],
+    output: &'a mut [T],
+    scratch: Vec<T>,
+    combine: Option<Combine<'a, T>>,
+    round: usize,
+    /// The round's transfers, with the index of their action.
+    pending: Vec<(usize, Transfer<'a>)>,
+    posted: bool,
+    done: bool,
+}
+
+impl<'a, T: bytemuck::Pod> Run<'a, T> {
+    /// Prepares `schedule` (this rank's, in `group`) for call number
+    /// `call`; nothing moves before the first `test`.
+    ///
+    /// # Errors
+    /// [`Error::BadCall`] when the schedule has too many rounds or a slice
+    /// lies outside its buffer (nothing is posted).
+    pub(crate) fn new(
+        ep: &'a Endpoint,
+        group: &Group,
+        schedule: Schedule,
+        call: u64,
+        input: &'a [T],
+        output: &'a mut [T],
+        combine: Option<Combine<'a, T>>,
+    ) -> Result<Run<'a, T>, Error> {
+        if schedule.rounds.len() > MAX_ROUNDS {
+            return Err(Error::BadCall(format!("{} rounds", schedule.rounds.len())));
+        }
+        let lens = [input.len(), output.len(), schedule.scratch];
+        let fits = |s: &Slice| {
+            let len = match s.buf {
+                Buf::Input => lens[0],
+                Buf::Output => lens[1],
+                Buf::Scratch => lens[2],
+            };
+            s.at.checked_add(s.len).is_some_and(|end| end <= len)
+        };
+        for a in schedule.rounds.iter().flatten() {
+            let ok = match a {
+                Action::Copy { from, to } | Action::Reduce { from, into: to } => {
+                    fits(from) && fits(to) && from.len == to.len && to.buf != Buf::Input
+                }
+                Action::Send { data, .. } => fits(data),
+                Action::Recv { into, .. } | Action::RecvReduce { into, .. } => {
+                    fits(into) && into.buf != Buf::Input
+                }
+            };
+            if !ok {
+                return Err(Error::BadCall(format!(
+                    "a step {a:?} does not fit buffers of {} / {} / {} elements",
+                    lens[0], lens[1], lens[2]
+                )));
+            }
+        }
+        Ok(Run {
+            ep,
+            group: group.clone(),
+            scratch: vec![T::zeroed(); schedule.scratch],
+            schedule,
+            call,
+            input,
+            output,
+            combine,
+            round: 0,
+            pending: Vec::new(),
+            posted: false,
+            done: false,
+        })
+    }
+
+    fn slice(&self, s: Slice) -> &[T] {
+        let buf: &[T] = match s.buf {
+            Buf::Input => self.input,
+            Buf::Output => self.output,
+            Buf::Scratch => &self.scratch,
+        };
+        &buf[s.at..s.at + s.len]
+    }
+
+    fn slice_mut(&mut self, s: Slice) -> &mut [T] {
+        let buf: &mut [T] = match s.buf {
+            // Checked in `new`: receives and copies never target the input.
+            Buf::Input | Buf::Output => self.output,
+            Buf::Scratch => &mut self.scratch,
+        };
+        &mut buf[s.at..s.at + s.len]
+    }
+
+    /// Copies, then posts the round's messages.
+    fn post(&mut self) -> Result<(), Error> {
+        let actions = self.schedule.rounds[self.round].clone();
+        for a in &actions {
+            if let Action::Copy { from, to } = a {
+                let data = self.slice(*from).to_vec();
+                self.slice_mut(*to).copy_from_slice(&data);
+            }
+        }
+        let tag = tag(self.call, self.round);
+        for (i, a) in actions.iter().enumerate() {
+            let transfer = match a {
+                Action::Send { to, data } => {
+                    let bytes: &[u8] = bytemuck::cast_slice(self.slice(*data));
+                    self.ep.send_start(self.group.job_rank(*to)?, tag, bytes)?
+                }
+                Action::Recv { from, into } | Action::RecvReduce { from, into, .. } => {
+                    let len = std::mem::size_of_val(self.slice(*into));
+                    self.ep.recv_start(self.group.job_rank(*from)?, tag, len)?
+                }
+                _ => continue,
+            };
+            self.pending.push((i, transfer));
+        }
+        self.posted = true;
+        Ok(())
+    }
+
+    /// Applies the completed round's receives and combinations in order.
+    fn finish_round(&mut self) -> Result<(), Error> {
+        let actions = self.schedule.rounds[self.round].clone();
+        let mut arrived = std::mem::take(&mut self.pending).into_iter().peekable();
+        for (i, a) in actions.iter().enumerate() {
+            let mut data = None;
+            while let Some((j, _)) = arrived.peek() {
+                if *j > i {
+                    break;
+                }
+                let (j, t) = arrived
+                    .next()
+                    .ok_or(Error::BadCall("lost a transfer".into()))?;
+                if j == i {
+                    data = Some(t);
+                }
+            }
+            match a {
+                Action::Recv { into, .. } => {
+                    let t = data.ok_or(Error::BadCall("a receive without its transfer".into()))?;
+                    let got: Vec<T> = received(&t, into.len)?;
+                    self.slice_mut(*into).copy_from_slice(&got);
+                }
+                Action::RecvReduce {
+                    into,
+                    received_first,
+                    ..
+                } => {
+                    let t = data.ok_or(Error::BadCall("a receive without its transfer".into()))?;
+                    let mut got: Vec<T> = received(&t, into.len)?;
+                    let combine = self
+                        .combine
+                        .as_ref()
+                        .ok_or(Error::BadCall("a reduction without an operation".into()))?;
+                    if *received_first {
+                        combine(&mut got, self.slice(*into));
+                        self.slice_mut(*into).copy_from_slice(&got);
+                    } else {
+                        let mut mine = self.slice(*into).to_vec();
+                        combine(&mut mine, &got);
+                        self.slice_mut(*into).copy_from_slice(&mine);
+                    }
+                }
+                Action::Reduce { from, into } => {
+                    let right = self.slice(*from).to_vec();
+                    let mut left = self.slice(*into).to_vec();
+                    let combine = self
+                        .combine
+                        .as_ref()
+                        .ok_or(Error::BadCall("a reduction without an operation".into()))?;
+                    combine(&mut left, &right);
+                    self.slice_mut(*into).copy_from_slice(&left);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The elements a completed receive brought (exactly `len`).
+fn received<T: bytemuck::Pod>(t: &Transfer<'_>, len: usize) -> Result<Vec<T>, Error> {
+    let bytes = t.data();
+    if bytes.len() != len * size_of::<T>() {
+        return Err(Error::BadCall(format!(
+            "a message of {} bytes where {} were expected (the ranks disagree on the call)",
+            bytes.len(),
+            len * size_of::<T>()
+        )));
+    }
+    let mut out = vec![T::zeroed(); len];
+    bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(bytes);
+    Ok(out)
+}
+
+impl<T: bytemuck::Pod> Request for Run<'_, T> {
+    fn test(&mut self) -> Result<bool, onesided_rma::Error> {
+        let fail = |e: Error| onesided_rma::Error::Collective(e.to_string());
+        while !self.done {
+            if self.round >= self.schedule.rounds.len() {
+                self.done = true;
+                break;
+            }
+            if !self.posted {
+                self.post().map_err(fail)?;
+            }
+            for (_, t) in &mut self.pending {
+                if !t.test()? {
+                    return Ok(false);
+                }
+            }
+            self.finish_round().map_err(fail)?;
+            self.round += 1;
+            self.posted = false;
+        }
+        Ok(true)
+    }
+
+    fn timeout(&self) -> Duration {
+        self.ep.timeout()
+    }
+
+    fn backoff(&self) -> onesided_fabric::progress::Backoff {
+        self.ep.backoff()
+    }
+}

@@ -1,0 +1,212 @@
+//! The rank program of the collectives integration tests:
+//! `coll-check`. Runs every collective over the whole job and over a
+//! sub-group, blocking and nonblocking, small and large (so that the
+//! defaults pick different algorithms; `ONESIDED_PROFILE` picks others),
+//! with uneven and zero counts, and checks every element against what the
+//! rank can compute itself. Prints `rank R: collectives ok (ALGORITHMS)`.
+
+use std::process::exit;
+
+use onesided_collectives::{Builtin, Collective, Comm, Op};
+use onesided_fabric::World;
+use onesided_rma::{Group, Request};
+use onesided_tests::rank::{check, must};
+
+/// Element `i` of rank `r`'s contribution.
+fn value(r: u32, i: usize) -> i64 {
+    (i as i64 * 7 + i64::from(r) * 13) % 101 - 50
+}
+
+fn run(comm: &Comm, tag: &str) -> Vec<&'static str> {
+    let (me, n) = (comm.rank(), comm.group().size());
+    let mut used = Vec::new();
+    must(me, "barrier", comm.barrier());
+    for count in [0usize, 3, 20_000] {
+        let bytes = (count * 8) as u64;
+        // bcast from every root.
+        for root in 0..n {
+            let mut buf: Vec<i64> = if me == root {
+                (0..count).map(|i| value(root, i)).collect()
+            } else {
+                vec![0; count]
+            };
+            must(me, "bcast", comm.bcast(root, &mut buf));
+            check(
+                me,
+                buf.iter().enumerate().all(|(i, v)| *v == value(root, i)),
+                || format!("{tag} bcast {count} from {root}"),
+            );
+        }
+        used.push(must(
+            me,
+            "choose",
+            comm.algorithm(Collective::Bcast, "bytes", bytes, true),
+        ));
+        // reduce and allreduce, sum and max.
+        let input: Vec<i64> = (0..count).map(|i| value(me, i)).collect();
+        for op in [Builtin::Sum, Builtin::Max] {
+            let want = |i: usize| {
+                let all = (0..n).map(|r| value(r, i));
+                match op {
+                    Builtin::Sum => all.sum::<i64>(),
+                    _ => all.max().unwrap_or(0),
+                }
+            };
+            let op = Op::Builtin(op);
+            let mut out = vec![0i64; count];
+            must(me, "allreduce", comm.allreduce(&input, &mut out, &op));
+            check(
+                me,
+                out.iter().enumerate().all(|(i, v)| *v == want(i)),
+                || format!("{tag} allreduce {count}"),
+            );
+            let root = (n - 1).min(1);
+            let mut out = vec![0i64; if me == root { count } else { 0 }];
+            must(me, "reduce", comm.reduce(root, &input, &mut out, &op));
+            check(
+                me,
+                out.iter().enumerate().all(|(i, v)| *v == want(i)),
+                || format!("{tag} reduce {count}"),
+            );
+        }
+        used.push(must(
+            me,
+            "choose",
+            comm.algorithm(Collective::Allreduce, "i64", bytes, true),
+        ));
+        // Nonblocking allreduce overlapped with a nonblocking bcast.
+        let mut sum = vec![0i64; count];
+        let mut b = vec![0i64; count.min(5)];
+        if me == 0 {
+            b.iter_mut().enumerate().for_each(|(i, v)| *v = value(0, i));
+        }
+        {
+            let sum_op = Op::Builtin(Builtin::Sum);
+            let mut r1 = must(me, "iallreduce", comm.iallreduce(&input, &mut sum, &sum_op));
+            let mut r2 = must(me, "ibcast", comm.ibcast(0, &mut b));
+            let mut spins = 0u64;
+            while !(must(me, "test", r1.test()) & must(me, "test", r2.test())) {
+                spins += 1;
+                std::hint::black_box(spins);
+            }
+        }
+        check(
+            me,
+            sum.iter()
+                .enumerate()
+                .all(|(i, v)| *v == (0..n).map(|r| value(r, i)).sum::<i64>()),
+            || format!("{tag} iallreduce {count}"),
+        );
+        check(
+            me,
+            b.iter().enumerate().all(|(i, v)| *v == value(0, i)),
+            || format!("{tag} ibcast"),
+        );
+    }
+    // v-collectives with uneven and zero counts.
+    let counts: Vec<usize> = (0..n).map(|r| ((r * 3) % 4) as usize).collect();
+    let total: usize = counts.iter().sum();
+    let mine: Vec<i64> = (0..counts[me as usize]).map(|i| value(me, i)).collect();
+    let concat: Vec<i64> = (0..n)
+        .flat_map(|r| (0..counts[r as usize]).map(move |i| value(r, i)))
+        .collect();
+    let mut all = vec![0i64; total];
+    must(me, "allgatherv", comm.allgatherv(&mine, &mut all, &counts));
+    check(me, all == concat, || format!("{tag} allgatherv"));
+    used.push(must(
+        me,
+        "choose",
+        comm.algorithm(
+            Collective::Allgather,
+            "bytes",
+            (mine.len() * 8) as u64,
+            true,
+        ),
+    ));
+    for root in 0..n {
+        let mut gathered = vec![0i64; if me == root { total } else { 0 }];
+        must(
+            me,
+            "gatherv",
+            comm.gatherv(root, &mine, &mut gathered, &counts),
+        );
+        check(me, me != root || gathered == concat, || {
+            format!("{tag} gatherv")
+        });
+        let src = if me == root {
+            concat.clone()
+        } else {
+            Vec::new()
+        };
+        let mut part = vec![0i64; counts[me as usize]];
+        must(
+            me,
+            "scatterv",
+            comm.scatterv(root, &src, &mut part, &counts),
+        );
+        check(me, part == mine, || format!("{tag} scatterv"));
+    }
+    // alltoallv: rank a sends (a + b) % 3 elements to b.
+    let sends: Vec<usize> = (0..n).map(|b| ((me + b) % 3) as usize).collect();
+    let recvs: Vec<usize> = (0..n).map(|a| ((a + me) % 3) as usize).collect();
+    let input: Vec<i64> = (0..n)
+        .flat_map(|b| (0..sends[b as usize]).map(move |i| value(me, 100 * b as usize + i)))
+        .collect();
+    let mut output = vec![0i64; recvs.iter().sum()];
+    must(
+        me,
+        "alltoallv",
+        comm.alltoallv(&input, &sends, &mut output, &recvs),
+    );
+    let want: Vec<i64> = (0..n)
+        .flat_map(|a| (0..recvs[a as usize]).map(move |i| value(a, 100 * me as usize + i)))
+        .collect();
+    check(me, output == want, || format!("{tag} alltoallv"));
+    // reduce_scatter of blocks of `counts`.
+    let input: Vec<i64> = (0..total).map(|i| value(me, i)).collect();
+    let mut block = vec![0i64; counts[me as usize]];
+    must(
+        me,
+        "reduce_scatter",
+        comm.reduce_scatter(&input, &mut block, &counts, &Op::Builtin(Builtin::Sum)),
+    );
+    let at: usize = counts[..me as usize].iter().sum();
+    check(
+        me,
+        block
+            .iter()
+            .enumerate()
+            .all(|(i, v)| *v == (0..n).map(|r| value(r, at + i)).sum::<i64>()),
+        || format!("{tag} reduce_scatter"),
+    );
+    must(me, "barrier", comm.barrier());
+    used
+}
+
+fn main() {
+    let world = World::init().unwrap_or_else(|e| {
+        eprintln!("coll-check: {e}");
+        exit(1)
+    });
+    let (me, n) = (world.rank(), world.size());
+    println!("pid {me} {}", std::process::id());
+    let ep = world.endpoint();
+    let comm = must(me, "comm", Comm::new(ep, Group::world(n)));
+    let mut used = run(&comm, "world");
+    // A sub-group of the odd ranks, in reverse order (its own numbering).
+    let odd: Vec<u32> = (0..n).filter(|r| r % 2 == 1).rev().collect();
+    if !odd.is_empty() {
+        let group = must(me, "group", Group::new(odd));
+        if group.contains(me) {
+            let sub = must(me, "comm", Comm::new(ep, group));
+            used.extend(run(&sub, "odd"));
+        }
+    }
+    used.sort_unstable();
+    used.dedup();
+    println!("rank {me}: collectives ok ({})", used.join(" "));
+    if let Err(e) = world.finalize() {
+        eprintln!("coll-check: finalize: {e}");
+        exit(1);
+    }
+}

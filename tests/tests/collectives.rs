@@ -1,0 +1,75 @@
+//! Multi-process tests of onesided-collectives over real providers
+//! (`coll-check`): every collective, blocking and nonblocking, world and a
+//! sub-group, with the built-in defaults, with a profile that picks the
+//! other algorithms, and with a malformed profile (one warning, defaults).
+
+use onesided_tests::{serial, Osrun};
+
+fn expect_ok(n: u32, provider: &str, profile: Option<&str>) -> String {
+    let mut run = Osrun::new(n, provider, "coll-check");
+    if let Some(p) = profile {
+        run = run.env("ONESIDED_PROFILE", p);
+    }
+    let out = run.run();
+    out.assert_success();
+    assert_eq!(
+        out.count("collectives ok"),
+        n as usize,
+        "{provider} n {n}: {out}"
+    );
+    out.to_string()
+}
+
+#[test]
+fn every_collective_is_right_with_the_defaults() {
+    let _serial = serial();
+    for (provider, n) in [("shm", 1), ("shm", 3), ("shm", 4), ("tcp", 3)] {
+        let out = expect_ok(n, provider, None);
+        assert!(
+            out.contains("recursive_doubling") && out.contains("ring"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn a_profile_picks_the_other_algorithms() {
+    let _serial = serial();
+    let file = std::env::temp_dir().join(format!("onesided-force-{}.profile", std::process::id()));
+    std::fs::write(
+        &file,
+        "onesided-profile 1
+bcast linear 4 4 bytes 8 0.1
+reduce linear 4 4 i64 8 0.1
+allreduce ring 4 4 i64 8 0.1
+allgather bruck 4 4 bytes 8 0.1
+alltoall pairwise 4 4 bytes 8 0.1
+reduce_scatter ring 4 4 i64 8 0.1
+",
+    )
+    .unwrap();
+    let path = file.to_string_lossy().into_owned();
+    for (provider, n) in [("shm", 4), ("tcp", 3)] {
+        let out = expect_ok(n, provider, Some(&path));
+        assert!(out.contains("bruck") && out.contains("linear"), "{out}");
+    }
+    std::fs::remove_file(&file).unwrap();
+}
+
+#[test]
+fn a_malformed_profile_warns_once_per_process_and_the_defaults_run() {
+    let _serial = serial();
+    let file = std::env::temp_dir().join(format!("onesided-bad-{}.profile", std::process::id()));
+    std::fs::write(&file, "onesided-profile 1\nbcast linear 4\n").unwrap();
+    let out = Osrun::new(2, "shm", "coll-check")
+        .env("ONESIDED_PROFILE", &file.to_string_lossy())
+        .run();
+    out.assert_success();
+    assert_eq!(out.count("collectives ok"), 2, "{out}");
+    assert_eq!(
+        out.stderr.matches("line 2: expected 7 fields").count(),
+        2,
+        "one warning per process: {out}"
+    );
+    std::fs::remove_file(&file).unwrap();
+}
