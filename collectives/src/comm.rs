@@ -35,6 +35,8 @@ pub struct Comm<'e> {
     observed: RefCell<Selector>,
     calls: Cell<u64>,
     warning: Option<String>,
+    /// Algorithms forced per collective (tuning, tests).
+    forced: RefCell<std::collections::HashMap<Collective, &'static str>>,
 }
 
 impl<'e> Comm<'e> {
@@ -71,6 +73,7 @@ impl<'e> Comm<'e> {
             group,
             calls: Cell::new(0),
             warning,
+            forced: RefCell::default(),
         })
     }
 
@@ -96,6 +99,32 @@ impl<'e> Comm<'e> {
         self.observed.borrow()
     }
 
+    /// Makes every later call of `collective` use `algorithm` (`None`:
+    /// choose again), as `onesided-tune` and the tests do. Every member
+    /// must force the same. A non-commutative reduction still gets an
+    /// algorithm that keeps the rank order.
+    ///
+    /// # Errors
+    /// [`Error::BadCall`] for an algorithm `collective` does not have.
+    pub fn force(&self, collective: Collective, algorithm: Option<&str>) -> Result<(), Error> {
+        let mut forced = self.forced.borrow_mut();
+        match algorithm {
+            None => {
+                forced.remove(&collective);
+            }
+            Some(name) => {
+                let known = crate::select::algorithms(collective)
+                    .iter()
+                    .find(|a| **a == name)
+                    .ok_or_else(|| {
+                        Error::BadCall(format!("{} has no algorithm {name:?}", collective.name()))
+                    })?;
+                forced.insert(collective, known);
+            }
+        }
+        Ok(())
+    }
+
     /// The algorithm a call would use (the same on every rank).
     ///
     /// # Errors
@@ -107,6 +136,11 @@ impl<'e> Comm<'e> {
         bytes: u64,
         commutative: bool,
     ) -> Result<&'static str, Error> {
+        if let Some(a) = self.forced.borrow().get(&collective) {
+            if commutative || !crate::select::reorders(collective, a) {
+                return Ok(a);
+            }
+        }
         self.choices
             .choose(collective, element, bytes, commutative)
             .ok_or(Error::NoAlgorithm(collective.name()))

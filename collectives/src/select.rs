@@ -55,7 +55,7 @@ pub fn default_algorithm(collective: Collective, bytes: u64, commutative: bool) 
 
 /// Algorithms that combine operands out of rank order (chosen only for
 /// commutative operations).
-fn reorders(collective: Collective, algorithm: &str) -> bool {
+pub(crate) fn reorders(collective: Collective, algorithm: &str) -> bool {
     matches!(
         (collective, algorithm),
         (Collective::Allreduce, "ring") | (Collective::ReduceScatter, "ring")

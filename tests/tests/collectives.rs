@@ -33,6 +33,30 @@ fn every_collective_is_right_with_the_defaults() {
 }
 
 #[test]
+fn every_algorithm_is_right_over_the_fabric() {
+    let _serial = serial();
+    for (provider, n) in [("shm", 3), ("shm", 4), ("tcp", 3)] {
+        let out = Osrun::new(n, provider, "coll-check").arg("every").run();
+        out.assert_success();
+        assert_eq!(
+            out.count("collectives ok"),
+            n as usize,
+            "{provider} n {n}: {out}"
+        );
+        for a in [
+            "bruck",
+            "linear",
+            "pairwise",
+            "scatter_allgather",
+            "ring",
+            "binomial",
+        ] {
+            assert!(out.stdout.contains(a), "{a} not used: {out}");
+        }
+    }
+}
+
+#[test]
 fn a_profile_picks_the_other_algorithms() {
     let _serial = serial();
     let file = std::env::temp_dir().join(format!("onesided-force-{}.profile", std::process::id()));

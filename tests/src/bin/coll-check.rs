@@ -4,6 +4,8 @@
 //! defaults pick different algorithms; `ONESIDED_PROFILE` picks others),
 //! with uneven and zero counts, and checks every element against what the
 //! rank can compute itself. Prints `rank R: collectives ok (ALGORITHMS)`.
+//! `coll-check every` first forces every algorithm of every collective in
+//! turn.
 
 use std::process::exit;
 
@@ -162,6 +164,21 @@ fn run(comm: &Comm, tag: &str) -> Vec<&'static str> {
         .flat_map(|a| (0..recvs[a as usize]).map(move |i| value(a, 100 * me as usize + i)))
         .collect();
     check(me, output == want, || format!("{tag} alltoallv"));
+    used.push(must(
+        me,
+        "choose",
+        comm.algorithm(Collective::Alltoall, "bytes", 8, true),
+    ));
+    used.push(must(
+        me,
+        "choose",
+        comm.algorithm(Collective::ReduceScatter, "i64", 8, true),
+    ));
+    used.push(must(
+        me,
+        "choose",
+        comm.algorithm(Collective::Reduce, "i64", 8, true),
+    ));
     // reduce_scatter of blocks of `counts`.
     let input: Vec<i64> = (0..total).map(|i| value(me, i)).collect();
     let mut block = vec![0i64; counts[me as usize]];
@@ -192,7 +209,21 @@ fn main() {
     println!("pid {me} {}", std::process::id());
     let ep = world.endpoint();
     let comm = must(me, "comm", Comm::new(ep, Group::world(n)));
-    let mut used = run(&comm, "world");
+    let mut used = Vec::new();
+    if std::env::args().nth(1).as_deref() == Some("every") {
+        // Every algorithm of every collective, forced in turn.
+        for i in 0..3 {
+            for c in Collective::ALL {
+                let algs = onesided_collectives::select::algorithms(c);
+                must(me, "force", comm.force(c, Some(algs[i % algs.len()])));
+            }
+            used.extend(run(&comm, "forced"));
+        }
+        for c in Collective::ALL {
+            must(me, "unforce", comm.force(c, None));
+        }
+    }
+    used.extend(run(&comm, "world"));
     // A sub-group of the odd ranks, in reverse order (its own numbering).
     let odd: Vec<u32> = (0..n).filter(|r| r % 2 == 1).rev().collect();
     if !odd.is_empty() {
