@@ -31,6 +31,7 @@ pub struct Comm<'e> {
     ep: &'e Endpoint,
     group: Group,
     me: u32,
+    geometry: Geometry,
     choices: Selector,
     observed: RefCell<Selector>,
     calls: Cell<u64>,
@@ -68,6 +69,7 @@ impl<'e> Comm<'e> {
         Ok(Comm {
             ep,
             me,
+            geometry,
             observed: RefCell::new(choices.clone()),
             choices,
             group,
@@ -81,6 +83,11 @@ impl<'e> Comm<'e> {
     /// line), if any; the built-in defaults are in use then.
     pub fn warning(&self) -> Option<&str> {
         self.warning.as_deref()
+    }
+
+    /// The group's geometry (ranks, and the most on one host).
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
     }
 
     /// The group.

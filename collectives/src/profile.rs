@@ -219,7 +219,10 @@ impl Profile {
                 e.geometry.ranks_per_host,
                 e.element,
                 e.bytes,
-                e.us
+                // Three decimals (nanoseconds), without trailing zeros.
+                format!("{:.3}", e.us)
+                    .trim_end_matches('0')
+                    .trim_end_matches('.')
             );
         }
         out

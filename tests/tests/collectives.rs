@@ -97,3 +97,41 @@ fn a_malformed_profile_warns_once_per_process_and_the_defaults_run() {
     );
     std::fs::remove_file(&file).unwrap();
 }
+
+#[test]
+fn onesided_tune_writes_a_profile_the_library_uses() {
+    let _serial = serial();
+    let file = std::env::temp_dir().join(format!("onesided-tuned-{}.profile", std::process::id()));
+    let mut tune = std::process::Command::new(onesided_tests::binary("onesided-tune"));
+    tune.args([
+        "--np",
+        "3",
+        "--provider",
+        "shm",
+        "--scale",
+        "0.05",
+        "--max-bytes",
+        "4096",
+        "--out",
+    ])
+    .arg(&file);
+    let out = onesided_tests::run(tune, std::time::Duration::from_secs(120));
+    out.assert_success();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let profile = onesided_collectives::Profile::parse(&text, "tuned").unwrap();
+    // Every algorithm of every collective was measured.
+    for c in onesided_collectives::Collective::ALL {
+        for a in onesided_collectives::select::algorithms(c) {
+            assert!(
+                profile
+                    .entries()
+                    .iter()
+                    .any(|e| e.collective == c && e.algorithm == *a),
+                "{c:?} {a} missing"
+            );
+        }
+    }
+    let used = expect_ok(3, "shm", Some(&file.to_string_lossy()));
+    assert!(!used.contains("warning"), "{used}");
+    std::fs::remove_file(&file).unwrap();
+}

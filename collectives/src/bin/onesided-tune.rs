@@ -1,0 +1,268 @@
+//! `onesided-tune --np N --provider shm|tcp --out FILE [--scale S] [--max-bytes B]`
+//!
+//! Profiles every algorithm of every collective on N ranks of this host
+//! (launching itself under `osrun`, which must sit beside it): message
+//! sizes 8 B to 32 MiB per rank (alltoall to 2 MiB per pair), elements
+//! `f64` (and `i32` for the reductions), repetitions scaled by size, each
+//! timed on rank 0 after a barrier; the median of each point goes to FILE
+//! in the profile format of `onesided_collectives::profile` (version 1),
+//! for `ONESIDED_PROFILE`. Every result is checked as it is measured (a
+//! wrong one fails the run).
+
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use onesided_collectives::profile::{Collective, Entry, Profile};
+use onesided_collectives::select::algorithms;
+use onesided_collectives::{Builtin, Comm, Op};
+use onesided_rma::Group;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+const USAGE: &str =
+    "usage: onesided-tune --np N --provider shm|tcp --out FILE [--scale S] [--max-bytes B]";
+const SIZES: [usize; 8] = [8, 64, 512, 4096, 32768, 262_144, 2 << 20, 32 << 20];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = if args.first().map(String::as_str) == Some("--rank") {
+        rank(
+            args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1.0),
+            args.get(2).and_then(|s| s.parse().ok()).unwrap_or(32 << 20),
+        )
+    } else {
+        drive(&args)
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("onesided-tune: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn drive(args: &[String]) -> Result<()> {
+    let (mut np, mut provider, mut out, mut scale) = (None, "shm".to_string(), None, 1.0f64);
+    let mut max_bytes: usize = 32 << 20;
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or(format!("{flag} needs a value\n{USAGE}"))?;
+        match flag.as_str() {
+            "--np" => {
+                np = Some(
+                    value
+                        .parse::<u32>()
+                        .map_err(|_| format!("--np {value}\n{USAGE}"))?,
+                )
+            }
+            "--provider" if matches!(value.as_str(), "shm" | "tcp") => provider = value.clone(),
+            "--out" => out = Some(value.clone()),
+            "--scale" => {
+                scale = value
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| *s > 0.0)
+                    .ok_or(format!("--scale {value}\n{USAGE}"))?
+            }
+            "--max-bytes" => {
+                max_bytes = value
+                    .parse()
+                    .map_err(|_| format!("--max-bytes {value}\n{USAGE}"))?
+            }
+            _ => return Err(format!("bad argument {flag} {value}\n{USAGE}").into()),
+        }
+    }
+    let (np, out) = match (np, out) {
+        (Some(np), Some(out)) if np >= 1 => (np, out),
+        _ => return Err(USAGE.into()),
+    };
+    let exe = std::env::current_exe()?;
+    let osrun = exe.with_file_name("osrun");
+    let output = Command::new(&osrun)
+        .args([
+            "-n",
+            &np.to_string(),
+            "--provider",
+            &provider,
+            "--timeout",
+            "3600",
+        ])
+        .arg(&exe)
+        .args(["--rank", &scale.to_string(), &max_bytes.to_string()])
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", osrun.display()))?;
+    if !output.status.success() {
+        return Err(format!("the ranks failed ({})", output.status).into());
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let body: String = std::iter::once(onesided_collectives::profile::HEADER.to_string())
+        .chain(
+            text.lines()
+                .filter_map(|l| l.strip_prefix("PROFILE ").map(str::to_string)),
+        )
+        .collect::<Vec<_>>()
+        .join("\n");
+    let profile = Profile::parse(&body, "(measured)")?;
+    std::fs::write(&out, profile.to_text())?;
+    println!(
+        "onesided-tune: {} entries written to {out}",
+        profile.entries().len()
+    );
+    Ok(())
+}
+
+/// Rank mode: measures everything, rank 0 prints `PROFILE` lines.
+fn rank(scale: f64, max_bytes: usize) -> Result<()> {
+    let world = onesided_fabric::World::init()?;
+    let comm = Comm::new(world.endpoint(), Group::world(world.size()))?;
+    let geometry = comm.geometry();
+    let mut entries = Vec::new();
+    for collective in Collective::ALL {
+        for &algorithm in algorithms(collective) {
+            comm.force(collective, Some(algorithm))?;
+            for element in elements(collective) {
+                for bytes in sizes(collective).into_iter().filter(|&b| b <= max_bytes) {
+                    let reps = ((16usize << 20) / bytes.max(1)).clamp(3, 100);
+                    let reps = ((reps as f64 * scale) as usize).max(3);
+                    let us = measure(&comm, collective, element, bytes, reps)?;
+                    entries.push(Entry {
+                        collective,
+                        algorithm: algorithm.to_string(),
+                        geometry,
+                        element: element.to_string(),
+                        bytes: bytes as u64,
+                        us,
+                    });
+                }
+            }
+            comm.force(collective, None)?;
+        }
+    }
+    if comm.rank() == 0 {
+        let text = Profile::new(entries).to_text();
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with("onesided-profile"))
+        {
+            println!("PROFILE {line}");
+        }
+    }
+    Ok(world.finalize()?)
+}
+
+fn elements(collective: Collective) -> &'static [&'static str] {
+    match collective {
+        Collective::Reduce | Collective::Allreduce | Collective::ReduceScatter => &["f64", "i32"],
+        Collective::Barrier => &["bytes"],
+        _ => &["f64"],
+    }
+}
+
+fn sizes(collective: Collective) -> Vec<usize> {
+    match collective {
+        Collective::Barrier => vec![0],
+        Collective::Alltoall => SIZES.iter().copied().filter(|&s| s <= 2 << 20).collect(),
+        _ => SIZES.to_vec(),
+    }
+}
+
+/// The median microseconds of `reps` calls (after one untimed), each after
+/// a barrier; every result checked.
+fn measure(
+    comm: &Comm,
+    collective: Collective,
+    element: &str,
+    bytes: usize,
+    reps: usize,
+) -> Result<f64> {
+    let mut times = Vec::with_capacity(reps);
+    for i in 0..=reps {
+        comm.barrier()?;
+        let start = Instant::now();
+        match element {
+            "i32" => call::<i32>(comm, collective, bytes)?,
+            _ => call::<f64>(comm, collective, bytes)?,
+        }
+        if i > 0 {
+            times.push(start.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2].max(0.001))
+}
+
+/// One call of `collective` moving `bytes` per rank, checked.
+fn call<T>(comm: &Comm, collective: Collective, bytes: usize) -> Result<()>
+where
+    T: onesided_collectives::Reducible + From<i8>,
+{
+    let (me, n) = (comm.rank(), comm.group().size() as usize);
+    let count = bytes / size_of::<T>();
+    let one = T::from(1);
+    let sum = Op::Builtin(Builtin::Sum);
+    let wrong = |what: &str| format!("{what}: wrong result on rank {me}");
+    match collective {
+        Collective::Barrier => comm.barrier()?,
+        Collective::Bcast => {
+            let mut buf = vec![if me == 0 { one } else { T::zeroed() }; count];
+            comm.bcast(0, &mut buf)?;
+            if buf.iter().any(|v| *v != one) {
+                return Err(wrong("bcast").into());
+            }
+        }
+        Collective::Reduce | Collective::Allreduce => {
+            let input = vec![one; count];
+            let mut out = vec![T::zeroed(); count];
+            if collective == Collective::Reduce {
+                comm.reduce(0, &input, &mut out, &sum)?;
+            } else {
+                comm.allreduce(&input, &mut out, &sum)?;
+            }
+            let n_t = T::from(n as i8);
+            if (collective == Collective::Allreduce || me == 0) && out.iter().any(|v| *v != n_t) {
+                return Err(wrong(collective.name()).into());
+            }
+        }
+        Collective::Gather | Collective::Scatter | Collective::Allgather => {
+            let counts = vec![count; n];
+            let mine = vec![one; count];
+            let mut all = vec![T::zeroed(); count * n];
+            match collective {
+                Collective::Allgather => comm.allgatherv(&mine, &mut all, &counts)?,
+                Collective::Gather => comm.gatherv(0, &mine, &mut all, &counts)?,
+                _ => {
+                    let src = vec![one; count * n];
+                    let mut part = vec![T::zeroed(); count];
+                    comm.scatterv(0, &src, &mut part, &counts)?;
+                    all = part;
+                }
+            }
+            let checked = collective != Collective::Gather || me == 0;
+            if checked && all.iter().any(|v| *v != one) {
+                return Err(wrong(collective.name()).into());
+            }
+        }
+        Collective::Alltoall => {
+            let counts = vec![count; n];
+            let input = vec![one; count * n];
+            let mut output = vec![T::zeroed(); count * n];
+            comm.alltoallv(&input, &counts, &mut output, &counts)?;
+            if output.iter().any(|v| *v != one) {
+                return Err(wrong("alltoall").into());
+            }
+        }
+        Collective::ReduceScatter => {
+            let counts = vec![count; n];
+            let input = vec![one; count * n];
+            let mut block = vec![T::zeroed(); count];
+            comm.reduce_scatter(&input, &mut block, &counts, &sum)?;
+            if block.iter().any(|v| *v != T::from(n as i8)) {
+                return Err(wrong("reduce_scatter").into());
+            }
+        }
+    }
+    Ok(())
+}
