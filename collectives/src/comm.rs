@@ -465,6 +465,44 @@ impl<'e> Comm<'e> {
         self.finish(run, Collective::Scatter, a, "bytes", bytes)
     }
 
+    /// The average bytes per rank of `counts`: a size every rank computes
+    /// alike (selection must agree everywhere without a message).
+    fn average<T>(counts: &[usize]) -> u64 {
+        (counts.iter().sum::<usize>() * size_of::<T>() / counts.len().max(1)) as u64
+    }
+
+    /// Sends `count` elements of `input` to every group rank (blocks in rank
+    /// order) and receives `count` from each into `output`
+    /// (`MPI_Alltoall`).
+    ///
+    /// # Errors
+    /// As [`Comm::gatherv`].
+    pub fn alltoall<T: bytemuck::Pod>(
+        &self,
+        input: &[T],
+        output: &mut [T],
+        count: usize,
+    ) -> Result<(), Error> {
+        let n = self.group.size() as usize;
+        if input.len() != count * n || output.len() != count * n {
+            return Err(Error::BadCall(format!(
+                "alltoall of {count} per rank needs {} elements each way, got {} and {}",
+                count * n,
+                input.len(),
+                output.len()
+            )));
+        }
+        let counts = vec![count; n];
+        let bytes = (count * size_of::<T>()) as u64;
+        let a = self.algorithm(Collective::Alltoall, "bytes", bytes, true)?;
+        let s = match a {
+            "linear" => alg::alltoallv_linear(self.group.size(), self.me, &counts, &counts),
+            _ => alg::alltoallv_pairwise(self.group.size(), self.me, &counts, &counts),
+        };
+        let run = self.start(s, input, output, None)?;
+        self.finish(run, Collective::Alltoall, a, "bytes", bytes)
+    }
+
     fn check_counts(&self, counts: &[usize], mine: usize) -> Result<(), Error> {
         if counts.len() != self.group.size() as usize {
             return Err(Error::BadCall(format!(
@@ -511,7 +549,7 @@ impl<'e> Comm<'e> {
                 counts.iter().sum::<usize>()
             )));
         }
-        let bytes = std::mem::size_of_val(input) as u64;
+        let bytes = Self::average::<T>(counts);
         let a = self.algorithm(Collective::Allgather, "bytes", bytes, true)?;
         let (n, me) = (self.group.size(), self.me);
         Ok((
@@ -534,7 +572,7 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         counts: &[usize],
     ) -> Result<(), Error> {
-        let bytes = std::mem::size_of_val(input) as u64;
+        let bytes = Self::average::<T>(counts);
         let (s, a) = self.allgatherv_schedule(input, output, counts)?;
         let run = self.start(s, input, output, None)?;
         self.finish(run, Collective::Allgather, a, "bytes", bytes)
@@ -542,7 +580,9 @@ impl<'e> Comm<'e> {
 
     /// Sends `sends[r]` elements of `input` (laid end to end) to each group
     /// rank `r` and receives `recvs[r]` from each into `output`
-    /// (`MPI_Alltoallv`).
+    /// (`MPI_Alltoallv`). Its sizes differ per rank, so it runs pairwise (or
+    /// the algorithm forced with [`Comm::force`]): ranks must agree on the
+    /// algorithm without a message.
     ///
     /// # Errors
     /// As [`Comm::gatherv`].
@@ -563,8 +603,15 @@ impl<'e> Comm<'e> {
                 "alltoallv counts do not match the group or the buffers".into(),
             ));
         }
+        // Counts differ per rank here, and every rank must choose the same
+        // algorithm without a message: pairwise, unless forced.
         let bytes = std::mem::size_of_val(input) as u64 / n.max(1) as u64;
-        let a = self.algorithm(Collective::Alltoall, "bytes", bytes, true)?;
+        let a = self
+            .forced
+            .borrow()
+            .get(&Collective::Alltoall)
+            .copied()
+            .unwrap_or("pairwise");
         let s = match a {
             "linear" => alg::alltoallv_linear(self.group.size(), self.me, sends, recvs),
             _ => alg::alltoallv_pairwise(self.group.size(), self.me, sends, recvs),
@@ -594,7 +641,7 @@ impl<'e> Comm<'e> {
                 counts.iter().sum::<usize>()
             )));
         }
-        let bytes = std::mem::size_of_val(output) as u64;
+        let bytes = Self::average::<T>(counts);
         let a = self.algorithm(
             Collective::ReduceScatter,
             T::NAME,

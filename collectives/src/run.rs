@@ -174,8 +174,8 @@ impl<'a, T: bytemuck::Pod> Run<'a, T> {
             match a {
                 Action::Recv { into, .. } => {
                     let t = data.ok_or(Error::BadCall("a receive without its transfer".into()))?;
-                    let got: Vec<T> = received(&t, into.len)?;
-                    self.slice_mut(*into).copy_from_slice(&got);
+                    let bytes = message(&t, into.len * size_of::<T>())?;
+                    bytemuck::cast_slice_mut::<T, u8>(self.slice_mut(*into)).copy_from_slice(bytes);
                 }
                 Action::RecvReduce {
                     into,
@@ -183,29 +183,51 @@ impl<'a, T: bytemuck::Pod> Run<'a, T> {
                     ..
                 } => {
                     let t = data.ok_or(Error::BadCall("a receive without its transfer".into()))?;
-                    let mut got: Vec<T> = received(&t, into.len)?;
-                    let combine = self
-                        .combine
+                    let bytes = message(&t, into.len * size_of::<T>())?;
+                    let Run {
+                        combine,
+                        output,
+                        scratch,
+                        ..
+                    } = self;
+                    let combine = combine
                         .as_ref()
                         .ok_or(Error::BadCall("a reduction without an operation".into()))?;
-                    if *received_first {
-                        combine(&mut got, self.slice(*into));
-                        self.slice_mut(*into).copy_from_slice(&got);
-                    } else {
-                        let mut mine = self.slice(*into).to_vec();
-                        combine(&mut mine, &got);
-                        self.slice_mut(*into).copy_from_slice(&mine);
+                    let dest: &mut [T] = match into.buf {
+                        Buf::Scratch => &mut scratch[into.at..into.at + into.len],
+                        _ => &mut output[into.at..into.at + into.len],
+                    };
+                    match (bytemuck::try_cast_slice::<u8, T>(bytes), *received_first) {
+                        // In place: one pass over the data.
+                        (Ok(got), false) => combine(dest, got),
+                        _ => {
+                            let mut got = vec![T::zeroed(); into.len];
+                            bytemuck::cast_slice_mut::<T, u8>(&mut got).copy_from_slice(bytes);
+                            if *received_first {
+                                combine(&mut got, dest);
+                                dest.copy_from_slice(&got);
+                            } else {
+                                combine(dest, &got);
+                            }
+                        }
                     }
                 }
                 Action::Reduce { from, into } => {
                     let right = self.slice(*from).to_vec();
-                    let mut left = self.slice(*into).to_vec();
-                    let combine = self
-                        .combine
+                    let Run {
+                        combine,
+                        output,
+                        scratch,
+                        ..
+                    } = self;
+                    let combine = combine
                         .as_ref()
                         .ok_or(Error::BadCall("a reduction without an operation".into()))?;
-                    combine(&mut left, &right);
-                    self.slice_mut(*into).copy_from_slice(&left);
+                    let dest: &mut [T] = match into.buf {
+                        Buf::Scratch => &mut scratch[into.at..into.at + into.len],
+                        _ => &mut output[into.at..into.at + into.len],
+                    };
+                    combine(dest, &right);
                 }
                 _ => {}
             }
@@ -214,19 +236,16 @@ impl<'a, T: bytemuck::Pod> Run<'a, T> {
     }
 }
 
-/// The elements a completed receive brought (exactly `len`).
-fn received<T: bytemuck::Pod>(t: &Transfer<'_>, len: usize) -> Result<Vec<T>, Error> {
+/// The bytes a completed receive brought (exactly `len`).
+fn message<'t>(t: &'t Transfer<'_>, len: usize) -> Result<&'t [u8], Error> {
     let bytes = t.data();
-    if bytes.len() != len * size_of::<T>() {
+    if bytes.len() != len {
         return Err(Error::BadCall(format!(
-            "a message of {} bytes where {} were expected (the ranks disagree on the call)",
-            bytes.len(),
-            len * size_of::<T>()
+            "a message of {} bytes where {len} were expected (the ranks disagree on the call)",
+            bytes.len()
         )));
     }
-    let mut out = vec![T::zeroed(); len];
-    bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(bytes);
-    Ok(out)
+    Ok(bytes)
 }
 
 impl<T: bytemuck::Pod> Request for Run<'_, T> {

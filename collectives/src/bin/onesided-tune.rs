@@ -246,10 +246,9 @@ where
             }
         }
         Collective::Alltoall => {
-            let counts = vec![count; n];
             let input = vec![one; count * n];
             let mut output = vec![T::zeroed(); count * n];
-            comm.alltoallv(&input, &counts, &mut output, &counts)?;
+            comm.alltoall(&input, &mut output, count)?;
             if output.iter().any(|v| *v != one) {
                 return Err(wrong("alltoall").into());
             }

@@ -164,10 +164,20 @@ fn run(comm: &Comm, tag: &str) -> Vec<&'static str> {
         .flat_map(|a| (0..recvs[a as usize]).map(move |i| value(a, 100 * me as usize + i)))
         .collect();
     check(me, output == want, || format!("{tag} alltoallv"));
+    // alltoall with equal counts (its algorithm chosen by size).
+    let input: Vec<i64> = (0..n)
+        .flat_map(|b| (0..3).map(move |i| value(me, 10 * b as usize + i)))
+        .collect();
+    let mut output = vec![0i64; 3 * n as usize];
+    must(me, "alltoall", comm.alltoall(&input, &mut output, 3));
+    let want: Vec<i64> = (0..n)
+        .flat_map(|a| (0..3).map(move |i| value(a, 10 * me as usize + i)))
+        .collect();
+    check(me, output == want, || format!("{tag} alltoall"));
     used.push(must(
         me,
         "choose",
-        comm.algorithm(Collective::Alltoall, "bytes", 8, true),
+        comm.algorithm(Collective::Alltoall, "bytes", 24, true),
     ));
     used.push(must(
         me,

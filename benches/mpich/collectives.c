@@ -1,0 +1,221 @@
+/* MPICH peer of onesided-bench's collectives suite: MPI's own collectives,
+ * measured the way an MPI user measures them.
+ *   collectives collectives [SCALE]
+ * SCALE (default 1.0) multiplies every repetition count (at least 3 reps).
+ * Cases, on doubles, at 8 B - 32 MiB per rank (barrier: 0 B only):
+ * barrier, bcast (root 0), reduce (sum to root 0), allreduce (sum),
+ * allgather, alltoallv (equal counts; the size is per pair, and only up to
+ * 2 MiB: 32 MiB per pair would need 2 * N * 32 MiB per rank) and iallreduce
+ * (sum, then MPI_Wait). Reps per size: 16 MiB / size, clamped to 3 - 200
+ * (barrier: 1000), times SCALE. Each rep starts with an untimed barrier;
+ * warm-up reps (10%, at least 2) are untimed; times are MPI_Wtime on rank 0,
+ * which prints one line per case and size:
+ *   collectives CASE BYTES MEDIAN_US MIN_US MAX_US
+ * Every rep's result is checked on every rank that gets one (every element
+ * up to 4 KiB per block, above that every 97th and the last, which are
+ * poisoned before the rep): a wrong one aborts with exit 1.
+ * Built by benches/mpich/build.sh with MPICH 5.0.2's mpicc. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const long SIZES[] = {8, 64, 512, 4096, 32768, 262144, 2097152, 33554432};
+static const long REPS_BYTES = 16L << 20; /* reps per size: REPS_BYTES / size */
+static const long ALLTOALLV_MAX = 2L << 20;
+static const long DENSE_MAX = 4096; /* blocks up to this are checked whole */
+static const double POISON = -1.0;  /* never an expected value */
+
+enum { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER, ALLTOALLV, IALLREDUCE };
+static const char *const CASES[] = {"barrier", "bcast", "reduce", "allreduce", "allgather", "alltoallv", "iallreduce"};
+
+typedef struct {
+    const char *suite;
+    int rank, size;
+    double scale;
+} Bench;
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void report(int rank, const char *suite, const char *name, long bytes, double *t, int n) {
+    if (rank != 0) return;
+    qsort(t, n, sizeof *t, cmp);
+    printf("%s %s %ld %.3f %.3f %.3f\n", suite, name, bytes, t[n / 2] * 1e6, t[0] * 1e6, t[n - 1] * 1e6);
+    fflush(stdout);
+}
+
+/* Element i of rank r's input (reduce, allreduce, iallreduce, allgather). */
+static double input(int r, long i) { return (double)((i % 1000) + r); }
+
+/* Element i of the sum of every rank's input over n ranks. */
+static double reduced(int n, long i) { return (double)n * (double)(i % 1000) + (double)n * (n - 1) / 2; }
+
+/* Element i of the root's buffer in bcast rep rep. */
+static double bcast_value(long rep, long i) { return (double)(rep * 1000 + i % 1000); }
+
+/* Element i of the alltoallv block rank a sends to rank b. */
+static double pair(int a, int b, long i) { return (double)(a * 7 + b * 3 + (i % 100)); }
+
+static int scaled(const Bench *b, long base) {
+    int n = (int)(base * b->scale + 0.5);
+    return n < 3 ? 3 : n;
+}
+
+static int warmup(int reps) { return reps / 10 < 2 ? 2 : reps / 10; }
+
+static void fail(const Bench *b, const char *name, long bytes, const char *what, double expected, double found) {
+    fprintf(stderr, "collectives: %s %s %ld: rank %d %s expected %.17g found %.17g\n", b->suite, name, bytes,
+            b->rank, what, expected, found);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* The checked index after i in a block of count elements: every one up to
+ * DENSE_MAX bytes, above that every 97th and the last. */
+static long next_checked(long i, long count) {
+    if (count * (long)sizeof(double) <= DENSE_MAX || i == count - 1) return i + 1;
+    return i + 97 < count ? i + 97 : count - 1;
+}
+
+static void poison(double *block, long count) {
+    for (long i = 0; i < count; i = next_checked(i, count)) block[i] = POISON;
+}
+
+/* What element i of a result block of case c should hold: p is the bcast
+ * rep, the rank count (sums), the owner (allgather) or the sender
+ * (alltoallv, to the receiver q). */
+static double expected(int c, long p, int q, long i) {
+    switch (c) {
+    case BCAST: return bcast_value(p, i);
+    case ALLGATHER: return input((int)p, i);
+    case ALLTOALLV: return pair((int)p, q, i);
+    default: return reduced((int)p, i);
+    }
+}
+
+/* Aborts unless got[i] == expected(c, p, q, i) at every checked i < count;
+ * block < 0: the result is one block. */
+static void check(const Bench *b, int c, long bytes, long rep, int block, const double *got, long count, long p,
+                  int q) {
+    for (long i = 0; i < count; i = next_checked(i, count)) {
+        double want = expected(c, p, q, i);
+        if (got[i] != want) {
+            char what[128];
+            if (block < 0)
+                snprintf(what, sizeof what, "rep %ld, index %ld", rep, i);
+            else
+                snprintf(what, sizeof what, "rep %ld, block of rank %d, index %ld", rep, block, i);
+            fail(b, CASES[c], bytes, what, want, got[i]);
+        }
+    }
+}
+
+/* Case c at bytes per rank (per pair: alltoallv), checked; times into t. */
+static void coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
+    int n = b->size, me = b->rank, warm = warmup(reps), count = (int)(bytes / (long)sizeof(double));
+    long blocks = c == ALLGATHER || c == ALLTOALLV ? n : 1;
+    double *send = malloc(sizeof(double) * count * (c == ALLTOALLV ? n : 1));
+    double *recv = malloc(sizeof(double) * count * blocks);
+    int *counts = malloc(sizeof(int) * n), *displs = malloc(sizeof(int) * n);
+    if (!send || !recv || !counts || !displs) {
+        fprintf(stderr, "collectives: %s %s %ld: rank %d out of memory\n", b->suite, CASES[c], bytes, me);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (int r = 0; r < n; r++) {
+        counts[r] = count;
+        displs[r] = r * count;
+    }
+    if (c == ALLTOALLV)
+        for (int r = 0; r < n; r++)
+            for (long i = 0; i < count; i++) send[(long)r * count + i] = pair(me, r, i);
+    else if (c != BCAST)
+        for (long i = 0; i < count; i++) send[i] = input(me, i);
+    for (int i = -warm; i < reps; i++) {
+        long rep = i + warm;
+        if (c == BCAST && me == 0)
+            for (long k = 0; k < count; k++) recv[k] = bcast_value(rep, k);
+        else if (c != BCAST && (c != REDUCE || me == 0))
+            for (long k = 0; k < blocks; k++) poison(recv + k * count, count);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double s = MPI_Wtime();
+        if (c == BCAST)
+            MPI_Bcast(recv, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        else if (c == REDUCE)
+            MPI_Reduce(send, recv, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        else if (c == ALLREDUCE)
+            MPI_Allreduce(send, recv, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        else if (c == ALLGATHER)
+            MPI_Allgather(send, count, MPI_DOUBLE, recv, count, MPI_DOUBLE, MPI_COMM_WORLD);
+        else if (c == ALLTOALLV)
+            MPI_Alltoallv(send, counts, displs, MPI_DOUBLE, recv, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
+        else {
+            MPI_Request q;
+            MPI_Iallreduce(send, recv, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q);
+            MPI_Wait(&q, MPI_STATUS_IGNORE);
+        }
+        if (i >= 0) t[i] = MPI_Wtime() - s;
+        if (c == BCAST)
+            check(b, c, bytes, rep, -1, recv, count, rep, 0);
+        else if (c == ALLGATHER || c == ALLTOALLV)
+            for (int r = 0; r < n; r++) check(b, c, bytes, rep, r, recv + (long)r * count, count, r, me);
+        else if (c != REDUCE || me == 0)
+            check(b, c, bytes, rep, -1, recv, count, n, 0);
+    }
+    free(displs);
+    free(counts);
+    free(recv);
+    free(send);
+}
+
+static void barrier_case(double *t, int reps) {
+    int warm = warmup(reps);
+    for (int i = -warm; i < reps; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double s = MPI_Wtime();
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (i >= 0) t[i] = MPI_Wtime() - s;
+    }
+}
+
+static void collectives_suite(const Bench *b) {
+    int reps = scaled(b, 1000);
+    double *t = malloc(sizeof(double) * (reps > scaled(b, 200) ? reps : scaled(b, 200)));
+    barrier_case(t, reps);
+    report(b->rank, b->suite, CASES[BARRIER], 0, t, reps);
+    for (int c = BCAST; c <= IALLREDUCE; c++)
+        for (size_t s = 0; s < sizeof SIZES / sizeof *SIZES; s++) {
+            long bytes = SIZES[s], base_reps = REPS_BYTES / bytes;
+            if (c == ALLTOALLV && bytes > ALLTOALLV_MAX) continue;
+            reps = scaled(b, base_reps < 3 ? 3 : base_reps > 200 ? 200 : base_reps);
+            coll_case(b, c, bytes, t, reps);
+            report(b->rank, b->suite, CASES[c], bytes, t, reps);
+        }
+    free(t);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    Bench b;
+    MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &b.size);
+    b.suite = argc > 1 ? argv[1] : "";
+    char *end = NULL;
+    b.scale = argc > 2 ? strtod(argv[2], &end) : 1.0;
+    int bad_scale = argc > 2 && (*end != '\0' || end == argv[2] || !(b.scale > 0));
+    if (!bad_scale && strcmp(b.suite, "collectives") == 0)
+        collectives_suite(&b);
+    else {
+        if (b.rank == 0) {
+            if (bad_scale)
+                fprintf(stderr, "collectives: bad scale '%s' (want a number > 0)\n", argv[2]);
+            else
+                fprintf(stderr, "collectives: unknown suite '%s'\n", b.suite);
+            fprintf(stderr, "usage: collectives collectives [SCALE]\n");
+        }
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_Finalize();
+    return 0;
+}
