@@ -102,19 +102,27 @@ pub struct Measured {
     pub bytes: u64,
     /// Median microseconds.
     pub median_us: f64,
+    /// The algorithm used, when the side says (a seventh field).
+    pub algorithm: Option<String>,
 }
 
-/// Parses a result line; `None` for any other line.
+/// Parses a result line (six fields, and an optional seventh: the
+/// algorithm); `None` for any other line.
 pub fn parse_line(line: &str) -> Option<Measured> {
     let f: Vec<&str> = line.split_whitespace().collect();
-    let [suite, case, bytes, median, _min, _max] = f.as_slice() else {
-        return None;
+    let (suite, case, bytes, median, algorithm) = match f.as_slice() {
+        [suite, case, bytes, median, _min, _max] => (suite, case, bytes, median, None),
+        [suite, case, bytes, median, _min, _max, a] => {
+            (suite, case, bytes, median, Some(a.to_string()))
+        }
+        _ => return None,
     };
     Some(Measured {
         suite: suite.to_string(),
         case: case.to_string(),
         bytes: bytes.parse().ok()?,
         median_us: median.parse().ok().filter(|m: &f64| m.is_finite())?,
+        algorithm,
     })
 }
 
@@ -126,6 +134,8 @@ type Case = (String, String, u64);
 pub struct Rounds {
     /// Each case's (onesided medians, peer medians).
     cases: BTreeMap<Case, (Vec<f64>, Vec<f64>)>,
+    /// The algorithm onesided used per case (the last round's).
+    algorithms: BTreeMap<Case, String>,
     /// First-seen order of the cases.
     order: Vec<Case>,
 }
@@ -137,6 +147,9 @@ impl Rounds {
             let key = (m.suite.clone(), m.case.clone(), m.bytes);
             if !self.cases.contains_key(&key) {
                 self.order.push(key.clone());
+            }
+            if let (false, Some(a)) = (peer, &m.algorithm) {
+                self.algorithms.insert(key.clone(), a.clone());
             }
             let entry = self.cases.entry(key).or_default();
             if peer {
@@ -163,6 +176,7 @@ impl Rounds {
                     provider: provider.to_string(),
                     onesided_us: median(ours)?,
                     peer_us: median(peer)?,
+                    algorithm: self.algorithms.get(key).cloned(),
                 })
             })
             .collect()
@@ -229,7 +243,10 @@ mod tests {
     fn lines_and_rounds() {
         assert_eq!(parse_line("noise"), None);
         assert_eq!(parse_line("get x 8 nan 1 2"), None);
+        let a = parse_line("collectives allreduce 8 1.5 1.0 2.0 ring").unwrap();
+        assert_eq!(a.algorithm.as_deref(), Some("ring"));
         let m = parse_line("get lock_all_flush 8 0.130 0.120 0.230").unwrap();
+        assert_eq!(m.algorithm, None);
         assert_eq!((m.bytes, m.median_us), (8, 0.13));
         let mut r = Rounds::default();
         let line = |v: f64| Measured {

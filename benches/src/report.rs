@@ -23,6 +23,8 @@ pub struct Row {
     pub onesided_us: f64,
     /// Median time of the peer (MPICH), in microseconds.
     pub peer_us: f64,
+    /// The algorithm onesided chose, where it chooses (collectives).
+    pub algorithm: Option<String>,
 }
 
 impl Row {
@@ -184,8 +186,13 @@ fn json_num(v: f64) -> String {
 /// `suite`, `case`, `ranks`, `provider`, `onesided_us`, `peer_us`, `speedup`,
 /// in that order; a non-finite number is written as `null`.
 pub fn json_line(row: &Row) -> String {
+    let algorithm = row
+        .algorithm
+        .as_deref()
+        .map(|a| format!(",\"algorithm\":{}", json_str(a)))
+        .unwrap_or_default();
     format!(
-        "{{\"suite\":{},\"case\":{},\"ranks\":{},\"provider\":{},\"onesided_us\":{},\"peer_us\":{},\"speedup\":{}}}",
+        "{{\"suite\":{},\"case\":{},\"ranks\":{},\"provider\":{},\"onesided_us\":{},\"peer_us\":{},\"speedup\":{}{algorithm}}}",
         json_str(&row.suite),
         json_str(&row.case()),
         row.ranks,
@@ -736,6 +743,7 @@ mod tests {
             provider: "shm".to_string(),
             onesided_us,
             peer_us,
+            algorithm: None,
         }
     }
 
@@ -787,6 +795,9 @@ mod tests {
             json_line(&odd),
             r#"{"suite":"get","case":"a\"b\\c\nd\u0001","ranks":4,"provider":"shm","onesided_us":null,"peer_us":0.25,"speedup":null}"#
         );
+        let mut chosen = row("collectives", "allreduce", 8, 1.0, 2.0);
+        chosen.algorithm = Some("ring".into());
+        assert!(json_line(&chosen).ends_with(r#""speedup":2,"algorithm":"ring"}"#));
     }
 
     fn well_formed(svg: &str) -> bool {

@@ -22,7 +22,7 @@ const SIZES: [usize; 8] = [8, 64, 512, 4096, 32768, 262_144, 1 << 20, 4 << 20];
 const NBUF: usize = 8;
 
 /// The suites, by name.
-pub const SUITES: [&str; 5] = ["window", "get", "put", "atomic", "ibarrier"];
+pub const SUITES: [&str; 6] = ["window", "get", "put", "atomic", "ibarrier", "collectives"];
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -129,6 +129,7 @@ pub fn run(world: &World, suite: &str, scale: f64) -> Result<()> {
         "get" => xfer(&b, false),
         "put" => xfer(&b, true),
         "atomic" => atomic(&b),
+        "collectives" => collectives(&b, world),
         _ => ibarrier(&b),
     }
 }
@@ -394,5 +395,132 @@ fn ibarrier(b: &Bench) -> Result<()> {
         || Ok(b.rma.ibarrier(&b.group)?.wait()?),
     )?;
     b.report("ibarrier_wait", 0, &mut t);
+    Ok(())
+}
+
+/// Sizes of the collectives suite (bytes per rank, or per pair for
+/// alltoallv, which stops at 2 MiB).
+const COLLECTIVE_SIZES: [usize; 8] = [8, 64, 512, 4096, 32768, 262_144, 2 << 20, 32 << 20];
+
+/// The collectives suite: every case after an untimed barrier, results
+/// checked, the algorithm onesided chose printed as a seventh field.
+fn collectives(b: &Bench, world: &World) -> Result<()> {
+    use onesided_collectives::{Builtin, Collective, Comm, Op};
+    let comm = Comm::new(world.endpoint(), Group::world(world.size()))?;
+    let n = world.size() as usize;
+    let me = b.rank;
+    let sum = Op::Builtin(Builtin::Sum);
+    let report = |case: &str, bytes: usize, t: &mut Vec<f64>, algorithm: &str| {
+        if me == 0 && !t.is_empty() {
+            t.sort_by(f64::total_cmp);
+            println!(
+                "collectives {case} {bytes} {:.3} {:.3} {:.3} {algorithm}",
+                t[t.len() / 2],
+                t[0],
+                t[t.len() - 1]
+            );
+        }
+    };
+    let wrong = |case: &str, bytes: usize, i: usize| -> Result<()> {
+        Err(format!("collectives {case} {bytes}: rank {me} element {i} wrong").into())
+    };
+    // Barrier.
+    let mut t = b.timed(b.reps(1000), 1, || Ok(()), || Ok(comm.barrier()?))?;
+    report("barrier", 0, &mut t, "dissemination");
+    for bytes in COLLECTIVE_SIZES {
+        let count = bytes / 8;
+        let reps = b.reps((16usize << 20).div_ceil(bytes).clamp(3, 200));
+        let before = || Ok(comm.barrier()?);
+        let base: Vec<f64> = (0..count)
+            .map(|i| ((i % 1000) + me as usize) as f64)
+            .collect();
+        let expect = |i: usize| (n * (i % 1000) + n * (n - 1) / 2) as f64;
+        // bcast
+        let mut buf = vec![0f64; count];
+        let mut rep = 0f64;
+        let mut t = b.timed(reps, 1, before, || {
+            rep += 1.0;
+            buf.iter_mut()
+                .for_each(|v| *v = if me == 0 { rep } else { 0.0 });
+            Ok(comm.bcast(0, &mut buf)?)
+        })?;
+        if let Some(i) = buf.iter().position(|v| *v != rep) {
+            wrong("bcast", bytes, i)?;
+        }
+        report(
+            "bcast",
+            bytes,
+            &mut t,
+            comm.algorithm(Collective::Bcast, "bytes", bytes as u64, true)?,
+        );
+        // reduce, allreduce, iallreduce
+        let mut out = vec![0f64; count];
+        let mut t = b.timed(reps, 1, before, || {
+            Ok(comm.reduce(0, &base, &mut out, &sum)?)
+        })?;
+        if me == 0 {
+            if let Some(i) = (0..count).find(|&i| out[i] != expect(i)) {
+                wrong("reduce", bytes, i)?;
+            }
+        }
+        report(
+            "reduce",
+            bytes,
+            &mut t,
+            comm.algorithm(Collective::Reduce, "f64", bytes as u64, true)?,
+        );
+        let mut t = b.timed(reps, 1, before, || {
+            Ok(comm.allreduce(&base, &mut out, &sum)?)
+        })?;
+        if let Some(i) = (0..count).find(|&i| out[i] != expect(i)) {
+            wrong("allreduce", bytes, i)?;
+        }
+        let allreduce = comm.algorithm(Collective::Allreduce, "f64", bytes as u64, true)?;
+        report("allreduce", bytes, &mut t, allreduce);
+        let mut t = b.timed(reps, 1, before, || {
+            let mut r = comm.iallreduce(&base, &mut out, &sum)?;
+            Ok(r.wait()?)
+        })?;
+        if let Some(i) = (0..count).find(|&i| out[i] != expect(i)) {
+            wrong("iallreduce", bytes, i)?;
+        }
+        report("iallreduce", bytes, &mut t, allreduce);
+        // allgather
+        let counts = vec![count; n];
+        let mut all = vec![0f64; count * n];
+        let mut t = b.timed(reps, 1, before, || {
+            Ok(comm.allgatherv(&base, &mut all, &counts)?)
+        })?;
+        if let Some(i) = (0..count * n)
+            .find(|&i| all[i] != ((i % count.max(1)) % 1000 + i / count.max(1)) as f64)
+        {
+            wrong("allgather", bytes, i)?;
+        }
+        report(
+            "allgather",
+            bytes,
+            &mut t,
+            comm.algorithm(Collective::Allgather, "bytes", bytes as u64, true)?,
+        );
+        // alltoallv, equal counts
+        if bytes <= 2 << 20 {
+            let input: Vec<f64> = (0..count * n)
+                .map(|k| {
+                    (me as usize * 7 + (k / count.max(1)) * 3 + (k % count.max(1)) % 100) as f64
+                })
+                .collect();
+            let mut output = vec![0f64; count * n];
+            let mut t = b.timed(reps, 1, before, || {
+                Ok(comm.alltoallv(&input, &counts, &mut output, &counts)?)
+            })?;
+            if let Some(i) = (0..count * n).find(|&k| {
+                output[k]
+                    != ((k / count.max(1)) * 7 + me as usize * 3 + (k % count.max(1)) % 100) as f64
+            }) {
+                wrong("alltoallv", bytes, i)?;
+            }
+            report("alltoallv", bytes, &mut t, "pairwise");
+        }
+    }
     Ok(())
 }
