@@ -70,6 +70,7 @@ static void fail(const Bench *b, const char *name, long bytes, const char *what,
     fprintf(stderr, "collectives: %s %s %ld: rank %d %s expected %.17g found %.17g\n", b->suite, name, bytes,
             b->rank, what, expected, found);
     MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1); /* MPICH 5.0.2's MPI_Abort has been seen to return */
 }
 
 /* The checked index after i in a block of count elements: every one up to
@@ -122,6 +123,7 @@ static void coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
     if (!send || !recv || !counts || !displs) {
         fprintf(stderr, "collectives: %s %s %ld: rank %d out of memory\n", b->suite, CASES[c], bytes, me);
         MPI_Abort(MPI_COMM_WORLD, 1);
+        exit(1);
     }
     for (int r = 0; r < n; r++) {
         counts[r] = count;
@@ -215,6 +217,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "usage: collectives collectives [SCALE]\n");
         }
         MPI_Abort(MPI_COMM_WORLD, 2);
+        exit(2);
     }
     MPI_Finalize();
     return 0;
