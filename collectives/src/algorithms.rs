@@ -135,22 +135,37 @@ pub fn reduce_binomial(n: u32, me: u32, root: u32, count: usize, commutative: bo
     let rel = (me + n - tree_root) % n;
     let real = |r: u32| (r + tree_root) % n;
     let rounds = log2_ceil(n);
+    let receives = (0..rounds).any(|k| {
+        let step = 1u32 << k;
+        rel.is_multiple_of(2 * step) && rel + step < n
+    });
+    // Where this rank accumulates: the root its output, an inner node
+    // scratch memory, a leaf nothing (it sends its input as it is).
+    let acc = if me == tree_root && me == root {
+        out(0, count)
+    } else if receives {
+        scratch(0, count)
+    } else {
+        input(0, count)
+    };
     let mut s = Schedule::with_rounds(rounds + 1);
-    s.scratch = count;
-    s.push(0, copy(input(0, count), scratch(0, count)));
+    if acc.buf == Buf::Scratch {
+        s.scratch = count;
+    }
+    if acc.buf != Buf::Input {
+        s.push(0, copy(input(0, count), acc));
+    }
     for k in 0..rounds {
         let step = 1u32 << k;
         if rel % (2 * step) == step {
-            s.push(k, send(real(rel - step), scratch(0, count)));
+            s.push(k, send(real(rel - step), acc));
         } else if rel.is_multiple_of(2 * step) && rel + step < n {
-            s.push(k, recv_reduce(real(rel + step), scratch(0, count), false));
+            s.push(k, recv_reduce(real(rel + step), acc, false));
         }
     }
-    if me == tree_root && me == root {
-        s.push(rounds, copy(scratch(0, count), out(0, count)));
-    } else if me == tree_root {
-        s.push(rounds, send(root, scratch(0, count)));
-    } else if me == root {
+    if me == tree_root && me != root {
+        s.push(rounds, send(root, acc));
+    } else if me == root && me != tree_root {
         s.push(rounds, recv(tree_root, out(0, count)));
     }
     s

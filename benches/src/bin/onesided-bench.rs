@@ -76,9 +76,18 @@ fn drive(args: &[String]) -> Result<()> {
         )
         .into());
     }
-    let peer = root.join("target/mpich/rma");
+    // The C peers: collectives.c for the collectives suite, rma.c for the
+    // others.
+    let peers = root.join("target/mpich");
+    let peer_of = |suite: &str| {
+        peers.join(if suite == "collectives" {
+            "collectives"
+        } else {
+            "rma"
+        })
+    };
     let mpiexec = root.join("target/mpich-venv/bin/mpiexec");
-    if !peer.exists() || !mpiexec.exists() {
+    if !peer_of("window").exists() || !peer_of("collectives").exists() || !mpiexec.exists() {
         eprintln!("onesided-bench: building the MPICH peer (benches/mpich/build.sh)");
         let status = Command::new("bash")
             .arg(root.join("benches/mpich/build.sh"))
@@ -105,6 +114,7 @@ fn drive(args: &[String]) -> Result<()> {
             let ours = ours(&args, &osrun, &exe, suite)?;
             plain.add(false, &ours);
             yielding.add(false, &ours);
+            let peer = peer_of(suite);
             plain.add(true, &mpich(&args, &mpiexec, &peer, suite, &[])?);
             if oversubscribed {
                 yielding.add(true, &mpich(&args, &mpiexec, &peer, suite, &MPICH_YIELD)?);
