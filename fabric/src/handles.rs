@@ -57,6 +57,9 @@ impl Handles {
         mr_mode_supported: MrMode,
         progress: ProgressMode,
     ) -> Result<Handles> {
+        if provider == Provider::Shm {
+            remove_stale_shm_files();
+        }
         let info = getinfo(provider, mr_mode_supported, progress)?;
         let mut handles = Handles {
             ep: ptr::null_mut(),
@@ -327,4 +330,20 @@ fn getinfo(
         "fi_getinfo found no RDM endpoint with tagged messages, RMA and atomics: {}",
         crate::error::strerror(code)
     )))
+}
+
+/// Removes `/dev/shm/PID:*` files named after this process's PID: libfabric's
+/// shm provider names its segment so, refuses to start (`EBUSY`) when one is
+/// there already, and none can belong to a live process but this one, so any
+/// found now was left by a dead process that had the same PID (killed before
+/// it could close its endpoint; PIDs wrap at 32768 here).
+fn remove_stale_shm_files() {
+    let prefix = format!("{}:", std::process::id());
+    if let Ok(entries) = std::fs::read_dir("/dev/shm") {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
 }
