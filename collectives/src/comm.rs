@@ -1,5 +1,8 @@
-//! Collectives over a group: [`Comm`], its blocking calls and their
-//! nonblocking (`i`-prefixed) forms returning a [`Run`] request.
+//! Collectives over a group: [`Comm`], its blocking calls and the
+//! nonblocking forms `ibarrier`, `ibcast`, `ireduce`, `iallreduce` and
+//! `iallgatherv`, which return a [`Run`] request (first round posted at
+//! once; later rounds when it is tested). A `Run` dropped before it
+//! completes leaves the other members' call to fail by timeout.
 //!
 //! Every member calls the same collectives in the same order (as MPI
 //! requires), with matching counts. Each call picks its algorithm from the
@@ -35,6 +38,11 @@ pub struct Comm<'e> {
     choices: Selector,
     observed: RefCell<Selector>,
     calls: Cell<u64>,
+    /// What tells this Comm's messages from others': the group, the
+    /// Comm's number among this process's Comms, and the selection source
+    /// (so ranks that loaded different profiles fail fast instead of
+    /// choosing different algorithms).
+    context: u64,
     warning: Option<String>,
     /// Algorithms forced per collective (tuning, tests).
     forced: RefCell<std::collections::HashMap<Collective, &'static str>>,
@@ -61,6 +69,16 @@ impl<'e> Comm<'e> {
             ranks_per_host: per_host.values().copied().max().unwrap_or(1),
         };
         let (choices, warning) = Selector::from_env(geometry);
+        // Members create their Comms in the same order (as MPI requires of
+        // communicator creation), so this number agrees across them.
+        static COMMS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let nth = COMMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let source = mix(choices
+            .profile()
+            .to_text()
+            .bytes()
+            .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b)));
+        let context = mix(group.key() ^ mix(nth.wrapping_add(1)) ^ source);
         if let Some(w) = &warning {
             // One warning per process, however many groups it makes.
             static WARNED: std::sync::Once = std::sync::Once::new();
@@ -74,6 +92,7 @@ impl<'e> Comm<'e> {
             choices,
             group,
             calls: Cell::new(0),
+            context,
             warning,
             forced: RefCell::default(),
         })
@@ -155,15 +174,17 @@ impl<'e> Comm<'e> {
 
     fn start<'a, T: bytemuck::Pod>(
         &'a self,
+        call: u64,
         schedule: Schedule,
         input: &'a [T],
         output: &'a mut [T],
         combine: Option<Combine<'a, T>>,
     ) -> Result<Run<'a, T>, Error> {
-        let n = self.calls.get() + 1;
-        self.calls.set(n);
-        let call = self.group.key().rotate_left(23) ^ n;
-        Run::new(self.ep, &self.group, schedule, call, input, output, combine)
+        let mut run = Run::new(self.ep, &self.group, schedule, call, input, output, combine)?;
+        // Post the first round now: peers waiting on it need not wait for
+        // this rank's first test.
+        run.test()?;
+        Ok(run)
     }
 
     /// Waits for `run`, recording its time (or its failure) under
@@ -197,8 +218,10 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// [`Error::NoAlgorithm`]; fabric errors posting its first round.
     pub fn ibarrier(&self) -> Result<Run<'_, u8>, Error> {
+        let call = self.next_call();
         self.algorithm(Collective::Barrier, "bytes", 0, true)?;
         self.start(
+            call,
             alg::barrier_dissemination(self.group.size(), self.me),
             &[],
             &mut [],
@@ -211,6 +234,7 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// As [`Comm::ibarrier`]; a dead member or a timeout while waiting.
     pub fn barrier(&self) -> Result<(), Error> {
+        // (ibarrier takes the call number.)
         let run = self.ibarrier()?;
         self.finish(run, Collective::Barrier, "dissemination", "bytes", 0)
     }
@@ -232,6 +256,16 @@ impl<'e> Comm<'e> {
             },
             a,
         ))
+    }
+
+    /// The number of this process's next call on this Comm, taken first
+    /// in every collective (before any check), so that a call refused on
+    /// one rank leaves every rank's numbering in step; mixed with the
+    /// Comm's context into message tags.
+    fn next_call(&self) -> u64 {
+        let n = self.calls.get() + 1;
+        self.calls.set(n);
+        mix(self.context ^ n)
     }
 
     fn check_root(&self, root: u32) -> Result<(), Error> {
@@ -256,8 +290,9 @@ impl<'e> Comm<'e> {
         root: u32,
         buf: &'a mut [T],
     ) -> Result<Run<'a, T>, Error> {
+        let call = self.next_call();
         let (s, _) = self.bcast_schedule::<T>(root, buf.len())?;
-        self.start(s, &[], buf, None)
+        self.start(call, s, &[], buf, None)
     }
 
     /// Broadcasts `buf` from group rank `root`.
@@ -265,9 +300,10 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// As [`Comm::ibcast`], and waiting errors.
     pub fn bcast<T: bytemuck::Pod>(&self, root: u32, buf: &mut [T]) -> Result<(), Error> {
+        let call = self.next_call();
         let bytes = std::mem::size_of_val(buf) as u64;
         let (s, a) = self.bcast_schedule::<T>(root, buf.len())?;
-        let run = self.start(s, &[], buf, None)?;
+        let run = self.start(call, s, &[], buf, None)?;
         self.finish(run, Collective::Bcast, a, "bytes", bytes)
     }
 
@@ -318,6 +354,7 @@ impl<'e> Comm<'e> {
         output: &'a mut [T],
         op: &Op<T>,
     ) -> Result<Run<'a, T>, Error> {
+        let call = self.next_call();
         self.check_root(root)?;
         if self.me == root && output.len() != input.len() {
             return Err(Error::BadCall(format!(
@@ -327,7 +364,7 @@ impl<'e> Comm<'e> {
             )));
         }
         let (s, _) = self.reduce_schedule(Collective::Reduce, root, input.len(), op)?;
-        self.start(s, input, output, Some(Self::combine(op)?))
+        self.start(call, s, input, output, Some(Self::combine(op)?))
     }
 
     /// Reduces every member's `input` with `op` into `output` at `root`.
@@ -341,6 +378,7 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         op: &Op<T>,
     ) -> Result<(), Error> {
+        let call = self.next_call();
         self.check_root(root)?;
         if self.me == root && output.len() != input.len() {
             return Err(Error::BadCall(format!(
@@ -351,7 +389,7 @@ impl<'e> Comm<'e> {
         }
         let bytes = std::mem::size_of_val(input) as u64;
         let (s, a) = self.reduce_schedule(Collective::Reduce, root, input.len(), op)?;
-        let run = self.start(s, input, output, Some(Self::combine(op)?))?;
+        let run = self.start(call, s, input, output, Some(Self::combine(op)?))?;
         self.finish(run, Collective::Reduce, a, T::NAME, bytes)
     }
 
@@ -366,6 +404,7 @@ impl<'e> Comm<'e> {
         output: &'a mut [T],
         op: &Op<T>,
     ) -> Result<Run<'a, T>, Error> {
+        let call = self.next_call();
         if output.len() != input.len() {
             return Err(Error::BadCall(format!(
                 "allreduce output of {} elements for an input of {}",
@@ -374,7 +413,7 @@ impl<'e> Comm<'e> {
             )));
         }
         let (s, _) = self.reduce_schedule(Collective::Allreduce, 0, input.len(), op)?;
-        self.start(s, input, output, Some(Self::combine(op)?))
+        self.start(call, s, input, output, Some(Self::combine(op)?))
     }
 
     /// Reduces every member's `input` with `op` into every `output`.
@@ -387,6 +426,7 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         op: &Op<T>,
     ) -> Result<(), Error> {
+        let call = self.next_call();
         if output.len() != input.len() {
             return Err(Error::BadCall(format!(
                 "allreduce output of {} elements for an input of {}",
@@ -396,7 +436,7 @@ impl<'e> Comm<'e> {
         }
         let bytes = std::mem::size_of_val(input) as u64;
         let (s, a) = self.reduce_schedule(Collective::Allreduce, 0, input.len(), op)?;
-        let run = self.start(s, input, output, Some(Self::combine(op)?))?;
+        let run = self.start(call, s, input, output, Some(Self::combine(op)?))?;
         self.finish(run, Collective::Allreduce, a, T::NAME, bytes)
     }
 
@@ -413,6 +453,7 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         counts: &[usize],
     ) -> Result<(), Error> {
+        let call = self.next_call();
         self.check_root(root)?;
         self.check_counts(counts, input.len())?;
         if self.me == root && output.len() != counts.iter().sum::<usize>() {
@@ -425,6 +466,7 @@ impl<'e> Comm<'e> {
         let bytes = std::mem::size_of_val(input) as u64;
         let a = self.algorithm(Collective::Gather, "bytes", bytes, true)?;
         let run = self.start(
+            call,
             alg::gatherv_linear(self.group.size(), self.me, root, counts),
             input,
             output,
@@ -445,6 +487,7 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         counts: &[usize],
     ) -> Result<(), Error> {
+        let call = self.next_call();
         self.check_root(root)?;
         self.check_counts(counts, output.len())?;
         if self.me == root && input.len() != counts.iter().sum::<usize>() {
@@ -457,6 +500,7 @@ impl<'e> Comm<'e> {
         let bytes = std::mem::size_of_val(output) as u64;
         let a = self.algorithm(Collective::Scatter, "bytes", bytes, true)?;
         let run = self.start(
+            call,
             alg::scatterv_linear(self.group.size(), self.me, root, counts),
             input,
             output,
@@ -483,8 +527,12 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         count: usize,
     ) -> Result<(), Error> {
+        let call = self.next_call();
         let n = self.group.size() as usize;
-        if input.len() != count * n || output.len() != count * n {
+        let total = count
+            .checked_mul(n)
+            .ok_or_else(|| Error::BadCall(format!("alltoall of {count} per rank overflows")))?;
+        if input.len() != total || output.len() != total {
             return Err(Error::BadCall(format!(
                 "alltoall of {count} per rank needs {} elements each way, got {} and {}",
                 count * n,
@@ -499,7 +547,7 @@ impl<'e> Comm<'e> {
             "linear" => alg::alltoallv_linear(self.group.size(), self.me, &counts, &counts),
             _ => alg::alltoallv_pairwise(self.group.size(), self.me, &counts, &counts),
         };
-        let run = self.start(s, input, output, None)?;
+        let run = self.start(call, s, input, output, None)?;
         self.finish(run, Collective::Alltoall, a, "bytes", bytes)
     }
 
@@ -531,8 +579,9 @@ impl<'e> Comm<'e> {
         output: &'a mut [T],
         counts: &[usize],
     ) -> Result<Run<'a, T>, Error> {
+        let call = self.next_call();
         let (s, _) = self.allgatherv_schedule(input, output, counts)?;
-        self.start(s, input, output, None)
+        self.start(call, s, input, output, None)
     }
 
     fn allgatherv_schedule<T: bytemuck::Pod>(
@@ -572,9 +621,10 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         counts: &[usize],
     ) -> Result<(), Error> {
+        let call = self.next_call();
         let bytes = Self::average::<T>(counts);
         let (s, a) = self.allgatherv_schedule(input, output, counts)?;
-        let run = self.start(s, input, output, None)?;
+        let run = self.start(call, s, input, output, None)?;
         self.finish(run, Collective::Allgather, a, "bytes", bytes)
     }
 
@@ -593,6 +643,7 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         recvs: &[usize],
     ) -> Result<(), Error> {
+        let call = self.next_call();
         let n = self.group.size() as usize;
         if sends.len() != n
             || recvs.len() != n
@@ -616,7 +667,7 @@ impl<'e> Comm<'e> {
             "linear" => alg::alltoallv_linear(self.group.size(), self.me, sends, recvs),
             _ => alg::alltoallv_pairwise(self.group.size(), self.me, sends, recvs),
         };
-        let run = self.start(s, input, output, None)?;
+        let run = self.start(call, s, input, output, None)?;
         self.finish(run, Collective::Alltoall, a, "bytes", bytes)
     }
 
@@ -633,6 +684,7 @@ impl<'e> Comm<'e> {
         counts: &[usize],
         op: &Op<T>,
     ) -> Result<(), Error> {
+        let call = self.next_call();
         self.check_counts(counts, output.len())?;
         if input.len() != counts.iter().sum::<usize>() {
             return Err(Error::BadCall(format!(
@@ -652,7 +704,14 @@ impl<'e> Comm<'e> {
             "ring" => alg::reduce_scatter_ring(self.group.size(), self.me, counts),
             _ => alg::reduce_scatter_pairwise(self.group.size(), self.me, counts),
         };
-        let run = self.start(s, input, output, Some(Self::combine(op)?))?;
+        let run = self.start(call, s, input, output, Some(Self::combine(op)?))?;
         self.finish(run, Collective::ReduceScatter, a, T::NAME, bytes)
     }
+}
+
+/// splitmix64's finaliser: every input bit reaches every output bit.
+fn mix(mut h: u64) -> u64 {
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
 }

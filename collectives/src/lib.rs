@@ -1,30 +1,32 @@
 //! onesided-collectives: native collectives and the choice of their
 //! algorithms (in progress).
 //!
-//! Built so far, pure and tested without processes:
+//! - [`Comm`]: barrier, bcast, reduce, allreduce, gatherv, scatterv,
+//!   allgatherv, alltoall, alltoallv and reduce_scatter over a group;
+//!   nonblocking `ibarrier`, `ibcast`, `ireduce`, `iallreduce`,
+//!   `iallgatherv` returning a [`Run`] request. Each call's algorithm comes
+//!   from the profile loaded at creation (`ONESIDED_PROFILE`) or built-in
+//!   defaults, the same on every rank.
+//! - [`run`]: the executor (schedules over tagged messages, round by round).
 //! - [`op`]: reductions (sum, prod, min, max, band, bor, bxor on integer
-//!   and float elements; user-defined ones, commutative or not);
-//! - [`profile`]: performance profiles in a documented, versioned text
-//!   format; the geometry filter; log-log interpolation between measured
-//!   sizes; monitoring updates; removal of failed algorithms;
-//! - [`select`]: the per-call choice (profile, else built-in defaults by
-//!   size), loaded from `ONESIDED_PROFILE` with one warning (file and line)
-//!   for a bad file;
-//! - [`schedule`]: algorithms as data (rounds of copies, sends, receives
-//!   and combinations) and an in-memory simulator;
-//! - [`algorithms`]: barrier (dissemination), bcast (binomial, linear,
-//!   scatter+allgather), reduce (binomial, linear), allreduce (recursive
-//!   doubling, ring), gather(v)/scatter(v) (linear), allgather(v) (ring,
-//!   recursive doubling, Bruck), alltoall(v) (pairwise, linear),
-//!   reduce_scatter (pairwise, ring): each correct for every group size
-//!   and for uneven and zero counts (checked against serial references for
-//!   1 to 7 ranks, every built-in operation and a non-commutative one).
+//!   and float elements; user-defined ones, commutative or not).
+//! - [`profile`] and [`select`]: performance profiles in a documented,
+//!   versioned text format; the geometry filter; log-log interpolation;
+//!   monitoring; removal of failed algorithms; the per-call choice.
+//! - [`schedule`] and [`algorithms`]: every algorithm as data, checked in
+//!   an in-memory simulator against serial references for 1 to 7 ranks,
+//!   uneven and zero counts, every built-in operation and a
+//!   non-commutative one.
+//! - `onesided-tune` (binary): measures every algorithm into a profile.
 //!
-//! Still to come (issue 4): the executor running schedules over the fabric
-//! (blocking, and nonblocking as requests advanced by the progress engine),
-//! the remaining algorithms (Rabenseifner, reduce_scatter+gather, binomial
-//! gather/scatter, the one-sided alltoallv), `onesided-tune`, and the
-//! `collectives` benchmark suite.
+//! Limits today (issue 4 is in progress): a nonblocking collective
+//! advances when it is tested (its first round is posted at once); wait on
+//! several together (`onesided_rma::wait_all`) or in the same order on
+//! every rank, since waiting on them in different orders can deadlock.
+//! Messages go through the provider (no on-host shared-memory path yet).
+//! Not built yet: Rabenseifner allreduce, reduce_scatter+gather reduce,
+//! binomial gather/scatter, the one-sided alltoallv, and agreement on
+//! monitored updates.
 
 #![warn(missing_docs)]
 

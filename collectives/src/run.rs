@@ -6,7 +6,10 @@
 //! posted together (sends from copies: the round's slices as they are at
 //! that moment), and when all have completed its receives (and
 //! combinations) are applied in the listed order. Messages of a round carry
-//! the tag [`tag`]`(call, round)`, so rounds and calls never mix.
+//! the tag [`tag`]`(call, round)`, where the call number mixes the Comm's
+//! context (its group, its number among the process's Comms, its profile)
+//! with the call's number: rounds never mix, and calls only when two
+//! in flight at once collide in 21 bits.
 
 use std::time::Duration;
 
@@ -45,9 +48,35 @@ pub struct Run<'a, T: bytemuck::Pod> {
     pending: Vec<(usize, Transfer<'a>)>,
     posted: bool,
     done: bool,
+    /// The error that ended it: a failed run fails again when tested
+    /// (its buffers may hold anything).
+    failed: Option<String>,
 }
 
 impl<'a, T: bytemuck::Pod> Run<'a, T> {
+    /// Runs rounds as far as their messages allow; whether all are done.
+    fn advance(&mut self) -> Result<bool, onesided_rma::Error> {
+        let fail = |e: Error| onesided_rma::Error::Collective(e.to_string());
+        while !self.done {
+            if self.round >= self.schedule.rounds.len() {
+                self.done = true;
+                break;
+            }
+            if !self.posted {
+                self.post().map_err(fail)?;
+            }
+            for (_, t) in &mut self.pending {
+                if !t.test()? {
+                    return Ok(false);
+                }
+            }
+            self.finish_round().map_err(fail)?;
+            self.round += 1;
+            self.posted = false;
+        }
+        Ok(true)
+    }
+
     /// Prepares `schedule` (this rank's, in `group`) for call number
     /// `call`; nothing moves before the first `test`.
     ///
@@ -105,6 +134,7 @@ impl<'a, T: bytemuck::Pod> Run<'a, T> {
             pending: Vec::new(),
             posted: false,
             done: false,
+            failed: None,
         })
     }
 
@@ -250,25 +280,14 @@ fn message<'t>(t: &'t Transfer<'_>, len: usize) -> Result<&'t [u8], Error> {
 
 impl<T: bytemuck::Pod> Request for Run<'_, T> {
     fn test(&mut self) -> Result<bool, onesided_rma::Error> {
-        let fail = |e: Error| onesided_rma::Error::Collective(e.to_string());
-        while !self.done {
-            if self.round >= self.schedule.rounds.len() {
-                self.done = true;
-                break;
-            }
-            if !self.posted {
-                self.post().map_err(fail)?;
-            }
-            for (_, t) in &mut self.pending {
-                if !t.test()? {
-                    return Ok(false);
-                }
-            }
-            self.finish_round().map_err(fail)?;
-            self.round += 1;
-            self.posted = false;
+        if let Some(e) = &self.failed {
+            return Err(onesided_rma::Error::Collective(e.clone()));
         }
-        Ok(true)
+        let result = self.advance();
+        if let Err(e) = &result {
+            self.failed = Some(e.to_string());
+        }
+        result
     }
 
     fn timeout(&self) -> Duration {

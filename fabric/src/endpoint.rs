@@ -2163,10 +2163,11 @@ fn background_progress(shared: &Shared) {
     }
 }
 
-/// A read or write in flight over a buffer the endpoint owns
-/// ([`Endpoint::read_start`], [`Endpoint::write_start`]). Dropped before it
+/// A read, write, send or receive in flight over a buffer the endpoint
+/// owns ([`Endpoint::read_start`], [`Endpoint::write_start`],
+/// [`Endpoint::send_start`], [`Endpoint::recv_start`]). Dropped before it
 /// completes, it hands its buffer to the endpoint until the provider is
-/// done with it.
+/// done with it (a receive is cancelled first).
 pub struct Transfer<'e> {
     ep: &'e Endpoint,
     op: &'static str,
@@ -2205,7 +2206,23 @@ impl Transfer<'_> {
             desc.close();
         }
         drop(core);
-        let finished = self.ep.outcome(self.op, self.rank, outcome)?;
+        let capacity = self.len;
+        let finished = match self.ep.outcome(self.op, self.rank, outcome) {
+            Ok(finished) => finished,
+            Err(e) => {
+                // A failed transfer holds no data.
+                self.len = 0;
+                return Err(match e {
+                    Error::Truncated { rank, tag, len, .. } => Error::Truncated {
+                        rank,
+                        tag,
+                        len: len + capacity,
+                        capacity,
+                    },
+                    other => other,
+                });
+            }
+        };
         if self.receive {
             self.len = finished.len.min(self.len);
         }
@@ -2252,7 +2269,8 @@ impl Transfer<'_> {
         self.done
     }
 
-    /// The transfer's buffer: the bytes read, once a read has completed.
+    /// The transfer's bytes once it has completed: what a read or a receive
+    /// brought (empty before completion).
     pub fn data(&self) -> &[u8] {
         match (&self.buffer, self.done) {
             // SAFETY: the transfer has completed, so the provider no longer

@@ -234,6 +234,29 @@ fn main() {
         }
     }
     used.extend(run(&comm, "world"));
+    // A second Comm over the same group: its messages never mix with the
+    // first's, even with calls of both in flight at once.
+    let twin = must(me, "comm", Comm::new(ep, Group::world(n)));
+    {
+        let (x, y): (Vec<i64>, Vec<i64>) = (
+            (0..9).map(|i| value(me, i)).collect(),
+            (0..9).map(|i| -value(me, i)).collect(),
+        );
+        let (mut a, mut b) = (vec![0i64; 9], vec![0i64; 9]);
+        let sum = Op::Builtin(Builtin::Sum);
+        {
+            let ra = must(me, "iallreduce", comm.iallreduce(&x, &mut a, &sum));
+            let rb = must(me, "iallreduce", twin.iallreduce(&y, &mut b, &sum));
+            let mut both = [ra, rb];
+            must(me, "wait_all", onesided_rma::wait_all(&mut both));
+        }
+        let want: Vec<i64> = (0..9).map(|i| (0..n).map(|r| value(r, i)).sum()).collect();
+        check(
+            me,
+            a == want && b.iter().zip(&want).all(|(b, w)| *b == -w),
+            || format!("twin comms: {a:?} {b:?}"),
+        );
+    }
     // A sub-group of the odd ranks, in reverse order (its own numbering).
     let odd: Vec<u32> = (0..n).filter(|r| r % 2 == 1).rev().collect();
     if !odd.is_empty() {
