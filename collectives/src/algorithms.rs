@@ -364,6 +364,126 @@ pub fn scatterv_linear(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule
     s
 }
 
+/// Offsets, in relative-rank order from `from`, of the blocks of
+/// relative ranks `from..to` (`counts` by real rank; relative rank `r` is
+/// real rank `(r + root) % n`).
+fn relative_offsets(counts: &[usize], root: u32, from: u32, to: u32) -> Vec<usize> {
+    let n = counts.len() as u32;
+    (from..=to)
+        .scan(0, |at, r| {
+            let here = *at;
+            if r < to {
+                *at += counts[((r + root) % n) as usize];
+            }
+            Some(here)
+        })
+        .collect()
+}
+
+/// The end (exclusive) of relative rank `rel`'s subtree in the binomial
+/// tree of `n`, and the tree level at which it hangs from its parent
+/// (`None`: the root).
+fn subtree(n: u32, rel: u32) -> (u32, Option<usize>) {
+    for k in 0..log2_ceil(n) {
+        let step = 1u32 << k;
+        if rel % (2 * step) == step {
+            return ((rel + step).min(n), Some(k));
+        }
+    }
+    (n, None)
+}
+
+/// Gather(v), binomial tree to `root`: ceil(log2 n) rounds; each rank
+/// forwards its subtree's blocks (contiguous in relative rank order) in
+/// one message.
+pub fn gatherv_binomial(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule {
+    let d = displacements(counts);
+    let rel = (me + n - root) % n;
+    let real = |r: u32| (r + root) % n;
+    let rounds = log2_ceil(n);
+    let (end, parent) = subtree(n, rel);
+    let at = relative_offsets(counts, root, rel, end);
+    let span = |a: u32, b: u32| {
+        let (x, y) = (at[(a - rel) as usize], at[(b - rel) as usize]);
+        scratch(x, y - x)
+    };
+    let mut s = Schedule::with_rounds(rounds + 1);
+    s.scratch = at[(end - rel) as usize];
+    let mine = counts[me as usize];
+    s.push(0, copy(input(0, mine), scratch(0, mine)));
+    for k in 0..parent.unwrap_or(rounds) {
+        let step = 1u32 << k;
+        if rel + step < end {
+            s.push(
+                k,
+                recv(
+                    real(rel + step),
+                    span(rel + step, (rel + 2 * step).min(end)),
+                ),
+            );
+        }
+    }
+    if let Some(k) = parent {
+        s.push(k, send(real(rel - (1 << k)), span(rel, end)));
+    } else {
+        for r in 0..n {
+            let o = real(r) as usize;
+            s.push(
+                rounds,
+                copy(scratch(at[r as usize], counts[o]), out(d[o], counts[o])),
+            );
+        }
+    }
+    s
+}
+
+/// Scatter(v), binomial tree from `root`: ceil(log2 n) rounds; each rank
+/// passes on its subtree's blocks in one message.
+pub fn scatterv_binomial(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule {
+    let d = displacements(counts);
+    let rel = (me + n - root) % n;
+    let real = |r: u32| (r + root) % n;
+    let rounds = log2_ceil(n);
+    let (end, parent) = subtree(n, rel);
+    let at = relative_offsets(counts, root, rel, end);
+    let span = |a: u32, b: u32| {
+        let (x, y) = (at[(a - rel) as usize], at[(b - rel) as usize]);
+        scratch(x, y - x)
+    };
+    // The tree from the top down: level k runs in round rounds - k, after
+    // round 0 where the root lays its input out in relative order.
+    let round_of = |k: usize| rounds - k;
+    let mut s = Schedule::with_rounds(rounds + 2);
+    s.scratch = at[(end - rel) as usize];
+    if parent.is_none() {
+        for r in 0..n {
+            let o = real(r) as usize;
+            s.push(
+                0,
+                copy(input(d[o], counts[o]), scratch(at[r as usize], counts[o])),
+            );
+        }
+    }
+    if let Some(k) = parent {
+        s.push(round_of(k), recv(real(rel - (1 << k)), span(rel, end)));
+    }
+    for k in (0..parent.unwrap_or(rounds)).rev() {
+        let step = 1u32 << k;
+        if rel + step < end {
+            s.push(
+                round_of(k),
+                send(
+                    real(rel + step),
+                    span(rel + step, (rel + 2 * step).min(end)),
+                ),
+            );
+        }
+    }
+    let mine = counts[me as usize];
+    s.push(rounds + 1, copy(scratch(0, mine), out(0, mine)));
+    s
+}
+
 /// Allgather(v), ring: n - 1 rounds, each passing one rank's block on.
 pub fn allgatherv_ring(n: u32, me: u32, counts: &[usize]) -> Schedule {
     let d = displacements(counts);
@@ -543,6 +663,8 @@ mod tests {
 
     /// An algorithm shaped by per-rank counts.
     type CountsAlg = fn(u32, u32, &[usize]) -> Schedule;
+    /// A rooted algorithm shaped by per-rank counts.
+    type CountsRootAlg = fn(u32, u32, u32, &[usize]) -> Schedule;
     /// An algorithm shaped by send and receive counts.
     type MatrixAlg = fn(u32, u32, &[usize], &[usize]) -> Schedule;
 
@@ -733,16 +855,20 @@ mod tests {
             for root in 0..n {
                 let mut outs = vec![0; n as usize];
                 outs[root as usize] = total;
-                let got = run(n, &outs, inputs.clone(), &none, |me| {
-                    gatherv_linear(n, me, root, &counts)
-                });
-                assert_eq!(got[root as usize], concat, "gatherv n {n}");
-                let mut ins = vec![Vec::new(); n as usize];
-                ins[root as usize] = concat.clone();
-                let got = run(n, &counts, ins, &none, |me| {
-                    scatterv_linear(n, me, root, &counts)
-                });
-                assert_eq!(got, inputs, "scatterv n {n}");
+                let gathers: [CountsRootAlg; 2] = [gatherv_linear, gatherv_binomial];
+                for alg in gathers {
+                    let got = run(n, &outs, inputs.clone(), &none, |me| {
+                        alg(n, me, root, &counts)
+                    });
+                    assert_eq!(got[root as usize], concat, "gatherv n {n} root {root}");
+                }
+                let scatters: [CountsRootAlg; 2] = [scatterv_linear, scatterv_binomial];
+                for alg in scatters {
+                    let mut ins = vec![Vec::new(); n as usize];
+                    ins[root as usize] = concat.clone();
+                    let got = run(n, &counts, ins, &none, |me| alg(n, me, root, &counts));
+                    assert_eq!(got, inputs, "scatterv n {n} root {root}");
+                }
             }
             let algs: [CountsAlg; 3] = [
                 allgatherv_ring,

@@ -463,11 +463,15 @@ impl<'e> Comm<'e> {
                 counts.iter().sum::<usize>()
             )));
         }
-        let bytes = std::mem::size_of_val(input) as u64;
+        let bytes = Self::average::<T>(counts);
         let a = self.algorithm(Collective::Gather, "bytes", bytes, true)?;
         let run = self.start(
             call,
-            alg::gatherv_linear(self.group.size(), self.me, root, counts),
+            if a == "linear" {
+                alg::gatherv_linear(self.group.size(), self.me, root, counts)
+            } else {
+                alg::gatherv_binomial(self.group.size(), self.me, root, counts)
+            },
             input,
             output,
             None,
@@ -497,11 +501,15 @@ impl<'e> Comm<'e> {
                 counts.iter().sum::<usize>()
             )));
         }
-        let bytes = std::mem::size_of_val(output) as u64;
+        let bytes = Self::average::<T>(counts);
         let a = self.algorithm(Collective::Scatter, "bytes", bytes, true)?;
         let run = self.start(
             call,
-            alg::scatterv_linear(self.group.size(), self.me, root, counts),
+            if a == "linear" {
+                alg::scatterv_linear(self.group.size(), self.me, root, counts)
+            } else {
+                alg::scatterv_binomial(self.group.size(), self.me, root, counts)
+            },
             input,
             output,
             None,

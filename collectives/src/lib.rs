@@ -25,8 +25,7 @@
 //! every rank, since waiting on them in different orders can deadlock.
 //! Messages go through the provider (no on-host shared-memory path yet).
 //! Not built yet: Rabenseifner allreduce, reduce_scatter+gather reduce,
-//! binomial gather/scatter, the one-sided alltoallv, and agreement on
-//! monitored updates.
+//! the one-sided alltoallv, and agreement on monitored updates.
 
 #![warn(missing_docs)]
 
