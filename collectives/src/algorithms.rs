@@ -271,6 +271,67 @@ pub fn allreduce_recursive_doubling(n: u32, me: u32, count: usize) -> Schedule {
     s
 }
 
+/// Allreduce, Rabenseifner: a fold round (as recursive doubling), then
+/// reduce-scatter by recursive halving and allgather by recursive doubling
+/// over the p remaining ranks (2 log2 p rounds moving 2 count (p-1)/p
+/// elements each), then an unfold round. *Commutative only.*
+pub fn allreduce_rabenseifner(n: u32, me: u32, count: usize) -> Schedule {
+    let f = Fold::new(n);
+    let levels = f.p.trailing_zeros() as usize;
+    let mut s = Schedule::with_rounds(2 * levels + 2);
+    let all = out(0, count);
+    s.push(0, copy(input(0, count), all));
+    if me < 2 * f.rem {
+        if me.is_multiple_of(2) {
+            s.push(0, send(me + 1, all));
+            s.push(2 * levels + 1, recv(me + 1, all));
+        } else {
+            s.push(0, recv_reduce(me - 1, all, true));
+            s.push(2 * levels + 1, send(me - 1, all));
+        }
+    }
+    let Some(new) = f.new_rank(me) else {
+        return s;
+    };
+    // Blocks lo..hi of the p blocks of `count`, as one slice of Output.
+    let blocks = |lo: u32, hi: u32| {
+        let start = block(count, f.p, lo).0;
+        let end = if hi == f.p {
+            count
+        } else {
+            block(count, f.p, hi).0
+        };
+        out(start, end - start)
+    };
+    let (mut lo, mut hi) = (0u32, f.p);
+    for j in 0..levels {
+        let mask = f.p >> (j + 1);
+        let partner = f.real(new ^ mask);
+        let mid = lo + mask;
+        let (keep, give) = if new & mask == 0 {
+            ((lo, mid), (mid, hi))
+        } else {
+            ((mid, hi), (lo, mid))
+        };
+        s.push(j + 1, send(partner, blocks(give.0, give.1)));
+        s.push(j + 1, recv_reduce(partner, blocks(keep.0, keep.1), false));
+        (lo, hi) = keep;
+    }
+    for j in 0..levels {
+        let mask = 1u32 << j;
+        let partner = f.real(new ^ mask);
+        let (plo, phi) = if new & mask == 0 {
+            (hi, hi + (hi - lo))
+        } else {
+            (lo - (hi - lo), lo)
+        };
+        s.push(levels + j + 1, send(partner, blocks(lo, hi)));
+        s.push(levels + j + 1, recv(partner, blocks(plo, phi)));
+        (lo, hi) = (lo.min(plo), hi.max(phi));
+    }
+    s
+}
+
 /// Reduce-scatter by ring over `blocks` (first element, elements) of an
 /// `acc` buffer holding this rank's contribution: after n - 1 rounds
 /// starting at `first`, rank `me` holds the reduction of its own block.
@@ -817,6 +878,13 @@ mod tests {
                     assert!(
                         got.iter().all(|g| *g == want),
                         "allreduce ring n {n} {op:?}"
+                    );
+                    let got = run(n, &outs, inputs.clone(), &op, |me| {
+                        allreduce_rabenseifner(n, me, count)
+                    });
+                    assert!(
+                        got.iter().all(|g| *g == want),
+                        "allreduce rabenseifner n {n} {op:?}"
                     );
                 }
                 // Reduce-scatter with uneven (whole-matrix) blocks.

@@ -335,6 +335,7 @@ impl<'e> Comm<'e> {
                 (Collective::Reduce, "linear") => alg::reduce_linear(n, me, root, count),
                 (Collective::Reduce, _) => alg::reduce_binomial(n, me, root, count, commutative),
                 (_, "ring") => alg::allreduce_ring(n, me, count),
+                (_, "rabenseifner") => alg::allreduce_rabenseifner(n, me, count),
                 _ => alg::allreduce_recursive_doubling(n, me, count),
             },
             a,

@@ -18,7 +18,7 @@ pub fn algorithms(collective: Collective) -> &'static [&'static str] {
         Collective::Barrier => &["dissemination"],
         Collective::Bcast => &["binomial", "scatter_allgather", "linear"],
         Collective::Reduce => &["binomial", "linear"],
-        Collective::Allreduce => &["recursive_doubling", "ring"],
+        Collective::Allreduce => &["recursive_doubling", "rabenseifner", "ring"],
         Collective::Gather => &["binomial", "linear"],
         Collective::Scatter => &["binomial", "linear"],
         Collective::Allgather => &["recursive_doubling", "bruck", "ring"],
@@ -59,7 +59,7 @@ pub fn default_algorithm(collective: Collective, bytes: u64, commutative: bool) 
 pub(crate) fn reorders(collective: Collective, algorithm: &str) -> bool {
     matches!(
         (collective, algorithm),
-        (Collective::Allreduce, "ring") | (Collective::ReduceScatter, "ring")
+        (Collective::Allreduce, "ring" | "rabenseifner") | (Collective::ReduceScatter, "ring")
     )
 }
 
@@ -211,7 +211,7 @@ mod tests {
         let text = "onesided-profile 1
 allreduce ring 4 4 f64 8 1.0
 allreduce recursive_doubling 4 4 f64 8 2.0
-allreduce rabenseifner 4 4 f64 0 0.5
+allreduce hypercube 4 4 f64 0 0.5
 ";
         // (An algorithm this library does not have is never chosen.)
         let p = Profile::parse(text, "p").unwrap();
@@ -232,6 +232,7 @@ allreduce rabenseifner 4 4 f64 0 0.5
         );
         s.failed(Collective::Allreduce, "recursive_doubling");
         s.failed(Collective::Allreduce, "rabenseifner");
+        s.failed(Collective::Allreduce, "hypercube");
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 8, true),
             None,
