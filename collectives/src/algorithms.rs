@@ -171,6 +171,76 @@ pub fn reduce_binomial(n: u32, me: u32, root: u32, count: usize, commutative: bo
     s
 }
 
+/// Reduce, reduce-scatter then gather (Rabenseifner's reduce): a fold
+/// round, recursive halving over the p remaining ranks, then every one
+/// sends its reduced block to `root` in one round (bandwidth-bound: each
+/// rank moves about count elements instead of count log2 n).
+/// *Commutative only.*
+pub fn reduce_scatter_gather(n: u32, me: u32, root: u32, count: usize) -> Schedule {
+    let f = Fold::new(n);
+    let levels = f.p.trailing_zeros() as usize;
+    let gather = levels + 1;
+    let mut s = Schedule::with_rounds(gather + 1);
+    // The root accumulates in its output, the others in scratch memory.
+    let acc = |at: usize, len: usize| {
+        if me == root {
+            out(at, len)
+        } else {
+            scratch(at, len)
+        }
+    };
+    if me != root {
+        s.scratch = count;
+    }
+    let all = acc(0, count);
+    s.push(0, copy(input(0, count), all));
+    if me < 2 * f.rem {
+        if me.is_multiple_of(2) {
+            s.push(0, send(me + 1, all));
+        } else {
+            s.push(0, recv_reduce(me - 1, all, true));
+        }
+    }
+    let blocks = |lo: u32, hi: u32| {
+        let start = block(count, f.p, lo).0;
+        let end = if hi == f.p {
+            count
+        } else {
+            block(count, f.p, hi).0
+        };
+        acc(start, end - start)
+    };
+    if let Some(new) = f.new_rank(me) {
+        let (mut lo, mut hi) = (0u32, f.p);
+        for j in 0..levels {
+            let mask = f.p >> (j + 1);
+            let partner = f.real(new ^ mask);
+            let mid = lo + mask;
+            let (keep, give) = if new & mask == 0 {
+                ((lo, mid), (mid, hi))
+            } else {
+                ((mid, hi), (lo, mid))
+            };
+            s.push(j + 1, send(partner, blocks(give.0, give.1)));
+            s.push(j + 1, recv_reduce(partner, blocks(keep.0, keep.1), false));
+            (lo, hi) = keep;
+        }
+        if me != root {
+            s.push(gather, send(root, blocks(new, new + 1)));
+        }
+    }
+    if me == root {
+        for j in 0..f.p {
+            let from = f.real(j);
+            if from != me {
+                let (at, len) = block(count, f.p, j);
+                s.push(gather, recv(from, out(at, len)));
+            }
+        }
+    }
+    s
+}
+
 /// Reduce, linear: every rank sends to `root`, which combines in rank
 /// order (any operation).
 pub fn reduce_linear(n: u32, me: u32, root: u32, count: usize) -> Schedule {
@@ -866,6 +936,12 @@ mod tests {
                         reduce_linear(n, me, root, count)
                     });
                     assert_eq!(got[root as usize], want, "reduce linear n {n} root {root}");
+                    if commutative {
+                        let got = run(n, &outs, inputs.clone(), &op, |me| {
+                            reduce_scatter_gather(n, me, root, count)
+                        });
+                        assert_eq!(got[root as usize], want, "reduce rsg n {n} root {root}");
+                    }
                 }
                 let got = run(n, &outs, inputs.clone(), &op, |me| {
                     allreduce_recursive_doubling(n, me, count)

@@ -333,6 +333,9 @@ impl<'e> Comm<'e> {
         Ok((
             match (collective, a) {
                 (Collective::Reduce, "linear") => alg::reduce_linear(n, me, root, count),
+                (Collective::Reduce, "reduce_scatter_gather") => {
+                    alg::reduce_scatter_gather(n, me, root, count)
+                }
                 (Collective::Reduce, _) => alg::reduce_binomial(n, me, root, count, commutative),
                 (_, "ring") => alg::allreduce_ring(n, me, count),
                 (_, "rabenseifner") => alg::allreduce_rabenseifner(n, me, count),

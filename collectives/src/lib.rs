@@ -24,8 +24,8 @@
 //! several together (`onesided_rma::wait_all`) or in the same order on
 //! every rank, since waiting on them in different orders can deadlock.
 //! Messages go through the provider (no on-host shared-memory path yet).
-//! Not built yet: reduce_scatter+gather reduce, the one-sided alltoallv,
-//! and agreement on monitored updates.
+//! Not built yet: the one-sided alltoallv, and agreement on monitored
+//! updates.
 
 #![warn(missing_docs)]
 

@@ -17,7 +17,7 @@ pub fn algorithms(collective: Collective) -> &'static [&'static str] {
     match collective {
         Collective::Barrier => &["dissemination"],
         Collective::Bcast => &["binomial", "scatter_allgather", "linear"],
-        Collective::Reduce => &["binomial", "linear"],
+        Collective::Reduce => &["binomial", "reduce_scatter_gather", "linear"],
         Collective::Allreduce => &["recursive_doubling", "rabenseifner", "ring"],
         Collective::Gather => &["binomial", "linear"],
         Collective::Scatter => &["binomial", "linear"],
@@ -40,6 +40,7 @@ pub fn default_algorithm(collective: Collective, bytes: u64, commutative: bool) 
         Collective::Barrier => "dissemination",
         Collective::Bcast if large => "scatter_allgather",
         Collective::Bcast => "binomial",
+        Collective::Reduce if large && commutative => "reduce_scatter_gather",
         Collective::Reduce => "binomial",
         Collective::Allreduce if large && commutative => "ring",
         Collective::Allreduce => "recursive_doubling",
@@ -59,7 +60,9 @@ pub fn default_algorithm(collective: Collective, bytes: u64, commutative: bool) 
 pub(crate) fn reorders(collective: Collective, algorithm: &str) -> bool {
     matches!(
         (collective, algorithm),
-        (Collective::Allreduce, "ring" | "rabenseifner") | (Collective::ReduceScatter, "ring")
+        (Collective::Allreduce, "ring" | "rabenseifner")
+            | (Collective::Reduce, "reduce_scatter_gather")
+            | (Collective::ReduceScatter, "ring")
     )
 }
 
