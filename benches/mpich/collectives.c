@@ -15,6 +15,7 @@
  * up to 4 KiB per block, above that every 97th and the last, which are
  * poisoned before the rep): a wrong one aborts with exit 1.
  * Built by benches/mpich/build.sh with MPICH 5.0.2's mpicc. */
+#include "common.h"
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,18 +36,6 @@ typedef struct {
     double scale;
 } Bench;
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void report(int rank, const char *suite, const char *name, long bytes, double *t, int n) {
-    if (rank != 0) return;
-    qsort(t, n, sizeof *t, cmp);
-    printf("%s %s %ld %.3f %.3f %.3f\n", suite, name, bytes, t[n / 2] * 1e6, t[0] * 1e6, t[n - 1] * 1e6);
-    fflush(stdout);
-}
-
 /* Element i of rank r's input (reduce, allreduce, iallreduce, allgather). */
 static double input(int r, long i) { return (double)((i % 1000) + r); }
 
@@ -59,12 +48,7 @@ static double bcast_value(long rep, long i) { return (double)(rep * 1000 + i % 1
 /* Element i of the alltoallv block rank a sends to rank b. */
 static double pair(int a, int b, long i) { return (double)(a * 7 + b * 3 + (i % 100)); }
 
-static int scaled(const Bench *b, long base) {
-    int n = (int)(base * b->scale + 0.5);
-    return n < 3 ? 3 : n;
-}
-
-static int warmup(int reps) { return reps / 10 < 2 ? 2 : reps / 10; }
+static int scaled(const Bench *b, long base) { return scaled_reps(b->scale, base, 3); }
 
 static void fail(const Bench *b, const char *name, long bytes, const char *what, double expected, double found) {
     fprintf(stderr, "collectives: %s %s %ld: rank %d %s expected %.17g found %.17g\n", b->suite, name, bytes,
@@ -203,22 +187,11 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &b.size);
     b.suite = argc > 1 ? argv[1] : "";
-    char *end = NULL;
-    b.scale = argc > 2 ? strtod(argv[2], &end) : 1.0;
-    int bad_scale = argc > 2 && (*end != '\0' || end == argv[2] || !(b.scale > 0));
-    if (!bad_scale && strcmp(b.suite, "collectives") == 0)
+    int ok = parse_scale(argc, argv, &b.scale);
+    if (ok && strcmp(b.suite, "collectives") == 0)
         collectives_suite(&b);
-    else {
-        if (b.rank == 0) {
-            if (bad_scale)
-                fprintf(stderr, "collectives: bad scale '%s' (want a number > 0)\n", argv[2]);
-            else
-                fprintf(stderr, "collectives: unknown suite '%s'\n", b.suite);
-            fprintf(stderr, "usage: collectives collectives [SCALE]\n");
-        }
-        MPI_Abort(MPI_COMM_WORLD, 2);
-        exit(2);
-    }
+    else
+        bad_usage(b.rank, "collectives", ok, argc, argv, "collectives collectives [SCALE]");
     MPI_Finalize();
     return 0;
 }

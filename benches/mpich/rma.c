@@ -10,6 +10,7 @@
  * and print the faster (by median); which one won goes to stderr.
  * Every value read or written is checked: a wrong one aborts with exit 1.
  * Built by benches/mpich/build.sh with MPICH 5.0.2's mpicc. */
+#include "common.h"
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,31 +30,14 @@ typedef struct {
     double scale;
 } Bench;
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *t, int n) {
     qsort(t, n, sizeof *t, cmp);
     return t[n / 2];
 }
 
-static void report(int rank, const char *suite, const char *name, long bytes, double *t, int n) {
-    if (rank != 0) return;
-    qsort(t, n, sizeof *t, cmp);
-    printf("%s %s %ld %.3f %.3f %.3f\n", suite, name, bytes, t[n / 2] * 1e6, t[0] * 1e6, t[n - 1] * 1e6);
-    fflush(stdout);
-}
-
 static unsigned char pattern(int rank, long i) { return (unsigned char)((i * 31 + rank * 17 + 5) % 251); }
 
-static int scaled(const Bench *b, long base) {
-    int n = (int)(base * b->scale + 0.5);
-    return n < 5 ? 5 : n;
-}
-
-static int warmup(int reps) { return reps / 10 < 2 ? 2 : reps / 10; }
+static int scaled(const Bench *b, long base) { return scaled_reps(b->scale, base, 5); }
 
 static void fail(const Bench *b, const char *name, const char *what, double expected, double found) {
     fprintf(stderr, "rma: %s %s: rank %d %s expected %.17g found %.17g\n", b->suite, name, b->rank, what,
@@ -349,29 +333,19 @@ int main(int argc, char **argv) {
     b.target = (b.rank + 1) % b.size;
     b.source = (b.rank + b.size - 1) % b.size;
     b.suite = argc > 1 ? argv[1] : "";
-    char *end = NULL;
-    b.scale = argc > 2 ? strtod(argv[2], &end) : 1.0;
-    int bad_scale = argc > 2 && (*end != '\0' || end == argv[2] || !(b.scale > 0));
-    if (!bad_scale && strcmp(b.suite, "window") == 0)
+    int ok = parse_scale(argc, argv, &b.scale);
+    if (ok && strcmp(b.suite, "window") == 0)
         window_suite(&b);
-    else if (!bad_scale && strcmp(b.suite, "get") == 0)
+    else if (ok && strcmp(b.suite, "get") == 0)
         xfer_suite(&b, 0);
-    else if (!bad_scale && strcmp(b.suite, "put") == 0)
+    else if (ok && strcmp(b.suite, "put") == 0)
         xfer_suite(&b, 1);
-    else if (!bad_scale && strcmp(b.suite, "atomic") == 0)
+    else if (ok && strcmp(b.suite, "atomic") == 0)
         atomic_suite(&b);
-    else if (!bad_scale && strcmp(b.suite, "ibarrier") == 0)
+    else if (ok && strcmp(b.suite, "ibarrier") == 0)
         ibarrier_suite(&b);
-    else {
-        if (b.rank == 0) {
-            if (bad_scale)
-                fprintf(stderr, "rma: bad scale '%s' (want a number > 0)\n", argv[2]);
-            else
-                fprintf(stderr, "rma: unknown suite '%s'\n", b.suite);
-            fprintf(stderr, "usage: rma window|get|put|atomic|ibarrier [SCALE]\n");
-        }
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+    else
+        bad_usage(b.rank, "rma", ok, argc, argv, "rma window|get|put|atomic|ibarrier [SCALE]");
     MPI_Finalize();
     return 0;
 }

@@ -51,14 +51,21 @@ impl Bench<'_> {
     }
 
     fn report(&self, case: &str, bytes: usize, t: &mut [f64]) {
+        self.report_chosen(case, bytes, t, "");
+    }
+
+    /// [`Bench::report`] with the algorithm onesided chose as a seventh
+    /// field (none when empty).
+    fn report_chosen(&self, case: &str, bytes: usize, t: &mut [f64], algorithm: &str) {
         if self.rank == 0 && !t.is_empty() {
             t.sort_by(f64::total_cmp);
             println!(
-                "{} {case} {bytes} {:.3} {:.3} {:.3}",
+                "{} {case} {bytes} {:.3} {:.3} {:.3}{}{algorithm}",
                 self.suite,
                 t[t.len() / 2],
                 t[0],
-                t[t.len() - 1]
+                t[t.len() - 1],
+                if algorithm.is_empty() { "" } else { " " }
             );
         }
     }
@@ -410,23 +417,12 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
     let n = world.size() as usize;
     let me = b.rank;
     let sum = Op::Builtin(Builtin::Sum);
-    let report = |case: &str, bytes: usize, t: &mut Vec<f64>, algorithm: &str| {
-        if me == 0 && !t.is_empty() {
-            t.sort_by(f64::total_cmp);
-            println!(
-                "collectives {case} {bytes} {:.3} {:.3} {:.3} {algorithm}",
-                t[t.len() / 2],
-                t[0],
-                t[t.len() - 1]
-            );
-        }
-    };
     let wrong = |case: &str, bytes: usize, i: usize| -> Result<()> {
         Err(format!("collectives {case} {bytes}: rank {me} element {i} wrong").into())
     };
     // Barrier.
     let mut t = b.timed(b.reps(1000), 1, || Ok(()), || Ok(comm.barrier()?))?;
-    report("barrier", 0, &mut t, "dissemination");
+    b.report_chosen("barrier", 0, &mut t, "dissemination");
     for bytes in COLLECTIVE_SIZES {
         let count = bytes / 8;
         let reps = b.reps((16usize << 20).div_ceil(bytes).clamp(3, 200));
@@ -447,7 +443,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         if let Some(i) = buf.iter().position(|v| *v != rep) {
             wrong("bcast", bytes, i)?;
         }
-        report(
+        b.report_chosen(
             "bcast",
             bytes,
             &mut t,
@@ -463,7 +459,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
                 wrong("reduce", bytes, i)?;
             }
         }
-        report(
+        b.report_chosen(
             "reduce",
             bytes,
             &mut t,
@@ -476,7 +472,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
             wrong("allreduce", bytes, i)?;
         }
         let allreduce = comm.algorithm(Collective::Allreduce, "f64", bytes as u64, true)?;
-        report("allreduce", bytes, &mut t, allreduce);
+        b.report_chosen("allreduce", bytes, &mut t, allreduce);
         let mut t = b.timed(reps, 1, before, || {
             let mut r = comm.iallreduce(&base, &mut out, &sum)?;
             Ok(r.wait()?)
@@ -484,7 +480,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         if let Some(i) = (0..count).find(|&i| out[i] != expect(i)) {
             wrong("iallreduce", bytes, i)?;
         }
-        report("iallreduce", bytes, &mut t, allreduce);
+        b.report_chosen("iallreduce", bytes, &mut t, allreduce);
         // allgather
         let counts = vec![count; n];
         let mut all = vec![0f64; count * n];
@@ -496,7 +492,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         {
             wrong("allgather", bytes, i)?;
         }
-        report(
+        b.report_chosen(
             "allgather",
             bytes,
             &mut t,
@@ -519,7 +515,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
             }) {
                 wrong("alltoallv", bytes, i)?;
             }
-            report("alltoallv", bytes, &mut t, "pairwise");
+            b.report_chosen("alltoallv", bytes, &mut t, "pairwise");
         }
     }
     Ok(())

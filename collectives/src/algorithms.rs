@@ -194,37 +194,10 @@ pub fn reduce_scatter_gather(n: u32, me: u32, root: u32, count: usize) -> Schedu
     }
     let all = acc(0, count);
     s.push(0, copy(input(0, count), all));
-    if me < 2 * f.rem {
-        if me.is_multiple_of(2) {
-            s.push(0, send(me + 1, all));
-        } else {
-            s.push(0, recv_reduce(me - 1, all, true));
-        }
-    }
-    let blocks = |lo: u32, hi: u32| {
-        let start = block(count, f.p, lo).0;
-        let end = if hi == f.p {
-            count
-        } else {
-            block(count, f.p, hi).0
-        };
-        acc(start, end - start)
-    };
+    f.fold(&mut s, me, all, None);
+    let blocks = |lo: u32, hi: u32| f.blocks(count, lo, hi, acc);
     if let Some(new) = f.new_rank(me) {
-        let (mut lo, mut hi) = (0u32, f.p);
-        for j in 0..levels {
-            let mask = f.p >> (j + 1);
-            let partner = f.real(new ^ mask);
-            let mid = lo + mask;
-            let (keep, give) = if new & mask == 0 {
-                ((lo, mid), (mid, hi))
-            } else {
-                ((mid, hi), (lo, mid))
-            };
-            s.push(j + 1, send(partner, blocks(give.0, give.1)));
-            s.push(j + 1, recv_reduce(partner, blocks(keep.0, keep.1), false));
-            (lo, hi) = keep;
-        }
+        f.recursive_halving(&mut s, new, &blocks);
         if me != root {
             s.push(gather, send(root, blocks(new, new + 1)));
         }
@@ -304,6 +277,67 @@ impl Fold {
         }
     }
 
+    /// Round 0's fold of `acc` (and, with `unfold`, the result handed
+    /// back in that round): each even rank below `2 rem` sends its part to
+    /// the odd rank above it, which combines it, the even rank's operand
+    /// first.
+    fn fold(&self, s: &mut Schedule, me: u32, acc: Slice, unfold: Option<usize>) {
+        if me >= 2 * self.rem {
+            return;
+        }
+        if me.is_multiple_of(2) {
+            s.push(0, send(me + 1, acc));
+            if let Some(r) = unfold {
+                s.push(r, recv(me + 1, acc));
+            }
+        } else {
+            s.push(0, recv_reduce(me - 1, acc, true));
+            if let Some(r) = unfold {
+                s.push(r, send(me - 1, acc));
+            }
+        }
+    }
+
+    /// Blocks `lo..hi` of `count` elements split in `p`, as one slice made
+    /// by `slice(first element, elements)`.
+    fn blocks(
+        &self,
+        count: usize,
+        lo: u32,
+        hi: u32,
+        slice: impl Fn(usize, usize) -> Slice,
+    ) -> Slice {
+        let (start, end) = (block(count, self.p, lo).0, block(count, self.p, hi).0);
+        slice(start, end - start)
+    }
+
+    /// Reduce-scatter by recursive halving among the `p` ranks, rounds 1
+    /// to log2 p: each round a rank keeps half its blocks and combines the
+    /// partner's half of them. New rank `new` ends holding block `new`;
+    /// returns that range. *Commutative only.*
+    fn recursive_halving(
+        &self,
+        s: &mut Schedule,
+        new: u32,
+        blocks: &impl Fn(u32, u32) -> Slice,
+    ) -> (u32, u32) {
+        let (mut lo, mut hi) = (0u32, self.p);
+        for j in 0..self.p.trailing_zeros() as usize {
+            let mask = self.p >> (j + 1);
+            let partner = self.real(new ^ mask);
+            let mid = lo + mask;
+            let (keep, give) = if new & mask == 0 {
+                ((lo, mid), (mid, hi))
+            } else {
+                ((mid, hi), (lo, mid))
+            };
+            s.push(j + 1, send(partner, blocks(give.0, give.1)));
+            s.push(j + 1, recv_reduce(partner, blocks(keep.0, keep.1), false));
+            (lo, hi) = keep;
+        }
+        (lo, hi)
+    }
+
     /// The original ranks new rank `j` covers: (first, last).
     fn covers(&self, j: u32) -> (u32, u32) {
         if j < self.rem {
@@ -322,15 +356,7 @@ pub fn allreduce_recursive_doubling(n: u32, me: u32, count: usize) -> Schedule {
     let mut s = Schedule::with_rounds(rounds + 2);
     let all = out(0, count);
     s.push(0, copy(input(0, count), all));
-    if me < 2 * f.rem {
-        if me.is_multiple_of(2) {
-            s.push(0, send(me + 1, all));
-            s.push(rounds + 1, recv(me + 1, all));
-        } else {
-            s.push(0, recv_reduce(me - 1, all, true));
-            s.push(rounds + 1, send(me - 1, all));
-        }
-    }
+    f.fold(&mut s, me, all, Some(rounds + 1));
     if let Some(new) = f.new_rank(me) {
         for k in 0..rounds {
             let partner = new ^ (1 << k);
@@ -351,42 +377,12 @@ pub fn allreduce_rabenseifner(n: u32, me: u32, count: usize) -> Schedule {
     let mut s = Schedule::with_rounds(2 * levels + 2);
     let all = out(0, count);
     s.push(0, copy(input(0, count), all));
-    if me < 2 * f.rem {
-        if me.is_multiple_of(2) {
-            s.push(0, send(me + 1, all));
-            s.push(2 * levels + 1, recv(me + 1, all));
-        } else {
-            s.push(0, recv_reduce(me - 1, all, true));
-            s.push(2 * levels + 1, send(me - 1, all));
-        }
-    }
+    f.fold(&mut s, me, all, Some(2 * levels + 1));
     let Some(new) = f.new_rank(me) else {
         return s;
     };
-    // Blocks lo..hi of the p blocks of `count`, as one slice of Output.
-    let blocks = |lo: u32, hi: u32| {
-        let start = block(count, f.p, lo).0;
-        let end = if hi == f.p {
-            count
-        } else {
-            block(count, f.p, hi).0
-        };
-        out(start, end - start)
-    };
-    let (mut lo, mut hi) = (0u32, f.p);
-    for j in 0..levels {
-        let mask = f.p >> (j + 1);
-        let partner = f.real(new ^ mask);
-        let mid = lo + mask;
-        let (keep, give) = if new & mask == 0 {
-            ((lo, mid), (mid, hi))
-        } else {
-            ((mid, hi), (lo, mid))
-        };
-        s.push(j + 1, send(partner, blocks(give.0, give.1)));
-        s.push(j + 1, recv_reduce(partner, blocks(keep.0, keep.1), false));
-        (lo, hi) = keep;
-    }
+    let blocks = |lo: u32, hi: u32| f.blocks(count, lo, hi, out);
+    let (mut lo, mut hi) = f.recursive_halving(&mut s, new, &blocks);
     for j in 0..levels {
         let mask = 1u32 << j;
         let partner = f.real(new ^ mask);

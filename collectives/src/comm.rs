@@ -172,90 +172,61 @@ impl<'e> Comm<'e> {
             .ok_or(Error::NoAlgorithm(collective.name()))
     }
 
+    /// Chooses the call's algorithm (forced, else by `shape`), builds this
+    /// rank's schedule with `build` and posts its first round (peers
+    /// waiting on it need not wait for this rank's first test).
     fn start<'a, T: bytemuck::Pod>(
         &'a self,
         call: u64,
-        schedule: Schedule,
+        shape: Shape,
+        build: impl FnOnce(&'static str) -> Schedule,
         input: &'a [T],
         output: &'a mut [T],
         combine: Option<Combine<'a, T>>,
-    ) -> Result<Run<'a, T>, Error> {
+    ) -> Result<Started<'a, T>, Error> {
+        let algorithm = if shape.by_size {
+            self.algorithm(
+                shape.collective,
+                shape.element,
+                shape.bytes,
+                shape.commutative,
+            )?
+        } else {
+            // Sizes differ per rank: the first algorithm, unless forced.
+            let forced = self.forced.borrow().get(&shape.collective).copied();
+            forced.unwrap_or(crate::select::algorithms(shape.collective)[0])
+        };
+        let schedule = build(algorithm);
         let mut run = Run::new(self.ep, &self.group, schedule, call, input, output, combine)?;
-        // Post the first round now: peers waiting on it need not wait for
-        // this rank's first test.
         run.test()?;
-        Ok(run)
+        Ok(Started {
+            run,
+            shape,
+            algorithm,
+        })
     }
 
-    /// Waits for `run`, recording its time (or its failure) under
-    /// `algorithm`.
-    fn finish<T: bytemuck::Pod>(
-        &self,
-        mut run: Run<'_, T>,
-        collective: Collective,
-        algorithm: &str,
-        element: &str,
-        bytes: u64,
-    ) -> Result<(), Error> {
+    /// Waits for a started call, recording its time (or its failure) under
+    /// its algorithm (monitoring).
+    fn finish<T: bytemuck::Pod>(&self, started: Started<'_, T>) -> Result<(), Error> {
+        let Started {
+            mut run,
+            shape,
+            algorithm,
+        } = started;
         let start = Instant::now();
+        let (c, e, b) = (shape.collective, shape.element, shape.bytes);
         match run.wait() {
             Ok(()) => {
                 let us = start.elapsed().as_secs_f64() * 1e6;
-                self.observed
-                    .borrow_mut()
-                    .observe(collective, algorithm, element, bytes, us);
+                self.observed.borrow_mut().observe(c, algorithm, e, b, us);
                 Ok(())
             }
             Err(e) => {
-                self.observed.borrow_mut().failed(collective, algorithm);
+                self.observed.borrow_mut().failed(c, algorithm);
                 Err(e.into())
             }
         }
-    }
-
-    /// Starts a barrier.
-    ///
-    /// # Errors
-    /// [`Error::NoAlgorithm`]; fabric errors posting its first round.
-    pub fn ibarrier(&self) -> Result<Run<'_, u8>, Error> {
-        let call = self.next_call();
-        self.algorithm(Collective::Barrier, "bytes", 0, true)?;
-        self.start(
-            call,
-            alg::barrier_dissemination(self.group.size(), self.me),
-            &[],
-            &mut [],
-            None,
-        )
-    }
-
-    /// Barrier.
-    ///
-    /// # Errors
-    /// As [`Comm::ibarrier`]; a dead member or a timeout while waiting.
-    pub fn barrier(&self) -> Result<(), Error> {
-        // (ibarrier takes the call number.)
-        let run = self.ibarrier()?;
-        self.finish(run, Collective::Barrier, "dissemination", "bytes", 0)
-    }
-
-    fn bcast_schedule<T>(
-        &self,
-        root: u32,
-        count: usize,
-    ) -> Result<(Schedule, &'static str), Error> {
-        self.check_root(root)?;
-        let bytes = (count * size_of::<T>()) as u64;
-        let a = self.algorithm(Collective::Bcast, "bytes", bytes, true)?;
-        let (n, me) = (self.group.size(), self.me);
-        Ok((
-            match a {
-                "linear" => alg::bcast_linear(n, me, root, count),
-                "scatter_allgather" => alg::bcast_scatter_allgather(n, me, root, count),
-                _ => alg::bcast_binomial(n, me, root, count),
-            },
-            a,
-        ))
     }
 
     /// The number of this process's next call on this Comm, taken first
@@ -279,6 +250,97 @@ impl<'e> Comm<'e> {
         }
     }
 
+    /// Checks that `counts` has one count per member and that this rank's
+    /// is `mine`; returns their sum.
+    fn check_counts(&self, counts: &[usize], mine: usize) -> Result<usize, Error> {
+        if counts.len() != self.group.size() as usize {
+            return Err(Error::BadCall(format!(
+                "{} counts for a group of {}",
+                counts.len(),
+                self.group.size()
+            )));
+        }
+        if counts[self.me as usize] != mine {
+            return Err(Error::BadCall(format!(
+                "count {} for this rank, buffer of {mine}",
+                counts[self.me as usize]
+            )));
+        }
+        total(counts)
+    }
+
+    /// Checks that a buffer of `what` holds `len` elements, `want` wanted.
+    fn check_len(what: &str, len: usize, want: usize) -> Result<(), Error> {
+        if len == want {
+            Ok(())
+        } else {
+            Err(Error::BadCall(format!(
+                "{what} of {len} elements where {want} are needed"
+            )))
+        }
+    }
+
+    /// The average bytes per rank of `counts`: a size every rank computes
+    /// alike (selection must agree everywhere without a message).
+    fn average<T>(counts: &[usize]) -> u64 {
+        (counts.iter().sum::<usize>() * size_of::<T>() / counts.len().max(1)) as u64
+    }
+
+    fn combine<'a, T: Reducible>(op: &Op<T>) -> Result<Combine<'a, T>, Error> {
+        op.check()?;
+        let op = op.clone();
+        Ok(Box::new(move |inout: &mut [T], input: &[T]| {
+            op.apply(inout, input)
+        }))
+    }
+
+    fn barrier_call(&self) -> Result<Started<'_, u8>, Error> {
+        let call = self.next_call();
+        let (n, me) = (self.group.size(), self.me);
+        let shape = Shape::sized(Collective::Barrier, "bytes", 0, true);
+        self.start(
+            call,
+            shape,
+            |_| alg::barrier_dissemination(n, me),
+            &[],
+            &mut [],
+            None,
+        )
+    }
+
+    /// Starts a barrier (its first round is posted at once).
+    ///
+    /// # Errors
+    /// [`Error::NoAlgorithm`]; fabric errors posting its first round.
+    pub fn ibarrier(&self) -> Result<Run<'_, u8>, Error> {
+        Ok(self.barrier_call()?.run)
+    }
+
+    /// Barrier.
+    ///
+    /// # Errors
+    /// As [`Comm::ibarrier`]; a dead member or a timeout while waiting.
+    pub fn barrier(&self) -> Result<(), Error> {
+        self.finish(self.barrier_call()?)
+    }
+
+    fn bcast_call<'a, T: bytemuck::Pod>(
+        &'a self,
+        root: u32,
+        buf: &'a mut [T],
+    ) -> Result<Started<'a, T>, Error> {
+        let call = self.next_call();
+        self.check_root(root)?;
+        let (n, me, count) = (self.group.size(), self.me, buf.len());
+        let shape = Shape::sized(Collective::Bcast, "bytes", size_of_val(buf) as u64, true);
+        let build = |a: &str| match a {
+            "linear" => alg::bcast_linear(n, me, root, count),
+            "scatter_allgather" => alg::bcast_scatter_allgather(n, me, root, count),
+            _ => alg::bcast_binomial(n, me, root, count),
+        };
+        self.start(call, shape, build, &[], buf, None)
+    }
+
     /// Starts broadcasting `buf` from group rank `root` (every member
     /// passes a buffer of the same length).
     ///
@@ -290,9 +352,7 @@ impl<'e> Comm<'e> {
         root: u32,
         buf: &'a mut [T],
     ) -> Result<Run<'a, T>, Error> {
-        let call = self.next_call();
-        let (s, _) = self.bcast_schedule::<T>(root, buf.len())?;
-        self.start(call, s, &[], buf, None)
+        Ok(self.bcast_call(root, buf)?.run)
     }
 
     /// Broadcasts `buf` from group rank `root`.
@@ -300,49 +360,46 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// As [`Comm::ibcast`], and waiting errors.
     pub fn bcast<T: bytemuck::Pod>(&self, root: u32, buf: &mut [T]) -> Result<(), Error> {
-        let call = self.next_call();
-        let bytes = std::mem::size_of_val(buf) as u64;
-        let (s, a) = self.bcast_schedule::<T>(root, buf.len())?;
-        let run = self.start(call, s, &[], buf, None)?;
-        self.finish(run, Collective::Bcast, a, "bytes", bytes)
+        self.finish(self.bcast_call(root, buf)?)
     }
 
-    fn combine<'a, T: Reducible>(op: &Op<T>) -> Result<Combine<'a, T>, Error> {
-        op.check()?;
-        let op = op.clone();
-        Ok(Box::new(move |inout: &mut [T], input: &[T]| {
-            op.apply(inout, input)
-        }))
-    }
-
-    fn reduce_schedule<T: Reducible>(
-        &self,
-        collective: Collective,
-        root: u32,
-        count: usize,
+    /// Reduce (to `root`) or allreduce (`None`).
+    fn reduce_call<'a, T: Reducible>(
+        &'a self,
+        root: Option<u32>,
+        input: &'a [T],
+        output: &'a mut [T],
         op: &Op<T>,
-    ) -> Result<(Schedule, &'static str), Error> {
-        let (n, me) = (self.group.size(), self.me);
+    ) -> Result<Started<'a, T>, Error> {
+        let call = self.next_call();
+        let collective = match root {
+            Some(r) => {
+                self.check_root(r)?;
+                Collective::Reduce
+            }
+            None => Collective::Allreduce,
+        };
+        if root.is_none_or(|r| r == self.me) {
+            Self::check_len(
+                &format!("{} output", collective.name()),
+                output.len(),
+                input.len(),
+            )?;
+        }
+        let combine = Self::combine(op)?;
+        let (n, me, count) = (self.group.size(), self.me, input.len());
         let commutative = op.is_commutative();
-        let a = self.algorithm(
-            collective,
-            T::NAME,
-            (count * size_of::<T>()) as u64,
-            commutative,
-        )?;
-        Ok((
-            match (collective, a) {
-                (Collective::Reduce, "linear") => alg::reduce_linear(n, me, root, count),
-                (Collective::Reduce, "reduce_scatter_gather") => {
-                    alg::reduce_scatter_gather(n, me, root, count)
-                }
-                (Collective::Reduce, _) => alg::reduce_binomial(n, me, root, count, commutative),
-                (_, "ring") => alg::allreduce_ring(n, me, count),
-                (_, "rabenseifner") => alg::allreduce_rabenseifner(n, me, count),
-                _ => alg::allreduce_recursive_doubling(n, me, count),
-            },
-            a,
-        ))
+        let bytes = size_of_val(input) as u64;
+        let shape = Shape::sized(collective, T::NAME, bytes, commutative);
+        let build = |a: &str| match (root, a) {
+            (Some(root), "linear") => alg::reduce_linear(n, me, root, count),
+            (Some(root), "reduce_scatter_gather") => alg::reduce_scatter_gather(n, me, root, count),
+            (Some(root), _) => alg::reduce_binomial(n, me, root, count, commutative),
+            (None, "ring") => alg::allreduce_ring(n, me, count),
+            (None, "rabenseifner") => alg::allreduce_rabenseifner(n, me, count),
+            (None, _) => alg::allreduce_recursive_doubling(n, me, count),
+        };
+        self.start(call, shape, build, input, output, Some(combine))
     }
 
     /// Starts reducing every member's `input` with `op` into `output` at
@@ -358,17 +415,7 @@ impl<'e> Comm<'e> {
         output: &'a mut [T],
         op: &Op<T>,
     ) -> Result<Run<'a, T>, Error> {
-        let call = self.next_call();
-        self.check_root(root)?;
-        if self.me == root && output.len() != input.len() {
-            return Err(Error::BadCall(format!(
-                "reduce output of {} elements for an input of {}",
-                output.len(),
-                input.len()
-            )));
-        }
-        let (s, _) = self.reduce_schedule(Collective::Reduce, root, input.len(), op)?;
-        self.start(call, s, input, output, Some(Self::combine(op)?))
+        Ok(self.reduce_call(Some(root), input, output, op)?.run)
     }
 
     /// Reduces every member's `input` with `op` into `output` at `root`.
@@ -382,19 +429,7 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         op: &Op<T>,
     ) -> Result<(), Error> {
-        let call = self.next_call();
-        self.check_root(root)?;
-        if self.me == root && output.len() != input.len() {
-            return Err(Error::BadCall(format!(
-                "reduce output of {} elements for an input of {}",
-                output.len(),
-                input.len()
-            )));
-        }
-        let bytes = std::mem::size_of_val(input) as u64;
-        let (s, a) = self.reduce_schedule(Collective::Reduce, root, input.len(), op)?;
-        let run = self.start(call, s, input, output, Some(Self::combine(op)?))?;
-        self.finish(run, Collective::Reduce, a, T::NAME, bytes)
+        self.finish(self.reduce_call(Some(root), input, output, op)?)
     }
 
     /// Starts reducing every member's `input` with `op` into every
@@ -408,16 +443,7 @@ impl<'e> Comm<'e> {
         output: &'a mut [T],
         op: &Op<T>,
     ) -> Result<Run<'a, T>, Error> {
-        let call = self.next_call();
-        if output.len() != input.len() {
-            return Err(Error::BadCall(format!(
-                "allreduce output of {} elements for an input of {}",
-                output.len(),
-                input.len()
-            )));
-        }
-        let (s, _) = self.reduce_schedule(Collective::Allreduce, 0, input.len(), op)?;
-        self.start(call, s, input, output, Some(Self::combine(op)?))
+        Ok(self.reduce_call(None, input, output, op)?.run)
     }
 
     /// Reduces every member's `input` with `op` into every `output`.
@@ -430,18 +456,44 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         op: &Op<T>,
     ) -> Result<(), Error> {
+        self.finish(self.reduce_call(None, input, output, op)?)
+    }
+
+    /// Gatherv (`gather`) or scatterv: `counts[r]` elements of rank `r`,
+    /// laid end to end at `root`.
+    fn rooted_v<T: bytemuck::Pod>(
+        &self,
+        gather: bool,
+        root: u32,
+        input: &[T],
+        output: &mut [T],
+        counts: &[usize],
+    ) -> Result<(), Error> {
         let call = self.next_call();
-        if output.len() != input.len() {
-            return Err(Error::BadCall(format!(
-                "allreduce output of {} elements for an input of {}",
-                output.len(),
-                input.len()
-            )));
+        self.check_root(root)?;
+        let (mine, whole, what) = if gather {
+            (input.len(), output.len(), "gatherv output")
+        } else {
+            (output.len(), input.len(), "scatterv input")
+        };
+        let total = self.check_counts(counts, mine)?;
+        if self.me == root {
+            Self::check_len(what, whole, total)?;
         }
-        let bytes = std::mem::size_of_val(input) as u64;
-        let (s, a) = self.reduce_schedule(Collective::Allreduce, 0, input.len(), op)?;
-        let run = self.start(call, s, input, output, Some(Self::combine(op)?))?;
-        self.finish(run, Collective::Allreduce, a, T::NAME, bytes)
+        let collective = if gather {
+            Collective::Gather
+        } else {
+            Collective::Scatter
+        };
+        let (n, me) = (self.group.size(), self.me);
+        let shape = Shape::sized(collective, "bytes", Self::average::<T>(counts), true);
+        let build = |a: &str| match (gather, a) {
+            (true, "linear") => alg::gatherv_linear(n, me, root, counts),
+            (true, _) => alg::gatherv_binomial(n, me, root, counts),
+            (false, "linear") => alg::scatterv_linear(n, me, root, counts),
+            (false, _) => alg::scatterv_binomial(n, me, root, counts),
+        };
+        self.finish(self.start(call, shape, build, input, output, None)?)
     }
 
     /// Gathers every member's `input` (`counts[r]` elements from group
@@ -457,30 +509,7 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         counts: &[usize],
     ) -> Result<(), Error> {
-        let call = self.next_call();
-        self.check_root(root)?;
-        self.check_counts(counts, input.len())?;
-        if self.me == root && output.len() != counts.iter().sum::<usize>() {
-            return Err(Error::BadCall(format!(
-                "gatherv output of {} elements for counts summing to {}",
-                output.len(),
-                counts.iter().sum::<usize>()
-            )));
-        }
-        let bytes = Self::average::<T>(counts);
-        let a = self.algorithm(Collective::Gather, "bytes", bytes, true)?;
-        let run = self.start(
-            call,
-            if a == "linear" {
-                alg::gatherv_linear(self.group.size(), self.me, root, counts)
-            } else {
-                alg::gatherv_binomial(self.group.size(), self.me, root, counts)
-            },
-            input,
-            output,
-            None,
-        )?;
-        self.finish(run, Collective::Gather, a, "bytes", bytes)
+        self.rooted_v(true, root, input, output, counts)
     }
 
     /// Scatters `input` at `root` (`counts[r]` elements to group rank `r`)
@@ -495,36 +524,91 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         counts: &[usize],
     ) -> Result<(), Error> {
-        let call = self.next_call();
-        self.check_root(root)?;
-        self.check_counts(counts, output.len())?;
-        if self.me == root && input.len() != counts.iter().sum::<usize>() {
-            return Err(Error::BadCall(format!(
-                "scatterv input of {} elements for counts summing to {}",
-                input.len(),
-                counts.iter().sum::<usize>()
-            )));
-        }
-        let bytes = Self::average::<T>(counts);
-        let a = self.algorithm(Collective::Scatter, "bytes", bytes, true)?;
-        let run = self.start(
-            call,
-            if a == "linear" {
-                alg::scatterv_linear(self.group.size(), self.me, root, counts)
-            } else {
-                alg::scatterv_binomial(self.group.size(), self.me, root, counts)
-            },
-            input,
-            output,
-            None,
-        )?;
-        self.finish(run, Collective::Scatter, a, "bytes", bytes)
+        self.rooted_v(false, root, input, output, counts)
     }
 
-    /// The average bytes per rank of `counts`: a size every rank computes
-    /// alike (selection must agree everywhere without a message).
-    fn average<T>(counts: &[usize]) -> u64 {
-        (counts.iter().sum::<usize>() * size_of::<T>() / counts.len().max(1)) as u64
+    fn allgatherv_call<'a, T: bytemuck::Pod>(
+        &'a self,
+        input: &'a [T],
+        output: &'a mut [T],
+        counts: &[usize],
+    ) -> Result<Started<'a, T>, Error> {
+        let call = self.next_call();
+        let total = self.check_counts(counts, input.len())?;
+        Self::check_len("allgatherv output", output.len(), total)?;
+        let (n, me) = (self.group.size(), self.me);
+        let shape = Shape::sized(
+            Collective::Allgather,
+            "bytes",
+            Self::average::<T>(counts),
+            true,
+        );
+        let build = |a: &str| match a {
+            "ring" => alg::allgatherv_ring(n, me, counts),
+            "bruck" => alg::allgatherv_bruck(n, me, counts),
+            _ => alg::allgatherv_recursive_doubling(n, me, counts),
+        };
+        self.start(call, shape, build, input, output, None)
+    }
+
+    /// Starts gathering every member's `input` (`counts[r]` elements from
+    /// rank `r`) into every `output`, in rank order (`MPI_Iallgatherv`).
+    ///
+    /// # Errors
+    /// As [`Comm::gatherv`].
+    pub fn iallgatherv<'a, T: bytemuck::Pod>(
+        &'a self,
+        input: &'a [T],
+        output: &'a mut [T],
+        counts: &[usize],
+    ) -> Result<Run<'a, T>, Error> {
+        Ok(self.allgatherv_call(input, output, counts)?.run)
+    }
+
+    /// Gathers every member's `input` into every `output` (`MPI_Allgatherv`).
+    ///
+    /// # Errors
+    /// As [`Comm::gatherv`].
+    pub fn allgatherv<T: bytemuck::Pod>(
+        &self,
+        input: &[T],
+        output: &mut [T],
+        counts: &[usize],
+    ) -> Result<(), Error> {
+        self.finish(self.allgatherv_call(input, output, counts)?)
+    }
+
+    /// Alltoall (`by_size`: every count the same, the algorithm chosen by
+    /// size) or alltoallv (counts differ per rank, so the algorithm cannot
+    /// depend on them: pairwise, unless forced).
+    fn exchange<T: bytemuck::Pod>(
+        &self,
+        call: u64,
+        input: &[T],
+        sends: &[usize],
+        output: &mut [T],
+        recvs: &[usize],
+        by_size: bool,
+    ) -> Result<(), Error> {
+        let n = self.group.size() as usize;
+        if sends.len() != n || recvs.len() != n {
+            return Err(Error::BadCall(format!(
+                "alltoall counts for a group of {n}"
+            )));
+        }
+        Self::check_len("alltoall input", input.len(), total(sends)?)?;
+        Self::check_len("alltoall output", output.len(), total(recvs)?)?;
+        let me = self.me;
+        let bytes = size_of_val(input) as u64 / n.max(1) as u64;
+        let shape = Shape {
+            by_size,
+            ..Shape::sized(Collective::Alltoall, "bytes", bytes, true)
+        };
+        let build = |a: &str| match a {
+            "linear" => alg::alltoallv_linear(n as u32, me, sends, recvs),
+            _ => alg::alltoallv_pairwise(n as u32, me, sends, recvs),
+        };
+        self.finish(self.start(call, shape, build, input, output, None)?)
     }
 
     /// Sends `count` elements of `input` to every group rank (blocks in rank
@@ -540,104 +624,8 @@ impl<'e> Comm<'e> {
         count: usize,
     ) -> Result<(), Error> {
         let call = self.next_call();
-        let n = self.group.size() as usize;
-        let total = count
-            .checked_mul(n)
-            .ok_or_else(|| Error::BadCall(format!("alltoall of {count} per rank overflows")))?;
-        if input.len() != total || output.len() != total {
-            return Err(Error::BadCall(format!(
-                "alltoall of {count} per rank needs {} elements each way, got {} and {}",
-                count * n,
-                input.len(),
-                output.len()
-            )));
-        }
-        let counts = vec![count; n];
-        let bytes = (count * size_of::<T>()) as u64;
-        let a = self.algorithm(Collective::Alltoall, "bytes", bytes, true)?;
-        let s = match a {
-            "linear" => alg::alltoallv_linear(self.group.size(), self.me, &counts, &counts),
-            _ => alg::alltoallv_pairwise(self.group.size(), self.me, &counts, &counts),
-        };
-        let run = self.start(call, s, input, output, None)?;
-        self.finish(run, Collective::Alltoall, a, "bytes", bytes)
-    }
-
-    fn check_counts(&self, counts: &[usize], mine: usize) -> Result<(), Error> {
-        if counts.len() != self.group.size() as usize {
-            return Err(Error::BadCall(format!(
-                "{} counts for a group of {}",
-                counts.len(),
-                self.group.size()
-            )));
-        }
-        if counts[self.me as usize] != mine {
-            return Err(Error::BadCall(format!(
-                "count {} for this rank, buffer of {mine}",
-                counts[self.me as usize]
-            )));
-        }
-        Ok(())
-    }
-
-    /// Starts gathering every member's `input` (`counts[r]` elements from
-    /// rank `r`) into every `output`, in rank order (`MPI_Iallgatherv`).
-    ///
-    /// # Errors
-    /// As [`Comm::gatherv`].
-    pub fn iallgatherv<'a, T: bytemuck::Pod>(
-        &'a self,
-        input: &'a [T],
-        output: &'a mut [T],
-        counts: &[usize],
-    ) -> Result<Run<'a, T>, Error> {
-        let call = self.next_call();
-        let (s, _) = self.allgatherv_schedule(input, output, counts)?;
-        self.start(call, s, input, output, None)
-    }
-
-    fn allgatherv_schedule<T: bytemuck::Pod>(
-        &self,
-        input: &[T],
-        output: &[T],
-        counts: &[usize],
-    ) -> Result<(Schedule, &'static str), Error> {
-        self.check_counts(counts, input.len())?;
-        if output.len() != counts.iter().sum::<usize>() {
-            return Err(Error::BadCall(format!(
-                "allgatherv output of {} elements for counts summing to {}",
-                output.len(),
-                counts.iter().sum::<usize>()
-            )));
-        }
-        let bytes = Self::average::<T>(counts);
-        let a = self.algorithm(Collective::Allgather, "bytes", bytes, true)?;
-        let (n, me) = (self.group.size(), self.me);
-        Ok((
-            match a {
-                "ring" => alg::allgatherv_ring(n, me, counts),
-                "bruck" => alg::allgatherv_bruck(n, me, counts),
-                _ => alg::allgatherv_recursive_doubling(n, me, counts),
-            },
-            a,
-        ))
-    }
-
-    /// Gathers every member's `input` into every `output` (`MPI_Allgatherv`).
-    ///
-    /// # Errors
-    /// As [`Comm::gatherv`].
-    pub fn allgatherv<T: bytemuck::Pod>(
-        &self,
-        input: &[T],
-        output: &mut [T],
-        counts: &[usize],
-    ) -> Result<(), Error> {
-        let call = self.next_call();
-        let bytes = Self::average::<T>(counts);
-        let (s, a) = self.allgatherv_schedule(input, output, counts)?;
-        let run = self.start(call, s, input, output, None)?;
-        self.finish(run, Collective::Allgather, a, "bytes", bytes)
+        let counts = vec![count; self.group.size() as usize];
+        self.exchange(call, input, &counts, output, &counts, true)
     }
 
     /// Sends `sends[r]` elements of `input` (laid end to end) to each group
@@ -656,31 +644,7 @@ impl<'e> Comm<'e> {
         recvs: &[usize],
     ) -> Result<(), Error> {
         let call = self.next_call();
-        let n = self.group.size() as usize;
-        if sends.len() != n
-            || recvs.len() != n
-            || input.len() != sends.iter().sum::<usize>()
-            || output.len() != recvs.iter().sum::<usize>()
-        {
-            return Err(Error::BadCall(
-                "alltoallv counts do not match the group or the buffers".into(),
-            ));
-        }
-        // Counts differ per rank here, and every rank must choose the same
-        // algorithm without a message: pairwise, unless forced.
-        let bytes = std::mem::size_of_val(input) as u64 / n.max(1) as u64;
-        let a = self
-            .forced
-            .borrow()
-            .get(&Collective::Alltoall)
-            .copied()
-            .unwrap_or("pairwise");
-        let s = match a {
-            "linear" => alg::alltoallv_linear(self.group.size(), self.me, sends, recvs),
-            _ => alg::alltoallv_pairwise(self.group.size(), self.me, sends, recvs),
-        };
-        let run = self.start(call, s, input, output, None)?;
-        self.finish(run, Collective::Alltoall, a, "bytes", bytes)
+        self.exchange(call, input, sends, output, recvs, false)
     }
 
     /// Reduces every member's `input` (blocks of `counts[r]` elements laid
@@ -697,28 +661,70 @@ impl<'e> Comm<'e> {
         op: &Op<T>,
     ) -> Result<(), Error> {
         let call = self.next_call();
-        self.check_counts(counts, output.len())?;
-        if input.len() != counts.iter().sum::<usize>() {
-            return Err(Error::BadCall(format!(
-                "reduce_scatter input of {} elements for counts summing to {}",
-                input.len(),
-                counts.iter().sum::<usize>()
-            )));
-        }
+        let total = self.check_counts(counts, output.len())?;
+        Self::check_len("reduce_scatter input", input.len(), total)?;
+        let combine = Self::combine(op)?;
+        let (n, me) = (self.group.size(), self.me);
         let bytes = Self::average::<T>(counts);
-        let a = self.algorithm(
+        let shape = Shape::sized(
             Collective::ReduceScatter,
             T::NAME,
             bytes,
             op.is_commutative(),
-        )?;
-        let s = match a {
-            "ring" => alg::reduce_scatter_ring(self.group.size(), self.me, counts),
-            _ => alg::reduce_scatter_pairwise(self.group.size(), self.me, counts),
+        );
+        let build = |a: &str| match a {
+            "ring" => alg::reduce_scatter_ring(n, me, counts),
+            _ => alg::reduce_scatter_pairwise(n, me, counts),
         };
-        let run = self.start(call, s, input, output, Some(Self::combine(op)?))?;
-        self.finish(run, Collective::ReduceScatter, a, T::NAME, bytes)
+        self.finish(self.start(call, shape, build, input, output, Some(combine))?)
     }
+}
+
+/// What a call's algorithm is chosen by, and monitoring records it under.
+#[derive(Clone, Copy)]
+struct Shape {
+    collective: Collective,
+    element: &'static str,
+    /// Bytes per rank, the same on every rank.
+    bytes: u64,
+    commutative: bool,
+    /// Chosen by size (else: the first algorithm, unless forced).
+    by_size: bool,
+}
+
+impl Shape {
+    fn sized(
+        collective: Collective,
+        element: &'static str,
+        bytes: u64,
+        commutative: bool,
+    ) -> Shape {
+        Shape {
+            collective,
+            element,
+            bytes,
+            commutative,
+            by_size: true,
+        }
+    }
+}
+
+/// A started call: its run, and what it was chosen by.
+struct Started<'a, T: bytemuck::Pod> {
+    run: Run<'a, T>,
+    shape: Shape,
+    algorithm: &'static str,
+}
+
+/// The sum of `counts`.
+///
+/// # Errors
+/// [`Error::BadCall`] when it overflows.
+fn total(counts: &[usize]) -> Result<usize, Error> {
+    counts
+        .iter()
+        .try_fold(0usize, |a, &c| a.checked_add(c))
+        .ok_or_else(|| Error::BadCall("counts overflow".into()))
 }
 
 /// splitmix64's finaliser: every input bit reaches every output bit.

@@ -184,6 +184,26 @@ impl<'a, T: bytemuck::Pod> Run<'a, T> {
         Ok(())
     }
 
+    /// The operation, and the slice `into` it combines into (split
+    /// borrows of the run).
+    fn combining(&mut self, into: Slice) -> Result<(&Combine<'a, T>, &mut [T]), Error> {
+        let Run {
+            combine,
+            output,
+            scratch,
+            ..
+        } = self;
+        let combine = combine
+            .as_ref()
+            .ok_or(Error::BadCall("a reduction without an operation".into()))?;
+        let buf: &mut [T] = match into.buf {
+            Buf::Scratch => scratch,
+            // Checked in `new`: nothing writes the input.
+            Buf::Input | Buf::Output => output,
+        };
+        Ok((combine, &mut buf[into.at..into.at + into.len]))
+    }
+
     /// Applies the completed round's receives and combinations in order.
     fn finish_round(&mut self) -> Result<(), Error> {
         let actions = self.schedule.rounds[self.round].clone();
@@ -214,19 +234,7 @@ impl<'a, T: bytemuck::Pod> Run<'a, T> {
                 } => {
                     let t = data.ok_or(Error::BadCall("a receive without its transfer".into()))?;
                     let bytes = message(&t, into.len * size_of::<T>())?;
-                    let Run {
-                        combine,
-                        output,
-                        scratch,
-                        ..
-                    } = self;
-                    let combine = combine
-                        .as_ref()
-                        .ok_or(Error::BadCall("a reduction without an operation".into()))?;
-                    let dest: &mut [T] = match into.buf {
-                        Buf::Scratch => &mut scratch[into.at..into.at + into.len],
-                        _ => &mut output[into.at..into.at + into.len],
-                    };
+                    let (combine, dest) = self.combining(*into)?;
                     match (bytemuck::try_cast_slice::<u8, T>(bytes), *received_first) {
                         // In place: one pass over the data.
                         (Ok(got), false) => combine(dest, got),
@@ -244,19 +252,7 @@ impl<'a, T: bytemuck::Pod> Run<'a, T> {
                 }
                 Action::Reduce { from, into } => {
                     let right = self.slice(*from).to_vec();
-                    let Run {
-                        combine,
-                        output,
-                        scratch,
-                        ..
-                    } = self;
-                    let combine = combine
-                        .as_ref()
-                        .ok_or(Error::BadCall("a reduction without an operation".into()))?;
-                    let dest: &mut [T] = match into.buf {
-                        Buf::Scratch => &mut scratch[into.at..into.at + into.len],
-                        _ => &mut output[into.at..into.at + into.len],
-                    };
+                    let (combine, dest) = self.combining(*into)?;
                     combine(dest, &right);
                 }
                 _ => {}

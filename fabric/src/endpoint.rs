@@ -1541,30 +1541,10 @@ impl Endpoint {
             (data.as_ptr(), data.len()),
             true,
             |core, addr, ctx, desc| {
-                let mut iov = libc::iovec {
-                    iov_base: data.as_ptr() as *mut c_void,
-                    iov_len: data.len(),
-                };
-                let mut desc = desc;
-                let rma_iov = sys::fi_rma_iov {
-                    addr: address,
-                    len: data.len(),
-                    key,
-                };
-                let msg = sys::fi_msg_rma {
-                    msg_iov: (&mut iov as *mut libc::iovec).cast(),
-                    desc: &mut desc,
-                    iov_count: 1,
-                    addr,
-                    rma_iov: &rma_iov,
-                    rma_iov_count: 1,
-                    context: ctx,
-                    data: 0,
-                };
-                // SAFETY: msg and what it points to live across the call (the
-                // provider copies the message description); data stays
-                // borrowed until the completion is waited for below.
-                unsafe { sys::fi_writemsg(core.handles.ep, &msg, flags | sys::FI_COMPLETION) }
+                let (ptr, len) = (data.as_ptr(), data.len());
+                // SAFETY: data stays borrowed until the completion is waited
+                // for below; the range lies in the peer's registration.
+                unsafe { post_write(core, (ptr, len), desc, addr, (address, key), ctx, flags) }
             },
         )?;
         self.wait(op, to, posted, OnTimeout::Wait).map(drop)
@@ -1627,35 +1607,20 @@ impl Endpoint {
         filled[..data.len()].copy_from_slice(data);
         let buffer = RawBuffer::new(filled);
         let (ptr, len) = (buffer.ptr(), data.len());
+        let key = remote.key;
         self.start(op, to, buffer, len, |core, addr, ctx, desc| {
-            let mut iov = libc::iovec {
-                iov_base: ptr as *mut c_void,
-                iov_len: len,
-            };
-            let mut desc = desc;
-            let rma_iov = sys::fi_rma_iov {
-                addr: address,
-                len,
-                key: remote.key,
-            };
-            let msg = sys::fi_msg_rma {
-                msg_iov: (&mut iov as *mut libc::iovec).cast(),
-                desc: &mut desc,
-                iov_count: 1,
-                addr,
-                rma_iov: &rma_iov,
-                rma_iov_count: 1,
-                context: ctx,
-                data: 0,
-            };
-            // SAFETY: msg and what it points to live across the call; the
-            // buffer is owned by the Transfer (or the endpoint) until the
-            // completion arrives.
+            // SAFETY: the buffer is owned by the Transfer (or the endpoint)
+            // until the completion arrives; the range lies in the peer's
+            // registration.
             unsafe {
-                sys::fi_writemsg(
-                    core.handles.ep,
-                    &msg,
-                    sys::FI_DELIVERY_COMPLETE | sys::FI_COMPLETION,
+                post_write(
+                    core,
+                    (ptr, len),
+                    desc,
+                    addr,
+                    (address, key),
+                    ctx,
+                    sys::FI_DELIVERY_COMPLETE,
                 )
             }
         })
@@ -2161,6 +2126,47 @@ fn background_progress(shared: &Shared) {
             sleep = (sleep * 2).min(shared.max_sleep);
         }
     }
+}
+
+/// Posts an RMA write of `data` (pointer, length) to `remote` (address, key)
+/// at `addr` with `flags` (plus `FI_COMPLETION`); libfabric's return code.
+///
+/// # Safety
+/// The endpoint in `core` is open; `data` stays valid and unmodified until
+/// the operation's completion arrives; `desc` is its descriptor or null.
+unsafe fn post_write(
+    core: &Core,
+    data: (*const u8, usize),
+    desc: *mut c_void,
+    addr: sys::fi_addr_t,
+    remote: (u64, u64),
+    ctx: *mut c_void,
+    flags: u64,
+) -> isize {
+    let mut iov = libc::iovec {
+        iov_base: data.0 as *mut c_void,
+        iov_len: data.1,
+    };
+    let mut desc = desc;
+    let rma_iov = sys::fi_rma_iov {
+        addr: remote.0,
+        len: data.1,
+        key: remote.1,
+    };
+    let msg = sys::fi_msg_rma {
+        msg_iov: (&mut iov as *mut libc::iovec).cast(),
+        desc: &mut desc,
+        iov_count: 1,
+        addr,
+        rma_iov: &rma_iov,
+        rma_iov_count: 1,
+        context: ctx,
+        data: 0,
+    };
+    // SAFETY: msg and what it points to live across the call (the provider
+    // copies the description); the caller keeps the data valid until the
+    // completion.
+    unsafe { sys::fi_writemsg(core.handles.ep, &msg, flags | sys::FI_COMPLETION) }
 }
 
 /// A read, write, send or receive in flight over a buffer the endpoint

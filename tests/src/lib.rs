@@ -311,6 +311,18 @@ pub mod rank {
         }
     }
 
+    /// Waits for an empty message with `tag` from `from`, then SIGKILLs
+    /// this process (a rank dying mid-job, for the failure tests).
+    pub fn die_when_told(rank: u32, ep: &onesided_fabric::Endpoint, from: u32, tag: u64) -> ! {
+        must(rank, "go", ep.recv(Some(from), tag, &mut []));
+        println!("rank {rank}: killing myself");
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &std::process::id().to_string()])
+            .status();
+        std::thread::sleep(std::time::Duration::from_secs(30));
+        fail(rank, "still alive after SIGKILL")
+    }
+
     /// The value, or a failure naming `what` and the error.
     pub fn must<T, E: std::fmt::Display>(rank: u32, what: &str, r: Result<T, E>) -> T {
         r.unwrap_or_else(|e| fail(rank, &format!("{what}: {e}")))

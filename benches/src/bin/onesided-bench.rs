@@ -178,41 +178,34 @@ fn mpich(
     suite: &str,
     env: &[(&str, &str)],
 ) -> Result<Vec<Measured>> {
-    match mpich_once(args, mpiexec, peer, suite, env) {
+    let command = || {
+        let mut cmd = Command::new(mpiexec);
+        cmd.arg("-n").arg(args.np.to_string());
+        let mut genv = vec![
+            ("MPIR_CVAR_CH4_NETMOD", "ofi"),
+            ("FI_PROVIDER", args.provider.as_str()),
+        ];
+        if args.provider == "tcp" {
+            genv.push(("FI_TCP_IFACE", "lo"));
+        }
+        if args.nolocal {
+            genv.push(("MPIR_CVAR_NOLOCAL", "1"));
+        }
+        genv.extend_from_slice(env);
+        for (k, v) in genv {
+            cmd.arg("-genv").arg(k).arg(v);
+        }
+        cmd.arg(peer).arg(suite).arg(args.scale.to_string());
+        cmd
+    };
+    match run("mpich", command()) {
         // A check that failed says "... expected X found Y": no retry.
         Err(e) if !(e.to_string().contains(" expected ") && e.to_string().contains(" found ")) => {
             eprintln!("onesided-bench: warning: {e}; running the MPICH side again");
-            mpich_once(args, mpiexec, peer, suite, env)
+            run("mpich", command())
         }
         result => result,
     }
-}
-
-fn mpich_once(
-    args: &Args,
-    mpiexec: &Path,
-    peer: &Path,
-    suite: &str,
-    env: &[(&str, &str)],
-) -> Result<Vec<Measured>> {
-    let mut cmd = Command::new(mpiexec);
-    cmd.arg("-n").arg(args.np.to_string());
-    let mut genv = vec![
-        ("MPIR_CVAR_CH4_NETMOD", "ofi"),
-        ("FI_PROVIDER", args.provider.as_str()),
-    ];
-    if args.provider == "tcp" {
-        genv.push(("FI_TCP_IFACE", "lo"));
-    }
-    if args.nolocal {
-        genv.push(("MPIR_CVAR_NOLOCAL", "1"));
-    }
-    genv.extend_from_slice(env);
-    for (k, v) in genv {
-        cmd.arg("-genv").arg(k).arg(v);
-    }
-    cmd.arg(peer).arg(suite).arg(args.scale.to_string());
-    run("mpich", cmd)
 }
 
 /// Runs a side in its own process group, killed after [`SIDE_TIMEOUT`];

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use onesided_fabric::{Access, Endpoint, Error, MemoryRegion, RemoteMemory, World};
 
-use onesided_tests::rank::{check, fail, must, pattern};
+use onesided_tests::rank::{check, die_when_told, fail, must, pattern};
 
 const TAG_DESC: u64 = 10;
 const TAG_WRITTEN: u64 = 11;
@@ -544,15 +544,7 @@ fn victim(world: &mut World) {
     let region = must(me, "register", ep.register(4096, Access::REMOTE_READ));
     let remotes = exchange(ep, &[&region]);
     match me {
-        1 => {
-            must(me, "go", ep.recv(Some(0), TAG_GO, &mut []));
-            println!("rank 1: killing myself");
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", &std::process::id().to_string()])
-                .status();
-            std::thread::sleep(Duration::from_secs(30));
-            fail(me, "still alive after SIGKILL");
-        }
+        1 => die_when_told(me, ep, 0, TAG_GO),
         0 => {
             let mut buf = [0u8; 64];
             for _ in 0..100 {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use onesided_fabric::World;
 use onesided_rma::{Element, Error as RmaError, Group, LockKind, Op, Request, Rma};
-use onesided_tests::rank::{check, fail, must, pattern};
+use onesided_tests::rank::{check, die_when_told, fail, must, pattern};
 
 const ROUNDS: u64 = 100;
 const TAG_GO: u64 = 40;
@@ -755,15 +755,7 @@ fn window_victim(world: &World) {
         rma.ibarrier(&group).and_then(|mut b| b.wait()),
     );
     match me {
-        1 => {
-            must(me, "go", ep.recv(Some(0), TAG_GO, &mut []));
-            println!("rank 1: killing myself");
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", &std::process::id().to_string()])
-                .status();
-            std::thread::sleep(Duration::from_secs(30));
-            fail(me, "still alive after SIGKILL");
-        }
+        1 => die_when_told(me, ep, 0, TAG_GO),
         0 => {
             let epoch = must(me, "lock", win.lock(1, LockKind::Exclusive, false));
             let mut buf = [0u8; 8];
