@@ -16,15 +16,16 @@
 //! spec leaves open how ranks agree on updates.
 
 use std::cell::{Cell, Ref, RefCell};
+use std::collections::HashSet;
 use std::time::Instant;
 
 use onesided_fabric::Endpoint;
-use onesided_rma::{Group, Request};
+use onesided_rma::Group;
 
 use crate::algorithms as alg;
 use crate::op::{Op, Reducible};
 use crate::profile::{Collective, Geometry};
-use crate::run::{Combine, Run};
+use crate::run::{Combine, Exec, Inflight, Run};
 use crate::schedule::Schedule;
 use crate::select::Selector;
 use crate::Error;
@@ -35,8 +36,11 @@ pub struct Comm<'e> {
     group: Group,
     me: u32,
     geometry: Geometry,
-    choices: Selector,
+    choices: RefCell<Selector>,
     observed: RefCell<Selector>,
+    /// Algorithms made to fail ([`FAULT_ENV`]).
+    faults: HashSet<(Collective, &'static str)>,
+    inflight: Inflight<'e>,
     calls: Cell<u64>,
     /// What tells this Comm's messages from others': the group, the
     /// Comm's number among this process's Comms, and the selection source
@@ -89,7 +93,9 @@ impl<'e> Comm<'e> {
             me,
             geometry,
             observed: RefCell::new(choices.clone()),
-            choices,
+            choices: RefCell::new(choices),
+            faults: faults_from_env(),
+            inflight: Inflight::default(),
             group,
             calls: Cell::new(0),
             context,
@@ -158,75 +164,134 @@ impl<'e> Comm<'e> {
     pub fn algorithm(
         &self,
         collective: Collective,
-        element: &str,
+        element: &'static str,
         bytes: u64,
         commutative: bool,
     ) -> Result<&'static str, Error> {
-        if let Some(a) = self.forced.borrow().get(&collective) {
-            if commutative || !crate::select::reorders(collective, a) {
-                return Ok(a);
-            }
-        }
-        self.choices
-            .choose(collective, element, bytes, commutative)
-            .ok_or(Error::NoAlgorithm(collective.name()))
+        let shape = Shape::sized(collective, element, bytes, commutative);
+        Ok(self.choose(shape, |_| Ok(()))?.0)
     }
 
-    /// Chooses the call's algorithm (forced, else by `shape`), builds this
-    /// rank's schedule with `build` and posts its first round (peers
-    /// waiting on it need not wait for this rank's first test).
-    fn start<'a, T: bytemuck::Pod>(
-        &'a self,
-        call: u64,
+    /// The call's algorithm and this rank's plan for it (`build`'s
+    /// answer): forced, else chosen by `shape`. An algorithm that fails
+    /// here (its plan does not fit the call, it is injected by
+    /// [`FAULT_ENV`], or it needs what this Comm lacks) is removed from
+    /// the choices and the next best is tried: such failures are the same
+    /// on every rank, so the ranks go on agreeing without a message. A
+    /// forced algorithm that fails is an error.
+    fn choose<P>(
+        &self,
         shape: Shape,
-        build: impl FnOnce(&'static str) -> Schedule,
+        build: impl Fn(&'static str) -> Result<P, Error>,
+    ) -> Result<(&'static str, P), Error> {
+        let c = shape.collective;
+        loop {
+            let forced = self.forced.borrow().get(&c).copied();
+            let algorithm = match forced {
+                Some(a) if shape.commutative || !crate::select::reorders(c, a) => Some(a),
+                _ if shape.by_size => {
+                    self.choices
+                        .borrow()
+                        .choose(c, shape.element, shape.bytes, shape.commutative)
+                }
+                // Sizes differ per rank: the first algorithm left.
+                _ => self.choices.borrow().first(c),
+            }
+            .ok_or(Error::NoAlgorithm(c.name()))?;
+            let plan = if self.faults.contains(&(c, algorithm)) {
+                Err(Error::BadCall(format!(
+                    "{} {algorithm} fails ({FAULT_ENV})",
+                    c.name()
+                )))
+            } else {
+                build(algorithm)
+            };
+            match plan {
+                Ok(plan) => return Ok((algorithm, plan)),
+                Err(e) if forced.is_some() => return Err(e),
+                Err(_) => {
+                    self.choices.borrow_mut().failed(c, algorithm);
+                    self.observed.borrow_mut().failed(c, algorithm);
+                }
+            }
+        }
+    }
+
+    /// Chooses the call's algorithm and builds its schedule with `build`.
+    fn prepare<'a, T: bytemuck::Pod>(
+        &self,
+        number: u64,
+        shape: Shape,
+        build: impl Fn(&'static str) -> Schedule,
         input: &'a [T],
         output: &'a mut [T],
-        combine: Option<Combine<'a, T>>,
-    ) -> Result<Started<'a, T>, Error> {
-        let algorithm = if shape.by_size {
-            self.algorithm(
-                shape.collective,
-                shape.element,
-                shape.bytes,
-                shape.commutative,
-            )?
-        } else {
-            // Sizes differ per rank: the first algorithm, unless forced.
-            let forced = self.forced.borrow().get(&shape.collective).copied();
-            forced.unwrap_or(crate::select::algorithms(shape.collective)[0])
-        };
-        let schedule = build(algorithm);
-        let mut run = Run::new(self.ep, &self.group, schedule, call, input, output, combine)?;
-        run.test()?;
-        Ok(Started {
-            run,
+        combine: Option<Combine<T>>,
+    ) -> Result<Call<'a, T>, Error> {
+        let (algorithm, schedule) = self.choose(shape, |a| {
+            let schedule = build(a);
+            crate::run::check(&schedule, input.len(), output.len())?;
+            Ok(schedule)
+        })?;
+        Ok(Call {
+            number,
             shape,
             algorithm,
+            schedule,
+            input,
+            output,
+            combine,
         })
     }
 
-    /// Waits for a started call, recording its time (or its failure) under
-    /// its algorithm (monitoring).
-    fn finish<T: bytemuck::Pod>(&self, started: Started<'_, T>) -> Result<(), Error> {
-        let Started {
-            mut run,
-            shape,
-            algorithm,
-        } = started;
+    /// Runs a call to completion over the caller's buffers (advancing the
+    /// nonblocking runs in flight meanwhile), recording its time (or its
+    /// failure) under its algorithm (monitoring).
+    fn finish<T: bytemuck::Pod>(&self, call: Call<'_, T>) -> Result<(), Error> {
         let start = Instant::now();
+        let shape = call.shape;
+        let algorithm = call.algorithm;
+        let mut exec = Exec::new(
+            self.ep,
+            &self.group,
+            call.schedule,
+            call.number,
+            call.input,
+            call.output,
+            call.combine,
+        )?;
+        let result = self.inflight.wait(&mut exec);
+        self.monitor(shape, algorithm, start, result)
+    }
+
+    /// Records how a call of `algorithm` went (monitoring).
+    fn monitor(
+        &self,
+        shape: Shape,
+        algorithm: &'static str,
+        start: Instant,
+        result: Result<(), Error>,
+    ) -> Result<(), Error> {
         let (c, e, b) = (shape.collective, shape.element, shape.bytes);
-        match run.wait() {
-            Ok(()) => {
-                let us = start.elapsed().as_secs_f64() * 1e6;
-                self.observed.borrow_mut().observe(c, algorithm, e, b, us);
-                Ok(())
-            }
-            Err(e) => {
-                self.observed.borrow_mut().failed(c, algorithm);
-                Err(e.into())
-            }
+        let mut observed = self.observed.borrow_mut();
+        match &result {
+            Ok(()) => observed.observe(c, algorithm, e, b, start.elapsed().as_secs_f64() * 1e6),
+            Err(_) => observed.failed(c, algorithm),
         }
+        result
+    }
+
+    /// Starts a call as a nonblocking run over copies of its buffers.
+    fn spawn<'a, T: bytemuck::Pod>(&'a self, call: Call<'a, T>) -> Result<Run<'a, 'e, T>, Error> {
+        let exec = Exec::new(
+            self.ep,
+            &self.group,
+            call.schedule,
+            call.number,
+            call.input.to_vec(),
+            call.output.to_vec(),
+            call.combine,
+        )?;
+        Ok(self.inflight.start(exec, call.output))
     }
 
     /// The number of this process's next call on this Comm, taken first
@@ -286,7 +351,7 @@ impl<'e> Comm<'e> {
         (counts.iter().sum::<usize>() * size_of::<T>() / counts.len().max(1)) as u64
     }
 
-    fn combine<'a, T: Reducible>(op: &Op<T>) -> Result<Combine<'a, T>, Error> {
+    fn combine<T: Reducible>(op: &Op<T>) -> Result<Combine<T>, Error> {
         op.check()?;
         let op = op.clone();
         Ok(Box::new(move |inout: &mut [T], input: &[T]| {
@@ -294,11 +359,11 @@ impl<'e> Comm<'e> {
         }))
     }
 
-    fn barrier_call(&self) -> Result<Started<'_, u8>, Error> {
+    fn barrier_call(&self) -> Result<Call<'_, u8>, Error> {
         let call = self.next_call();
         let (n, me) = (self.group.size(), self.me);
         let shape = Shape::sized(Collective::Barrier, "bytes", 0, true);
-        self.start(
+        self.prepare(
             call,
             shape,
             |_| alg::barrier_dissemination(n, me),
@@ -312,8 +377,8 @@ impl<'e> Comm<'e> {
     ///
     /// # Errors
     /// [`Error::NoAlgorithm`]; fabric errors posting its first round.
-    pub fn ibarrier(&self) -> Result<Run<'_, u8>, Error> {
-        Ok(self.barrier_call()?.run)
+    pub fn ibarrier(&self) -> Result<Run<'_, 'e, u8>, Error> {
+        self.spawn(self.barrier_call()?)
     }
 
     /// Barrier.
@@ -328,7 +393,7 @@ impl<'e> Comm<'e> {
         &'a self,
         root: u32,
         buf: &'a mut [T],
-    ) -> Result<Started<'a, T>, Error> {
+    ) -> Result<Call<'a, T>, Error> {
         let call = self.next_call();
         self.check_root(root)?;
         let (n, me, count) = (self.group.size(), self.me, buf.len());
@@ -338,7 +403,7 @@ impl<'e> Comm<'e> {
             "scatter_allgather" => alg::bcast_scatter_allgather(n, me, root, count),
             _ => alg::bcast_binomial(n, me, root, count),
         };
-        self.start(call, shape, build, &[], buf, None)
+        self.prepare(call, shape, build, &[], buf, None)
     }
 
     /// Starts broadcasting `buf` from group rank `root` (every member
@@ -351,8 +416,8 @@ impl<'e> Comm<'e> {
         &'a self,
         root: u32,
         buf: &'a mut [T],
-    ) -> Result<Run<'a, T>, Error> {
-        Ok(self.bcast_call(root, buf)?.run)
+    ) -> Result<Run<'a, 'e, T>, Error> {
+        self.spawn(self.bcast_call(root, buf)?)
     }
 
     /// Broadcasts `buf` from group rank `root`.
@@ -370,7 +435,7 @@ impl<'e> Comm<'e> {
         input: &'a [T],
         output: &'a mut [T],
         op: &Op<T>,
-    ) -> Result<Started<'a, T>, Error> {
+    ) -> Result<Call<'a, T>, Error> {
         let call = self.next_call();
         let collective = match root {
             Some(r) => {
@@ -399,7 +464,7 @@ impl<'e> Comm<'e> {
             (None, "rabenseifner") => alg::allreduce_rabenseifner(n, me, count),
             (None, _) => alg::allreduce_recursive_doubling(n, me, count),
         };
-        self.start(call, shape, build, input, output, Some(combine))
+        self.prepare(call, shape, build, input, output, Some(combine))
     }
 
     /// Starts reducing every member's `input` with `op` into `output` at
@@ -414,8 +479,8 @@ impl<'e> Comm<'e> {
         input: &'a [T],
         output: &'a mut [T],
         op: &Op<T>,
-    ) -> Result<Run<'a, T>, Error> {
-        Ok(self.reduce_call(Some(root), input, output, op)?.run)
+    ) -> Result<Run<'a, 'e, T>, Error> {
+        self.spawn(self.reduce_call(Some(root), input, output, op)?)
     }
 
     /// Reduces every member's `input` with `op` into `output` at `root`.
@@ -442,8 +507,8 @@ impl<'e> Comm<'e> {
         input: &'a [T],
         output: &'a mut [T],
         op: &Op<T>,
-    ) -> Result<Run<'a, T>, Error> {
-        Ok(self.reduce_call(None, input, output, op)?.run)
+    ) -> Result<Run<'a, 'e, T>, Error> {
+        self.spawn(self.reduce_call(None, input, output, op)?)
     }
 
     /// Reduces every member's `input` with `op` into every `output`.
@@ -493,7 +558,7 @@ impl<'e> Comm<'e> {
             (false, "linear") => alg::scatterv_linear(n, me, root, counts),
             (false, _) => alg::scatterv_binomial(n, me, root, counts),
         };
-        self.finish(self.start(call, shape, build, input, output, None)?)
+        self.finish(self.prepare(call, shape, build, input, output, None)?)
     }
 
     /// Gathers every member's `input` (`counts[r]` elements from group
@@ -532,7 +597,7 @@ impl<'e> Comm<'e> {
         input: &'a [T],
         output: &'a mut [T],
         counts: &[usize],
-    ) -> Result<Started<'a, T>, Error> {
+    ) -> Result<Call<'a, T>, Error> {
         let call = self.next_call();
         let total = self.check_counts(counts, input.len())?;
         Self::check_len("allgatherv output", output.len(), total)?;
@@ -548,7 +613,7 @@ impl<'e> Comm<'e> {
             "bruck" => alg::allgatherv_bruck(n, me, counts),
             _ => alg::allgatherv_recursive_doubling(n, me, counts),
         };
-        self.start(call, shape, build, input, output, None)
+        self.prepare(call, shape, build, input, output, None)
     }
 
     /// Starts gathering every member's `input` (`counts[r]` elements from
@@ -561,8 +626,8 @@ impl<'e> Comm<'e> {
         input: &'a [T],
         output: &'a mut [T],
         counts: &[usize],
-    ) -> Result<Run<'a, T>, Error> {
-        Ok(self.allgatherv_call(input, output, counts)?.run)
+    ) -> Result<Run<'a, 'e, T>, Error> {
+        self.spawn(self.allgatherv_call(input, output, counts)?)
     }
 
     /// Gathers every member's `input` into every `output` (`MPI_Allgatherv`).
@@ -608,7 +673,7 @@ impl<'e> Comm<'e> {
             "linear" => alg::alltoallv_linear(n as u32, me, sends, recvs),
             _ => alg::alltoallv_pairwise(n as u32, me, sends, recvs),
         };
-        self.finish(self.start(call, shape, build, input, output, None)?)
+        self.finish(self.prepare(call, shape, build, input, output, None)?)
     }
 
     /// Sends `count` elements of `input` to every group rank (blocks in rank
@@ -676,7 +741,7 @@ impl<'e> Comm<'e> {
             "ring" => alg::reduce_scatter_ring(n, me, counts),
             _ => alg::reduce_scatter_pairwise(n, me, counts),
         };
-        self.finish(self.start(call, shape, build, input, output, Some(combine))?)
+        self.finish(self.prepare(call, shape, build, input, output, Some(combine))?)
     }
 }
 
@@ -709,11 +774,35 @@ impl Shape {
     }
 }
 
-/// A started call: its run, and what it was chosen by.
-struct Started<'a, T: bytemuck::Pod> {
-    run: Run<'a, T>,
+/// A call ready to run: its number, what chose its algorithm, and this
+/// rank's schedule over its buffers.
+struct Call<'a, T: bytemuck::Pod> {
+    number: u64,
     shape: Shape,
     algorithm: &'static str,
+    schedule: Schedule,
+    input: &'a [T],
+    output: &'a mut [T],
+    combine: Option<Combine<T>>,
+}
+
+/// Environment variable naming algorithms that fail whenever a call
+/// chooses them, on every rank (`allreduce:ring,bcast:binomial`): fault
+/// injection, to see a job complete its calls with the next best
+/// algorithms. Unknown names are ignored.
+pub const FAULT_ENV: &str = "ONESIDED_FAULT";
+
+/// The algorithms named by [`FAULT_ENV`].
+fn faults_from_env() -> HashSet<(Collective, &'static str)> {
+    let text = std::env::var(FAULT_ENV).unwrap_or_default();
+    text.split(',')
+        .filter_map(|item| {
+            let (c, a) = item.trim().split_once(':')?;
+            let c = Collective::ALL.into_iter().find(|k| k.name() == c)?;
+            let a = crate::select::algorithms(c).iter().find(|n| **n == a)?;
+            Some((c, *a))
+        })
+        .collect()
 }
 
 /// The sum of `counts`.

@@ -38,7 +38,7 @@ pub mod run;
 pub mod schedule;
 pub mod select;
 
-pub use comm::Comm;
+pub use comm::{Comm, FAULT_ENV};
 pub use error::Error;
 pub use op::{Builtin, Op, Reducible};
 pub use profile::{Collective, Geometry, Profile, ProfileError};

@@ -1,6 +1,13 @@
 //! The executor: a [`Schedule`] run over the endpoint's tagged messages,
-//! round by round, as a [`Request`] (so a nonblocking collective is a
-//! schedule advanced by `test`, and a blocking one is the same waited for).
+//! round by round. A blocking collective runs it over the caller's
+//! buffers; a nonblocking one ([`Run`]) over buffers of its own (the
+//! input copied at the call, the output copied back at completion), so
+//! that it can be advanced by any call into its [`Comm`](crate::Comm):
+//! every test or wait of any of its requests, every new collective and the
+//! wait of every blocking one advance all the Comm's runs in flight, in
+//! the order they were started ([`Inflight`]). Ranks may therefore wait on
+//! their requests in any order, and work between tests without holding
+//! their peers back for longer than that work.
 //!
 //! Each round's copies happen first, then its sends and receives are
 //! posted together (sends from copies: the round's slices as they are at
@@ -11,6 +18,8 @@
 //! with the call's number: rounds never mix, and calls only when two
 //! in flight at once collide in 21 bits.
 
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
 use std::time::Duration;
 
 use onesided_fabric::{Endpoint, Transfer};
@@ -30,22 +39,60 @@ pub fn tag(call: u64, round: usize) -> u64 {
 /// Rounds a schedule may have (the tag's round field).
 pub const MAX_ROUNDS: usize = 1 << 16;
 
-/// A combination: `f(inout, in)`.
-pub(crate) type Combine<'a, T> = Box<dyn Fn(&mut [T], &[T]) + 'a>;
+/// Checks that `schedule` fits buffers of `input` and `output` elements
+/// (and its scratch) and the tag's round field.
+///
+/// # Errors
+/// [`Error::BadCall`] naming the step that does not fit.
+pub(crate) fn check(schedule: &Schedule, input: usize, output: usize) -> Result<(), Error> {
+    if schedule.rounds.len() > MAX_ROUNDS {
+        return Err(Error::BadCall(format!("{} rounds", schedule.rounds.len())));
+    }
+    let lens = [input, output, schedule.scratch];
+    let fits = |s: &Slice| {
+        let len = match s.buf {
+            Buf::Input => lens[0],
+            Buf::Output => lens[1],
+            Buf::Scratch => lens[2],
+        };
+        s.at.checked_add(s.len).is_some_and(|end| end <= len)
+    };
+    for a in schedule.rounds.iter().flatten() {
+        let ok = match a {
+            Action::Copy { from, to } | Action::Reduce { from, into: to } => {
+                fits(from) && fits(to) && from.len == to.len && to.buf != Buf::Input
+            }
+            Action::Send { data, .. } => fits(data),
+            Action::Recv { into, .. } | Action::RecvReduce { into, .. } => {
+                fits(into) && into.buf != Buf::Input
+            }
+        };
+        if !ok {
+            return Err(Error::BadCall(format!(
+                "a step {a:?} does not fit buffers of {} / {} / {} elements",
+                lens[0], lens[1], lens[2]
+            )));
+        }
+    }
+    Ok(())
+}
 
-/// A collective in flight.
-pub struct Run<'a, T: bytemuck::Pod> {
-    ep: &'a Endpoint,
+/// A combination: `f(inout, in)`.
+pub(crate) type Combine<T> = Box<dyn Fn(&mut [T], &[T])>;
+
+/// A schedule being executed over input `I` and output `O`.
+pub(crate) struct Exec<'e, T: bytemuck::Pod, I, O> {
+    ep: &'e Endpoint,
     group: Group,
     schedule: Schedule,
     call: u64,
-    input: &'a [T],
-    output: &'a mut [T],
+    input: I,
+    output: O,
     scratch: Vec<T>,
-    combine: Option<Combine<'a, T>>,
+    combine: Option<Combine<T>>,
     round: usize,
     /// The round's transfers, with the index of their action.
-    pending: Vec<(usize, Transfer<'a>)>,
+    pending: Vec<(usize, Transfer<'e>)>,
     posted: bool,
     done: bool,
     /// The error that ended it: a failed run fails again when tested
@@ -53,7 +100,7 @@ pub struct Run<'a, T: bytemuck::Pod> {
     failed: Option<String>,
 }
 
-impl<'a, T: bytemuck::Pod> Run<'a, T> {
+impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T, I, O> {
     /// Runs rounds as far as their messages allow; whether all are done.
     fn advance(&mut self) -> Result<bool, onesided_rma::Error> {
         let fail = |e: Error| onesided_rma::Error::Collective(e.to_string());
@@ -84,44 +131,16 @@ impl<'a, T: bytemuck::Pod> Run<'a, T> {
     /// [`Error::BadCall`] when the schedule has too many rounds or a slice
     /// lies outside its buffer (nothing is posted).
     pub(crate) fn new(
-        ep: &'a Endpoint,
+        ep: &'e Endpoint,
         group: &Group,
         schedule: Schedule,
         call: u64,
-        input: &'a [T],
-        output: &'a mut [T],
-        combine: Option<Combine<'a, T>>,
-    ) -> Result<Run<'a, T>, Error> {
-        if schedule.rounds.len() > MAX_ROUNDS {
-            return Err(Error::BadCall(format!("{} rounds", schedule.rounds.len())));
-        }
-        let lens = [input.len(), output.len(), schedule.scratch];
-        let fits = |s: &Slice| {
-            let len = match s.buf {
-                Buf::Input => lens[0],
-                Buf::Output => lens[1],
-                Buf::Scratch => lens[2],
-            };
-            s.at.checked_add(s.len).is_some_and(|end| end <= len)
-        };
-        for a in schedule.rounds.iter().flatten() {
-            let ok = match a {
-                Action::Copy { from, to } | Action::Reduce { from, into: to } => {
-                    fits(from) && fits(to) && from.len == to.len && to.buf != Buf::Input
-                }
-                Action::Send { data, .. } => fits(data),
-                Action::Recv { into, .. } | Action::RecvReduce { into, .. } => {
-                    fits(into) && into.buf != Buf::Input
-                }
-            };
-            if !ok {
-                return Err(Error::BadCall(format!(
-                    "a step {a:?} does not fit buffers of {} / {} / {} elements",
-                    lens[0], lens[1], lens[2]
-                )));
-            }
-        }
-        Ok(Run {
+        input: I,
+        mut output: O,
+        combine: Option<Combine<T>>,
+    ) -> Result<Exec<'e, T, I, O>, Error> {
+        check(&schedule, input.as_ref().len(), output.as_mut().len())?;
+        Ok(Exec {
             ep,
             group: group.clone(),
             scratch: vec![T::zeroed(); schedule.scratch],
@@ -140,8 +159,8 @@ impl<'a, T: bytemuck::Pod> Run<'a, T> {
 
     fn slice(&self, s: Slice) -> &[T] {
         let buf: &[T] = match s.buf {
-            Buf::Input => self.input,
-            Buf::Output => self.output,
+            Buf::Input => self.input.as_ref(),
+            Buf::Output => self.output.as_ref(),
             Buf::Scratch => &self.scratch,
         };
         &buf[s.at..s.at + s.len]
@@ -150,7 +169,7 @@ impl<'a, T: bytemuck::Pod> Run<'a, T> {
     fn slice_mut(&mut self, s: Slice) -> &mut [T] {
         let buf: &mut [T] = match s.buf {
             // Checked in `new`: receives and copies never target the input.
-            Buf::Input | Buf::Output => self.output,
+            Buf::Input | Buf::Output => self.output.as_mut(),
             Buf::Scratch => &mut self.scratch,
         };
         &mut buf[s.at..s.at + s.len]
@@ -186,8 +205,8 @@ impl<'a, T: bytemuck::Pod> Run<'a, T> {
 
     /// The operation, and the slice `into` it combines into (split
     /// borrows of the run).
-    fn combining(&mut self, into: Slice) -> Result<(&Combine<'a, T>, &mut [T]), Error> {
-        let Run {
+    fn combining(&mut self, into: Slice) -> Result<(&Combine<T>, &mut [T]), Error> {
+        let Exec {
             combine,
             output,
             scratch,
@@ -199,7 +218,7 @@ impl<'a, T: bytemuck::Pod> Run<'a, T> {
         let buf: &mut [T] = match into.buf {
             Buf::Scratch => scratch,
             // Checked in `new`: nothing writes the input.
-            Buf::Input | Buf::Output => output,
+            Buf::Input | Buf::Output => output.as_mut(),
         };
         Ok((combine, &mut buf[into.at..into.at + into.len]))
     }
@@ -274,8 +293,14 @@ fn message<'t>(t: &'t Transfer<'_>, len: usize) -> Result<&'t [u8], Error> {
     Ok(bytes)
 }
 
-impl<T: bytemuck::Pod> Request for Run<'_, T> {
-    fn test(&mut self) -> Result<bool, onesided_rma::Error> {
+impl<'e, T, I, O> Exec<'e, T, I, O>
+where
+    T: bytemuck::Pod,
+    I: AsRef<[T]>,
+    O: AsRef<[T]> + AsMut<[T]>,
+{
+    /// Advances it; whether it is done (a failed run fails again).
+    pub(crate) fn test(&mut self) -> Result<bool, onesided_rma::Error> {
         if let Some(e) = &self.failed {
             return Err(onesided_rma::Error::Collective(e.clone()));
         }
@@ -286,11 +311,130 @@ impl<T: bytemuck::Pod> Request for Run<'_, T> {
         result
     }
 
+    /// The output (the result, once done).
+    pub(crate) fn output(&self) -> &[T] {
+        self.output.as_ref()
+    }
+}
+
+/// A run the [`Inflight`] list can advance.
+pub(crate) trait Advance {
+    /// As [`Exec::test`].
+    fn test(&mut self) -> Result<bool, onesided_rma::Error>;
+}
+
+impl<T: bytemuck::Pod> Advance for Exec<'_, T, Vec<T>, Vec<T>> {
+    fn test(&mut self) -> Result<bool, onesided_rma::Error> {
+        Exec::test(self)
+    }
+}
+
+/// A nonblocking run, shared by its request and its Comm's list.
+type Shared<'e, T> = Rc<RefCell<Exec<'e, T, Vec<T>, Vec<T>>>>;
+
+/// A Comm's nonblocking runs in flight, oldest first.
+#[derive(Default)]
+pub(crate) struct Inflight<'e> {
+    runs: RefCell<Vec<Weak<RefCell<dyn Advance + 'e>>>>,
+}
+
+impl<'e> Inflight<'e> {
+    /// Advances every run in flight once, oldest first; forgets those that
+    /// are done, failed (their requests report it) or dropped. A run being
+    /// tested by its request at this moment is left to that test.
+    pub(crate) fn progress(&self) {
+        let runs = std::mem::take(&mut *self.runs.borrow_mut());
+        let mut kept = Vec::with_capacity(runs.len());
+        for weak in runs {
+            let Some(run) = weak.upgrade() else { continue };
+            let busy = match run.try_borrow_mut() {
+                Ok(mut r) => matches!(r.test(), Ok(false)),
+                Err(_) => true,
+            };
+            if busy {
+                kept.push(weak);
+            }
+        }
+        // Runs started meanwhile (none today: progress starts nothing)
+        // come after the older ones.
+        let mut runs = self.runs.borrow_mut();
+        kept.append(&mut runs);
+        *runs = kept;
+    }
+
+    /// Starts `exec` as a nonblocking run: listed, then advanced with the
+    /// others (which posts its first round).
+    pub(crate) fn start<'a, T: bytemuck::Pod + 'e>(
+        &'a self,
+        exec: Exec<'e, T, Vec<T>, Vec<T>>,
+        output: &'a mut [T],
+    ) -> Run<'a, 'e, T> {
+        let shared: Shared<'e, T> = Rc::new(RefCell::new(exec));
+        let weak: Weak<RefCell<dyn Advance + 'e>> = {
+            let dynamic: Rc<RefCell<dyn Advance + 'e>> = shared.clone();
+            Rc::downgrade(&dynamic)
+        };
+        self.runs.borrow_mut().push(weak);
+        self.progress();
+        Run {
+            inflight: self,
+            exec: shared,
+            output,
+            done: false,
+        }
+    }
+
+    /// Waits for `exec` (a blocking call's run), advancing the runs in
+    /// flight too.
+    pub(crate) fn wait<T, I, O>(&self, exec: &mut Exec<'e, T, I, O>) -> Result<(), Error>
+    where
+        T: bytemuck::Pod,
+        I: AsRef<[T]>,
+        O: AsRef<[T]> + AsMut<[T]>,
+    {
+        let mut backoff = exec.ep.backoff();
+        let limit = exec.ep.timeout();
+        while !exec.test()? {
+            self.progress();
+            if backoff.pause() > limit {
+                return Err(onesided_rma::Error::RequestTimeout(limit).into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A nonblocking collective: a [`Request`]. Its output buffer is borrowed
+/// until it is dropped and written when it completes; testing it advances
+/// every run of its Comm. Dropped before completion, it leaves the other
+/// members' call to fail by timeout.
+pub struct Run<'a, 'e, T: bytemuck::Pod> {
+    inflight: &'a Inflight<'e>,
+    exec: Shared<'e, T>,
+    output: &'a mut [T],
+    done: bool,
+}
+
+impl<T: bytemuck::Pod> Request for Run<'_, '_, T> {
+    fn test(&mut self) -> Result<bool, onesided_rma::Error> {
+        if self.done {
+            return Ok(true);
+        }
+        let finished = self.exec.borrow_mut().test()?;
+        if finished {
+            self.output.copy_from_slice(self.exec.borrow().output());
+            self.done = true;
+        } else {
+            self.inflight.progress();
+        }
+        Ok(finished)
+    }
+
     fn timeout(&self) -> Duration {
-        self.ep.timeout()
+        self.exec.borrow().ep.timeout()
     }
 
     fn backoff(&self) -> onesided_fabric::progress::Backoff {
-        self.ep.backoff()
+        self.exec.borrow().ep.backoff()
     }
 }

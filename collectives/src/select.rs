@@ -145,6 +145,15 @@ impl Selector {
         usable.first().copied()
     }
 
+    /// The first algorithm of `collective` that has not failed (for calls
+    /// whose sizes differ per rank, which cannot choose by size).
+    pub fn first(&self, collective: Collective) -> Option<&'static str> {
+        algorithms(collective)
+            .iter()
+            .copied()
+            .find(|a| !self.failed.contains(&(collective, *a)))
+    }
+
     /// Monitoring: a call of `algorithm` took `us` microseconds.
     pub fn observe(
         &mut self,

@@ -135,3 +135,32 @@ fn onesided_tune_writes_a_profile_the_library_uses() {
     assert!(!used.contains("warning"), "{used}");
     std::fs::remove_file(&file).unwrap();
 }
+
+#[test]
+fn calls_complete_with_the_next_best_when_an_algorithm_fails() {
+    let _serial = serial();
+    // The defaults' choices fail on every rank: each call falls back to
+    // the next algorithm, which is never the failed one again.
+    let faults = "bcast:binomial,allreduce:recursive_doubling,allgather:recursive_doubling,\
+                  alltoall:pairwise,alltoall:linear_x,reduce:binomial,reduce_scatter:pairwise";
+    for (provider, n) in [("shm", 3), ("tcp", 2)] {
+        let out = Osrun::new(n, provider, "coll-check")
+            .env("ONESIDED_FAULT", faults)
+            .run();
+        out.assert_success();
+        assert_eq!(out.count("collectives ok"), n as usize, "{out}");
+        for failed in faults.split(',') {
+            assert!(!out.stdout.contains(failed), "{failed} chosen: {out}");
+        }
+        for next in [
+            "bcast:scatter_allgather",
+            "allreduce:rabenseifner",
+            "allgather:bruck",
+            "alltoall:linear",
+            "reduce:reduce_scatter_gather",
+            "reduce_scatter:ring",
+        ] {
+            assert!(out.stdout.contains(next), "{next} not used: {out}");
+        }
+    }
+}

@@ -19,7 +19,24 @@ fn value(r: u32, i: usize) -> i64 {
     (i as i64 * 7 + i64::from(r) * 13) % 101 - 50
 }
 
-fn run(comm: &Comm, tag: &str) -> Vec<&'static str> {
+/// `collective:algorithm` of what `comm` chooses for a call.
+fn chosen(
+    comm: &Comm,
+    collective: Collective,
+    element: &'static str,
+    bytes: u64,
+    commutative: bool,
+) -> String {
+    let me = comm.rank();
+    let algorithm = must(
+        me,
+        "choose",
+        comm.algorithm(collective, element, bytes, commutative),
+    );
+    format!("{}:{algorithm}", collective.name())
+}
+
+fn run(comm: &Comm, tag: &str) -> Vec<String> {
     let (me, n) = (comm.rank(), comm.group().size());
     let mut used = Vec::new();
     must(me, "barrier", comm.barrier());
@@ -39,11 +56,7 @@ fn run(comm: &Comm, tag: &str) -> Vec<&'static str> {
                 || format!("{tag} bcast {count} from {root}"),
             );
         }
-        used.push(must(
-            me,
-            "choose",
-            comm.algorithm(Collective::Bcast, "bytes", bytes, true),
-        ));
+        used.push(chosen(comm, Collective::Bcast, "bytes", bytes, true));
         // reduce and allreduce, sum and max.
         let input: Vec<i64> = (0..count).map(|i| value(me, i)).collect();
         for op in [Builtin::Sum, Builtin::Max] {
@@ -71,12 +84,8 @@ fn run(comm: &Comm, tag: &str) -> Vec<&'static str> {
                 || format!("{tag} reduce {count}"),
             );
         }
-        used.push(must(
-            me,
-            "choose",
-            comm.algorithm(Collective::Allreduce, "i64", bytes, true),
-        ));
-        // Nonblocking allreduce overlapped with a nonblocking bcast.
+        used.push(chosen(comm, Collective::Allreduce, "i64", bytes, true));
+        // Nonblocking allreduce, bcast and barrier overlapped.
         let mut sum = vec![0i64; count];
         let mut b = vec![0i64; count.min(5)];
         if me == 0 {
@@ -86,10 +95,26 @@ fn run(comm: &Comm, tag: &str) -> Vec<&'static str> {
             let sum_op = Op::Builtin(Builtin::Sum);
             let mut r1 = must(me, "iallreduce", comm.iallreduce(&input, &mut sum, &sum_op));
             let mut r2 = must(me, "ibcast", comm.ibcast(0, &mut b));
-            // The application's own loop: test both, give the core away
-            // between tests (ranks may outnumber cores).
-            while !(must(me, "test", r1.test()) & must(me, "test", r2.test())) {
-                std::thread::yield_now();
+            let mut r3 = must(me, "ibarrier", comm.ibarrier());
+            // The application computes between tests...
+            let mut work = 0u64;
+            for i in 0..200u64 {
+                work = work.wrapping_add(i * i);
+                if i % 50 == 0 {
+                    must(me, "test", r1.test());
+                }
+            }
+            std::hint::black_box(work);
+            // ...then waits on its requests, in an order that differs
+            // between ranks: waiting on one advances the others.
+            if me % 2 == 0 {
+                must(me, "wait", r1.wait());
+                must(me, "wait", r3.wait());
+                must(me, "wait", r2.wait());
+            } else {
+                must(me, "wait", r3.wait());
+                must(me, "wait", r2.wait());
+                must(me, "wait", r1.wait());
             }
         }
         check(
@@ -115,15 +140,12 @@ fn run(comm: &Comm, tag: &str) -> Vec<&'static str> {
     let mut all = vec![0i64; total];
     must(me, "allgatherv", comm.allgatherv(&mine, &mut all, &counts));
     check(me, all == concat, || format!("{tag} allgatherv"));
-    used.push(must(
-        me,
-        "choose",
-        comm.algorithm(
-            Collective::Allgather,
-            "bytes",
-            (mine.len() * 8) as u64,
-            true,
-        ),
+    used.push(chosen(
+        comm,
+        Collective::Allgather,
+        "bytes",
+        (mine.len() * 8) as u64,
+        true,
     ));
     for root in 0..n {
         let mut gathered = vec![0i64; if me == root { total } else { 0 }];
@@ -174,21 +196,9 @@ fn run(comm: &Comm, tag: &str) -> Vec<&'static str> {
         .flat_map(|a| (0..3).map(move |i| value(a, 10 * me as usize + i)))
         .collect();
     check(me, output == want, || format!("{tag} alltoall"));
-    used.push(must(
-        me,
-        "choose",
-        comm.algorithm(Collective::Alltoall, "bytes", 24, true),
-    ));
-    used.push(must(
-        me,
-        "choose",
-        comm.algorithm(Collective::ReduceScatter, "i64", 8, true),
-    ));
-    used.push(must(
-        me,
-        "choose",
-        comm.algorithm(Collective::Reduce, "i64", 8, true),
-    ));
+    used.push(chosen(comm, Collective::Alltoall, "bytes", 24, true));
+    used.push(chosen(comm, Collective::ReduceScatter, "i64", 8, true));
+    used.push(chosen(comm, Collective::Reduce, "i64", 8, true));
     // reduce_scatter of blocks of `counts`.
     let input: Vec<i64> = (0..total).map(|i| value(me, i)).collect();
     let mut block = vec![0i64; counts[me as usize]];
