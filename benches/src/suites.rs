@@ -413,7 +413,7 @@ const COLLECTIVE_SIZES: [usize; 8] = [8, 64, 512, 4096, 32768, 262_144, 2 << 20,
 /// checked, the algorithm onesided chose printed as a seventh field.
 fn collectives(b: &Bench, world: &World) -> Result<()> {
     use onesided_collectives::{Builtin, Collective, Comm, Op};
-    let comm = Comm::new(world.endpoint(), Group::world(world.size()))?;
+    let comm = Comm::new(&b.rma, Group::world(world.size()))?;
     let n = world.size() as usize;
     let me = b.rank;
     let sum = Op::Builtin(Builtin::Sum);

@@ -20,7 +20,7 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use onesided_fabric::Endpoint;
-use onesided_rma::Group;
+use onesided_rma::{Group, Rma};
 
 use crate::algorithms as alg;
 use crate::op::{Op, Reducible};
@@ -33,6 +33,8 @@ use crate::Error;
 /// Collectives over one group, for this process.
 pub struct Comm<'e> {
     ep: &'e Endpoint,
+    /// The windows of one-sided algorithms.
+    rma: &'e Rma<'e>,
     group: Group,
     me: u32,
     geometry: Geometry,
@@ -60,7 +62,8 @@ impl<'e> Comm<'e> {
     ///
     /// # Errors
     /// [`Error::BadCall`] when this process is not a member.
-    pub fn new(ep: &'e Endpoint, group: Group) -> Result<Comm<'e>, Error> {
+    pub fn new(rma: &'e Rma<'e>, group: Group) -> Result<Comm<'e>, Error> {
+        let ep = rma.endpoint();
         let me = group.group_rank(ep.rank()).ok_or_else(|| {
             Error::BadCall(format!("rank {} is not a member of the group", ep.rank()))
         })?;
@@ -90,6 +93,7 @@ impl<'e> Comm<'e> {
         }
         Ok(Comm {
             ep,
+            rma,
             me,
             geometry,
             observed: RefCell::new(choices.clone()),
@@ -645,7 +649,7 @@ impl<'e> Comm<'e> {
 
     /// Alltoall (`by_size`: every count the same, the algorithm chosen by
     /// size) or alltoallv (counts differ per rank, so the algorithm cannot
-    /// depend on them: pairwise, unless forced).
+    /// depend on them: the first left, pairwise, unless forced).
     fn exchange<T: bytemuck::Pod>(
         &self,
         call: u64,
@@ -669,11 +673,78 @@ impl<'e> Comm<'e> {
             by_size,
             ..Shape::sized(Collective::Alltoall, "bytes", bytes, true)
         };
-        let build = |a: &str| match a {
-            "linear" => alg::alltoallv_linear(n as u32, me, sends, recvs),
-            _ => alg::alltoallv_pairwise(n as u32, me, sends, recvs),
+        let (algorithm, plan) = self.choose(shape, |a| {
+            let schedule = match a {
+                "onesided" => return Ok(None),
+                "linear" => alg::alltoallv_linear(n as u32, me, sends, recvs),
+                _ => alg::alltoallv_pairwise(n as u32, me, sends, recvs),
+            };
+            crate::run::check(&schedule, input.len(), output.len())?;
+            Ok(Some(schedule))
+        })?;
+        let Some(schedule) = plan else {
+            let start = Instant::now();
+            let result = self.alltoallv_onesided(call, input, sends, output, recvs);
+            return self.monitor(shape, algorithm, start, result);
         };
-        self.finish(self.prepare(call, shape, build, input, output, None)?)
+        self.finish(Call {
+            number: call,
+            shape,
+            algorithm,
+            schedule,
+            input,
+            output,
+            combine: None,
+        })
+    }
+
+    /// The one-sided alltoallv: each rank exposes a copy of its input in
+    /// a window, tells each peer where that peer's block starts (a pairwise
+    /// exchange of one number, which also says "my data is in place"),
+    /// then gets its blocks from every peer in one `lock_all` epoch; the
+    /// window's collective free is the closing barrier. On one host the
+    /// gets are copies from the peers' shared memory.
+    fn alltoallv_onesided<T: bytemuck::Pod>(
+        &self,
+        call: u64,
+        input: &[T],
+        sends: &[usize],
+        output: &mut [T],
+        recvs: &[usize],
+    ) -> Result<(), Error> {
+        let n = self.group.size();
+        let size = size_of::<T>() as u64;
+        let window = self.rma.allocate(&self.group, size_of_val(input).max(1))?;
+        window.write_local(0, input)?;
+        let mut starts = Vec::with_capacity(n as usize);
+        let mut at = 0u64;
+        for &c in sends {
+            starts.push(at * size);
+            at += c as u64;
+        }
+        let mut theirs = vec![0u64; n as usize];
+        let ones = vec![1usize; n as usize];
+        let schedule = alg::alltoallv_pairwise(n, self.me, &ones, &ones);
+        let mut exec = Exec::new(
+            self.ep,
+            &self.group,
+            schedule,
+            call,
+            &starts[..],
+            &mut theirs[..],
+            None,
+        )?;
+        self.inflight.wait(&mut exec)?;
+        let epoch = window.lock_all(true)?;
+        let mut at = 0;
+        for (peer, &count) in recvs.iter().enumerate() {
+            if count > 0 {
+                window.get(peer as u32, theirs[peer], &mut output[at..at + count])?;
+            }
+            at += count;
+        }
+        epoch.unlock()?;
+        Ok(window.free()?)
     }
 
     /// Sends `count` elements of `input` to every group rank (blocks in rank

@@ -22,7 +22,7 @@ pub fn algorithms(collective: Collective) -> &'static [&'static str] {
         Collective::Gather => &["binomial", "linear"],
         Collective::Scatter => &["binomial", "linear"],
         Collective::Allgather => &["recursive_doubling", "bruck", "ring"],
-        Collective::Alltoall => &["pairwise", "linear"],
+        Collective::Alltoall => &["pairwise", "linear", "onesided"],
         Collective::ReduceScatter => &["pairwise", "ring"],
     }
 }

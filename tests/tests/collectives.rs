@@ -35,8 +35,14 @@ fn every_collective_is_right_with_the_defaults() {
 #[test]
 fn every_algorithm_is_right_over_the_fabric() {
     let _serial = serial();
-    for (provider, n) in [("shm", 3), ("shm", 4), ("tcp", 3)] {
-        let out = Osrun::new(n, provider, "coll-check").arg("every").run();
+    for (provider, n, hosts) in [("shm", 3, false), ("shm", 4, false), ("tcp", 3, true)] {
+        let mut run = Osrun::new(n, provider, "coll-check").arg("every");
+        if hosts {
+            // Every rank its own host: the one-sided algorithm's windows
+            // go through the provider.
+            run = run.env("ONESIDED_HOST", "node{rank}");
+        }
+        let out = run.run();
         out.assert_success();
         assert_eq!(
             out.count("collectives ok"),
@@ -50,6 +56,7 @@ fn every_algorithm_is_right_over_the_fabric() {
             "scatter_allgather",
             "ring",
             "binomial",
+            "alltoall:onesided",
         ] {
             assert!(out.stdout.contains(a), "{a} not used: {out}");
         }

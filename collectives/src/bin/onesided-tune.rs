@@ -117,7 +117,8 @@ fn drive(args: &[String]) -> Result<()> {
 /// Rank mode: measures everything, rank 0 prints `PROFILE` lines.
 fn rank(scale: f64, max_bytes: usize) -> Result<()> {
     let world = onesided_fabric::World::init()?;
-    let comm = Comm::new(world.endpoint(), Group::world(world.size()))?;
+    let rma = onesided_rma::Rma::new(world.endpoint())?;
+    let comm = Comm::new(&rma, Group::world(world.size()))?;
     let geometry = comm.geometry();
     let mut entries = Vec::new();
     for collective in Collective::ALL {
@@ -150,6 +151,8 @@ fn rank(scale: f64, max_bytes: usize) -> Result<()> {
             println!("PROFILE {line}");
         }
     }
+    drop(comm);
+    drop(rma);
     Ok(world.finalize()?)
 }
 

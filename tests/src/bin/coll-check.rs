@@ -228,7 +228,8 @@ fn main() {
     let (me, n) = (world.rank(), world.size());
     println!("pid {me} {}", std::process::id());
     let ep = world.endpoint();
-    let comm = must(me, "comm", Comm::new(ep, Group::world(n)));
+    let rma = must(me, "rma", onesided_rma::Rma::new(ep));
+    let comm = must(me, "comm", Comm::new(&rma, Group::world(n)));
     let mut used = Vec::new();
     if std::env::args().nth(1).as_deref() == Some("every") {
         // Every algorithm of every collective, forced in turn.
@@ -246,7 +247,7 @@ fn main() {
     used.extend(run(&comm, "world"));
     // A second Comm over the same group: its messages never mix with the
     // first's, even with calls of both in flight at once.
-    let twin = must(me, "comm", Comm::new(ep, Group::world(n)));
+    let twin = must(me, "comm", Comm::new(&rma, Group::world(n)));
     {
         let (x, y): (Vec<i64>, Vec<i64>) = (
             (0..9).map(|i| value(me, i)).collect(),
@@ -272,13 +273,15 @@ fn main() {
     if !odd.is_empty() {
         let group = must(me, "group", Group::new(odd));
         if group.contains(me) {
-            let sub = must(me, "comm", Comm::new(ep, group));
+            let sub = must(me, "comm", Comm::new(&rma, group));
             used.extend(run(&sub, "odd"));
         }
     }
     used.sort_unstable();
     used.dedup();
     println!("rank {me}: collectives ok ({})", used.join(" "));
+    drop((twin, comm));
+    drop(rma);
     if let Err(e) = world.finalize() {
         eprintln!("coll-check: finalize: {e}");
         exit(1);
