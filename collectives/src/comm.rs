@@ -1,19 +1,21 @@
 //! Collectives over a group: [`Comm`], its blocking calls and the
 //! nonblocking forms `ibarrier`, `ibcast`, `ireduce`, `iallreduce` and
 //! `iallgatherv`, which return a [`Run`] request (first round posted at
-//! once; later rounds when it is tested). A `Run` dropped before it
-//! completes leaves the other members' call to fail by timeout.
+//! once; later rounds on every call into the Comm). A `Run` dropped before
+//! it completes leaves the other members' call to fail by timeout.
 //!
 //! Every member calls the same collectives in the same order (as MPI
 //! requires), with matching counts. Each call picks its algorithm from the
 //! profile loaded at creation (`ONESIDED_PROFILE`, filtered to the group's
 //! geometry) or the built-in defaults. Every rank must pick the same
-//! algorithm, so choices come from that loaded profile alone, which is the
-//! same everywhere when the ranks read the same file; what the calls
-//! measure (monitoring) and the algorithms that fail here are recorded in
-//! [`Comm::observed`], for `onesided-tune` and for a later agreement step,
-//! and do not change this run's choices. Decision written here because the
-//! spec leaves open how ranks agree on updates.
+//! algorithm, so choices change only in ways that are the same everywhere:
+//! an algorithm that fails when a call starts it (its schedule does not fit
+//! the call, [`FAULT_ENV`] names it) fails on every rank, leaves the
+//! choices and the call goes on with the next best; what the calls measure
+//! (monitoring) and the algorithms that fail in flight (a transfer error:
+//! the call returns it) are recorded in [`Comm::observed`], and become
+//! every rank's choices when the program calls [`Comm::agree`]. Decision
+//! written here because the spec leaves open how ranks agree on updates.
 
 use std::cell::{Cell, Ref, RefCell};
 use std::collections::HashSet;
@@ -133,6 +135,54 @@ impl<'e> Comm<'e> {
     /// its failed algorithms removed (monitoring).
     pub fn observed(&self) -> Ref<'_, Selector> {
         self.observed.borrow()
+    }
+
+    /// Agreement on monitoring (collective): every member adopts group
+    /// rank 0's observed profile (the loaded one with rank 0's
+    /// measurements folded in) and the union of the members' failed
+    /// algorithms, for its choices from then on. Calls choose by what was
+    /// loaded until a program calls this (at a phase boundary, say): the
+    /// ranks' measurements differ, and their choices must not.
+    ///
+    /// # Errors
+    /// As [`Comm::allgatherv`]; [`Error::Profile`] when rank 0's profile
+    /// does not parse here (a version mismatch).
+    pub fn agree(&self) -> Result<(), Error> {
+        let n = self.group.size() as usize;
+        let mine: Vec<u8> = self
+            .observed
+            .borrow()
+            .failures()
+            .flat_map(|(c, a)| format!("{} {a}\n", c.name()).into_bytes())
+            .collect();
+        let mut lens = vec![0u64; n];
+        self.allgatherv(&[mine.len() as u64], &mut lens, &vec![1; n])?;
+        let counts: Vec<usize> = lens.iter().map(|&l| l as usize).collect();
+        let mut failed = vec![0u8; total(&counts)?];
+        self.allgatherv(&mine, &mut failed, &counts)?;
+        let mut text = if self.me == 0 {
+            self.observed.borrow().profile().to_text().into_bytes()
+        } else {
+            Vec::new()
+        };
+        let mut len = [text.len() as u64];
+        self.bcast(0, &mut len)?;
+        text.resize(len[0] as usize, 0);
+        self.bcast(0, &mut text)?;
+        let text = String::from_utf8_lossy(&text);
+        let profile = crate::profile::Profile::parse(&text, "rank 0's observed profile")?;
+        let mut agreed = Selector::new(Some(&profile), self.geometry);
+        for line in String::from_utf8_lossy(&failed).lines() {
+            let Some((c, a)) = line.split_once(' ') else {
+                continue;
+            };
+            if let Some(c) = Collective::ALL.into_iter().find(|k| k.name() == c) {
+                agreed.failed(c, a);
+            }
+        }
+        *self.observed.borrow_mut() = agreed.clone();
+        *self.choices.borrow_mut() = agreed;
+        Ok(())
     }
 
     /// Makes every later call of `collective` use `algorithm` (`None`:

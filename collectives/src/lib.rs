@@ -1,13 +1,21 @@
 //! onesided-collectives: native collectives and the choice of their
-//! algorithms (in progress).
+//! algorithms from a measured performance profile.
 //!
 //! - [`Comm`]: barrier, bcast, reduce, allreduce, gatherv, scatterv,
-//!   allgatherv, alltoall, alltoallv and reduce_scatter over a group;
-//!   nonblocking `ibarrier`, `ibcast`, `ireduce`, `iallreduce`,
-//!   `iallgatherv` returning a [`Run`] request. Each call's algorithm comes
-//!   from the profile loaded at creation (`ONESIDED_PROFILE`) or built-in
-//!   defaults, the same on every rank.
-//! - [`run`]: the executor (schedules over tagged messages, round by round).
+//!   allgatherv, alltoall, alltoallv and reduce_scatter over a group (made
+//!   over the process's [`onesided_rma::Rma`], whose windows the one-sided
+//!   algorithms use); nonblocking `ibarrier`, `ibcast`, `ireduce`,
+//!   `iallreduce`, `iallgatherv` returning a [`Run`] request. Each call's
+//!   algorithm comes from the profile loaded at creation
+//!   (`ONESIDED_PROFILE`) or built-in defaults, the same on every rank; an
+//!   algorithm that fails when a call starts it is dropped and the next
+//!   best completes the call; [`Comm::agree`] makes the ranks adopt what
+//!   monitoring measured.
+//! - [`run`]: the executor (schedules over tagged messages, round by
+//!   round). Nonblocking runs own copies of their buffers and advance on
+//!   every call into their Comm (tests and waits of any of its requests,
+//!   new calls, blocking calls' waits), so requests may be waited for in
+//!   any order; a wait backs off (spin, yield, sleep) instead of spinning.
 //! - [`op`]: reductions (sum, prod, min, max, band, bor, bxor on integer
 //!   and float elements; user-defined ones, commutative or not).
 //! - [`profile`] and [`select`]: performance profiles in a documented,
@@ -16,16 +24,15 @@
 //! - [`schedule`] and [`algorithms`]: every algorithm as data, checked in
 //!   an in-memory simulator against serial references for 1 to 7 ranks,
 //!   uneven and zero counts, every built-in operation and a
-//!   non-commutative one.
+//!   non-commutative one. The one-sided alltoall(v) (RMA get from windows
+//!   over copies of the inputs) is not a schedule; it lives in [`Comm`].
 //! - `onesided-tune` (binary): measures every algorithm into a profile.
 //!
-//! Limits today (issue 4 is in progress): a nonblocking collective
-//! advances when it is tested (its first round is posted at once); wait on
-//! several together (`onesided_rma::wait_all`) or in the same order on
-//! every rank, since waiting on them in different orders can deadlock.
-//! Messages go through the provider (no on-host shared-memory path yet).
-//! Not built yet: the one-sided alltoallv, and agreement on monitored
-//! updates.
+//! Progress between calls: like MPICH without an async progress thread, a
+//! nonblocking collective's later rounds move only while the process is
+//! inside a call of its Comm (the endpoint's progress thread moves the
+//! messages already posted). A program that computes for long between
+//! tests delays its peers by that long, never deadlocks them.
 
 #![warn(missing_docs)]
 

@@ -154,6 +154,11 @@ impl Selector {
             .find(|a| !self.failed.contains(&(collective, *a)))
     }
 
+    /// The algorithms that failed here.
+    pub fn failures(&self) -> impl Iterator<Item = (Collective, &'static str)> + '_ {
+        self.failed.iter().copied()
+    }
+
     /// Monitoring: a call of `algorithm` took `us` microseconds.
     pub fn observe(
         &mut self,

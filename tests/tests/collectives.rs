@@ -17,6 +17,13 @@ fn expect_ok(n: u32, provider: &str, profile: Option<&str>) -> String {
         n as usize,
         "{provider} n {n}: {out}"
     );
+    // Every rank chose the same algorithms.
+    let mut chosen = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once("collectives ok ").map(|(_, a)| a));
+    let first = chosen.next().unwrap_or_default();
+    assert!(chosen.all(|a| a == first), "choices differ: {out}");
     out.to_string()
 }
 

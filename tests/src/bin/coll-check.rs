@@ -3,7 +3,8 @@
 //! sub-group, blocking and nonblocking, small and large (so that the
 //! defaults pick different algorithms; `ONESIDED_PROFILE` picks others),
 //! with uneven and zero counts, and checks every element against what the
-//! rank can compute itself. Prints `rank R: collectives ok (ALGORITHMS)`.
+//! rank can compute itself; then agrees on what monitoring measured and
+//! runs them again. Prints `rank R: collectives ok (ALGORITHMS)`.
 //! `coll-check every` first forces every algorithm of every collective in
 //! turn.
 
@@ -144,7 +145,8 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
         comm,
         Collective::Allgather,
         "bytes",
-        (mine.len() * 8) as u64,
+        // What the call chooses by: the average block, the same everywhere.
+        (total * 8 / n as usize) as u64,
         true,
     ));
     for root in 0..n {
@@ -245,6 +247,10 @@ fn main() {
         }
     }
     used.extend(run(&comm, "world"));
+    // Agreement on what monitoring measured: the ranks' choices change
+    // together (rank 0's measurements), and the calls stay right.
+    must(me, "agree", comm.agree());
+    used.extend(run(&comm, "agreed"));
     // A second Comm over the same group: its messages never mix with the
     // first's, even with calls of both in flight at once.
     let twin = must(me, "comm", Comm::new(&rma, Group::world(n)));
