@@ -5,7 +5,7 @@
 //! that it can be advanced by any call into its [`Comm`](crate::Comm):
 //! every test or wait of any of its requests, every new collective and the
 //! wait of every blocking one advance all the Comm's runs in flight, in
-//! the order they were started ([`Inflight`]). Ranks may therefore wait on
+//! the order they were started. Ranks may therefore wait on
 //! their requests in any order, and work between tests without holding
 //! their peers back for longer than that work.
 //!
