@@ -304,16 +304,16 @@ impl<'e> Comm<'e> {
         let start = Instant::now();
         let shape = call.shape;
         let algorithm = call.algorithm;
-        let mut exec = Exec::new(
+        let exec = Exec::new(
             self.ep,
             &self.group,
             call.schedule,
             call.number,
-            call.input,
-            call.output,
+            (call.input, call.output),
             call.combine,
+            &self.inflight.spare,
         )?;
-        let result = self.inflight.wait(&mut exec);
+        let result = self.inflight.wait(exec);
         self.monitor(shape, algorithm, start, result)
     }
 
@@ -336,14 +336,15 @@ impl<'e> Comm<'e> {
 
     /// Starts a call as a nonblocking run over copies of its buffers.
     fn spawn<'a, T: bytemuck::Pod>(&'a self, call: Call<'a, T>) -> Result<Run<'a, 'e, T>, Error> {
+        let spare = &self.inflight.spare;
         let exec = Exec::new(
             self.ep,
             &self.group,
             call.schedule,
             call.number,
-            call.input.to_vec(),
-            call.output.to_vec(),
+            (spare.copy(call.input), spare.copy(call.output)),
             call.combine,
+            spare,
         )?;
         Ok(self.inflight.start(exec, call.output))
     }
@@ -775,16 +776,16 @@ impl<'e> Comm<'e> {
         let mut theirs = vec![0u64; n as usize];
         let ones = vec![1usize; n as usize];
         let schedule = alg::alltoallv_pairwise(n, self.me, &ones, &ones);
-        let mut exec = Exec::new(
+        let exec = Exec::new(
             self.ep,
             &self.group,
             schedule,
             call,
-            &starts[..],
-            &mut theirs[..],
+            (&starts[..], &mut theirs[..]),
             None,
+            &self.inflight.spare,
         )?;
-        self.inflight.wait(&mut exec)?;
+        self.inflight.wait(exec)?;
         let epoch = window.lock_all(true)?;
         let mut at = 0;
         for (peer, &count) in recvs.iter().enumerate() {

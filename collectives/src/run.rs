@@ -18,6 +18,7 @@
 //! with the call's number: rounds never mix, and calls only when two
 //! in flight at once collide in 21 bits.
 
+use std::any::Any;
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 use std::time::Duration;
@@ -135,15 +136,15 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
         group: &Group,
         schedule: Schedule,
         call: u64,
-        input: I,
-        mut output: O,
+        (input, mut output): (I, O),
         combine: Option<Combine<T>>,
+        spare: &Spare,
     ) -> Result<Exec<'e, T, I, O>, Error> {
         check(&schedule, input.as_ref().len(), output.as_mut().len())?;
         Ok(Exec {
             ep,
             group: group.clone(),
-            scratch: vec![T::zeroed(); schedule.scratch],
+            scratch: spare.zeroed(schedule.scratch),
             schedule,
             call,
             input,
@@ -310,10 +311,56 @@ where
         }
         result
     }
+}
 
-    /// The output (the result, once done).
-    pub(crate) fn output(&self) -> &[T] {
-        self.output.as_ref()
+/// Buffers of finished calls, kept for the next ones: fresh memory costs
+/// a page fault per page (a 2 MiB buffer, about as long as moving it).
+#[derive(Default)]
+pub(crate) struct Spare {
+    buffers: RefCell<Vec<Box<dyn Any>>>,
+}
+
+impl Spare {
+    /// Buffers kept at most.
+    const KEEP: usize = 8;
+
+    /// A vector of `T` from the kept ones (the largest), else a new one;
+    /// empty.
+    fn take<T: bytemuck::Pod>(&self) -> Vec<T> {
+        let mut buffers = self.buffers.borrow_mut();
+        let best = buffers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| b.downcast_ref::<Vec<T>>().map(|v| (i, v.capacity())))
+            .max_by_key(|&(_, c)| c)
+            .map(|(i, _)| i);
+        let mut v = best
+            .and_then(|i| buffers.swap_remove(i).downcast::<Vec<T>>().ok())
+            .map_or_else(Vec::new, |b| *b);
+        v.clear();
+        v
+    }
+
+    /// `len` zeroed elements.
+    pub(crate) fn zeroed<T: bytemuck::Pod>(&self, len: usize) -> Vec<T> {
+        let mut v = self.take();
+        v.resize(len, T::zeroed());
+        v
+    }
+
+    /// A copy of `data`.
+    pub(crate) fn copy<T: bytemuck::Pod>(&self, data: &[T]) -> Vec<T> {
+        let mut v = self.take();
+        v.extend_from_slice(data);
+        v
+    }
+
+    /// Keeps `v` for a later call (unless enough are kept).
+    pub(crate) fn give<T: bytemuck::Pod>(&self, v: Vec<T>) {
+        let mut buffers = self.buffers.borrow_mut();
+        if v.capacity() > 0 && buffers.len() < Self::KEEP {
+            buffers.push(Box::new(v));
+        }
     }
 }
 
@@ -336,6 +383,8 @@ type Shared<'e, T> = Rc<RefCell<Exec<'e, T, Vec<T>, Vec<T>>>>;
 #[derive(Default)]
 pub(crate) struct Inflight<'e> {
     runs: RefCell<Vec<Weak<RefCell<dyn Advance + 'e>>>>,
+    /// Buffers for the Comm's calls.
+    pub(crate) spare: Spare,
 }
 
 impl<'e> Inflight<'e> {
@@ -384,9 +433,9 @@ impl<'e> Inflight<'e> {
         }
     }
 
-    /// Waits for `exec` (a blocking call's run), advancing the runs in
-    /// flight too.
-    pub(crate) fn wait<T, I, O>(&self, exec: &mut Exec<'e, T, I, O>) -> Result<(), Error>
+    /// Runs `exec` (a blocking call's) to completion, advancing the runs
+    /// in flight too; keeps its scratch for later calls.
+    pub(crate) fn wait<T, I, O>(&self, mut exec: Exec<'e, T, I, O>) -> Result<(), Error>
     where
         T: bytemuck::Pod,
         I: AsRef<[T]>,
@@ -400,6 +449,7 @@ impl<'e> Inflight<'e> {
                 return Err(onesided_rma::Error::RequestTimeout(limit).into());
             }
         }
+        self.spare.give(exec.scratch);
         Ok(())
     }
 }
@@ -420,11 +470,17 @@ impl<T: bytemuck::Pod> Request for Run<'_, '_, T> {
         if self.done {
             return Ok(true);
         }
-        let finished = self.exec.borrow_mut().test()?;
+        let mut exec = self.exec.borrow_mut();
+        let finished = exec.test()?;
         if finished {
-            self.output.copy_from_slice(self.exec.borrow().output());
+            self.output.copy_from_slice(exec.output.as_ref());
+            let spare = &self.inflight.spare;
+            spare.give(std::mem::take(&mut exec.input));
+            spare.give(std::mem::take(&mut exec.output));
+            spare.give(std::mem::take(&mut exec.scratch));
             self.done = true;
         } else {
+            drop(exec);
             self.inflight.progress();
         }
         Ok(finished)
