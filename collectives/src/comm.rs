@@ -30,6 +30,7 @@ use crate::profile::{Collective, Geometry};
 use crate::run::{Combine, Exec, Inflight, Run};
 use crate::schedule::Schedule;
 use crate::select::Selector;
+use crate::shared::{self, Shared};
 use crate::Error;
 
 /// Collectives over one group, for this process.
@@ -45,6 +46,8 @@ pub struct Comm<'e> {
     /// Algorithms made to fail ([`FAULT_ENV`]).
     faults: HashSet<(Collective, &'static str)>,
     inflight: Inflight<'e>,
+    /// Shared-memory state, made at the first call that uses it.
+    shared: std::cell::OnceCell<Shared<'e>>,
     calls: Cell<u64>,
     /// What tells this Comm's messages from others': the group, the
     /// Comm's number among this process's Comms, and the selection source
@@ -102,6 +105,7 @@ impl<'e> Comm<'e> {
             choices: RefCell::new(choices),
             faults: faults_from_env(),
             inflight: Inflight::default(),
+            shared: std::cell::OnceCell::new(),
             group,
             calls: Cell::new(0),
             context,
@@ -188,7 +192,8 @@ impl<'e> Comm<'e> {
     /// Makes every later call of `collective` use `algorithm` (`None`:
     /// choose again), as `onesided-tune` and the tests do. Every member
     /// must force the same. A non-commutative reduction still gets an
-    /// algorithm that keeps the rank order.
+    /// algorithm that keeps the rank order, and a nonblocking call one that
+    /// runs nonblocking.
     ///
     /// # Errors
     /// [`Error::BadCall`] for an algorithm `collective` does not have.
@@ -242,14 +247,24 @@ impl<'e> Comm<'e> {
         loop {
             let forced = self.forced.borrow().get(&c).copied();
             let algorithm = match forced {
-                Some(a) if shape.commutative || !crate::select::reorders(c, a) => Some(a),
-                _ if shape.by_size => {
-                    self.choices
-                        .borrow()
-                        .choose(c, shape.element, shape.bytes, shape.commutative)
+                // A forced algorithm that reorders a non-commutative
+                // reduction, or is blocking only for a nonblocking call, is
+                // passed over.
+                Some(a)
+                    if (shape.commutative || !crate::select::reorders(c, a))
+                        && (shape.blocking || !crate::select::blocking_only(a)) =>
+                {
+                    Some(a)
                 }
+                _ if shape.by_size => self.choices.borrow().choose(
+                    c,
+                    shape.element,
+                    shape.bytes,
+                    shape.commutative,
+                    shape.blocking,
+                ),
                 // Sizes differ per rank: the first algorithm left.
-                _ => self.choices.borrow().first(c),
+                _ => self.choices.borrow().first(c, shape.blocking),
             }
             .ok_or(Error::NoAlgorithm(c.name()))?;
             let plan = if self.faults.contains(&(c, algorithm)) {
@@ -271,26 +286,36 @@ impl<'e> Comm<'e> {
         }
     }
 
-    /// Chooses the call's algorithm and builds its schedule with `build`.
+    /// Chooses the call's algorithm and makes its plan with `build`,
+    /// checked: a schedule fits the buffers, the shared algorithm has every
+    /// member on this host.
     fn prepare<'a, T: bytemuck::Pod>(
         &self,
         number: u64,
         shape: Shape,
-        build: impl Fn(&'static str) -> Schedule,
+        build: impl Fn(&'static str) -> Plan,
         input: &'a [T],
         output: &'a mut [T],
         combine: Option<Combine<T>>,
     ) -> Result<Call<'a, T>, Error> {
-        let (algorithm, schedule) = self.choose(shape, |a| {
-            let schedule = build(a);
-            crate::run::check(&schedule, input.len(), output.len())?;
-            Ok(schedule)
+        let (algorithm, plan) = self.choose(shape, |a| {
+            let plan = build(a);
+            match &plan {
+                Plan::Schedule(schedule) => crate::run::check(schedule, input.len(), output.len())?,
+                Plan::Shared(_) if self.geometry.ranks_per_host < self.geometry.ranks => {
+                    return Err(Error::BadCall(
+                        "the shared algorithm needs every member on this host".into(),
+                    ))
+                }
+                _ => {}
+            }
+            Ok(plan)
         })?;
         Ok(Call {
             number,
             shape,
             algorithm,
-            schedule,
+            plan,
             input,
             output,
             combine,
@@ -302,19 +327,46 @@ impl<'e> Comm<'e> {
     /// failure) under its algorithm (monitoring).
     fn finish<T: bytemuck::Pod>(&self, call: Call<'_, T>) -> Result<(), Error> {
         let start = Instant::now();
-        let shape = call.shape;
-        let algorithm = call.algorithm;
-        let exec = Exec::new(
-            self.ep,
-            &self.group,
-            call.schedule,
-            call.number,
-            (call.input, call.output),
-            call.combine,
-            &self.inflight.spare,
-        )?;
-        let result = self.inflight.wait(exec);
+        let Call {
+            number,
+            shape,
+            algorithm,
+            plan,
+            input,
+            output,
+            combine,
+        } = call;
+        let spare = &self.inflight.spare;
+        let result = match plan {
+            Plan::Schedule(schedule) => Exec::new(
+                self.ep,
+                &self.group,
+                schedule,
+                number,
+                (input, output),
+                combine,
+                spare,
+            )
+            .and_then(|exec| self.inflight.wait(exec)),
+            Plan::Shared(how) => self
+                .shared()
+                .and_then(|s| s.run(&how, input, output, combine.as_ref(), spare)),
+            Plan::OneSided { sends, recvs } => {
+                self.alltoallv_onesided(number, input, &sends, output, &recvs)
+            }
+        };
         self.monitor(shape, algorithm, start, result)
+    }
+
+    /// This Comm's shared-memory state, made at its first use.
+    fn shared(&self) -> Result<&Shared<'e>, Error> {
+        if self.shared.get().is_none() {
+            let made = Shared::new(self.rma, &self.group, self.me)?;
+            let _ = self.shared.set(made);
+        }
+        self.shared
+            .get()
+            .ok_or(Error::BadCall("no shared-memory state".into()))
     }
 
     /// Records how a call of `algorithm` went (monitoring).
@@ -336,11 +388,17 @@ impl<'e> Comm<'e> {
 
     /// Starts a call as a nonblocking run over copies of its buffers.
     fn spawn<'a, T: bytemuck::Pod>(&'a self, call: Call<'a, T>) -> Result<Run<'a, 'e, T>, Error> {
+        let Plan::Schedule(schedule) = call.plan else {
+            return Err(Error::BadCall(format!(
+                "{} is blocking only",
+                call.algorithm
+            )));
+        };
         let spare = &self.inflight.spare;
         let exec = Exec::new(
             self.ep,
             &self.group,
-            call.schedule,
+            schedule,
             call.number,
             (spare.copy(call.input), spare.copy(call.output)),
             call.combine,
@@ -414,14 +472,17 @@ impl<'e> Comm<'e> {
         }))
     }
 
-    fn barrier_call(&self) -> Result<Call<'_, u8>, Error> {
+    fn barrier_call(&self, blocking: bool) -> Result<Call<'_, u8>, Error> {
         let call = self.next_call();
         let (n, me) = (self.group.size(), self.me);
-        let shape = Shape::sized(Collective::Barrier, "bytes", 0, true);
+        let shape = Shape::sized(Collective::Barrier, "bytes", 0, true).blocking(blocking);
         self.prepare(
             call,
             shape,
-            |_| alg::barrier_dissemination(n, me),
+            |a| match a {
+                "shared" => Plan::Shared(shared::Shape::Barrier),
+                _ => Plan::Schedule(alg::barrier_dissemination(n, me)),
+            },
             &[],
             &mut [],
             None,
@@ -433,7 +494,7 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// [`Error::NoAlgorithm`]; fabric errors posting its first round.
     pub fn ibarrier(&self) -> Result<Run<'_, 'e, u8>, Error> {
-        self.spawn(self.barrier_call()?)
+        self.spawn(self.barrier_call(false)?)
     }
 
     /// Barrier.
@@ -441,22 +502,25 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// As [`Comm::ibarrier`]; a dead member or a timeout while waiting.
     pub fn barrier(&self) -> Result<(), Error> {
-        self.finish(self.barrier_call()?)
+        self.finish(self.barrier_call(true)?)
     }
 
     fn bcast_call<'a, T: bytemuck::Pod>(
         &'a self,
         root: u32,
         buf: &'a mut [T],
+        blocking: bool,
     ) -> Result<Call<'a, T>, Error> {
         let call = self.next_call();
         self.check_root(root)?;
         let (n, me, count) = (self.group.size(), self.me, buf.len());
-        let shape = Shape::sized(Collective::Bcast, "bytes", size_of_val(buf) as u64, true);
+        let bytes = size_of_val(buf) as u64;
+        let shape = Shape::sized(Collective::Bcast, "bytes", bytes, true).blocking(blocking);
         let build = |a: &str| match a {
-            "linear" => alg::bcast_linear(n, me, root, count),
-            "scatter_allgather" => alg::bcast_scatter_allgather(n, me, root, count),
-            _ => alg::bcast_binomial(n, me, root, count),
+            "shared" => Plan::Shared(shared::Shape::Bcast { root }),
+            "linear" => Plan::Schedule(alg::bcast_linear(n, me, root, count)),
+            "scatter_allgather" => Plan::Schedule(alg::bcast_scatter_allgather(n, me, root, count)),
+            _ => Plan::Schedule(alg::bcast_binomial(n, me, root, count)),
         };
         self.prepare(call, shape, build, &[], buf, None)
     }
@@ -472,7 +536,7 @@ impl<'e> Comm<'e> {
         root: u32,
         buf: &'a mut [T],
     ) -> Result<Run<'a, 'e, T>, Error> {
-        self.spawn(self.bcast_call(root, buf)?)
+        self.spawn(self.bcast_call(root, buf, false)?)
     }
 
     /// Broadcasts `buf` from group rank `root`.
@@ -480,7 +544,7 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// As [`Comm::ibcast`], and waiting errors.
     pub fn bcast<T: bytemuck::Pod>(&self, root: u32, buf: &mut [T]) -> Result<(), Error> {
-        self.finish(self.bcast_call(root, buf)?)
+        self.finish(self.bcast_call(root, buf, true)?)
     }
 
     /// Reduce (to `root`) or allreduce (`None`).
@@ -490,6 +554,7 @@ impl<'e> Comm<'e> {
         input: &'a [T],
         output: &'a mut [T],
         op: &Op<T>,
+        blocking: bool,
     ) -> Result<Call<'a, T>, Error> {
         let call = self.next_call();
         let collective = match root {
@@ -510,14 +575,19 @@ impl<'e> Comm<'e> {
         let (n, me, count) = (self.group.size(), self.me, input.len());
         let commutative = op.is_commutative();
         let bytes = size_of_val(input) as u64;
-        let shape = Shape::sized(collective, T::NAME, bytes, commutative);
-        let build = |a: &str| match (root, a) {
-            (Some(root), "linear") => alg::reduce_linear(n, me, root, count),
-            (Some(root), "reduce_scatter_gather") => alg::reduce_scatter_gather(n, me, root, count),
-            (Some(root), _) => alg::reduce_binomial(n, me, root, count, commutative),
-            (None, "ring") => alg::allreduce_ring(n, me, count),
-            (None, "rabenseifner") => alg::allreduce_rabenseifner(n, me, count),
-            (None, _) => alg::allreduce_recursive_doubling(n, me, count),
+        let shape = Shape::sized(collective, T::NAME, bytes, commutative).blocking(blocking);
+        let build = |a: &str| {
+            Plan::Schedule(match (root, a) {
+                (_, "shared") => return Plan::Shared(shared::Shape::Reduce { root }),
+                (Some(root), "linear") => alg::reduce_linear(n, me, root, count),
+                (Some(root), "reduce_scatter_gather") => {
+                    alg::reduce_scatter_gather(n, me, root, count)
+                }
+                (Some(root), _) => alg::reduce_binomial(n, me, root, count, commutative),
+                (None, "ring") => alg::allreduce_ring(n, me, count),
+                (None, "rabenseifner") => alg::allreduce_rabenseifner(n, me, count),
+                (None, _) => alg::allreduce_recursive_doubling(n, me, count),
+            })
         };
         self.prepare(call, shape, build, input, output, Some(combine))
     }
@@ -535,7 +605,7 @@ impl<'e> Comm<'e> {
         output: &'a mut [T],
         op: &Op<T>,
     ) -> Result<Run<'a, 'e, T>, Error> {
-        self.spawn(self.reduce_call(Some(root), input, output, op)?)
+        self.spawn(self.reduce_call(Some(root), input, output, op, false)?)
     }
 
     /// Reduces every member's `input` with `op` into `output` at `root`.
@@ -549,7 +619,7 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         op: &Op<T>,
     ) -> Result<(), Error> {
-        self.finish(self.reduce_call(Some(root), input, output, op)?)
+        self.finish(self.reduce_call(Some(root), input, output, op, true)?)
     }
 
     /// Starts reducing every member's `input` with `op` into every
@@ -563,7 +633,7 @@ impl<'e> Comm<'e> {
         output: &'a mut [T],
         op: &Op<T>,
     ) -> Result<Run<'a, 'e, T>, Error> {
-        self.spawn(self.reduce_call(None, input, output, op)?)
+        self.spawn(self.reduce_call(None, input, output, op, false)?)
     }
 
     /// Reduces every member's `input` with `op` into every `output`.
@@ -576,7 +646,7 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         op: &Op<T>,
     ) -> Result<(), Error> {
-        self.finish(self.reduce_call(None, input, output, op)?)
+        self.finish(self.reduce_call(None, input, output, op, true)?)
     }
 
     /// Gatherv (`gather`) or scatterv: `counts[r]` elements of rank `r`,
@@ -607,11 +677,25 @@ impl<'e> Comm<'e> {
         };
         let (n, me) = (self.group.size(), self.me);
         let shape = Shape::sized(collective, "bytes", Self::average::<T>(counts), true);
-        let build = |a: &str| match (gather, a) {
-            (true, "linear") => alg::gatherv_linear(n, me, root, counts),
-            (true, _) => alg::gatherv_binomial(n, me, root, counts),
-            (false, "linear") => alg::scatterv_linear(n, me, root, counts),
-            (false, _) => alg::scatterv_binomial(n, me, root, counts),
+        let build = |a: &str| {
+            Plan::Schedule(match (gather, a) {
+                (true, "shared") => {
+                    return Plan::Shared(shared::Shape::Gather {
+                        root: Some(root),
+                        counts: counts.to_vec(),
+                    })
+                }
+                (false, "shared") => {
+                    return Plan::Shared(shared::Shape::Scatter {
+                        root,
+                        counts: counts.to_vec(),
+                    })
+                }
+                (true, "linear") => alg::gatherv_linear(n, me, root, counts),
+                (true, _) => alg::gatherv_binomial(n, me, root, counts),
+                (false, "linear") => alg::scatterv_linear(n, me, root, counts),
+                (false, _) => alg::scatterv_binomial(n, me, root, counts),
+            })
         };
         self.finish(self.prepare(call, shape, build, input, output, None)?)
     }
@@ -652,6 +736,7 @@ impl<'e> Comm<'e> {
         input: &'a [T],
         output: &'a mut [T],
         counts: &[usize],
+        blocking: bool,
     ) -> Result<Call<'a, T>, Error> {
         let call = self.next_call();
         let total = self.check_counts(counts, input.len())?;
@@ -662,11 +747,20 @@ impl<'e> Comm<'e> {
             "bytes",
             Self::average::<T>(counts),
             true,
-        );
-        let build = |a: &str| match a {
-            "ring" => alg::allgatherv_ring(n, me, counts),
-            "bruck" => alg::allgatherv_bruck(n, me, counts),
-            _ => alg::allgatherv_recursive_doubling(n, me, counts),
+        )
+        .blocking(blocking);
+        let build = |a: &str| {
+            Plan::Schedule(match a {
+                "shared" => {
+                    return Plan::Shared(shared::Shape::Gather {
+                        root: None,
+                        counts: counts.to_vec(),
+                    })
+                }
+                "ring" => alg::allgatherv_ring(n, me, counts),
+                "bruck" => alg::allgatherv_bruck(n, me, counts),
+                _ => alg::allgatherv_recursive_doubling(n, me, counts),
+            })
         };
         self.prepare(call, shape, build, input, output, None)
     }
@@ -682,7 +776,7 @@ impl<'e> Comm<'e> {
         output: &'a mut [T],
         counts: &[usize],
     ) -> Result<Run<'a, 'e, T>, Error> {
-        self.spawn(self.allgatherv_call(input, output, counts)?)
+        self.spawn(self.allgatherv_call(input, output, counts, false)?)
     }
 
     /// Gathers every member's `input` into every `output` (`MPI_Allgatherv`).
@@ -695,7 +789,7 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         counts: &[usize],
     ) -> Result<(), Error> {
-        self.finish(self.allgatherv_call(input, output, counts)?)
+        self.finish(self.allgatherv_call(input, output, counts, true)?)
     }
 
     /// Alltoall (`by_size`: every count the same, the algorithm chosen by
@@ -724,29 +818,19 @@ impl<'e> Comm<'e> {
             by_size,
             ..Shape::sized(Collective::Alltoall, "bytes", bytes, true)
         };
-        let (algorithm, plan) = self.choose(shape, |a| {
-            let schedule = match a {
-                "onesided" => return Ok(None),
-                "linear" => alg::alltoallv_linear(n as u32, me, sends, recvs),
-                _ => alg::alltoallv_pairwise(n as u32, me, sends, recvs),
-            };
-            crate::run::check(&schedule, input.len(), output.len())?;
-            Ok(Some(schedule))
-        })?;
-        let Some(schedule) = plan else {
-            let start = Instant::now();
-            let result = self.alltoallv_onesided(call, input, sends, output, recvs);
-            return self.monitor(shape, algorithm, start, result);
+        let build = |a: &str| match a {
+            "shared" => Plan::Shared(shared::Shape::Alltoall {
+                sends: sends.to_vec(),
+                recvs: recvs.to_vec(),
+            }),
+            "onesided" => Plan::OneSided {
+                sends: sends.to_vec(),
+                recvs: recvs.to_vec(),
+            },
+            "linear" => Plan::Schedule(alg::alltoallv_linear(n as u32, me, sends, recvs)),
+            _ => Plan::Schedule(alg::alltoallv_pairwise(n as u32, me, sends, recvs)),
         };
-        self.finish(Call {
-            number: call,
-            shape,
-            algorithm,
-            schedule,
-            input,
-            output,
-            combine: None,
-        })
+        self.finish(self.prepare(call, shape, build, input, output, None)?)
     }
 
     /// The one-sided alltoallv: each rank exposes a copy of its input in
@@ -860,8 +944,11 @@ impl<'e> Comm<'e> {
             op.is_commutative(),
         );
         let build = |a: &str| match a {
-            "ring" => alg::reduce_scatter_ring(n, me, counts),
-            _ => alg::reduce_scatter_pairwise(n, me, counts),
+            "shared" => Plan::Shared(shared::Shape::ReduceScatter {
+                counts: counts.to_vec(),
+            }),
+            "ring" => Plan::Schedule(alg::reduce_scatter_ring(n, me, counts)),
+            _ => Plan::Schedule(alg::reduce_scatter_pairwise(n, me, counts)),
         };
         self.finish(self.prepare(call, shape, build, input, output, Some(combine))?)
     }
@@ -877,9 +964,16 @@ struct Shape {
     commutative: bool,
     /// Chosen by size (else: the first algorithm, unless forced).
     by_size: bool,
+    /// A blocking call (nonblocking ones run schedules only).
+    blocking: bool,
 }
 
 impl Shape {
+    /// The same, for a blocking call or not.
+    fn blocking(self, blocking: bool) -> Shape {
+        Shape { blocking, ..self }
+    }
+
     fn sized(
         collective: Collective,
         element: &'static str,
@@ -892,6 +986,7 @@ impl Shape {
             bytes,
             commutative,
             by_size: true,
+            blocking: true,
         }
     }
 }
@@ -902,7 +997,7 @@ struct Call<'a, T: bytemuck::Pod> {
     number: u64,
     shape: Shape,
     algorithm: &'static str,
-    schedule: Schedule,
+    plan: Plan,
     input: &'a [T],
     output: &'a mut [T],
     combine: Option<Combine<T>>,
@@ -925,6 +1020,21 @@ fn faults_from_env() -> HashSet<(Collective, &'static str)> {
             Some((c, *a))
         })
         .collect()
+}
+
+/// How a call runs.
+enum Plan {
+    /// A schedule over tagged messages (blocking or not).
+    Schedule(Schedule),
+    /// Through shared memory (blocking only).
+    Shared(shared::Shape),
+    /// The one-sided alltoallv (blocking only).
+    OneSided {
+        /// Elements to each rank.
+        sends: Vec<usize>,
+        /// Elements from each rank.
+        recvs: Vec<usize>,
+    },
 }
 
 /// The sum of `counts`.

@@ -19,6 +19,15 @@ pub enum Error {
     /// Every algorithm of a collective has failed here.
     #[error("no algorithm of {0} is left (all failed)")]
     NoAlgorithm(&'static str),
+    /// A member did not arrive at a step of a shared-memory collective in
+    /// time (dead, or not calling it).
+    #[error("group rank {rank} did not arrive within {waited:?}")]
+    Late {
+        /// The member waited for (group rank).
+        rank: u32,
+        /// How long this process waited.
+        waited: std::time::Duration,
+    },
     /// The window layer (requests, waiting) failed.
     #[error(transparent)]
     Rma(#[from] onesided_rma::Error),

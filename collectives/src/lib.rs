@@ -44,6 +44,7 @@ pub mod profile;
 pub mod run;
 pub mod schedule;
 pub mod select;
+mod shared;
 
 pub use comm::{Comm, FAULT_ENV};
 pub use error::Error;
@@ -51,3 +52,4 @@ pub use op::{Builtin, Op, Reducible};
 pub use profile::{Collective, Geometry, Profile, ProfileError};
 pub use run::Run;
 pub use select::Selector;
+pub use shared::SLOT;

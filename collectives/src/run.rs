@@ -114,7 +114,7 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
                 self.post().map_err(fail)?;
             }
             for (_, t) in &mut self.pending {
-                if !t.test()? {
+                if !t.test_alive()? {
                     return Ok(false);
                 }
             }

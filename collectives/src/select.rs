@@ -15,15 +15,15 @@ pub const PROFILE_ENV: &str = "ONESIDED_PROFILE";
 /// built-in default for small messages first.
 pub fn algorithms(collective: Collective) -> &'static [&'static str] {
     match collective {
-        Collective::Barrier => &["dissemination"],
-        Collective::Bcast => &["binomial", "scatter_allgather", "linear"],
-        Collective::Reduce => &["binomial", "reduce_scatter_gather", "linear"],
-        Collective::Allreduce => &["recursive_doubling", "rabenseifner", "ring"],
-        Collective::Gather => &["binomial", "linear"],
-        Collective::Scatter => &["binomial", "linear"],
-        Collective::Allgather => &["recursive_doubling", "bruck", "ring"],
-        Collective::Alltoall => &["pairwise", "linear", "onesided"],
-        Collective::ReduceScatter => &["pairwise", "ring"],
+        Collective::Barrier => &["dissemination", "shared"],
+        Collective::Bcast => &["binomial", "scatter_allgather", "linear", "shared"],
+        Collective::Reduce => &["binomial", "reduce_scatter_gather", "linear", "shared"],
+        Collective::Allreduce => &["recursive_doubling", "rabenseifner", "ring", "shared"],
+        Collective::Gather => &["binomial", "linear", "shared"],
+        Collective::Scatter => &["binomial", "linear", "shared"],
+        Collective::Allgather => &["recursive_doubling", "bruck", "ring", "shared"],
+        Collective::Alltoall => &["pairwise", "linear", "onesided", "shared"],
+        Collective::ReduceScatter => &["pairwise", "ring", "shared"],
     }
 }
 
@@ -54,6 +54,13 @@ pub fn default_algorithm(collective: Collective, bytes: u64, commutative: bool) 
         Collective::ReduceScatter if large && commutative => "ring",
         Collective::ReduceScatter => "pairwise",
     }
+}
+
+/// Algorithms only blocking calls run (nonblocking calls run schedules):
+/// `shared` (through shared memory, every member on one host) and
+/// `onesided` (alltoall by RMA get).
+pub fn blocking_only(algorithm: &str) -> bool {
+    matches!(algorithm, "shared" | "onesided")
 }
 
 /// Algorithms that combine operands out of rank order (chosen only for
@@ -120,38 +127,55 @@ impl Selector {
     /// The algorithm for a call of `collective` on `bytes` per rank of
     /// `element`: the profile's fastest estimate among the algorithms that
     /// have not failed (and keep the rank order when the operation is not
-    /// commutative), else the built-in default, else the first algorithm
-    /// that has not failed. `None` when every algorithm has failed.
+    /// commutative; run nonblocking when the call is), else the built-in
+    /// default (`shared` for blocking calls when every member is on one
+    /// host), else the first such algorithm. `None` when none is left.
     pub fn choose(
         &self,
         collective: Collective,
         element: &str,
         bytes: u64,
         commutative: bool,
+        blocking: bool,
     ) -> Option<&'static str> {
-        let usable: Vec<&'static str> = algorithms(collective)
-            .iter()
-            .copied()
-            .filter(|a| !self.failed.contains(&(collective, *a)))
+        let usable: Vec<&'static str> = self
+            .usable(collective, blocking)
             .filter(|a| commutative || !reorders(collective, a))
             .collect();
         if let Some(best) = self.profile.choose(collective, element, bytes, &usable) {
             return Some(best);
         }
-        let default = default_algorithm(collective, bytes, commutative);
+        let one_host = self.geometry.ranks_per_host >= self.geometry.ranks;
+        let default = if blocking && one_host {
+            "shared"
+        } else {
+            default_algorithm(collective, bytes, commutative)
+        };
         if usable.contains(&default) {
             return Some(default);
         }
         usable.first().copied()
     }
 
-    /// The first algorithm of `collective` that has not failed (for calls
-    /// whose sizes differ per rank, which cannot choose by size).
-    pub fn first(&self, collective: Collective) -> Option<&'static str> {
+    /// The algorithms of `collective` that have not failed (and run
+    /// nonblocking unless `blocking`), in [`algorithms`] order.
+    fn usable(
+        &self,
+        collective: Collective,
+        blocking: bool,
+    ) -> impl Iterator<Item = &'static str> + '_ {
         algorithms(collective)
             .iter()
             .copied()
-            .find(|a| !self.failed.contains(&(collective, *a)))
+            .filter(move |a| !self.failed.contains(&(collective, *a)))
+            .filter(move |a| blocking || !blocking_only(a))
+    }
+
+    /// The first algorithm of `collective` that has not failed (and runs
+    /// nonblocking unless `blocking`), for calls whose sizes differ per
+    /// rank, which cannot choose by size.
+    pub fn first(&self, collective: Collective, blocking: bool) -> Option<&'static str> {
+        self.usable(collective, blocking).next()
     }
 
     /// The algorithms that failed here.
@@ -198,20 +222,37 @@ mod tests {
     fn defaults_by_size_and_commutativity() {
         let s = Selector::new(None, g());
         assert_eq!(
-            s.choose(Collective::Allreduce, "f64", 8, true),
+            s.choose(Collective::Allreduce, "f64", 8, true, false),
             Some("recursive_doubling")
         );
         assert_eq!(
-            s.choose(Collective::Allreduce, "f64", 1 << 20, true),
+            s.choose(Collective::Allreduce, "f64", 1 << 20, true, false),
             Some("ring")
         );
         assert_eq!(
-            s.choose(Collective::Allreduce, "f64", 1 << 20, false),
+            s.choose(Collective::Allreduce, "f64", 1 << 20, false, false),
             Some("recursive_doubling")
         );
         assert_eq!(
-            s.choose(Collective::Bcast, "bytes", 1 << 20, true),
+            s.choose(Collective::Bcast, "bytes", 1 << 20, true, false),
             Some("scatter_allgather")
+        );
+        // Blocking calls on one host go through shared memory; across
+        // hosts, and nonblocking, by size.
+        assert_eq!(
+            s.choose(Collective::Allreduce, "f64", 8, false, true),
+            Some("shared")
+        );
+        let two_hosts = Selector::new(
+            None,
+            Geometry {
+                ranks: 4,
+                ranks_per_host: 2,
+            },
+        );
+        assert_eq!(
+            two_hosts.choose(Collective::Allreduce, "f64", 8, false, true),
+            Some("recursive_doubling")
         );
         for c in Collective::ALL {
             for bytes in [0, 8, LARGE, 1 << 25] {
@@ -235,24 +276,34 @@ allreduce hypercube 4 4 f64 0 0.5
         let p = Profile::parse(text, "p").unwrap();
         let mut s = Selector::new(Some(&p), g());
         assert_eq!(
-            s.choose(Collective::Allreduce, "f64", 8, true),
+            s.choose(Collective::Allreduce, "f64", 8, true, false),
             Some("ring")
         );
         assert_eq!(
-            s.choose(Collective::Allreduce, "f64", 8, false),
+            s.choose(Collective::Allreduce, "f64", 8, false, false),
             Some("recursive_doubling"),
             "ring reorders"
         );
         s.failed(Collective::Allreduce, "ring");
         assert_eq!(
-            s.choose(Collective::Allreduce, "f64", 8, true),
+            s.choose(Collective::Allreduce, "f64", 8, true, false),
             Some("recursive_doubling")
         );
         s.failed(Collective::Allreduce, "recursive_doubling");
         s.failed(Collective::Allreduce, "rabenseifner");
         s.failed(Collective::Allreduce, "hypercube");
         assert_eq!(
-            s.choose(Collective::Allreduce, "f64", 8, true),
+            s.choose(Collective::Allreduce, "f64", 8, true, true),
+            Some("shared")
+        );
+        assert_eq!(
+            s.choose(Collective::Allreduce, "f64", 8, true, false),
+            None,
+            "nonblocking calls run schedules only"
+        );
+        s.failed(Collective::Allreduce, "shared");
+        assert_eq!(
+            s.choose(Collective::Allreduce, "f64", 8, true, false),
             None,
             "all failed"
         );
@@ -262,7 +313,7 @@ allreduce hypercube 4 4 f64 0 0.5
             s.observe(Collective::Allreduce, "ring", "f64", 8, 10.0);
         }
         assert_eq!(
-            s.choose(Collective::Allreduce, "f64", 8, true),
+            s.choose(Collective::Allreduce, "f64", 8, true, false),
             Some("recursive_doubling")
         );
     }
@@ -281,7 +332,7 @@ allreduce hypercube 4 4 f64 0 0.5
         let warning = warning.unwrap();
         assert!(warning.contains("bad.profile line 2"), "{warning}");
         assert_eq!(
-            s.choose(Collective::Allreduce, "f64", 8, true),
+            s.choose(Collective::Allreduce, "f64", 8, true, false),
             Some("recursive_doubling")
         );
         std::env::set_var(PROFILE_ENV, dir.join("missing.profile"));

@@ -1709,6 +1709,7 @@ impl Endpoint {
             receive: op == "recv",
             desc: Some(desc),
             done: false,
+            dead_seen: None,
         })
     }
 
@@ -1736,6 +1737,7 @@ impl Endpoint {
             receive: false,
             desc: None,
             done: true,
+            dead_seen: None,
         })
     }
 
@@ -2190,9 +2192,35 @@ pub struct Transfer<'e> {
     /// completion.
     desc: Option<LocalDesc>,
     done: bool,
+    /// When the peer was first seen reported dead (by
+    /// [`Transfer::test_alive`]).
+    dead_seen: Option<std::time::Instant>,
 }
 
 impl Transfer<'_> {
+    /// As [`Transfer::test`], for callers that test without waiting here:
+    /// once the peer has been reported dead for longer than a short grace
+    /// period (in which the provider may still complete the transfer),
+    /// [`Error::PeerDead`].
+    ///
+    /// # Errors
+    /// As [`Transfer::test`]; [`Error::PeerDead`].
+    pub fn test_alive(&mut self) -> Result<bool> {
+        if self.test()? {
+            return Ok(true);
+        }
+        if self.ep.shared.is_dead(self.rank) {
+            let seen = *self.dead_seen.get_or_insert_with(std::time::Instant::now);
+            if seen.elapsed() > DEAD_PEER_GRACE {
+                return Err(Error::PeerDead {
+                    op: self.op,
+                    rank: self.rank,
+                });
+            }
+        }
+        Ok(false)
+    }
+
     /// Makes progress; whether the transfer has completed.
     ///
     /// # Errors

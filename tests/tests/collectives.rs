@@ -5,10 +5,10 @@
 
 use onesided_tests::{serial, Osrun};
 
-fn expect_ok(n: u32, provider: &str, profile: Option<&str>) -> String {
+fn expect_ok(n: u32, provider: &str, env: &[(&str, &str)]) -> String {
     let mut run = Osrun::new(n, provider, "coll-check");
-    if let Some(p) = profile {
-        run = run.env("ONESIDED_PROFILE", p);
+    for (k, v) in env {
+        run = run.env(k, v);
     }
     let out = run.run();
     out.assert_success();
@@ -30,13 +30,18 @@ fn expect_ok(n: u32, provider: &str, profile: Option<&str>) -> String {
 #[test]
 fn every_collective_is_right_with_the_defaults() {
     let _serial = serial();
+    // One host: blocking calls go through shared memory.
     for (provider, n) in [("shm", 1), ("shm", 3), ("shm", 4), ("tcp", 3)] {
-        let out = expect_ok(n, provider, None);
-        assert!(
-            out.contains("recursive_doubling") && out.contains("ring"),
-            "{out}"
-        );
+        let out = expect_ok(n, provider, &[]);
+        assert!(out.contains("allreduce:shared"), "{out}");
     }
+    // A host per rank: the defaults by size.
+    let out = expect_ok(3, "tcp", &[("ONESIDED_HOST", "node{rank}")]);
+    assert!(
+        out.contains("allreduce:recursive_doubling") && out.contains("allreduce:ring"),
+        "{out}"
+    );
+    assert!(!out.contains("collectives ok (allgather:shared"), "{out}");
 }
 
 #[test]
@@ -88,7 +93,7 @@ reduce_scatter ring 4 4 i64 8 0.1
     .unwrap();
     let path = file.to_string_lossy().into_owned();
     for (provider, n) in [("shm", 4), ("tcp", 3)] {
-        let out = expect_ok(n, provider, Some(&path));
+        let out = expect_ok(n, provider, &[("ONESIDED_PROFILE", &path)]);
         assert!(out.contains("bruck") && out.contains("linear"), "{out}");
     }
     std::fs::remove_file(&file).unwrap();
@@ -145,7 +150,7 @@ fn onesided_tune_writes_a_profile_the_library_uses() {
             );
         }
     }
-    let used = expect_ok(3, "shm", Some(&file.to_string_lossy()));
+    let used = expect_ok(3, "shm", &[("ONESIDED_PROFILE", &file.to_string_lossy())]);
     assert!(!used.contains("warning"), "{used}");
     std::fs::remove_file(&file).unwrap();
 }
@@ -155,8 +160,10 @@ fn calls_complete_with_the_next_best_when_an_algorithm_fails() {
     let _serial = serial();
     // The defaults' choices fail on every rank: each call falls back to
     // the next algorithm, which is never the failed one again.
-    let faults = "bcast:binomial,allreduce:recursive_doubling,allgather:recursive_doubling,\
-                  alltoall:pairwise,alltoall:linear_x,reduce:binomial,reduce_scatter:pairwise";
+    let faults = "bcast:shared,bcast:binomial,allreduce:shared,allreduce:recursive_doubling,\
+                  allgather:shared,allgather:recursive_doubling,alltoall:shared,\
+                  alltoall:pairwise,alltoall:nonesuch,reduce:shared,reduce:binomial,\
+                  reduce_scatter:shared,reduce_scatter:pairwise";
     for (provider, n) in [("shm", 3), ("tcp", 2)] {
         let out = Osrun::new(n, provider, "coll-check")
             .env("ONESIDED_FAULT", faults)
@@ -175,6 +182,23 @@ fn calls_complete_with_the_next_best_when_an_algorithm_fails() {
             "reduce_scatter:ring",
         ] {
             assert!(out.stdout.contains(next), "{next} not used: {out}");
+        }
+    }
+}
+
+#[test]
+fn a_dead_rank_fails_the_collectives_naming_it() {
+    let _serial = serial();
+    // Shared memory (one host) and messages (a host per rank).
+    for (provider, one_host) in [("shm", true), ("tcp", false)] {
+        let mut run = Osrun::new(3, provider, "coll-check").ft().arg("victim");
+        if !one_host {
+            run = run.env("ONESIDED_HOST", "node{rank}");
+        }
+        let out = run.run();
+        assert_eq!(out.code(), 128 + 9, "{out}");
+        for r in [0, 2] {
+            out.assert_stdout_has(&format!("rank {r}: got an error naming rank 1"));
         }
     }
 }

@@ -4,7 +4,9 @@
 //! defaults pick different algorithms; `ONESIDED_PROFILE` picks others),
 //! with uneven and zero counts, and checks every element against what the
 //! rank can compute itself; then agrees on what monitoring measured and
-//! runs them again. Prints `rank R: collectives ok (ALGORITHMS)`.
+//! runs them again. Prints `rank R: collectives ok (ALGORITHMS)` (those
+//! the whole job's calls chose) and, on odd ranks, `rank R: odd ranks ok
+//! (ALGORITHMS)` for the sub-group.
 //! `coll-check every` first forces every algorithm of every collective in
 //! turn.
 
@@ -13,7 +15,7 @@ use std::process::exit;
 use onesided_collectives::{Builtin, Collective, Comm, Op};
 use onesided_fabric::World;
 use onesided_rma::{Group, Request};
-use onesided_tests::rank::{check, must};
+use onesided_tests::rank::{check, die_when_told, must};
 
 /// Element `i` of rank `r`'s contribution.
 fn value(r: u32, i: usize) -> i64 {
@@ -41,7 +43,7 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
     let (me, n) = (comm.rank(), comm.group().size());
     let mut used = Vec::new();
     must(me, "barrier", comm.barrier());
-    for count in [0usize, 3, 20_000] {
+    for count in [0usize, 3, 20_000, 140_000] {
         let bytes = (count * 8) as u64;
         // bcast from every root.
         for root in 0..n {
@@ -188,16 +190,19 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
         .flat_map(|a| (0..recvs[a as usize]).map(move |i| value(a, 100 * me as usize + i)))
         .collect();
     check(me, output == want, || format!("{tag} alltoallv"));
-    // alltoall with equal counts (its algorithm chosen by size).
-    let input: Vec<i64> = (0..n)
-        .flat_map(|b| (0..3).map(move |i| value(me, 10 * b as usize + i)))
-        .collect();
-    let mut output = vec![0i64; 3 * n as usize];
-    must(me, "alltoall", comm.alltoall(&input, &mut output, 3));
-    let want: Vec<i64> = (0..n)
-        .flat_map(|a| (0..3).map(move |i| value(a, 10 * me as usize + i)))
-        .collect();
-    check(me, output == want, || format!("{tag} alltoall"));
+    // alltoall with equal counts (its algorithm chosen by size), small and
+    // larger than a shared-memory slot.
+    for count in [3usize, 50_000] {
+        let input: Vec<i64> = (0..n)
+            .flat_map(|b| (0..count).map(move |i| value(me, 10 * b as usize + i)))
+            .collect();
+        let mut output = vec![0i64; count * n as usize];
+        must(me, "alltoall", comm.alltoall(&input, &mut output, count));
+        let want: Vec<i64> = (0..n)
+            .flat_map(|a| (0..count).map(move |i| value(a, 10 * me as usize + i)))
+            .collect();
+        check(me, output == want, || format!("{tag} alltoall {count}"));
+    }
     used.push(chosen(comm, Collective::Alltoall, "bytes", 24, true));
     used.push(chosen(comm, Collective::ReduceScatter, "i64", 8, true));
     used.push(chosen(comm, Collective::Reduce, "i64", 8, true));
@@ -222,6 +227,37 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
     used
 }
 
+/// `coll-check victim` (under `osrun --ft`): rank 1 dies when rank 0
+/// tells it; the others' next collectives fail with an error naming it
+/// (within the endpoint's timeout at worst) instead of hanging.
+fn victim(comm: &Comm, ep: &onesided_fabric::Endpoint) -> ! {
+    const GO: u64 = 41;
+    let me = comm.rank();
+    must(me, "barrier", comm.barrier());
+    match me {
+        1 => die_when_told(me, ep, 0, GO),
+        0 => must(me, "go", ep.send(1, GO, &[])),
+        _ => {}
+    }
+    let start = std::time::Instant::now();
+    let sum = Op::Builtin(Builtin::Sum);
+    let error = loop {
+        let mut out = [0i64; 4];
+        if let Err(e) = comm.allreduce(&[1i64; 4], &mut out, &sum) {
+            break e;
+        }
+    };
+    let text = error.to_string();
+    check(me, text.contains("rank 1"), || {
+        format!("the error does not name rank 1: {text}")
+    });
+    println!(
+        "rank {me}: got an error naming rank 1 after {} ms: {text}",
+        start.elapsed().as_millis()
+    );
+    exit(0)
+}
+
 fn main() {
     let world = World::init().unwrap_or_else(|e| {
         eprintln!("coll-check: {e}");
@@ -232,13 +268,25 @@ fn main() {
     let ep = world.endpoint();
     let rma = must(me, "rma", onesided_rma::Rma::new(ep));
     let comm = must(me, "comm", Comm::new(&rma, Group::world(n)));
+    if std::env::args().nth(1).as_deref() == Some("victim") {
+        victim(&comm, ep);
+    }
     let mut used = Vec::new();
     if std::env::args().nth(1).as_deref() == Some("every") {
         // Every algorithm of every collective, forced in turn.
-        for i in 0..3 {
+        let most = Collective::ALL
+            .iter()
+            .map(|c| onesided_collectives::select::algorithms(*c).len())
+            .max()
+            .unwrap_or(0);
+        for i in 0..most {
             for c in Collective::ALL {
                 let algs = onesided_collectives::select::algorithms(c);
-                must(me, "force", comm.force(c, Some(algs[i % algs.len()])));
+                let a = algs[i % algs.len()];
+                // Shared memory needs every rank on one host.
+                let g = comm.geometry();
+                let runs = a != "shared" || g.ranks_per_host == g.ranks;
+                must(me, "force", comm.force(c, runs.then_some(a)));
             }
             used.extend(run(&comm, "forced"));
         }
@@ -280,7 +328,10 @@ fn main() {
         let group = must(me, "group", Group::new(odd));
         if group.contains(me) {
             let sub = must(me, "comm", Comm::new(&rma, group));
-            used.extend(run(&sub, "odd"));
+            let mut odd = run(&sub, "odd");
+            odd.sort_unstable();
+            odd.dedup();
+            println!("rank {me}: odd ranks ok ({})", odd.join(" "));
         }
     }
     used.sort_unstable();
