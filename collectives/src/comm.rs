@@ -19,15 +19,16 @@
 
 use std::cell::{Cell, Ref, RefCell};
 use std::collections::HashSet;
+use std::rc::Rc;
 use std::time::Instant;
 
 use onesided_fabric::Endpoint;
-use onesided_rma::{Group, Rma};
+use onesided_rma::{FastMap, Group, Rma};
 
 use crate::algorithms as alg;
 use crate::op::{Op, Reducible};
 use crate::profile::{Collective, Geometry};
-use crate::run::{Combine, Exec, Inflight, Run};
+use crate::run::{Combine, Exec, Inflight, Run, Work};
 use crate::schedule::Schedule;
 use crate::select::Selector;
 use crate::shared::{self, Shared};
@@ -43,11 +44,13 @@ pub struct Comm<'e> {
     geometry: Geometry,
     choices: RefCell<Selector>,
     observed: RefCell<Selector>,
+    /// Choices by size made so far (see [`Comm::by_size`]).
+    chosen: RefCell<FastMap<ChoiceKey, &'static str>>,
     /// Algorithms made to fail ([`FAULT_ENV`]).
     faults: HashSet<(Collective, &'static str)>,
     inflight: Inflight<'e>,
     /// Shared-memory state, made at the first call that uses it.
-    shared: std::cell::OnceCell<Shared<'e>>,
+    shared: std::cell::OnceCell<Rc<Shared<'e>>>,
     calls: Cell<u64>,
     /// What tells this Comm's messages from others': the group, the
     /// Comm's number among this process's Comms, and the selection source
@@ -56,7 +59,7 @@ pub struct Comm<'e> {
     context: u64,
     warning: Option<String>,
     /// Algorithms forced per collective (tuning, tests).
-    forced: RefCell<std::collections::HashMap<Collective, &'static str>>,
+    forced: Cell<[Option<&'static str>; Collective::ALL.len()]>,
 }
 
 impl<'e> Comm<'e> {
@@ -104,13 +107,14 @@ impl<'e> Comm<'e> {
             observed: RefCell::new(choices.clone()),
             choices: RefCell::new(choices),
             faults: faults_from_env(),
+            chosen: RefCell::default(),
             inflight: Inflight::default(),
             shared: std::cell::OnceCell::new(),
             group,
             calls: Cell::new(0),
             context,
             warning,
-            forced: RefCell::default(),
+            forced: Cell::new([None; Collective::ALL.len()]),
         })
     }
 
@@ -186,6 +190,7 @@ impl<'e> Comm<'e> {
         }
         *self.observed.borrow_mut() = agreed.clone();
         *self.choices.borrow_mut() = agreed;
+        self.chosen.borrow_mut().clear();
         Ok(())
     }
 
@@ -198,21 +203,20 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// [`Error::BadCall`] for an algorithm `collective` does not have.
     pub fn force(&self, collective: Collective, algorithm: Option<&str>) -> Result<(), Error> {
-        let mut forced = self.forced.borrow_mut();
-        match algorithm {
-            None => {
-                forced.remove(&collective);
-            }
-            Some(name) => {
-                let known = crate::select::algorithms(collective)
+        let known = match algorithm {
+            None => None,
+            Some(name) => Some(
+                *crate::select::algorithms(collective)
                     .iter()
                     .find(|a| **a == name)
                     .ok_or_else(|| {
                         Error::BadCall(format!("{} has no algorithm {name:?}", collective.name()))
-                    })?;
-                forced.insert(collective, known);
-            }
-        }
+                    })?,
+            ),
+        };
+        let mut forced = self.forced.get();
+        forced[collective as usize] = known;
+        self.forced.set(forced);
         Ok(())
     }
 
@@ -245,7 +249,7 @@ impl<'e> Comm<'e> {
     ) -> Result<(&'static str, P), Error> {
         let c = shape.collective;
         loop {
-            let forced = self.forced.borrow().get(&c).copied();
+            let forced = self.forced.get()[c as usize];
             let algorithm = match forced {
                 // A forced algorithm that reorders a non-commutative
                 // reduction, or is blocking only for a nonblocking call, is
@@ -256,13 +260,7 @@ impl<'e> Comm<'e> {
                 {
                     Some(a)
                 }
-                _ if shape.by_size => self.choices.borrow().choose(
-                    c,
-                    shape.element,
-                    shape.bytes,
-                    shape.commutative,
-                    shape.blocking,
-                ),
+                _ if shape.by_size => self.by_size(shape),
                 // Sizes differ per rank: the first algorithm left.
                 _ => self.choices.borrow().first(c, shape.blocking),
             }
@@ -280,10 +278,39 @@ impl<'e> Comm<'e> {
                 Err(e) if forced.is_some() => return Err(e),
                 Err(_) => {
                     self.choices.borrow_mut().failed(c, algorithm);
+                    self.chosen.borrow_mut().clear();
                     self.observed.borrow_mut().failed(c, algorithm);
                 }
             }
         }
+    }
+
+    /// The choice by size for `shape`, remembered until the choices change
+    /// (calls repeat their shapes; a choice weighs every profile entry).
+    fn by_size(&self, shape: Shape) -> Option<&'static str> {
+        let key = (
+            shape.collective,
+            shape.element,
+            shape.bytes,
+            shape.commutative,
+            shape.blocking,
+        );
+        if let Some(a) = self.chosen.borrow().get(&key) {
+            return Some(a);
+        }
+        let a = self.choices.borrow().choose(
+            shape.collective,
+            shape.element,
+            shape.bytes,
+            shape.commutative,
+            shape.blocking,
+        )?;
+        let mut chosen = self.chosen.borrow_mut();
+        if chosen.len() >= 4096 {
+            chosen.clear();
+        }
+        chosen.insert(key, a);
+        Some(a)
     }
 
     /// Chooses the call's algorithm and makes its plan with `build`,
@@ -326,7 +353,13 @@ impl<'e> Comm<'e> {
     /// nonblocking runs in flight meanwhile), recording its time (or its
     /// failure) under its algorithm (monitoring).
     fn finish<T: bytemuck::Pod>(&self, call: Call<'_, T>) -> Result<(), Error> {
-        let start = Instant::now();
+        // Monitoring times one call in MONITOR_EVERY (reading the clock
+        // twice costs a tenth of a small shared-memory call).
+        let start = self
+            .calls
+            .get()
+            .is_multiple_of(MONITOR_EVERY)
+            .then(Instant::now);
         let Call {
             number,
             shape,
@@ -336,69 +369,83 @@ impl<'e> Comm<'e> {
             output,
             combine,
         } = call;
-        let spare = &self.inflight.spare;
         let result = match plan {
-            Plan::Schedule(schedule) => Exec::new(
-                self.ep,
-                &self.group,
-                schedule,
-                number,
-                (input, output),
-                combine,
-                spare,
-            )
-            .and_then(|exec| self.inflight.wait(exec)),
-            Plan::Shared(how) => self
-                .shared()
-                .and_then(|s| s.run(&how, input, output, combine.as_ref(), spare)),
             Plan::OneSided { sends, recvs } => {
                 self.alltoallv_onesided(number, input, &sends, output, &recvs)
             }
+            plan => self.work(plan).and_then(|work| {
+                let spare = &self.inflight.spare;
+                let exec = Exec::new(
+                    self.ep,
+                    &self.group,
+                    work,
+                    number,
+                    (input, output),
+                    combine,
+                    spare,
+                )?;
+                self.inflight.wait(exec)
+            }),
         };
         self.monitor(shape, algorithm, start, result)
     }
 
+    /// What an executor runs for `plan` (a shared-memory run takes its
+    /// turn after the Comm's earlier ones here).
+    ///
+    /// # Errors
+    /// [`Error::BadCall`] for the one-sided alltoallv (not an executor's).
+    fn work(&self, plan: Plan) -> Result<Work<'e>, Error> {
+        match plan {
+            Plan::Schedule(schedule) => Ok(Work::Schedule(schedule)),
+            Plan::Shared(how) => Ok(Work::Shared(shared::Run::new(self.shared()?, how))),
+            Plan::OneSided { .. } => Err(Error::BadCall(
+                "the one-sided alltoallv is blocking only".into(),
+            )),
+        }
+    }
+
     /// This Comm's shared-memory state, made at its first use.
-    fn shared(&self) -> Result<&Shared<'e>, Error> {
+    fn shared(&self) -> Result<Rc<Shared<'e>>, Error> {
         if self.shared.get().is_none() {
             let made = Shared::new(self.rma, &self.group, self.me)?;
-            let _ = self.shared.set(made);
+            let _ = self.shared.set(Rc::new(made));
         }
         self.shared
             .get()
+            .cloned()
             .ok_or(Error::BadCall("no shared-memory state".into()))
     }
 
-    /// Records how a call of `algorithm` went (monitoring).
+    /// Records how a call of `algorithm` went (monitoring): its failure,
+    /// or its time when it was timed from `start`.
     fn monitor(
         &self,
         shape: Shape,
         algorithm: &'static str,
-        start: Instant,
+        start: Option<Instant>,
         result: Result<(), Error>,
     ) -> Result<(), Error> {
         let (c, e, b) = (shape.collective, shape.element, shape.bytes);
-        let mut observed = self.observed.borrow_mut();
-        match &result {
-            Ok(()) => observed.observe(c, algorithm, e, b, start.elapsed().as_secs_f64() * 1e6),
-            Err(_) => observed.failed(c, algorithm),
+        match (&result, start) {
+            (Ok(()), Some(start)) => {
+                let us = start.elapsed().as_secs_f64() * 1e6;
+                self.observed.borrow_mut().observe(c, algorithm, e, b, us);
+            }
+            (Ok(()), None) => {}
+            (Err(_), _) => self.observed.borrow_mut().failed(c, algorithm),
         }
         result
     }
 
     /// Starts a call as a nonblocking run over copies of its buffers.
     fn spawn<'a, T: bytemuck::Pod>(&'a self, call: Call<'a, T>) -> Result<Run<'a, 'e, T>, Error> {
-        let Plan::Schedule(schedule) = call.plan else {
-            return Err(Error::BadCall(format!(
-                "{} is blocking only",
-                call.algorithm
-            )));
-        };
+        let work = self.work(call.plan)?;
         let spare = &self.inflight.spare;
         let exec = Exec::new(
             self.ep,
             &self.group,
-            schedule,
+            work,
             call.number,
             (spare.copy(call.input), spare.copy(call.output)),
             call.combine,
@@ -863,7 +910,7 @@ impl<'e> Comm<'e> {
         let exec = Exec::new(
             self.ep,
             &self.group,
-            schedule,
+            Work::Schedule(schedule),
             call,
             (&starts[..], &mut theirs[..]),
             None,
@@ -1003,6 +1050,9 @@ struct Call<'a, T: bytemuck::Pod> {
     combine: Option<Combine<T>>,
 }
 
+/// Monitoring times one call in this many (per Comm).
+const MONITOR_EVERY: u64 = 8;
+
 /// Environment variable naming algorithms that fail whenever a call
 /// chooses them, on every rank (`allreduce:ring,bcast:binomial`): fault
 /// injection, to see a job complete its calls with the next best
@@ -1021,6 +1071,10 @@ fn faults_from_env() -> HashSet<(Collective, &'static str)> {
         })
         .collect()
 }
+
+/// What a choice by size depends on: collective, element, bytes,
+/// commutative, blocking.
+type ChoiceKey = (Collective, &'static str, u64, bool, bool);
 
 /// How a call runs.
 enum Plan {

@@ -19,11 +19,11 @@ pub enum Error {
     /// Every algorithm of a collective has failed here.
     #[error("no algorithm of {0} is left (all failed)")]
     NoAlgorithm(&'static str),
-    /// A member did not arrive at a step of a shared-memory collective in
-    /// time (dead, or not calling it).
-    #[error("group rank {rank} did not arrive within {waited:?}")]
+    /// A collective waited longer than the endpoint's timeout for a
+    /// member (hung, or not making the call).
+    #[error("rank {rank} did not take its part within {waited:?}")]
     Late {
-        /// The member waited for (group rank).
+        /// The member waited for (its rank in the job).
         rank: u32,
         /// How long this process waited.
         waited: std::time::Duration,

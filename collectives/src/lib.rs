@@ -52,4 +52,4 @@ pub use op::{Builtin, Op, Reducible};
 pub use profile::{Collective, Geometry, Profile, ProfileError};
 pub use run::Run;
 pub use select::Selector;
-pub use shared::SLOT;
+pub use shared::{CELL, SLOT};

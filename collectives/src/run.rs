@@ -27,6 +27,7 @@ use onesided_fabric::{Endpoint, Transfer};
 use onesided_rma::{Group, Request};
 
 use crate::schedule::{Action, Buf, Schedule, Slice};
+use crate::shared;
 use crate::Error;
 
 /// Tags of collective messages: the top half of the user tag space is
@@ -99,12 +100,36 @@ pub(crate) struct Exec<'e, T: bytemuck::Pod, I, O> {
     /// The error that ended it: a failed run fails again when tested
     /// (its buffers may hold anything).
     failed: Option<String>,
+    /// A shared-memory run instead of the schedule (which is empty then).
+    shared: Option<shared::Run<'e>>,
+}
+
+/// What an [`Exec`] runs: a schedule over messages, or a shared-memory
+/// run.
+pub(crate) enum Work<'e> {
+    /// A schedule over tagged messages.
+    Schedule(Schedule),
+    /// Steps through shared memory.
+    Shared(shared::Run<'e>),
 }
 
 impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T, I, O> {
     /// Runs rounds as far as their messages allow; whether all are done.
     fn advance(&mut self) -> Result<bool, onesided_rma::Error> {
         let fail = |e: Error| onesided_rma::Error::Collective(e.to_string());
+        if let Exec {
+            shared: Some(run),
+            input,
+            output,
+            scratch,
+            combine,
+            ..
+        } = self
+        {
+            return run
+                .advance(input.as_ref(), output.as_mut(), scratch, combine.as_ref())
+                .map_err(fail);
+        }
         while !self.done {
             if self.round >= self.schedule.rounds.len() {
                 self.done = true;
@@ -134,17 +159,28 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
     pub(crate) fn new(
         ep: &'e Endpoint,
         group: &Group,
-        schedule: Schedule,
+        work: Work<'e>,
         call: u64,
         (input, mut output): (I, O),
         combine: Option<Combine<T>>,
         spare: &Spare,
     ) -> Result<Exec<'e, T, I, O>, Error> {
-        check(&schedule, input.as_ref().len(), output.as_mut().len())?;
+        let (schedule, shared) = match work {
+            Work::Schedule(schedule) => {
+                check(&schedule, input.as_ref().len(), output.as_mut().len())?;
+                (schedule, None)
+            }
+            Work::Shared(run) => (Schedule::default(), Some(run)),
+        };
+        let scratch = match &shared {
+            Some(run) => run.scratch::<T>(input.as_ref().len()),
+            None => schedule.scratch,
+        };
         Ok(Exec {
             ep,
             group: group.clone(),
-            scratch: spare.zeroed(schedule.scratch),
+            shared,
+            scratch: spare.zeroed(scratch),
             schedule,
             call,
             input,
@@ -300,6 +336,18 @@ where
     I: AsRef<[T]>,
     O: AsRef<[T]> + AsMut<[T]>,
 {
+    /// The rank (in the job) it was last found waiting for.
+    pub(crate) fn waiting_for(&self) -> Option<u32> {
+        match &self.shared {
+            Some(run) => run.waiting_for().and_then(|p| self.group.job_rank(p).ok()),
+            None => self
+                .pending
+                .iter()
+                .find(|(_, t)| !t.is_done())
+                .map(|(_, t)| t.rank()),
+        }
+    }
+
     /// Advances it; whether it is done (a failed run fails again).
     pub(crate) fn test(&mut self) -> Result<bool, onesided_rma::Error> {
         if let Some(e) = &self.failed {
@@ -445,8 +493,12 @@ impl<'e> Inflight<'e> {
         let limit = exec.ep.timeout();
         while !exec.test()? {
             self.progress();
-            if backoff.pause() > limit {
-                return Err(onesided_rma::Error::RequestTimeout(limit).into());
+            let waited = backoff.pause();
+            if waited > limit {
+                return Err(match exec.waiting_for() {
+                    Some(rank) => Error::Late { rank, waited },
+                    None => onesided_rma::Error::RequestTimeout(limit).into(),
+                });
             }
         }
         self.spare.give(exec.scratch);

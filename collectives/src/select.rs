@@ -56,11 +56,10 @@ pub fn default_algorithm(collective: Collective, bytes: u64, commutative: bool) 
     }
 }
 
-/// Algorithms only blocking calls run (nonblocking calls run schedules):
-/// `shared` (through shared memory, every member on one host) and
-/// `onesided` (alltoall by RMA get).
+/// Algorithms only blocking calls run: `onesided` (alltoall by RMA get;
+/// there is no nonblocking alltoall).
 pub fn blocking_only(algorithm: &str) -> bool {
-    matches!(algorithm, "shared" | "onesided")
+    algorithm == "onesided"
 }
 
 /// Algorithms that combine operands out of rank order (chosen only for
@@ -128,8 +127,8 @@ impl Selector {
     /// `element`: the profile's fastest estimate among the algorithms that
     /// have not failed (and keep the rank order when the operation is not
     /// commutative; run nonblocking when the call is), else the built-in
-    /// default (`shared` for blocking calls when every member is on one
-    /// host), else the first such algorithm. `None` when none is left.
+    /// default (`shared` when every member is on one host), else the first
+    /// such algorithm. `None` when none is left.
     pub fn choose(
         &self,
         collective: Collective,
@@ -146,7 +145,7 @@ impl Selector {
             return Some(best);
         }
         let one_host = self.geometry.ranks_per_host >= self.geometry.ranks;
-        let default = if blocking && one_host {
+        let default = if one_host {
             "shared"
         } else {
             default_algorithm(collective, bytes, commutative)
@@ -211,10 +210,11 @@ impl Selector {
 mod tests {
     use super::*;
 
+    /// Two hosts: the defaults by size apply.
     fn g() -> Geometry {
         Geometry {
             ranks: 4,
-            ranks_per_host: 4,
+            ranks_per_host: 2,
         }
     }
 
@@ -237,23 +237,20 @@ mod tests {
             s.choose(Collective::Bcast, "bytes", 1 << 20, true, false),
             Some("scatter_allgather")
         );
-        // Blocking calls on one host go through shared memory; across
-        // hosts, and nonblocking, by size.
-        assert_eq!(
-            s.choose(Collective::Allreduce, "f64", 8, false, true),
-            Some("shared")
-        );
-        let two_hosts = Selector::new(
+        // On one host, calls go through shared memory.
+        let one_host = Selector::new(
             None,
             Geometry {
                 ranks: 4,
-                ranks_per_host: 2,
+                ranks_per_host: 4,
             },
         );
-        assert_eq!(
-            two_hosts.choose(Collective::Allreduce, "f64", 8, false, true),
-            Some("recursive_doubling")
-        );
+        for blocking in [true, false] {
+            assert_eq!(
+                one_host.choose(Collective::Allreduce, "f64", 8, false, blocking),
+                Some("shared")
+            );
+        }
         for c in Collective::ALL {
             for bytes in [0, 8, LARGE, 1 << 25] {
                 for commutative in [true, false] {
@@ -298,8 +295,22 @@ allreduce hypercube 4 4 f64 0 0.5
         );
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 8, true, false),
-            None,
-            "nonblocking calls run schedules only"
+            Some("shared"),
+        );
+        let q = Profile::parse(
+            "onesided-profile 1\nalltoall onesided 4 2 bytes 8 0.1\n",
+            "q",
+        )
+        .unwrap();
+        let fastest = Selector::new(Some(&q), g());
+        assert_eq!(
+            fastest.choose(Collective::Alltoall, "bytes", 8, true, true),
+            Some("onesided")
+        );
+        assert_eq!(
+            fastest.choose(Collective::Alltoall, "bytes", 8, true, false),
+            Some("linear"),
+            "no nonblocking one-sided alltoall"
         );
         s.failed(Collective::Allreduce, "shared");
         assert_eq!(

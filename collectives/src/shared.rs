@@ -1,45 +1,65 @@
 //! The algorithm `shared`: collectives through shared memory, for groups
 //! whose members are all on one host (as MPICH's shared-memory
-//! collectives do). It is blocking only.
+//! collectives do), blocking and nonblocking.
 //!
-//! Each member has two windows' parts, made over [`Rma`] at the Comm's
-//! first such call (on one host their memory is shared and mapped by the
-//! peers, so every access below is a load, a store or a copy): a control
-//! part with two counters, `arrived` and `released`, on separate cache
-//! lines, and a data slot of [`SLOT`] bytes. A call is a sequence of
-//! *steps*, numbered alike on every member (each call's steps are computed
-//! from what the members agree on: lengths and counts). In step `s`:
+//! Each member has a part of a window made over [`Rma`] at the Comm's
+//! first such call (on one host its memory is shared and mapped by the
+//! peers, so every access below is a load, a store or a copy): two
+//! counters, `arrived` and `released`, on separate cache lines, and a data
+//! slot of [`SLOT`] bytes in `CELLS` cells. A call is a sequence of
+//! *steps*, numbered alike on every member: calls run their steps in the
+//! order they were made (each takes a ticket; a call waits for its turn),
+//! and each call's steps follow from what the members agree on (lengths,
+//! counts). In step `s`:
 //!
 //! 1. a member that publishes waits until every peer's `released` is at
-//!    least `s - 1` (nobody still reads its slot), copies its piece into
-//!    its slot;
+//!    least `s - CELLS` (nobody still reads cell `s % CELLS`), copies its
+//!    piece into that cell;
 //! 2. every member stores `arrived = s`;
-//! 3. it reads what it needs from the peers' slots, each after that
-//!    peer's `arrived` reached `s`;
+//! 3. it reads what it needs from the peers' cells of step `s`, each after
+//!    that peer's `arrived` reached `s`;
 //! 4. it stores `released = s`.
 //!
-//! Contributions larger than a slot go in pieces of [`SLOT`] bytes, one
+//! Contributions larger than a cell go in pieces of [`CELL`] bytes, one
 //! step each. Reductions combine the members' pieces in rank order (so
-//! non-commutative operations are right), each reader on its own.
+//! non-commutative operations are right), each reader on its own. An
+//! alltoallv first publishes every member's counts (one step), so that
+//! every member knows where its blocks lie and how many steps follow.
 //!
-//! A member that does not arrive within the endpoint's timeout gives
-//! [`Error::Late`] naming it; one the launcher reports dead, a
-//! `PeerDead` error at once. Waits back off (spin, yield, sleep).
+//! A [`Run`] is a state machine: [`Run::advance`] goes as far as the
+//! peers allow without waiting, so the same code serves blocking calls
+//! (advanced in a backing-off loop) and nonblocking ones (advanced by every
+//! call into the Comm). A member the launcher reports dead gives a
+//! `PeerDead` error naming it; [`Run::waiting_for`] names the member a
+//! run that timed out was waiting for.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
+use std::ops::Range;
+use std::rc::Rc;
 
 use onesided_fabric::Endpoint;
 use onesided_rma::{Group, Op as Atomic, Rma, Window};
 
-use crate::run::{Combine, Spare};
+use crate::run::Combine;
 use crate::Error;
 
 /// Bytes of each member's data slot.
-pub const SLOT: usize = 1 << 20;
+pub const SLOT: usize = 2 << 20;
 
-/// Byte offsets of the counters in a member's control part.
+/// Cells of a slot: step `s` publishes in cell `s % CELLS`, so a member
+/// runs up to `CELLS` steps ahead of its slowest reader (a root's
+/// broadcasts do not wait for each reader, and large messages are
+/// written into one cell while the previous one is read).
+const CELLS: u64 = 8;
+
+/// Bytes of a cell: the pieces large contributions go in.
+pub const CELL: usize = SLOT / CELLS as usize;
+
+/// Byte offsets of the counters in a member's part of the window (on
+/// separate cache lines), and of its data slot (page aligned).
 const ARRIVED: u64 = 0;
 const RELEASED: u64 = 64;
+const DATA: usize = 4096;
 
 /// A collective as the shared algorithm runs it (counts in elements).
 #[derive(Debug, Clone)]
@@ -72,297 +92,523 @@ pub(crate) struct Shared<'e> {
     group: Group,
     me: u32,
     n: u32,
-    control: Window<'e>,
-    data: Window<'e>,
+    window: Window<'e>,
+    /// The last step begun here, and the last one this member published
+    /// in.
     step: Cell<u64>,
-}
-
-/// What a step's readers may read: peers' slots, once they arrived.
-struct Reader<'s, 'e> {
-    shared: &'s Shared<'e>,
-    step: u64,
-    arrived: RefCell<Vec<bool>>,
-}
-
-impl Reader<'_, '_> {
-    /// Copies `out.len()` elements from byte `at` of `peer`'s slot, after
-    /// it arrived at this step.
-    fn read<T: bytemuck::Pod>(&self, peer: u32, at: usize, out: &mut [T]) -> Result<(), Error> {
-        self.wait(peer)?;
-        if !out.is_empty() {
-            self.shared.data.get(peer, at as u64, out)?;
-        }
-        Ok(())
-    }
-
-    /// Waits until `peer` arrived at this step.
-    fn wait(&self, peer: u32) -> Result<(), Error> {
-        if !self.arrived.borrow()[peer as usize] {
-            self.shared.wait(peer, ARRIVED, self.step)?;
-            self.arrived.borrow_mut()[peer as usize] = true;
-        }
-        Ok(())
-    }
+    published: Cell<u64>,
+    /// Tickets given to calls, and the ticket whose turn it is.
+    tickets: Cell<u64>,
+    serving: Cell<u64>,
 }
 
 impl<'e> Shared<'e> {
-    /// Makes this member's windows (no message: every member's first
-    /// shared call makes them, in the same order).
+    /// Makes this member's window (no message: every member's first
+    /// shared call makes it, in the same order).
     ///
     /// # Errors
-    /// [`Error::Rma`] when a window cannot be made.
+    /// [`Error::Rma`] when the window cannot be made.
     pub(crate) fn new(rma: &'e Rma<'e>, group: &Group, me: u32) -> Result<Shared<'e>, Error> {
         Ok(Shared {
             ep: rma.endpoint(),
             group: group.clone(),
             me,
             n: group.size(),
-            control: rma.allocate(group, 128)?,
-            data: rma.allocate(group, SLOT)?,
+            window: rma.allocate(group, DATA + SLOT)?,
             step: Cell::new(0),
+            published: Cell::new(0),
+            tickets: Cell::new(0),
+            serving: Cell::new(0),
         })
     }
 
-    /// Waits until `peer`'s counter at `at` reaches `step`.
-    fn wait(&self, peer: u32, at: u64, step: u64) -> Result<(), Error> {
-        let mut backoff = self.ep.backoff();
-        let limit = self.ep.timeout();
-        while self.control.fetch_and_op(peer, at, 0u64, Atomic::NoOp)? < step {
-            let rank = self.group.job_rank(peer)?;
-            if self.ep.is_dead(rank) {
-                let op = "a shared-memory collective";
-                return Err(onesided_fabric::Error::PeerDead { op, rank }.into());
-            }
-            let waited = backoff.pause();
-            if waited > limit {
-                return Err(Error::Late { rank: peer, waited });
-            }
+    /// Whether `peer`'s counter at `at` has reached `step`; a dead peer is
+    /// an error.
+    fn reached(&self, peer: u32, at: u64, step: u64) -> Result<bool, Error> {
+        if self.window.fetch_and_op(peer, at, 0u64, Atomic::NoOp)? >= step {
+            return Ok(true);
         }
-        Ok(())
+        let rank = self.group.job_rank(peer)?;
+        if self.ep.is_dead(rank) {
+            let op = "a shared-memory collective";
+            return Err(onesided_fabric::Error::PeerDead { op, rank }.into());
+        }
+        Ok(false)
     }
 
-    /// One step: publishes `mine` (bytes of at most [`SLOT`]; `None`:
-    /// nothing), then lets `read` read the peers' slots.
-    fn step<T: bytemuck::Pod>(
-        &self,
-        mine: Option<&[T]>,
-        read: impl FnOnce(&Reader<'_, 'e>) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        let s = self.step.get() + 1;
-        self.step.set(s);
-        let control = self.control.lock_all(true)?;
-        let data = self.data.lock_all(true)?;
-        if let Some(mine) = mine {
-            for p in (0..self.n).filter(|&p| p != self.me) {
-                self.wait(p, RELEASED, s - 1)?;
-            }
-            self.data.write_local(0, mine)?;
+    fn store(&self, at: u64, step: u64) -> Result<(), Error> {
+        Ok(self
+            .window
+            .accumulate(self.me, at, &[step], Atomic::Replace)?)
+    }
+}
+
+impl Drop for Shared<'_> {
+    /// Peers may not have read this member's last publication yet (a
+    /// member that finished its part of a call goes on): waits, within
+    /// the endpoint's timeout and while they live, until every peer
+    /// released that step, so the memory outlives their reads. Dropped
+    /// without a collective free, the window's memory is never reused.
+    fn drop(&mut self) {
+        let last = self.published.get();
+        if last == 0 {
+            return;
         }
-        self.control
-            .accumulate(self.me, ARRIVED, &[s], Atomic::Replace)?;
-        let reader = Reader {
-            shared: self,
-            step: s,
-            arrived: RefCell::new(vec![false; self.n as usize]),
+        let Ok(epoch) = self.window.lock_all(true) else {
+            return;
         };
-        read(&reader)?;
-        self.control
-            .accumulate(self.me, RELEASED, &[s], Atomic::Replace)?;
-        data.unlock()?;
-        control.unlock()?;
-        Ok(())
+        let mut backoff = self.ep.backoff();
+        for p in (0..self.n).filter(|&p| p != self.me) {
+            // An error (a dead peer) ends the wait for it.
+            while let Ok(false) = self.reached(p, RELEASED, last) {
+                if backoff.pause() > self.ep.timeout() {
+                    break;
+                }
+            }
+        }
+        let _ = epoch.unlock();
+    }
+}
+
+/// What a step publishes.
+#[derive(Debug, Clone, PartialEq)]
+enum Publish {
+    Nothing,
+    /// A range of the input (of the output for a broadcast's root).
+    Input(Range<usize>),
+    Output(Range<usize>),
+    /// This member's alltoallv counts.
+    Counts,
+}
+
+/// One thing a step does after publishing.
+#[derive(Debug, Clone, PartialEq)]
+enum Op {
+    /// Wait for `peer` to arrive.
+    Wait(u32),
+    /// Read `into.len()` elements at byte `at` of `peer`'s cell into
+    /// `into` of the output: a copy, or combined (`into = into op it`).
+    Read {
+        peer: u32,
+        at: usize,
+        into: Range<usize>,
+        combine: bool,
+    },
+    /// The same from this member's own input range `from`.
+    Local {
+        from: Range<usize>,
+        into: Range<usize>,
+        combine: bool,
+    },
+    /// Read `peer`'s alltoallv counts.
+    Counts(u32),
+}
+
+/// A shared-memory call in flight: a state machine over its steps.
+pub(crate) struct Run<'e> {
+    shared: Rc<Shared<'e>>,
+    shape: Shape,
+    ticket: u64,
+    /// The call's next step (0-based within the call).
+    k: usize,
+    /// The step number of the step in progress (published), and how many
+    /// of its operations are done.
+    current: Option<u64>,
+    done_ops: usize,
+    /// The step's operations.
+    ops: Vec<Op>,
+    /// Alltoallv: every member's counts, once read.
+    counts: Vec<Vec<u64>>,
+    /// The peer the last `advance` stopped at.
+    blocked_on: Option<u32>,
+    finished: bool,
+}
+
+impl<'e> Run<'e> {
+    /// A call of `shape`, after the calls made before it.
+    pub(crate) fn new(shared: Rc<Shared<'e>>, shape: Shape) -> Run<'e> {
+        let ticket = shared.tickets.get();
+        shared.tickets.set(ticket + 1);
+        Run {
+            shared,
+            shape,
+            ticket,
+            k: 0,
+            current: None,
+            done_ops: 0,
+            ops: Vec::new(),
+            counts: Vec::new(),
+            blocked_on: None,
+            finished: false,
+        }
     }
 
-    /// Runs `shape` over `input` and `output` (as the schedules do: the
-    /// same buffers and counts), combining with `combine`.
+    /// Elements of scratch it needs (reductions read peers' pieces
+    /// there) for an input of `input` elements.
+    pub(crate) fn scratch<T>(&self, input: usize) -> usize {
+        let per = CELL / size_of::<T>().max(1);
+        match self.shape {
+            Shape::Reduce { .. } | Shape::ReduceScatter { .. } => per.min(input),
+            _ => 0,
+        }
+    }
+
+    /// The member the run was last blocked on (group rank).
+    pub(crate) fn waiting_for(&self) -> Option<u32> {
+        self.blocked_on
+    }
+
+    /// Goes as far as the peers allow; whether the call is done.
     ///
     /// # Errors
-    /// [`Error::BadCall`] for buffers that do not fit `shape` (checked by
-    /// the Comm before); [`Error::Late`]; window errors.
-    pub(crate) fn run<T: bytemuck::Pod>(
-        &self,
-        shape: &Shape,
+    /// A dead peer; window errors; [`Error::BadCall`] when the members'
+    /// alltoallv counts disagree.
+    pub(crate) fn advance<T: bytemuck::Pod>(
+        &mut self,
         input: &[T],
         output: &mut [T],
+        scratch: &mut [T],
         combine: Option<&Combine<T>>,
-        spare: &Spare,
-    ) -> Result<(), Error> {
-        let per = (SLOT / size_of::<T>().max(1)).max(1);
-        let (me, n) = (self.me, self.n);
-        let pieces = |len: usize| len.div_ceil(per);
-        let piece = |len: usize, k: usize| (k * per).min(len)..((k + 1) * per).min(len);
-        match shape {
-            Shape::Barrier => self.step::<u8>(None, |r| (0..n).try_for_each(|p| r.wait(p))),
-            Shape::Bcast { root } => {
-                for k in 0..pieces(output.len()) {
-                    let range = piece(output.len(), k);
-                    if me == *root {
-                        self.step(Some(&output[range]), |_| Ok(()))?;
-                    } else {
-                        self.step::<T>(None, |r| r.read(*root, 0, &mut output[range]))?;
-                    }
-                }
-                Ok(())
-            }
-            Shape::Reduce { root } => {
-                let combine =
-                    combine.ok_or(Error::BadCall("a reduction without an operation".into()))?;
-                let reads = root.is_none_or(|r| r == me);
-                let mut theirs = spare.zeroed(per.min(input.len()));
-                for k in 0..pieces(input.len()) {
-                    let range = piece(input.len(), k);
-                    let mine = &input[range.clone()];
-                    self.step(Some(mine), |r| {
-                        if !reads {
-                            return Ok(());
-                        }
-                        let out = &mut output[range.clone()];
-                        let theirs = &mut theirs[..range.len()];
-                        for p in 0..n {
-                            let x: &[T] = if p == me {
-                                mine
-                            } else {
-                                r.read(p, 0, theirs)?;
-                                theirs
-                            };
-                            if p == 0 {
-                                out.copy_from_slice(x);
-                            } else {
-                                combine(out, x);
+    ) -> Result<bool, Error> {
+        let shared = Rc::clone(&self.shared);
+        if self.finished {
+            return Ok(true);
+        }
+        if shared.serving.get() != self.ticket {
+            return Ok(false);
+        }
+        // Nothing else locks the window: a `nocheck` epoch costs no
+        // message.
+        let epoch = shared.window.lock_all(true)?;
+        let done = self.steps(input, output, scratch, combine);
+        epoch.unlock()?;
+        done
+    }
+
+    /// [`Run::advance`]'s loop over steps, in its epoch.
+    fn steps<T: bytemuck::Pod>(
+        &mut self,
+        input: &[T],
+        output: &mut [T],
+        scratch: &mut [T],
+        combine: Option<&Combine<T>>,
+    ) -> Result<bool, Error> {
+        let shared = Rc::clone(&self.shared);
+        loop {
+            let s = match self.current {
+                Some(s) => s,
+                None => {
+                    let Some(publish) = self.plan::<T>(input.len(), output.len()) else {
+                        self.finished = true;
+                        shared.serving.set(self.ticket + 1);
+                        return Ok(true);
+                    };
+                    let s = shared.step.get() + 1;
+                    if publish != Publish::Nothing && s > CELLS {
+                        // Nobody still reads the cell's previous contents.
+                        for p in (0..shared.n).filter(|&p| p != shared.me) {
+                            if !shared.reached(p, RELEASED, s - CELLS)? {
+                                self.blocked_on = Some(p);
+                                return Ok(false);
                             }
                         }
-                        Ok(())
-                    })?;
+                    }
+                    let cell = DATA + (s % CELLS) as usize * CELL;
+                    let w = &shared.window;
+                    if publish != Publish::Nothing {
+                        shared.published.set(s);
+                    }
+                    match publish {
+                        Publish::Nothing => {}
+                        Publish::Input(r) => w.write_local(cell, &input[r])?,
+                        Publish::Output(r) => w.write_local(cell, &output[r])?,
+                        Publish::Counts => {
+                            let counts: Vec<u64> = match &self.shape {
+                                Shape::Alltoall { sends, .. } => {
+                                    sends.iter().map(|&c| c as u64).collect()
+                                }
+                                _ => Vec::new(),
+                            };
+                            w.write_local(cell, &counts)?;
+                        }
+                    }
+                    shared.step.set(s);
+                    shared.store(ARRIVED, s)?;
+                    self.current = Some(s);
+                    self.done_ops = 0;
+                    s
                 }
-                spare.give(theirs);
-                Ok(())
+            };
+            while self.done_ops < self.ops.len() {
+                let op = self.ops[self.done_ops].clone();
+                let peer = match &op {
+                    Op::Wait(p) | Op::Read { peer: p, .. } | Op::Counts(p) => Some(*p),
+                    Op::Local { .. } => None,
+                };
+                if let Some(p) = peer {
+                    if !shared.reached(p, ARRIVED, s)? {
+                        self.blocked_on = Some(p);
+                        return Ok(false);
+                    }
+                }
+                self.apply(op, s, input, output, scratch, combine)?;
+                self.done_ops += 1;
+            }
+            shared.store(RELEASED, s)?;
+            self.current = None;
+            self.k += 1;
+            if self.k == 1 {
+                self.check_counts()?;
+            }
+        }
+    }
+
+    /// Carries out `op` of step `s`.
+    fn apply<T: bytemuck::Pod>(
+        &mut self,
+        op: Op,
+        s: u64,
+        input: &[T],
+        output: &mut [T],
+        scratch: &mut [T],
+        combine: Option<&Combine<T>>,
+    ) -> Result<(), Error> {
+        let cell = DATA + (s % CELLS) as usize * CELL;
+        let w = &self.shared.window;
+        let combine = || combine.ok_or(Error::BadCall("a reduction without an operation".into()));
+        match op {
+            Op::Wait(_) => {}
+            Op::Read {
+                peer,
+                at,
+                into,
+                combine: false,
+            } => w.get(peer, (cell + at) as u64, &mut output[into])?,
+            Op::Read { peer, at, into, .. } => {
+                let theirs = &mut scratch[..into.len()];
+                w.get(peer, (cell + at) as u64, theirs)?;
+                combine()?(&mut output[into], theirs);
+            }
+            Op::Local {
+                from,
+                into,
+                combine: false,
+            } => output[into].copy_from_slice(&input[from]),
+            Op::Local { from, into, .. } => combine()?(&mut output[into], &input[from]),
+            Op::Counts(p) => {
+                let mut theirs = vec![0u64; self.shared.n as usize];
+                w.get(p, cell as u64, &mut theirs)?;
+                self.counts[p as usize] = theirs;
+            }
+        }
+        Ok(())
+    }
+
+    /// Plans the call's step `self.k` into `self.ops`; what it publishes,
+    /// or `None` when the call has no more steps.
+    fn plan<T>(&mut self, input: usize, output: usize) -> Option<Publish> {
+        let (me, n, k) = (self.shared.me, self.shared.n, self.k);
+        let per = (CELL / size_of::<T>().max(1)).max(1);
+        let pieces = |len: usize| len.div_ceil(per);
+        let piece = |len: usize, k: usize| (k * per).min(len)..((k + 1) * per).min(len);
+        let others = (0..n).filter(move |&p| p != me);
+        let ops = &mut self.ops;
+        ops.clear();
+        // Reads of every member's piece `range` (this member's from its
+        // input at `from`) into `into`, combined in rank order.
+        let fold = |ops: &mut Vec<Op>, at: usize, from: Range<usize>, into: Range<usize>| {
+            for p in 0..n {
+                let combine = p > 0;
+                ops.push(if p == me {
+                    Op::Local {
+                        from: from.clone(),
+                        into: into.clone(),
+                        combine,
+                    }
+                } else {
+                    Op::Read {
+                        peer: p,
+                        at,
+                        into: into.clone(),
+                        combine,
+                    }
+                });
+            }
+        };
+        match &self.shape {
+            Shape::Barrier => {
+                if k > 0 {
+                    return None;
+                }
+                ops.extend(others.map(Op::Wait));
+                Some(Publish::Nothing)
+            }
+            Shape::Bcast { root } => {
+                if k >= pieces(output) {
+                    return None;
+                }
+                let range = piece(output, k);
+                if me == *root {
+                    return Some(Publish::Output(range));
+                }
+                ops.push(Op::Read {
+                    peer: *root,
+                    at: 0,
+                    into: range,
+                    combine: false,
+                });
+                Some(Publish::Nothing)
+            }
+            Shape::Reduce { root } => {
+                if k >= pieces(input) {
+                    return None;
+                }
+                let range = piece(input, k);
+                if root.is_none_or(|r| r == me) {
+                    fold(ops, 0, range.clone(), range.clone());
+                }
+                Some(Publish::Input(range))
             }
             Shape::Gather { root, counts } => {
-                let at = displacements(counts);
-                let reads = root.is_none_or(|r| r == me);
-                if reads {
-                    output[at[me as usize]..][..input.len()].copy_from_slice(input);
-                }
                 let most = counts.iter().copied().max().unwrap_or(0);
-                for k in 0..pieces(most) {
-                    let mine = &input[piece(input.len(), k)];
-                    self.step(Some(mine), |r| {
-                        for p in (0..n).filter(|&p| reads && p != me) {
-                            let range = piece(counts[p as usize], k);
-                            let start = at[p as usize] + range.start;
-                            r.read(p, 0, &mut output[start..start + range.len()])?;
-                        }
-                        Ok(())
-                    })?;
+                if k >= pieces(most) {
+                    return None;
                 }
-                Ok(())
+                if root.is_none_or(|r| r == me) {
+                    let at = displacements(counts);
+                    if k == 0 {
+                        let into = at[me as usize]..at[me as usize] + input;
+                        ops.push(Op::Local {
+                            from: 0..input,
+                            into,
+                            combine: false,
+                        });
+                    }
+                    for p in others.filter(|&p| k < pieces(counts[p as usize])) {
+                        let r = piece(counts[p as usize], k);
+                        let start = at[p as usize] + r.start;
+                        ops.push(Op::Read {
+                            peer: p,
+                            at: 0,
+                            into: start..start + r.len(),
+                            combine: false,
+                        });
+                    }
+                }
+                Some(Publish::Input(piece(input, k)))
             }
             Shape::Scatter { root, counts } => {
+                let total: usize = counts.iter().sum();
+                if k >= pieces(total) {
+                    return None;
+                }
                 let at = displacements(counts);
                 let mine = at[me as usize]..at[me as usize] + counts[me as usize];
+                let range = piece(total, k);
                 if me == *root {
-                    output.copy_from_slice(&input[mine.clone()]);
+                    if k == 0 {
+                        ops.push(Op::Local {
+                            from: mine.clone(),
+                            into: 0..mine.len(),
+                            combine: false,
+                        });
+                    }
+                    return Some(Publish::Input(range));
                 }
-                let total: usize = counts.iter().sum();
-                for k in 0..pieces(total) {
-                    let range = piece(total, k);
-                    let published = (me == *root).then(|| &input[range.clone()]);
-                    self.step(published, |r| {
-                        let (lo, hi) = (range.start.max(mine.start), range.end.min(mine.end));
-                        if me != *root && lo < hi {
-                            let bytes = (lo - range.start) * size_of::<T>();
-                            r.read(*root, bytes, &mut output[lo - mine.start..hi - mine.start])?;
-                        }
-                        Ok(())
-                    })?;
+                let (lo, hi) = (range.start.max(mine.start), range.end.min(mine.end));
+                if lo < hi {
+                    ops.push(Op::Read {
+                        peer: *root,
+                        at: (lo - range.start) * size_of::<T>(),
+                        into: lo - mine.start..hi - mine.start,
+                        combine: false,
+                    });
                 }
-                Ok(())
+                Some(Publish::Nothing)
             }
             Shape::Alltoall { sends, recvs } => {
-                // First step: every member's counts (so that every member
-                // knows where its blocks lie and how many steps follow).
-                let mine: Vec<u64> = sends.iter().map(|&c| c as u64).collect();
-                let mut counts = vec![vec![0u64; n as usize]; n as usize];
-                self.step(Some(&mine), |r| {
-                    for p in 0..n {
-                        r.read(p, 0, &mut counts[p as usize])?;
-                    }
-                    Ok(())
-                })?;
-                // Where rank p's block for this rank starts in p's input.
-                let mut from = Vec::with_capacity(n as usize);
-                for (p, theirs) in counts.iter().enumerate() {
-                    let (before, count) = theirs.split_at(me as usize);
-                    if count[0] as usize != recvs[p] {
-                        return Err(Error::BadCall(format!(
-                            "group rank {p} sends {} elements to rank {me}, which expects {}",
-                            count[0], recvs[p]
-                        )));
-                    }
-                    from.push(before.iter().sum::<u64>() as usize);
+                if k == 0 {
+                    self.counts = vec![Vec::new(); n as usize];
+                    ops.extend((0..n).map(Op::Counts));
+                    return Some(Publish::Counts);
                 }
-                let into = displacements(recvs);
-                let own = displacements(sends)[me as usize];
-                output[into[me as usize]..][..recvs[me as usize]]
-                    .copy_from_slice(&input[own..own + sends[me as usize]]);
-                let longest = counts
+                let longest = self
+                    .counts
                     .iter()
                     .map(|c| c.iter().sum::<u64>() as usize)
                     .max()
                     .unwrap_or(0);
-                for k in 0..pieces(longest) {
-                    let range = piece(longest, k);
-                    let published = &input[piece(input.len(), k)];
-                    self.step(Some(published), |r| {
-                        for p in (0..n).filter(|&p| p != me) {
-                            let block = from[p as usize]..from[p as usize] + recvs[p as usize];
-                            let (lo, hi) = (range.start.max(block.start), range.end.min(block.end));
-                            if lo < hi {
-                                let to = into[p as usize] + (lo - block.start);
-                                let bytes = (lo - range.start) * size_of::<T>();
-                                r.read(p, bytes, &mut output[to..to + (hi - lo)])?;
-                            }
-                        }
-                        Ok(())
-                    })?;
+                let j = k - 1;
+                if j >= pieces(longest) {
+                    return None;
                 }
-                Ok(())
+                let range = piece(longest, j);
+                let into = displacements(recvs);
+                if j == 0 {
+                    let own = displacements(sends)[me as usize];
+                    let len = sends[me as usize].min(recvs[me as usize]);
+                    ops.push(Op::Local {
+                        from: own..own + len,
+                        into: into[me as usize]..into[me as usize] + len,
+                        combine: false,
+                    });
+                }
+                for p in others {
+                    // Where p's block for this member starts in p's input.
+                    let theirs = &self.counts[p as usize];
+                    let from = theirs[..me as usize].iter().sum::<u64>() as usize;
+                    let block = from..from + recvs[p as usize];
+                    let (lo, hi) = (range.start.max(block.start), range.end.min(block.end));
+                    if lo < hi {
+                        let to = into[p as usize] + (lo - block.start);
+                        ops.push(Op::Read {
+                            peer: p,
+                            at: (lo - range.start) * size_of::<T>(),
+                            into: to..to + (hi - lo),
+                            combine: false,
+                        });
+                    }
+                }
+                Some(Publish::Input(piece(input, j)))
             }
             Shape::ReduceScatter { counts } => {
-                let combine =
-                    combine.ok_or(Error::BadCall("a reduction without an operation".into()))?;
+                if k >= pieces(input) {
+                    return None;
+                }
                 let at = displacements(counts);
                 let want = at[me as usize]..at[me as usize] + counts[me as usize];
-                let mut theirs = spare.zeroed(per.min(want.len()));
-                for k in 0..pieces(input.len()) {
-                    let range = piece(input.len(), k);
-                    self.step(Some(&input[range.clone()]), |r| {
-                        let (lo, hi) = (range.start.max(want.start), range.end.min(want.end));
-                        if lo >= hi {
-                            return Ok(());
-                        }
-                        let out = &mut output[lo - want.start..hi - want.start];
-                        let theirs = &mut theirs[..hi - lo];
-                        for p in 0..n {
-                            let x: &[T] = if p == me {
-                                &input[lo..hi]
-                            } else {
-                                r.read(p, (lo - range.start) * size_of::<T>(), theirs)?;
-                                theirs
-                            };
-                            if p == 0 {
-                                out.copy_from_slice(x);
-                            } else {
-                                combine(out, x);
-                            }
-                        }
-                        Ok(())
-                    })?;
+                let range = piece(input, k);
+                let (lo, hi) = (range.start.max(want.start), range.end.min(want.end));
+                if lo < hi {
+                    let bytes = (lo - range.start) * size_of::<T>();
+                    fold(ops, bytes, lo..hi, lo - want.start..hi - want.start);
                 }
-                spare.give(theirs);
-                Ok(())
+                Some(Publish::Input(range))
             }
         }
+    }
+
+    /// Checks the alltoallv counts (once read) against this member's
+    /// receive counts.
+    ///
+    /// # Errors
+    /// [`Error::BadCall`] naming the member that disagrees.
+    fn check_counts(&self) -> Result<(), Error> {
+        let Shape::Alltoall { recvs, .. } = &self.shape else {
+            return Ok(());
+        };
+        let me = self.shared.me as usize;
+        for (p, theirs) in self.counts.iter().enumerate() {
+            if let Some(&c) = theirs.get(me) {
+                if c as usize != recvs[p] {
+                    return Err(Error::BadCall(format!(
+                        "group rank {p} sends {c} elements to rank {me}, which expects {}",
+                        recvs[p]
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -2298,6 +2298,11 @@ impl Transfer<'_> {
         Ok(())
     }
 
+    /// The peer's rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
     /// Whether the transfer has completed (as last tested).
     pub fn is_done(&self) -> bool {
         self.done

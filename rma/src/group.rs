@@ -10,7 +10,8 @@ use crate::Error;
 /// `members()[g]`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Group {
-    members: Vec<u32>,
+    /// Shared: groups are cloned per collective call.
+    members: std::sync::Arc<[u32]>,
     /// FNV-1a of the members: numbers the group's collective objects.
     key: u64,
 }
@@ -39,7 +40,7 @@ impl Group {
         }
         Ok(Group {
             key: fnv(&members),
-            members,
+            members: members.into(),
         })
     }
 
@@ -48,7 +49,7 @@ impl Group {
         let members: Vec<u32> = (0..size.max(1)).collect();
         Group {
             key: fnv(&members),
-            members,
+            members: members.into(),
         }
     }
 

@@ -109,7 +109,7 @@ pub(crate) fn lock_state<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// several times cheaper than the default SipHash, and these keys are not
 /// chosen by an adversary.
 #[derive(Default)]
-pub(crate) struct Fnv(u64);
+pub struct Fnv(u64);
 
 impl std::hash::Hasher for Fnv {
     fn finish(&self) -> u64 {
@@ -130,7 +130,7 @@ impl std::hash::Hasher for Fnv {
 }
 
 /// A map with [`Fnv`] hashing.
-pub(crate) type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+pub type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
 /// A set with [`Fnv`] hashing.
 pub(crate) type FastSet<K> = HashSet<K, std::hash::BuildHasherDefault<Fnv>>;
 
