@@ -336,6 +336,15 @@ where
     I: AsRef<[T]>,
     O: AsRef<[T]> + AsMut<[T]>,
 {
+    /// Where it is: changes whenever it moves on (a wait that sees it
+    /// move starts its backoff over: a long call is many short waits).
+    fn mark(&self) -> u64 {
+        match &self.shared {
+            Some(run) => run.mark(),
+            None => self.round as u64,
+        }
+    }
+
     /// The rank (in the job) it was last found waiting for.
     pub(crate) fn waiting_for(&self) -> Option<u32> {
         match &self.shared {
@@ -491,8 +500,13 @@ impl<'e> Inflight<'e> {
     {
         let mut backoff = exec.ep.backoff();
         let limit = exec.ep.timeout();
+        let mut mark = exec.mark();
         while !exec.test()? {
             self.progress();
+            if exec.mark() != mark {
+                mark = exec.mark();
+                backoff.reset();
+            }
             let waited = backoff.pause();
             if waited > limit {
                 return Err(match exec.waiting_for() {
@@ -540,6 +554,23 @@ impl<T: bytemuck::Pod> Request for Run<'_, '_, T> {
 
     fn timeout(&self) -> Duration {
         self.exec.borrow().ep.timeout()
+    }
+
+    /// As [`Request::wait`], backing off afresh whenever the run moves on.
+    fn wait(&mut self) -> Result<(), onesided_rma::Error> {
+        let mut backoff = self.backoff();
+        let mut mark = self.exec.borrow().mark();
+        while !self.test()? {
+            let now = self.exec.borrow().mark();
+            if now != mark {
+                mark = now;
+                backoff.reset();
+            }
+            if backoff.pause() > self.timeout() {
+                return Err(onesided_rma::Error::RequestTimeout(self.timeout()));
+            }
+        }
+        Ok(())
     }
 
     fn backoff(&self) -> onesided_fabric::progress::Backoff {

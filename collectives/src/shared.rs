@@ -253,6 +253,12 @@ impl<'e> Run<'e> {
         }
     }
 
+    /// Where the run is (step of the call, operations done): changes
+    /// whenever it moves on.
+    pub(crate) fn mark(&self) -> u64 {
+        ((self.k as u64) << 32) | (self.done_ops as u64) << 1 | u64::from(self.current.is_some())
+    }
+
     /// The member the run was last blocked on (group rank).
     pub(crate) fn waiting_for(&self) -> Option<u32> {
         self.blocked_on
