@@ -400,6 +400,9 @@ impl Spare {
 
     /// `len` zeroed elements.
     pub(crate) fn zeroed<T: bytemuck::Pod>(&self, len: usize) -> Vec<T> {
+        if len == 0 {
+            return Vec::new();
+        }
         let mut v = self.take();
         v.resize(len, T::zeroed());
         v

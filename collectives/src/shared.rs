@@ -3,10 +3,11 @@
 //! collectives do), blocking and nonblocking.
 //!
 //! Each member has a part of a window made over [`Rma`] at the Comm's
-//! first such call (on one host its memory is shared and mapped by the
-//! peers, so every access below is a load, a store or a copy): two
-//! counters, `arrived` and `released`, on separate cache lines, and a data
-//! slot of [`SLOT`] bytes in `CELLS` cells. A call is a sequence of
+//! first such call; on one host that part is shared memory, which the
+//! peers map ([`Window::mapped`]), so every access below is a load, a
+//! store or a copy, outside any RMA epoch: two counters, `arrived` and
+//! `released`, on separate cache lines (polled with plain loads, so the
+//! line stays shared until its owner writes it), and a data slot of [`SLOT`] bytes in `CELLS` cells. A call is a sequence of
 //! *steps*, numbered alike on every member: calls run their steps in the
 //! order they were made (each takes a ticket; a call waits for its turn),
 //! and each call's steps follow from what the members agree on (lengths,
@@ -33,12 +34,13 @@
 //! `PeerDead` error naming it; [`Run::waiting_for`] names the member a
 //! run that timed out was waiting for.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ops::Range;
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
 
-use onesided_fabric::Endpoint;
-use onesided_rma::{Group, Op as Atomic, Rma, Window};
+use onesided_fabric::{Endpoint, Mapping};
+use onesided_rma::{Group, Rma, Window};
 
 use crate::run::Combine;
 use crate::Error;
@@ -93,6 +95,10 @@ pub(crate) struct Shared<'e> {
     me: u32,
     n: u32,
     window: Window<'e>,
+    /// The operations of the current step of the run whose turn it is.
+    ops: RefCell<Vec<Op>>,
+    /// The members' parts as mapped here, learned at first use.
+    parts: RefCell<Vec<Option<Rc<Mapping>>>>,
     /// The last step begun here, and the last one this member published
     /// in.
     step: Cell<u64>,
@@ -115,6 +121,8 @@ impl<'e> Shared<'e> {
             me,
             n: group.size(),
             window: rma.allocate(group, DATA + SLOT)?,
+            parts: RefCell::new(vec![None; group.size() as usize]),
+            ops: RefCell::default(),
             step: Cell::new(0),
             published: Cell::new(0),
             tickets: Cell::new(0),
@@ -125,7 +133,10 @@ impl<'e> Shared<'e> {
     /// Whether `peer`'s counter at `at` has reached `step`; a dead peer is
     /// an error.
     fn reached(&self, peer: u32, at: u64, step: u64) -> Result<bool, Error> {
-        if self.window.fetch_and_op(peer, at, 0u64, Atomic::NoOp)? >= step {
+        let seen = self.with_part(peer, |m| {
+            Ok(m.atomic_u64(at as usize)?.load(Ordering::Acquire))
+        })?;
+        if seen >= step {
             return Ok(true);
         }
         let rank = self.group.job_rank(peer)?;
@@ -137,9 +148,41 @@ impl<'e> Shared<'e> {
     }
 
     fn store(&self, at: u64, step: u64) -> Result<(), Error> {
-        Ok(self
-            .window
-            .accumulate(self.me, at, &[step], Atomic::Replace)?)
+        self.with_part(self.me, |m| {
+            m.atomic_u64(at as usize)?.store(step, Ordering::Release);
+            Ok(())
+        })
+    }
+
+    /// `f` of `member`'s part as mapped here (mapped at first use).
+    fn with_part<R>(
+        &self,
+        member: u32,
+        f: impl FnOnce(&Mapping) -> Result<R, onesided_fabric::Error>,
+    ) -> Result<R, Error> {
+        let i = member as usize;
+        if self.parts.borrow().get(i).is_some_and(Option::is_none) {
+            let mapped = self.window.mapped(member)?.ok_or_else(|| {
+                Error::BadCall(format!("group rank {member} is not on this host"))
+            })?;
+            self.parts.borrow_mut()[i] = Some(mapped);
+        }
+        let parts = self.parts.borrow();
+        let part = parts
+            .get(i)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| Error::BadCall(format!("no group rank {member}")))?;
+        Ok(f(part)?)
+    }
+
+    /// Copies `out.len()` elements at byte `at` of `member`'s part.
+    fn read<T: bytemuck::Pod>(&self, member: u32, at: usize, out: &mut [T]) -> Result<(), Error> {
+        self.with_part(member, |m| m.read_bytes(at, bytemuck::cast_slice_mut(out)))
+    }
+
+    /// Copies `data` to byte `at` of this member's part.
+    fn write<T: bytemuck::Pod>(&self, at: usize, data: &[T]) -> Result<(), Error> {
+        self.with_part(self.me, |m| m.write_bytes(at, bytemuck::cast_slice(data)))
     }
 }
 
@@ -154,9 +197,6 @@ impl Drop for Shared<'_> {
         if last == 0 {
             return;
         }
-        let Ok(epoch) = self.window.lock_all(true) else {
-            return;
-        };
         let mut backoff = self.ep.backoff();
         for p in (0..self.n).filter(|&p| p != self.me) {
             // An error (a dead peer) ends the wait for it.
@@ -166,7 +206,6 @@ impl Drop for Shared<'_> {
                 }
             }
         }
-        let _ = epoch.unlock();
     }
 }
 
@@ -215,8 +254,6 @@ pub(crate) struct Run<'e> {
     /// of its operations are done.
     current: Option<u64>,
     done_ops: usize,
-    /// The step's operations.
-    ops: Vec<Op>,
     /// Alltoallv: every member's counts, once read.
     counts: Vec<Vec<u64>>,
     /// The peer the last `advance` stopped at.
@@ -236,7 +273,6 @@ impl<'e> Run<'e> {
             k: 0,
             current: None,
             done_ops: 0,
-            ops: Vec::new(),
             counts: Vec::new(),
             blocked_on: None,
             finished: false,
@@ -283,23 +319,6 @@ impl<'e> Run<'e> {
         if shared.serving.get() != self.ticket {
             return Ok(false);
         }
-        // Nothing else locks the window: a `nocheck` epoch costs no
-        // message.
-        let epoch = shared.window.lock_all(true)?;
-        let done = self.steps(input, output, scratch, combine);
-        epoch.unlock()?;
-        done
-    }
-
-    /// [`Run::advance`]'s loop over steps, in its epoch.
-    fn steps<T: bytemuck::Pod>(
-        &mut self,
-        input: &[T],
-        output: &mut [T],
-        scratch: &mut [T],
-        combine: Option<&Combine<T>>,
-    ) -> Result<bool, Error> {
-        let shared = Rc::clone(&self.shared);
         loop {
             let s = match self.current {
                 Some(s) => s,
@@ -320,14 +339,13 @@ impl<'e> Run<'e> {
                         }
                     }
                     let cell = DATA + (s % CELLS) as usize * CELL;
-                    let w = &shared.window;
                     if publish != Publish::Nothing {
                         shared.published.set(s);
                     }
                     match publish {
                         Publish::Nothing => {}
-                        Publish::Input(r) => w.write_local(cell, &input[r])?,
-                        Publish::Output(r) => w.write_local(cell, &output[r])?,
+                        Publish::Input(r) => shared.write(cell, &input[r])?,
+                        Publish::Output(r) => shared.write(cell, &output[r])?,
                         Publish::Counts => {
                             let counts: Vec<u64> = match &self.shape {
                                 Shape::Alltoall { sends, .. } => {
@@ -335,7 +353,7 @@ impl<'e> Run<'e> {
                                 }
                                 _ => Vec::new(),
                             };
-                            w.write_local(cell, &counts)?;
+                            shared.write(cell, &counts)?;
                         }
                     }
                     shared.step.set(s);
@@ -345,8 +363,11 @@ impl<'e> Run<'e> {
                     s
                 }
             };
-            while self.done_ops < self.ops.len() {
-                let op = self.ops[self.done_ops].clone();
+            loop {
+                // The run whose turn it is plans into the Comm's list.
+                let Some(op) = shared.ops.borrow().get(self.done_ops).cloned() else {
+                    break;
+                };
                 let peer = match &op {
                     Op::Wait(p) | Op::Read { peer: p, .. } | Op::Counts(p) => Some(*p),
                     Op::Local { .. } => None,
@@ -380,7 +401,7 @@ impl<'e> Run<'e> {
         combine: Option<&Combine<T>>,
     ) -> Result<(), Error> {
         let cell = DATA + (s % CELLS) as usize * CELL;
-        let w = &self.shared.window;
+        let shared = &self.shared;
         let combine = || combine.ok_or(Error::BadCall("a reduction without an operation".into()));
         match op {
             Op::Wait(_) => {}
@@ -389,10 +410,10 @@ impl<'e> Run<'e> {
                 at,
                 into,
                 combine: false,
-            } => w.get(peer, (cell + at) as u64, &mut output[into])?,
+            } => shared.read(peer, cell + at, &mut output[into])?,
             Op::Read { peer, at, into, .. } => {
                 let theirs = &mut scratch[..into.len()];
-                w.get(peer, (cell + at) as u64, theirs)?;
+                shared.read(peer, cell + at, theirs)?;
                 combine()?(&mut output[into], theirs);
             }
             Op::Local {
@@ -403,14 +424,15 @@ impl<'e> Run<'e> {
             Op::Local { from, into, .. } => combine()?(&mut output[into], &input[from]),
             Op::Counts(p) => {
                 let mut theirs = vec![0u64; self.shared.n as usize];
-                w.get(p, cell as u64, &mut theirs)?;
+                shared.read(p, cell, &mut theirs)?;
                 self.counts[p as usize] = theirs;
             }
         }
         Ok(())
     }
 
-    /// Plans the call's step `self.k` into `self.ops`; what it publishes,
+    /// Plans the call's step `self.k` into the Comm's list of operations
+    /// (this run's turn); what it publishes,
     /// or `None` when the call has no more steps.
     fn plan<T>(&mut self, input: usize, output: usize) -> Option<Publish> {
         let (me, n, k) = (self.shared.me, self.shared.n, self.k);
@@ -418,7 +440,9 @@ impl<'e> Run<'e> {
         let pieces = |len: usize| len.div_ceil(per);
         let piece = |len: usize, k: usize| (k * per).min(len)..((k + 1) * per).min(len);
         let others = (0..n).filter(move |&p| p != me);
-        let ops = &mut self.ops;
+        let shared = Rc::clone(&self.shared);
+        let mut ops = shared.ops.borrow_mut();
+        let ops = &mut *ops;
         ops.clear();
         // Reads of every member's piece `range` (this member's from its
         // input at `from`) into `into`, combined in rank order.

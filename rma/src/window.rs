@@ -1014,6 +1014,23 @@ impl<'a> Window<'a> {
         Ok(peer)
     }
 
+    /// `target`'s part as this process maps it, when `target` lives on
+    /// this host (its part is shared memory): the mapping, the part
+    /// starting at its first byte. For layers above that synchronise
+    /// through the memory themselves (the shared-memory collectives):
+    /// accesses through it are plain loads, stores and CPU atomics,
+    /// outside any epoch and its checks. `None` for a peer elsewhere.
+    ///
+    /// # Errors
+    /// [`Error::NotInGroup`]; [`Error::Gone`] after `free`; errors
+    /// learning the peer's part.
+    pub fn mapped(&self, target: u32) -> Result<Option<Rc<Mapping>>, Error> {
+        let rank = self.group().job_rank(target)?;
+        self.alive()?;
+        let peer = self.part(target, rank)?;
+        Ok(peer.maps.as_ref().and_then(|(_, data)| data.clone()))
+    }
+
     fn exposure(&self) -> &Exposure<'a> {
         match &self.memory {
             Memory::Owned(x) => x,
