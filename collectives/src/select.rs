@@ -170,11 +170,16 @@ impl Selector {
             .filter(move |a| blocking || !blocking_only(a))
     }
 
-    /// The first algorithm of `collective` that has not failed (and runs
-    /// nonblocking unless `blocking`), for calls whose sizes differ per
-    /// rank, which cannot choose by size.
+    /// For calls whose sizes differ per rank, which cannot choose by size:
+    /// `shared` when every member is on one host, else the first algorithm
+    /// of `collective` that has not failed (and runs nonblocking unless
+    /// `blocking`).
     pub fn first(&self, collective: Collective, blocking: bool) -> Option<&'static str> {
-        self.usable(collective, blocking).next()
+        let one_host = self.geometry.ranks_per_host >= self.geometry.ranks;
+        let shared = self.usable(collective, blocking).find(|a| *a == "shared");
+        shared
+            .filter(|_| one_host)
+            .or_else(|| self.usable(collective, blocking).next())
     }
 
     /// The algorithms that failed here.

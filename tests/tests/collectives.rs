@@ -131,11 +131,18 @@ fn onesided_tune_writes_a_profile_the_library_uses() {
         "0.05",
         "--max-bytes",
         "4096",
+        "--check",
         "--out",
     ])
     .arg(&file);
     let out = onesided_tests::run(tune, std::time::Duration::from_secs(120));
     out.assert_success();
+    // The check job ran with the profile and reported every point.
+    out.assert_stdout_has("the tuned choice is within 5% of the best at");
+    assert!(
+        out.stdout.contains("allreduce") && out.stdout.contains("tuned_choice"),
+        "{out}"
+    );
     let text = std::fs::read_to_string(&file).unwrap();
     let profile = onesided_collectives::Profile::parse(&text, "tuned").unwrap();
     // Every algorithm of every collective was measured.

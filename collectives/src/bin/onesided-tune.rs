@@ -1,4 +1,4 @@
-//! `onesided-tune --np N --provider shm|tcp --out FILE [--scale S] [--max-bytes B]`
+//! `onesided-tune --np N --provider shm|tcp --out FILE [--scale S] [--max-bytes B] [--check]`
 //!
 //! Profiles every algorithm of every collective on N ranks of this host
 //! (launching itself under `osrun`, which must sit beside it): message
@@ -7,7 +7,16 @@
 //! timed on rank 0 after a barrier; the median of each point goes to FILE
 //! in the profile format of `onesided_collectives::profile` (version 1),
 //! for `ONESIDED_PROFILE`. Every result is checked as it is measured (a
-//! wrong one fails the run).
+//! wrong one fails the run). `shared` is measured only when every rank is
+//! on one host (it runs nowhere else).
+//!
+//! `--check` then runs a second job with FILE loaded: at every point
+//! (`f64`) it measures the tuned choice and every algorithm forced, in
+//! three interleaved rounds, and prints for each point the choice, its
+//! time, the best algorithm of this job and its time, and their ratio,
+//! then how many points are within 5% of the best (a point where the
+//! choice is the best algorithm counts as within). Tuning measures its
+//! algorithms in interleaved rounds too, the median of three per point.
 
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
@@ -19,8 +28,8 @@ use onesided_rma::Group;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-const USAGE: &str =
-    "usage: onesided-tune --np N --provider shm|tcp --out FILE [--scale S] [--max-bytes B]";
+const USAGE: &str = "usage: onesided-tune --np N --provider shm|tcp --out FILE [--scale S] \
+                     [--max-bytes B] [--check]";
 const SIZES: [usize; 8] = [8, 64, 512, 4096, 32768, 262_144, 2 << 20, 32 << 20];
 
 fn main() -> ExitCode {
@@ -29,6 +38,7 @@ fn main() -> ExitCode {
         rank(
             args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1.0),
             args.get(2).and_then(|s| s.parse().ok()).unwrap_or(32 << 20),
+            args.get(3).map(String::as_str) == Some("check"),
         )
     } else {
         drive(&args)
@@ -45,8 +55,13 @@ fn main() -> ExitCode {
 fn drive(args: &[String]) -> Result<()> {
     let (mut np, mut provider, mut out, mut scale) = (None, "shm".to_string(), None, 1.0f64);
     let mut max_bytes: usize = 32 << 20;
+    let mut check = false;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
+        if flag == "--check" {
+            check = true;
+            continue;
+        }
         let value = it.next().ok_or(format!("{flag} needs a value\n{USAGE}"))?;
         match flag.as_str() {
             "--np" => {
@@ -77,10 +92,11 @@ fn drive(args: &[String]) -> Result<()> {
         (Some(np), Some(out)) if np >= 1 => (np, out),
         _ => return Err(USAGE.into()),
     };
-    let exe = std::env::current_exe()?;
-    let osrun = exe.with_file_name("osrun");
-    let output = Command::new(&osrun)
-        .args([
+    let ranks = |mode: &str, profile: Option<&str>| -> Result<String> {
+        let exe = std::env::current_exe()?;
+        let osrun = exe.with_file_name("osrun");
+        let mut cmd = Command::new(&osrun);
+        cmd.args([
             "-n",
             &np.to_string(),
             "--provider",
@@ -89,15 +105,22 @@ fn drive(args: &[String]) -> Result<()> {
             "3600",
         ])
         .arg(&exe)
-        .args(["--rank", &scale.to_string(), &max_bytes.to_string()])
+        .args(["--rank", &scale.to_string(), &max_bytes.to_string(), mode])
         .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", osrun.display()))?;
-    if !output.status.success() {
-        return Err(format!("the ranks failed ({})", output.status).into());
-    }
-    let text = String::from_utf8_lossy(&output.stdout);
+        .stderr(Stdio::inherit());
+        match profile {
+            Some(p) => cmd.env(onesided_collectives::select::PROFILE_ENV, p),
+            None => cmd.env_remove(onesided_collectives::select::PROFILE_ENV),
+        };
+        let output = cmd
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", osrun.display()))?;
+        if !output.status.success() {
+            return Err(format!("the ranks failed ({})", output.status).into());
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    let text = ranks("tune", None)?;
     let body: String = std::iter::once(onesided_collectives::profile::HEADER.to_string())
         .chain(
             text.lines()
@@ -111,24 +134,61 @@ fn drive(args: &[String]) -> Result<()> {
         "onesided-tune: {} entries written to {out}",
         profile.entries().len()
     );
+    if check {
+        report_check(&ranks("check", Some(&out))?);
+    }
     Ok(())
 }
 
-/// Rank mode: measures everything, rank 0 prints `PROFILE` lines.
-fn rank(scale: f64, max_bytes: usize) -> Result<()> {
+/// Prints the `CHECK` lines of the check job as a table, and how many
+/// points the tuned choice is within 5% of the best algorithm.
+fn report_check(text: &str) {
+    println!(
+        "{:<15} {:>9}  {:<20} {:>11}  {:<20} {:>11}  {:>6}",
+        "collective", "bytes", "tuned_choice", "tuned_us", "best", "best_us", "ratio"
+    );
+    let (mut points, mut within) = (0, 0);
+    for line in text.lines().filter_map(|l| l.strip_prefix("CHECK ")) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [c, bytes, chosen, tuned, best, best_us] = f[..] else {
+            continue;
+        };
+        let (Ok(t), Ok(b)) = (tuned.parse::<f64>(), best_us.parse::<f64>()) else {
+            continue;
+        };
+        let ratio = t / b.max(1e-9);
+        points += 1;
+        // The best algorithm itself is within by definition (its two
+        // measurements differ by the machine's noise only).
+        within += usize::from(ratio <= 1.05 || chosen == best);
+        println!("{c:<15} {bytes:>9}  {chosen:<20} {t:>11.2}  {best:<20} {b:>11.2}  {ratio:>6.3}");
+    }
+    println!(
+        "onesided-tune: the tuned choice is within 5% of the best at {within} of {points} points"
+    );
+}
+
+/// Rank mode: measures everything (rank 0 prints `PROFILE` lines), or
+/// checks the loaded profile's choices (`CHECK` lines).
+fn rank(scale: f64, max_bytes: usize, check: bool) -> Result<()> {
     let world = onesided_fabric::World::init()?;
     let rma = onesided_rma::Rma::new(world.endpoint())?;
     let comm = Comm::new(&rma, Group::world(world.size()))?;
+    if check {
+        check_choices(&comm, scale, max_bytes)?;
+        drop(comm);
+        drop(rma);
+        return Ok(world.finalize()?);
+    }
     let geometry = comm.geometry();
     let mut entries = Vec::new();
     for collective in Collective::ALL {
-        for &algorithm in algorithms(collective) {
-            comm.force(collective, Some(algorithm))?;
-            for element in elements(collective) {
-                for bytes in sizes(collective).into_iter().filter(|&b| b <= max_bytes) {
-                    let reps = ((16usize << 20) / bytes.max(1)).clamp(3, 100);
-                    let reps = ((reps as f64 * scale) as usize).max(3);
-                    let us = measure(&comm, collective, element, bytes, reps)?;
+        let algorithms = runnable(&comm, collective);
+        let forced: Vec<Option<&str>> = algorithms.iter().copied().map(Some).collect();
+        for &element in elements(collective) {
+            for bytes in sizes(collective).into_iter().filter(|&b| b <= max_bytes) {
+                let times = interleaved(&comm, collective, element, bytes, &forced, scale)?;
+                for (algorithm, us) in algorithms.iter().zip(times) {
                     entries.push(Entry {
                         collective,
                         algorithm: algorithm.to_string(),
@@ -139,7 +199,6 @@ fn rank(scale: f64, max_bytes: usize) -> Result<()> {
                     });
                 }
             }
-            comm.force(collective, None)?;
         }
     }
     if comm.rank() == 0 {
@@ -154,6 +213,88 @@ fn rank(scale: f64, max_bytes: usize) -> Result<()> {
     drop(comm);
     drop(rma);
     Ok(world.finalize()?)
+}
+
+/// The algorithms of `collective` that run on this job's geometry
+/// (`shared` needs every rank on one host).
+fn runnable(comm: &Comm, collective: Collective) -> Vec<&'static str> {
+    let g = comm.geometry();
+    algorithms(collective)
+        .iter()
+        .copied()
+        .filter(|a| *a != "shared" || g.ranks_per_host == g.ranks)
+        .collect()
+}
+
+/// Repetitions of a point of `bytes`.
+fn reps(bytes: usize, scale: f64) -> usize {
+    let reps = ((16usize << 20) / bytes.max(1)).clamp(3, 100);
+    ((reps as f64 * scale) as usize).max(3)
+}
+
+/// The median times of `variants` (an algorithm forced, or `None`: the
+/// choice) at one point, measured in three interleaved rounds (so that a
+/// slow spell of the machine does not fall on one variant only).
+fn interleaved(
+    comm: &Comm,
+    collective: Collective,
+    element: &str,
+    bytes: usize,
+    variants: &[Option<&str>],
+    scale: f64,
+) -> Result<Vec<f64>> {
+    let mut times = vec![Vec::new(); variants.len()];
+    for _ in 0..3 {
+        for (forced, t) in variants.iter().zip(&mut times) {
+            comm.force(collective, *forced)?;
+            t.push(measure(
+                comm,
+                collective,
+                element,
+                bytes,
+                reps(bytes, scale),
+            )?);
+        }
+    }
+    comm.force(collective, None)?;
+    Ok(times
+        .iter_mut()
+        .map(|t| {
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2]
+        })
+        .collect())
+}
+
+/// The check job: at every point (`f64`), the tuned choice and every
+/// algorithm forced ([`interleaved`]); rank 0 prints `CHECK collective
+/// bytes choice choice_us best best_us`.
+fn check_choices(comm: &Comm, scale: f64, max_bytes: usize) -> Result<()> {
+    for collective in Collective::ALL {
+        let element = elements(collective)[0];
+        let candidates = runnable(comm, collective);
+        let variants: Vec<Option<&str>> = std::iter::once(None)
+            .chain(candidates.iter().copied().map(Some))
+            .collect();
+        for bytes in sizes(collective).into_iter().filter(|&b| b <= max_bytes) {
+            let medians = interleaved(comm, collective, element, bytes, &variants, scale)?;
+            let (best, best_us) = medians[1..]
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(i, t)| (candidates[i], *t))
+                .ok_or("no algorithm to check")?;
+            let chosen = comm.algorithm(collective, element, bytes as u64, true)?;
+            if comm.rank() == 0 {
+                println!(
+                    "CHECK {} {bytes} {chosen} {:.3} {best} {best_us:.3}",
+                    collective.name(),
+                    medians[0]
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 fn elements(collective: Collective) -> &'static [&'static str] {
