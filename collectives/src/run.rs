@@ -534,6 +534,21 @@ pub struct Run<'a, 'e, T: bytemuck::Pod> {
     done: bool,
 }
 
+impl<T: bytemuck::Pod> Drop for Run<'_, '_, T> {
+    /// A run dropped while peers may still copy its lent buffers out of
+    /// this process leaves them allocated (never reused), so that those
+    /// copies read its data, not whatever would reuse the memory.
+    fn drop(&mut self) {
+        let Ok(mut exec) = self.exec.try_borrow_mut() else {
+            return;
+        };
+        if exec.shared.as_ref().is_some_and(shared::Run::lends) {
+            std::mem::forget(std::mem::take(&mut exec.input));
+            std::mem::forget(std::mem::take(&mut exec.output));
+        }
+    }
+}
+
 impl<T: bytemuck::Pod> Request for Run<'_, '_, T> {
     fn test(&mut self) -> Result<bool, onesided_rma::Error> {
         if self.done {

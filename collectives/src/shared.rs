@@ -63,6 +63,16 @@ const ARRIVED: u64 = 0;
 const RELEASED: u64 = 64;
 const DATA: usize = 4096;
 
+/// Where the descriptor of each step's lent piece lies in a member's
+/// part (by cell): `[pid, address, bytes]` as `u64`s; readers copy the
+/// piece out of process `pid`'s memory at `address`.
+const DESCRIPTORS: usize = 128;
+
+/// Pieces this large or larger are lent (not copied into a cell) when the
+/// host allows cross-memory reads ([`onesided_fabric::cma`]): one copy
+/// instead of two.
+const LEND: usize = 64 * 1024;
+
 /// A collective as the shared algorithm runs it (counts in elements).
 #[derive(Debug, Clone)]
 pub(crate) enum Shape {
@@ -99,6 +109,8 @@ pub(crate) struct Shared<'e> {
     ops: RefCell<Vec<Op>>,
     /// The members' parts as mapped here, learned at first use.
     parts: RefCell<Vec<Option<Rc<Mapping>>>>,
+    /// Whether pieces may be lent (the same on every member of a host).
+    cma: bool,
     /// The last step begun here, and the last one this member published
     /// in.
     step: Cell<u64>,
@@ -125,6 +137,7 @@ impl<'e> Shared<'e> {
             ops: RefCell::default(),
             step: Cell::new(0),
             published: Cell::new(0),
+            cma: onesided_fabric::cma::available(),
             tickets: Cell::new(0),
             serving: Cell::new(0),
         })
@@ -175,6 +188,62 @@ impl<'e> Shared<'e> {
         Ok(f(part)?)
     }
 
+    /// Whether a piece of `elements` is lent rather than copied into a
+    /// cell: the rule publishers and readers apply alike.
+    fn lends<T>(&self, elements: usize) -> bool {
+        self.cma && elements * size_of::<T>() >= LEND
+    }
+
+    /// Publishes `piece` for step `s`: lent when [`Shared::lends`] says so
+    /// (its descriptor written), else copied into the step's cell; whether
+    /// it was lent.
+    fn publish<T: bytemuck::Pod>(&self, s: u64, piece: &[T]) -> Result<bool, Error> {
+        let bytes: &[u8] = bytemuck::cast_slice(piece);
+        if !self.lends::<T>(piece.len()) {
+            self.write(cell(s), bytes)?;
+            return Ok(false);
+        }
+        let descriptor = [
+            u64::from(std::process::id()),
+            bytes.as_ptr() as u64,
+            bytes.len() as u64,
+        ];
+        self.write(descriptor_of(s), &descriptor)?;
+        Ok(true)
+    }
+
+    /// Copies `out.len()` elements from byte `at` of what `member`
+    /// published in step `s` (from its cell, or lent from its memory).
+    fn read_piece<T: bytemuck::Pod>(
+        &self,
+        member: u32,
+        s: u64,
+        (at, lent): (usize, bool),
+        out: &mut [T],
+    ) -> Result<(), Error> {
+        let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+        if out.is_empty() {
+            return Ok(());
+        }
+        if !lent {
+            return self.read(member, cell(s) + at, out);
+        }
+        let mut descriptor = [0u64; 3];
+        self.read(member, descriptor_of(s), &mut descriptor)?;
+        let [pid, address, bytes] = descriptor;
+        if at + out.len() > bytes as usize {
+            return Err(Error::BadCall(format!(
+                "group rank {member} lent {bytes} bytes, {} wanted at {at}",
+                out.len()
+            )));
+        }
+        Ok(onesided_fabric::cma::read(
+            pid as u32,
+            address as usize + at,
+            out,
+        )?)
+    }
+
     /// Copies `out.len()` elements at byte `at` of `member`'s part.
     fn read<T: bytemuck::Pod>(&self, member: u32, at: usize, out: &mut [T]) -> Result<(), Error> {
         self.with_part(member, |m| m.read_bytes(at, bytemuck::cast_slice_mut(out)))
@@ -209,6 +278,16 @@ impl Drop for Shared<'_> {
     }
 }
 
+/// The byte offset of step `s`'s cell in a member's part.
+fn cell(s: u64) -> usize {
+    DATA + (s % CELLS) as usize * CELL
+}
+
+/// The byte offset of the descriptor of step `s`'s cell.
+fn descriptor_of(s: u64) -> usize {
+    DESCRIPTORS + (s % CELLS) as usize * 32
+}
+
 /// What a step publishes.
 #[derive(Debug, Clone, PartialEq)]
 enum Publish {
@@ -232,6 +311,8 @@ enum Op {
         at: usize,
         into: Range<usize>,
         combine: bool,
+        /// The peer lent its piece (by [`Shared::lends`] of its length).
+        lent: bool,
     },
     /// The same from this member's own input range `from`.
     Local {
@@ -258,6 +339,8 @@ pub(crate) struct Run<'e> {
     counts: Vec<Vec<u64>>,
     /// The peer the last `advance` stopped at.
     blocked_on: Option<u32>,
+    /// The last step in which this member lent its memory (0: none).
+    lent: u64,
     finished: bool,
 }
 
@@ -275,6 +358,7 @@ impl<'e> Run<'e> {
             done_ops: 0,
             counts: Vec::new(),
             blocked_on: None,
+            lent: 0,
             finished: false,
         }
     }
@@ -293,6 +377,12 @@ impl<'e> Run<'e> {
     /// whenever it moves on.
     pub(crate) fn mark(&self) -> u64 {
         ((self.k as u64) << 32) | (self.done_ops as u64) << 1 | u64::from(self.current.is_some())
+    }
+
+    /// Whether peers may still read this member's memory (it lent pieces
+    /// and the call has not finished): its buffers must then outlive it.
+    pub(crate) fn lends(&self) -> bool {
+        self.lent > 0 && !self.finished
     }
 
     /// The member the run was last blocked on (group rank).
@@ -324,6 +414,14 @@ impl<'e> Run<'e> {
                 Some(s) => s,
                 None => {
                     let Some(publish) = self.plan::<T>(input.len(), output.len()) else {
+                        // What this member lent is read before the call
+                        // returns (its buffers are the caller's again).
+                        for p in (0..shared.n).filter(|&p| p != shared.me && self.lent > 0) {
+                            if !shared.reached(p, RELEASED, self.lent)? {
+                                self.blocked_on = Some(p);
+                                return Ok(false);
+                            }
+                        }
                         self.finished = true;
                         shared.serving.set(self.ticket + 1);
                         return Ok(true);
@@ -338,14 +436,13 @@ impl<'e> Run<'e> {
                             }
                         }
                     }
-                    let cell = DATA + (s % CELLS) as usize * CELL;
                     if publish != Publish::Nothing {
                         shared.published.set(s);
                     }
-                    match publish {
-                        Publish::Nothing => {}
-                        Publish::Input(r) => shared.write(cell, &input[r])?,
-                        Publish::Output(r) => shared.write(cell, &output[r])?,
+                    let lent = match publish {
+                        Publish::Nothing => false,
+                        Publish::Input(r) => shared.publish(s, &input[r])?,
+                        Publish::Output(r) => shared.publish(s, &output[r])?,
                         Publish::Counts => {
                             let counts: Vec<u64> = match &self.shape {
                                 Shape::Alltoall { sends, .. } => {
@@ -353,8 +450,12 @@ impl<'e> Run<'e> {
                                 }
                                 _ => Vec::new(),
                             };
-                            shared.write(cell, &counts)?;
+                            shared.write(cell(s), &counts)?;
+                            false
                         }
+                    };
+                    if lent {
+                        self.lent = s;
                     }
                     shared.step.set(s);
                     shared.store(ARRIVED, s)?;
@@ -400,7 +501,6 @@ impl<'e> Run<'e> {
         scratch: &mut [T],
         combine: Option<&Combine<T>>,
     ) -> Result<(), Error> {
-        let cell = DATA + (s % CELLS) as usize * CELL;
         let shared = &self.shared;
         let combine = || combine.ok_or(Error::BadCall("a reduction without an operation".into()));
         match op {
@@ -410,10 +510,17 @@ impl<'e> Run<'e> {
                 at,
                 into,
                 combine: false,
-            } => shared.read(peer, cell + at, &mut output[into])?,
-            Op::Read { peer, at, into, .. } => {
+                lent,
+            } => shared.read_piece(peer, s, (at, lent), &mut output[into])?,
+            Op::Read {
+                peer,
+                at,
+                into,
+                lent,
+                ..
+            } => {
                 let theirs = &mut scratch[..into.len()];
-                shared.read(peer, cell + at, theirs)?;
+                shared.read_piece(peer, s, (at, lent), theirs)?;
                 combine()?(&mut output[into], theirs);
             }
             Op::Local {
@@ -424,7 +531,7 @@ impl<'e> Run<'e> {
             Op::Local { from, into, .. } => combine()?(&mut output[into], &input[from]),
             Op::Counts(p) => {
                 let mut theirs = vec![0u64; self.shared.n as usize];
-                shared.read(p, cell, &mut theirs)?;
+                shared.read(p, cell(s), &mut theirs)?;
                 self.counts[p as usize] = theirs;
             }
         }
@@ -446,25 +553,28 @@ impl<'e> Run<'e> {
         ops.clear();
         // Reads of every member's piece `range` (this member's from its
         // input at `from`) into `into`, combined in rank order.
-        let fold = |ops: &mut Vec<Op>, at: usize, from: Range<usize>, into: Range<usize>| {
-            for p in 0..n {
-                let combine = p > 0;
-                ops.push(if p == me {
-                    Op::Local {
-                        from: from.clone(),
-                        into: into.clone(),
-                        combine,
-                    }
-                } else {
-                    Op::Read {
-                        peer: p,
-                        at,
-                        into: into.clone(),
-                        combine,
-                    }
-                });
-            }
-        };
+        let lends = |elements: usize| shared.lends::<T>(elements);
+        let fold =
+            |ops: &mut Vec<Op>, at: usize, lent: bool, from: Range<usize>, into: Range<usize>| {
+                for p in 0..n {
+                    let combine = p > 0;
+                    ops.push(if p == me {
+                        Op::Local {
+                            from: from.clone(),
+                            into: into.clone(),
+                            combine,
+                        }
+                    } else {
+                        Op::Read {
+                            peer: p,
+                            at,
+                            into: into.clone(),
+                            combine,
+                            lent,
+                        }
+                    });
+                }
+            };
         match &self.shape {
             Shape::Barrier => {
                 if k > 0 {
@@ -484,6 +594,7 @@ impl<'e> Run<'e> {
                 ops.push(Op::Read {
                     peer: *root,
                     at: 0,
+                    lent: lends(range.len()),
                     into: range,
                     combine: false,
                 });
@@ -495,7 +606,7 @@ impl<'e> Run<'e> {
                 }
                 let range = piece(input, k);
                 if root.is_none_or(|r| r == me) {
-                    fold(ops, 0, range.clone(), range.clone());
+                    fold(ops, 0, lends(range.len()), range.clone(), range.clone());
                 }
                 Some(Publish::Input(range))
             }
@@ -522,6 +633,7 @@ impl<'e> Run<'e> {
                             at: 0,
                             into: start..start + r.len(),
                             combine: false,
+                            lent: lends(r.len()),
                         });
                     }
                 }
@@ -552,6 +664,7 @@ impl<'e> Run<'e> {
                         at: (lo - range.start) * size_of::<T>(),
                         into: lo - mine.start..hi - mine.start,
                         combine: false,
+                        lent: lends(range.len()),
                     });
                 }
                 Some(Publish::Nothing)
@@ -587,6 +700,7 @@ impl<'e> Run<'e> {
                     // Where p's block for this member starts in p's input.
                     let theirs = &self.counts[p as usize];
                     let from = theirs[..me as usize].iter().sum::<u64>() as usize;
+                    let published = piece(theirs.iter().sum::<u64>() as usize, j);
                     let block = from..from + recvs[p as usize];
                     let (lo, hi) = (range.start.max(block.start), range.end.min(block.end));
                     if lo < hi {
@@ -596,6 +710,7 @@ impl<'e> Run<'e> {
                             at: (lo - range.start) * size_of::<T>(),
                             into: to..to + (hi - lo),
                             combine: false,
+                            lent: lends(published.len()),
                         });
                     }
                 }
@@ -611,7 +726,8 @@ impl<'e> Run<'e> {
                 let (lo, hi) = (range.start.max(want.start), range.end.min(want.end));
                 if lo < hi {
                     let bytes = (lo - range.start) * size_of::<T>();
-                    fold(ops, bytes, lo..hi, lo - want.start..hi - want.start);
+                    let lent = lends(range.len());
+                    fold(ops, bytes, lent, lo..hi, lo - want.start..hi - want.start);
                 }
                 Some(Publish::Input(range))
             }

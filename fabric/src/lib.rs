@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod cma;
 pub mod control;
 mod endpoint;
 mod error;
