@@ -4,32 +4,38 @@
 //! - [`Comm`]: barrier, bcast, reduce, allreduce, gatherv, scatterv,
 //!   allgatherv, alltoall, alltoallv and reduce_scatter over a group (made
 //!   over the process's [`onesided_rma::Rma`], whose windows the one-sided
-//!   algorithms use); nonblocking `ibarrier`, `ibcast`, `ireduce`,
-//!   `iallreduce`, `iallgatherv` returning a [`Run`] request. Each call's
-//!   algorithm comes from the profile loaded at creation
+//!   and shared-memory algorithms use); nonblocking `ibarrier`, `ibcast`,
+//!   `ireduce`, `iallreduce`, `iallgatherv` returning a [`Run`] request.
+//!   Each call's algorithm comes from the profile loaded at creation
 //!   (`ONESIDED_PROFILE`) or built-in defaults, the same on every rank; an
 //!   algorithm that fails when a call starts it is dropped and the next
 //!   best completes the call; [`Comm::agree`] makes the ranks adopt what
 //!   monitoring measured.
-//! - [`run`]: the executor (schedules over tagged messages, round by
-//!   round). Nonblocking runs own copies of their buffers and advance on
-//!   every call into their Comm (tests and waits of any of its requests,
-//!   new calls, blocking calls' waits), so requests may be waited for in
-//!   any order; a wait backs off (spin, yield, sleep) instead of spinning.
+//! - [`run`]: the executor. Message schedules go over tagged messages,
+//!   round by round; the `shared` algorithm (every member on one host)
+//!   through shared memory, step by step, with large pieces copied once,
+//!   straight out of the publisher's memory where the host allows
+//!   cross-memory reads. Nonblocking runs own copies of their buffers and
+//!   advance on every call into their Comm (tests and waits of any of its
+//!   requests, new calls, blocking calls' waits), so requests may be waited
+//!   for in any order; a wait backs off (spin, yield, sleep) instead of
+//!   spinning, afresh whenever the call moves on.
 //! - [`op`]: reductions (sum, prod, min, max, band, bor, bxor on integer
 //!   and float elements; user-defined ones, commutative or not).
 //! - [`profile`] and [`select`]: performance profiles in a documented,
 //!   versioned text format; the geometry filter; log-log interpolation;
 //!   monitoring; removal of failed algorithms; the per-call choice.
-//! - [`schedule`] and [`algorithms`]: every algorithm as data, checked in
-//!   an in-memory simulator against serial references for 1 to 7 ranks,
-//!   uneven and zero counts, every built-in operation and a
-//!   non-commutative one. The one-sided alltoall(v) (RMA get from windows
-//!   over copies of the inputs) is not a schedule; it lives in [`Comm`].
-//! - `onesided-tune` (binary): measures every algorithm into a profile.
+//! - [`schedule`] and [`algorithms`]: the message algorithms as data,
+//!   checked in an in-memory simulator against serial references for 1 to
+//!   7 ranks, uneven and zero counts, every built-in operation and a
+//!   non-commutative one. The shared-memory steps and the one-sided
+//!   alltoall(v) (RMA get from windows over copies of the inputs) are
+//!   checked over the fabric by the integration tests.
+//! - `onesided-tune` (binary): measures every algorithm into a profile,
+//!   and checks the tuned choices against the best algorithm.
 //!
 //! Progress between calls: like MPICH without an async progress thread, a
-//! nonblocking collective's later rounds move only while the process is
+//! nonblocking collective's later steps move only while the process is
 //! inside a call of its Comm (the endpoint's progress thread moves the
 //! messages already posted). A program that computes for long between
 //! tests delays its peers by that long, never deadlocks them.

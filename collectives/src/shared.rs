@@ -7,8 +7,9 @@
 //! peers map ([`Window::mapped`]), so every access below is a load, a
 //! store or a copy, outside any RMA epoch: two counters, `arrived` and
 //! `released`, on separate cache lines (polled with plain loads, so the
-//! line stays shared until its owner writes it), and a data slot of [`SLOT`] bytes in `CELLS` cells. A call is a sequence of
-//! *steps*, numbered alike on every member: calls run their steps in the
+//! line stays shared until its owner writes it), and a data slot of
+//! [`SLOT`] bytes in `CELLS` cells. A call is a sequence of *steps*,
+//! numbered alike on every member: calls run their steps in the
 //! order they were made (each takes a ticket; a call waits for its turn),
 //! and each call's steps follow from what the members agree on (lengths,
 //! counts). In step `s`:
@@ -22,7 +23,12 @@
 //! 4. it stores `released = s`.
 //!
 //! Contributions larger than a cell go in pieces of [`CELL`] bytes, one
-//! step each. Reductions combine the members' pieces in rank order (so
+//! step each. Where the host allows cross-memory reads
+//! ([`onesided_fabric::cma`]), a piece of `LEND` bytes or more is lent
+//! instead of copied into the cell: the publisher writes where it lies
+//! (pid, address), readers copy it straight into their buffers (one copy
+//! instead of two), and a call that lent returns only once every reader
+//! released its last lent step. Reductions combine the members' pieces in rank order (so
 //! non-commutative operations are right), each reader on its own. An
 //! alltoallv first publishes every member's counts (one step), so that
 //! every member knows where its blocks lie and how many steps follow.
