@@ -194,28 +194,19 @@ impl<'e> Shared<'e> {
         Ok(f(part)?)
     }
 
-    /// Whether a piece of `elements` is lent rather than copied into a
-    /// cell: the rule publishers and readers apply alike.
-    fn lends<T>(&self, elements: usize) -> bool {
-        self.cma && elements * size_of::<T>() >= LEND
-    }
-
-    /// Publishes `piece` for step `s`: lent when [`Shared::lends`] says so
-    /// (its descriptor written), else copied into the step's cell; whether
-    /// it was lent.
-    fn publish<T: bytemuck::Pod>(&self, s: u64, piece: &[T]) -> Result<bool, Error> {
+    /// Publishes `piece` for step `s`: lent (its descriptor written) or
+    /// copied into the step's cell.
+    fn publish<T: bytemuck::Pod>(&self, s: u64, piece: &[T], lend: bool) -> Result<(), Error> {
         let bytes: &[u8] = bytemuck::cast_slice(piece);
-        if !self.lends::<T>(piece.len()) {
-            self.write(cell(s), bytes)?;
-            return Ok(false);
+        if !lend {
+            return self.write(cell(s), bytes);
         }
         let descriptor = [
             u64::from(std::process::id()),
             bytes.as_ptr() as u64,
             bytes.len() as u64,
         ];
-        self.write(descriptor_of(s), &descriptor)?;
-        Ok(true)
+        self.write(descriptor_of(s), &descriptor)
     }
 
     /// Copies `out.len()` elements from byte `at` of what `member`
@@ -385,6 +376,21 @@ impl<'e> Run<'e> {
         ((self.k as u64) << 32) | (self.done_ops as u64) << 1 | u64::from(self.current.is_some())
     }
 
+    /// Whether a piece of `elements` is lent rather than copied into a
+    /// cell: the rule publishers and readers of a call apply alike. Only
+    /// calls where every member reads lend: there lending halves the
+    /// copies; where one member reads (a root), the publishers' copies
+    /// into cells overlap with its reading, which is faster than its
+    /// copying everything alone.
+    fn lends_piece<T>(&self, elements: usize) -> bool {
+        let everyone_reads = match &self.shape {
+            Shape::Reduce { root } | Shape::Gather { root, .. } => root.is_none(),
+            Shape::Alltoall { .. } | Shape::ReduceScatter { .. } => true,
+            Shape::Barrier | Shape::Bcast { .. } | Shape::Scatter { .. } => false,
+        };
+        everyone_reads && self.shared.cma && elements * size_of::<T>() >= LEND
+    }
+
     /// Whether peers may still read this member's memory (it lent pieces
     /// and the call has not finished): its buffers must then outlive it.
     pub(crate) fn lends(&self) -> bool {
@@ -447,8 +453,16 @@ impl<'e> Run<'e> {
                     }
                     let lent = match publish {
                         Publish::Nothing => false,
-                        Publish::Input(r) => shared.publish(s, &input[r])?,
-                        Publish::Output(r) => shared.publish(s, &output[r])?,
+                        Publish::Input(r) => {
+                            let lend = self.lends_piece::<T>(r.len());
+                            shared.publish(s, &input[r], lend)?;
+                            lend
+                        }
+                        Publish::Output(r) => {
+                            let lend = self.lends_piece::<T>(r.len());
+                            shared.publish(s, &output[r], lend)?;
+                            lend
+                        }
                         Publish::Counts => {
                             let counts: Vec<u64> = match &self.shape {
                                 Shape::Alltoall { sends, .. } => {
@@ -559,7 +573,7 @@ impl<'e> Run<'e> {
         ops.clear();
         // Reads of every member's piece `range` (this member's from its
         // input at `from`) into `into`, combined in rank order.
-        let lends = |elements: usize| shared.lends::<T>(elements);
+        let lends = |elements: usize| self.lends_piece::<T>(elements);
         let fold =
             |ops: &mut Vec<Op>, at: usize, lent: bool, from: Range<usize>, into: Range<usize>| {
                 for p in 0..n {
