@@ -381,8 +381,8 @@ impl Spare {
     /// Buffers kept at most.
     const KEEP: usize = 8;
 
-    /// A vector of `T` from the kept ones (the largest), else a new one;
-    /// empty.
+    /// A vector of `T` from the kept ones (the largest, with what it
+    /// held), else a new one.
     fn take<T: bytemuck::Pod>(&self) -> Vec<T> {
         let mut buffers = self.buffers.borrow_mut();
         let best = buffers
@@ -391,11 +391,8 @@ impl Spare {
             .filter_map(|(i, b)| b.downcast_ref::<Vec<T>>().map(|v| (i, v.capacity())))
             .max_by_key(|&(_, c)| c)
             .map(|(i, _)| i);
-        let mut v = best
-            .and_then(|i| buffers.swap_remove(i).downcast::<Vec<T>>().ok())
-            .map_or_else(Vec::new, |b| *b);
-        v.clear();
-        v
+        best.and_then(|i| buffers.swap_remove(i).downcast::<Vec<T>>().ok())
+            .map_or_else(Vec::new, |b| *b)
     }
 
     /// `len` zeroed elements.
@@ -404,6 +401,17 @@ impl Spare {
             return Vec::new();
         }
         let mut v = self.take();
+        v.clear();
+        v.resize(len, T::zeroed());
+        v
+    }
+
+    /// `len` elements of whatever a kept vector held (for outputs that
+    /// calls write before they read): no pass over the memory when a kept
+    /// one is long enough.
+    pub(crate) fn any<T: bytemuck::Pod>(&self, len: usize) -> Vec<T> {
+        let mut v = self.take();
+        v.truncate(len);
         v.resize(len, T::zeroed());
         v
     }
@@ -411,6 +419,7 @@ impl Spare {
     /// A copy of `data`.
     pub(crate) fn copy<T: bytemuck::Pod>(&self, data: &[T]) -> Vec<T> {
         let mut v = self.take();
+        v.clear();
         v.extend_from_slice(data);
         v
     }
