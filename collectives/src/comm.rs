@@ -288,9 +288,12 @@ impl<'e> Comm<'e> {
     /// The choice by size for `shape`, remembered until the choices change
     /// (calls repeat their shapes; a choice weighs every profile entry).
     fn by_size(&self, shape: Shape) -> Option<&'static str> {
+        // The element's name by address and length: names are static
+        // strings, so those are one name (a name at two addresses only
+        // takes two entries), and hashing two words beats hashing text.
         let key = (
             shape.collective,
-            shape.element,
+            (shape.element.as_ptr() as usize, shape.element.len()),
             shape.bytes,
             shape.commutative,
             shape.blocking,
@@ -1079,9 +1082,9 @@ fn faults_from_env() -> HashSet<(Collective, &'static str)> {
         .collect()
 }
 
-/// What a choice by size depends on: collective, element, bytes,
-/// commutative, blocking.
-type ChoiceKey = (Collective, &'static str, u64, bool, bool);
+/// What a choice by size depends on: collective, element (its name's
+/// address and length), bytes, commutative, blocking.
+type ChoiceKey = (Collective, (usize, usize), u64, bool, bool);
 
 /// How a call runs.
 enum Plan {
