@@ -5,10 +5,13 @@
 //! Each member has a part of a window made over [`Rma`] at the Comm's
 //! first such call; on one host that part is shared memory, which the
 //! peers map ([`Window::mapped`]), so every access below is a load, a
-//! store or a copy, outside any RMA epoch: two counters, `arrived` and
-//! `released`, on separate cache lines (polled with plain loads, so the
-//! line stays shared until its owner writes it), and a data slot of
-//! [`SLOT`] bytes in `CELLS` cells. A call is a sequence of *steps*,
+//! store or a copy, outside any RMA epoch: a `released` counter, a data
+//! slot of [`SLOT`] bytes in `CELLS` cells, and a header line per cell
+//! holding the step last published in it and, for a piece of up to
+//! `INLINE` bytes, the piece itself (so a small piece and its flag travel
+//! in one cache line). Counters and flags are polled with plain loads, so
+//! a line stays shared until its owner writes it. A call is a sequence of
+//! *steps*,
 //! numbered alike on every member: calls run their steps in the
 //! order they were made (each takes a ticket; a call waits for its turn),
 //! and each call's steps follow from what the members agree on (lengths,
@@ -16,10 +19,11 @@
 //!
 //! 1. a member that publishes waits until every peer's `released` is at
 //!    least `s - CELLS` (nobody still reads cell `s % CELLS`), copies its
-//!    piece into that cell;
-//! 2. every member stores `arrived = s`;
+//!    piece into that cell (or its header);
+//! 2. every member stores `s` in the flag of its cell `s % CELLS`
+//!    (arrived);
 //! 3. it reads what it needs from the peers' cells of step `s`, each after
-//!    that peer's `arrived` reached `s`;
+//!    that peer's flag of the cell reached `s`;
 //! 4. it stores `released = s`.
 //!
 //! Contributions larger than a cell go in pieces of [`CELL`] bytes, one
@@ -63,10 +67,14 @@ const CELLS: u64 = 8;
 /// Bytes of a cell: the pieces large contributions go in.
 pub const CELL: usize = SLOT / CELLS as usize;
 
-/// Byte offsets of the counters in a member's part of the window (on
-/// separate cache lines), and of its data slot (page aligned).
-const ARRIVED: u64 = 0;
+/// Byte offsets in a member's part of the window: its `released`
+/// counter, the headers of its cells (one cache line each: the step last
+/// published in the cell, then up to `INLINE` bytes of a small piece, so
+/// that a small piece and its flag travel in one line), and its data slot
+/// (page aligned).
 const RELEASED: u64 = 64;
+const HEADERS: usize = 512;
+const INLINE: usize = 56;
 const DATA: usize = 4096;
 
 /// Where the descriptor of each step's lent piece lies in a member's
@@ -194,19 +202,33 @@ impl<'e> Shared<'e> {
         Ok(f(part)?)
     }
 
-    /// Publishes `piece` for step `s`: lent (its descriptor written) or
-    /// copied into the step's cell.
-    fn publish<T: bytemuck::Pod>(&self, s: u64, piece: &[T], lend: bool) -> Result<(), Error> {
+    /// Publishes `piece` for step `s` as `place` says (readers know it
+    /// when the step's flag says the step arrived).
+    fn publish<T: bytemuck::Pod>(&self, s: u64, piece: &[T], place: Place) -> Result<(), Error> {
         let bytes: &[u8] = bytemuck::cast_slice(piece);
-        if !lend {
-            return self.write(cell(s), bytes);
+        match place {
+            Place::Inline => self.write(header_of(s) + 8, bytes),
+            Place::Cell => self.write(cell(s), bytes),
+            Place::Lent => {
+                let descriptor = [
+                    u64::from(std::process::id()),
+                    bytes.as_ptr() as u64,
+                    bytes.len() as u64,
+                ];
+                self.write(descriptor_of(s), &descriptor)
+            }
         }
-        let descriptor = [
-            u64::from(std::process::id()),
-            bytes.as_ptr() as u64,
-            bytes.len() as u64,
-        ];
-        self.write(descriptor_of(s), &descriptor)
+    }
+
+    /// Says this member arrived at step `s` (what it published is in
+    /// place): the flag of the step's cell.
+    fn arrive(&self, s: u64) -> Result<(), Error> {
+        self.store(header_of(s) as u64, s)
+    }
+
+    /// Whether `peer` arrived at step `s`.
+    fn arrived(&self, peer: u32, s: u64) -> Result<bool, Error> {
+        self.reached(peer, header_of(s) as u64, s)
     }
 
     /// Copies `out.len()` elements from byte `at` of what `member`
@@ -215,15 +237,17 @@ impl<'e> Shared<'e> {
         &self,
         member: u32,
         s: u64,
-        (at, lent): (usize, bool),
+        (at, place): (usize, Place),
         out: &mut [T],
     ) -> Result<(), Error> {
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         if out.is_empty() {
             return Ok(());
         }
-        if !lent {
-            return self.read(member, cell(s) + at, out);
+        match place {
+            Place::Inline => return self.read(member, header_of(s) + 8 + at, out),
+            Place::Cell => return self.read(member, cell(s) + at, out),
+            Place::Lent => {}
         }
         let mut descriptor = [0u64; 3];
         self.read(member, descriptor_of(s), &mut descriptor)?;
@@ -280,6 +304,34 @@ fn cell(s: u64) -> usize {
     DATA + (s % CELLS) as usize * CELL
 }
 
+/// The byte offset of the header of step `s`'s cell.
+fn header_of(s: u64) -> usize {
+    // Two lines apart: CPUs fetch lines in pairs, and a header polled by
+    // a reader should not share a pair with the next one being written.
+    HEADERS + (s % CELLS) as usize * 128
+}
+
+/// Where a piece is published.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Place {
+    /// In its cell's header line (`INLINE` bytes at most).
+    Inline,
+    /// In its cell.
+    Cell,
+    /// Lent: left in the publisher's memory.
+    Lent,
+}
+
+/// Where `n` alltoallv counts are published: never lent (they are a
+/// temporary).
+fn counts_place(n: usize) -> Place {
+    if n * 8 <= INLINE {
+        Place::Inline
+    } else {
+        Place::Cell
+    }
+}
+
 /// The byte offset of the descriptor of step `s`'s cell.
 fn descriptor_of(s: u64) -> usize {
     DESCRIPTORS + (s % CELLS) as usize * 32
@@ -308,8 +360,9 @@ enum Op {
         at: usize,
         into: Range<usize>,
         combine: bool,
-        /// The peer lent its piece (by [`Shared::lends`] of its length).
-        lent: bool,
+        /// Where the peer published its piece (by [`Run::place`] of the
+        /// piece's length).
+        place: Place,
     },
     /// The same from this member's own input range `from`.
     Local {
@@ -376,19 +429,26 @@ impl<'e> Run<'e> {
         ((self.k as u64) << 32) | (self.done_ops as u64) << 1 | u64::from(self.current.is_some())
     }
 
-    /// Whether a piece of `elements` is lent rather than copied into a
-    /// cell: the rule publishers and readers of a call apply alike. Only
-    /// calls where every member reads lend: there lending halves the
-    /// copies; where one member reads (a root), the publishers' copies
+    /// Where a piece of `elements` is published: the rule publishers and
+    /// readers of a call apply alike. Small pieces go inline; large ones
+    /// are lent in calls where every member reads (there lending halves
+    /// the copies; where one member reads, a root, the publishers' copies
     /// into cells overlap with its reading, which is faster than its
-    /// copying everything alone.
-    fn lends_piece<T>(&self, elements: usize) -> bool {
+    /// copying everything alone); the rest go in cells.
+    fn place<T>(&self, elements: usize) -> Place {
+        let bytes = elements * size_of::<T>();
         let everyone_reads = match &self.shape {
             Shape::Reduce { root } | Shape::Gather { root, .. } => root.is_none(),
             Shape::Alltoall { .. } | Shape::ReduceScatter { .. } => true,
             Shape::Barrier | Shape::Bcast { .. } | Shape::Scatter { .. } => false,
         };
-        everyone_reads && self.shared.cma && elements * size_of::<T>() >= LEND
+        if bytes <= INLINE {
+            Place::Inline
+        } else if everyone_reads && self.shared.cma && bytes >= LEND {
+            Place::Lent
+        } else {
+            Place::Cell
+        }
     }
 
     /// Whether peers may still read this member's memory (it lent pieces
@@ -451,17 +511,17 @@ impl<'e> Run<'e> {
                     if publish != Publish::Nothing {
                         shared.published.set(s);
                     }
-                    let lent = match publish {
-                        Publish::Nothing => false,
+                    let place = match publish {
+                        Publish::Nothing => None,
                         Publish::Input(r) => {
-                            let lend = self.lends_piece::<T>(r.len());
-                            shared.publish(s, &input[r], lend)?;
-                            lend
+                            let place = self.place::<T>(r.len());
+                            shared.publish(s, &input[r], place)?;
+                            Some(place)
                         }
                         Publish::Output(r) => {
-                            let lend = self.lends_piece::<T>(r.len());
-                            shared.publish(s, &output[r], lend)?;
-                            lend
+                            let place = self.place::<T>(r.len());
+                            shared.publish(s, &output[r], place)?;
+                            Some(place)
                         }
                         Publish::Counts => {
                             let counts: Vec<u64> = match &self.shape {
@@ -470,15 +530,16 @@ impl<'e> Run<'e> {
                                 }
                                 _ => Vec::new(),
                             };
-                            shared.write(cell(s), &counts)?;
-                            false
+                            let place = counts_place(counts.len());
+                            shared.publish(s, &counts, place)?;
+                            Some(place)
                         }
                     };
-                    if lent {
+                    if place == Some(Place::Lent) {
                         self.lent = s;
                     }
                     shared.step.set(s);
-                    shared.store(ARRIVED, s)?;
+                    shared.arrive(s)?;
                     self.current = Some(s);
                     self.done_ops = 0;
                     s
@@ -494,7 +555,7 @@ impl<'e> Run<'e> {
                     Op::Local { .. } => None,
                 };
                 if let Some(p) = peer {
-                    if !shared.reached(p, ARRIVED, s)? {
+                    if !shared.arrived(p, s)? {
                         self.blocked_on = Some(p);
                         return Ok(false);
                     }
@@ -530,17 +591,17 @@ impl<'e> Run<'e> {
                 at,
                 into,
                 combine: false,
-                lent,
-            } => shared.read_piece(peer, s, (at, lent), &mut output[into])?,
+                place,
+            } => shared.read_piece(peer, s, (at, place), &mut output[into])?,
             Op::Read {
                 peer,
                 at,
                 into,
-                lent,
+                place,
                 ..
             } => {
                 let theirs = &mut scratch[..into.len()];
-                shared.read_piece(peer, s, (at, lent), theirs)?;
+                shared.read_piece(peer, s, (at, place), theirs)?;
                 combine()?(&mut output[into], theirs);
             }
             Op::Local {
@@ -551,7 +612,8 @@ impl<'e> Run<'e> {
             Op::Local { from, into, .. } => combine()?(&mut output[into], &input[from]),
             Op::Counts(p) => {
                 let mut theirs = vec![0u64; self.shared.n as usize];
-                shared.read(p, cell(s), &mut theirs)?;
+                let place = counts_place(theirs.len());
+                shared.read_piece(p, s, (0, place), &mut theirs)?;
                 self.counts[p as usize] = theirs;
             }
         }
@@ -573,28 +635,31 @@ impl<'e> Run<'e> {
         ops.clear();
         // Reads of every member's piece `range` (this member's from its
         // input at `from`) into `into`, combined in rank order.
-        let lends = |elements: usize| self.lends_piece::<T>(elements);
-        let fold =
-            |ops: &mut Vec<Op>, at: usize, lent: bool, from: Range<usize>, into: Range<usize>| {
-                for p in 0..n {
-                    let combine = p > 0;
-                    ops.push(if p == me {
-                        Op::Local {
-                            from: from.clone(),
-                            into: into.clone(),
-                            combine,
-                        }
-                    } else {
-                        Op::Read {
-                            peer: p,
-                            at,
-                            into: into.clone(),
-                            combine,
-                            lent,
-                        }
-                    });
-                }
-            };
+        let place = |elements: usize| self.place::<T>(elements);
+        let fold = |ops: &mut Vec<Op>,
+                    at: usize,
+                    from_place: Place,
+                    from: Range<usize>,
+                    into: Range<usize>| {
+            for p in 0..n {
+                let combine = p > 0;
+                ops.push(if p == me {
+                    Op::Local {
+                        from: from.clone(),
+                        into: into.clone(),
+                        combine,
+                    }
+                } else {
+                    Op::Read {
+                        peer: p,
+                        at,
+                        into: into.clone(),
+                        combine,
+                        place: from_place,
+                    }
+                });
+            }
+        };
         match &self.shape {
             Shape::Barrier => {
                 if k > 0 {
@@ -614,7 +679,7 @@ impl<'e> Run<'e> {
                 ops.push(Op::Read {
                     peer: *root,
                     at: 0,
-                    lent: lends(range.len()),
+                    place: place(range.len()),
                     into: range,
                     combine: false,
                 });
@@ -626,7 +691,7 @@ impl<'e> Run<'e> {
                 }
                 let range = piece(input, k);
                 if root.is_none_or(|r| r == me) {
-                    fold(ops, 0, lends(range.len()), range.clone(), range.clone());
+                    fold(ops, 0, place(range.len()), range.clone(), range.clone());
                 }
                 Some(Publish::Input(range))
             }
@@ -653,7 +718,7 @@ impl<'e> Run<'e> {
                             at: 0,
                             into: start..start + r.len(),
                             combine: false,
-                            lent: lends(r.len()),
+                            place: place(r.len()),
                         });
                     }
                 }
@@ -684,7 +749,7 @@ impl<'e> Run<'e> {
                         at: (lo - range.start) * size_of::<T>(),
                         into: lo - mine.start..hi - mine.start,
                         combine: false,
-                        lent: lends(range.len()),
+                        place: place(range.len()),
                     });
                 }
                 Some(Publish::Nothing)
@@ -730,7 +795,7 @@ impl<'e> Run<'e> {
                             at: (lo - range.start) * size_of::<T>(),
                             into: to..to + (hi - lo),
                             combine: false,
-                            lent: lends(published.len()),
+                            place: place(published.len()),
                         });
                     }
                 }
@@ -746,8 +811,14 @@ impl<'e> Run<'e> {
                 let (lo, hi) = (range.start.max(want.start), range.end.min(want.end));
                 if lo < hi {
                     let bytes = (lo - range.start) * size_of::<T>();
-                    let lent = lends(range.len());
-                    fold(ops, bytes, lent, lo..hi, lo - want.start..hi - want.start);
+                    let from_place = place(range.len());
+                    fold(
+                        ops,
+                        bytes,
+                        from_place,
+                        lo..hi,
+                        lo - want.start..hi - want.start,
+                    );
                 }
                 Some(Publish::Input(range))
             }
