@@ -313,8 +313,8 @@ fn sizes(collective: Collective) -> Vec<usize> {
     }
 }
 
-/// The median microseconds of `reps` calls (after one untimed), each after
-/// a barrier; every result checked.
+/// The median microseconds of `reps` calls (after one untimed); each
+/// call's buffers are made and its result checked outside the time.
 fn measure(
     comm: &Comm,
     collective: Collective,
@@ -324,22 +324,28 @@ fn measure(
 ) -> Result<f64> {
     let mut times = Vec::with_capacity(reps);
     for i in 0..=reps {
-        comm.barrier()?;
-        let start = Instant::now();
-        match element {
+        let us = match element {
             "i32" => call::<i32>(comm, collective, bytes)?,
             _ => call::<f64>(comm, collective, bytes)?,
-        }
+        };
         if i > 0 {
-            times.push(start.elapsed().as_secs_f64() * 1e6);
+            times.push(us);
         }
     }
     times.sort_by(f64::total_cmp);
     Ok(times[times.len() / 2].max(0.001))
 }
 
-/// One call of `collective` moving `bytes` per rank, checked.
-fn call<T>(comm: &Comm, collective: Collective, bytes: usize) -> Result<()>
+/// Buffers for one call of a collective.
+struct Buffers<T> {
+    input: Vec<T>,
+    output: Vec<T>,
+    counts: Vec<usize>,
+}
+
+/// One call of `collective` moving `bytes` per rank, timed alone (after a
+/// barrier), its result checked; microseconds.
+fn call<T>(comm: &Comm, collective: Collective, bytes: usize) -> Result<f64>
 where
     T: onesided_collectives::Reducible + From<i8>,
 {
@@ -347,65 +353,55 @@ where
     let count = bytes / size_of::<T>();
     let one = T::from(1);
     let sum = Op::Builtin(Builtin::Sum);
-    let wrong = |what: &str| format!("{what}: wrong result on rank {me}");
+    let whole = matches!(
+        collective,
+        Collective::Scatter | Collective::Alltoall | Collective::ReduceScatter
+    );
+    let gathers = matches!(collective, Collective::Gather | Collective::Allgather);
+    let mut b = Buffers {
+        input: vec![one; if whole { count * n } else { count }],
+        output: vec![
+            T::zeroed();
+            if gathers || collective == Collective::Alltoall {
+                count * n
+            } else {
+                count
+            }
+        ],
+        counts: vec![count; n],
+    };
+    if collective == Collective::Bcast {
+        b.output = vec![if me == 0 { one } else { T::zeroed() }; count];
+    }
+    comm.barrier()?;
+    let start = Instant::now();
     match collective {
         Collective::Barrier => comm.barrier()?,
-        Collective::Bcast => {
-            let mut buf = vec![if me == 0 { one } else { T::zeroed() }; count];
-            comm.bcast(0, &mut buf)?;
-            if buf.iter().any(|v| *v != one) {
-                return Err(wrong("bcast").into());
-            }
-        }
-        Collective::Reduce | Collective::Allreduce => {
-            let input = vec![one; count];
-            let mut out = vec![T::zeroed(); count];
-            if collective == Collective::Reduce {
-                comm.reduce(0, &input, &mut out, &sum)?;
-            } else {
-                comm.allreduce(&input, &mut out, &sum)?;
-            }
-            let n_t = T::from(n as i8);
-            if (collective == Collective::Allreduce || me == 0) && out.iter().any(|v| *v != n_t) {
-                return Err(wrong(collective.name()).into());
-            }
-        }
-        Collective::Gather | Collective::Scatter | Collective::Allgather => {
-            let counts = vec![count; n];
-            let mine = vec![one; count];
-            let mut all = vec![T::zeroed(); count * n];
-            match collective {
-                Collective::Allgather => comm.allgatherv(&mine, &mut all, &counts)?,
-                Collective::Gather => comm.gatherv(0, &mine, &mut all, &counts)?,
-                _ => {
-                    let src = vec![one; count * n];
-                    let mut part = vec![T::zeroed(); count];
-                    comm.scatterv(0, &src, &mut part, &counts)?;
-                    all = part;
-                }
-            }
-            let checked = collective != Collective::Gather || me == 0;
-            if checked && all.iter().any(|v| *v != one) {
-                return Err(wrong(collective.name()).into());
-            }
-        }
-        Collective::Alltoall => {
-            let input = vec![one; count * n];
-            let mut output = vec![T::zeroed(); count * n];
-            comm.alltoall(&input, &mut output, count)?;
-            if output.iter().any(|v| *v != one) {
-                return Err(wrong("alltoall").into());
-            }
-        }
+        Collective::Bcast => comm.bcast(0, &mut b.output)?,
+        Collective::Reduce => comm.reduce(0, &b.input, &mut b.output, &sum)?,
+        Collective::Allreduce => comm.allreduce(&b.input, &mut b.output, &sum)?,
+        Collective::Gather => comm.gatherv(0, &b.input, &mut b.output, &b.counts)?,
+        Collective::Allgather => comm.allgatherv(&b.input, &mut b.output, &b.counts)?,
+        Collective::Scatter => comm.scatterv(0, &b.input, &mut b.output, &b.counts)?,
+        Collective::Alltoall => comm.alltoall(&b.input, &mut b.output, count)?,
         Collective::ReduceScatter => {
-            let counts = vec![count; n];
-            let input = vec![one; count * n];
-            let mut block = vec![T::zeroed(); count];
-            comm.reduce_scatter(&input, &mut block, &counts, &sum)?;
-            if block.iter().any(|v| *v != T::from(n as i8)) {
-                return Err(wrong("reduce_scatter").into());
-            }
+            comm.reduce_scatter(&b.input, &mut b.output, &b.counts, &sum)?
         }
     }
-    Ok(())
+    let us = start.elapsed().as_secs_f64() * 1e6;
+    // What every element of the output must hold, where it is checked.
+    let n_t = T::from(n as i8);
+    let want = match collective {
+        Collective::Barrier => None,
+        Collective::Reduce if me != 0 => None,
+        Collective::Gather if me != 0 => None,
+        Collective::Reduce | Collective::Allreduce | Collective::ReduceScatter => Some(n_t),
+        _ => Some(one),
+    };
+    if let Some(w) = want {
+        if b.output.iter().any(|v| *v != w) {
+            return Err(format!("{}: wrong result on rank {me}", collective.name()).into());
+        }
+    }
+    Ok(us)
 }
