@@ -535,7 +535,9 @@ impl<'e> Inflight<'e> {
 /// A nonblocking collective: a [`Request`]. Its output buffer is borrowed
 /// until it is dropped and written when it completes; testing it advances
 /// every run of its Comm. Dropped before completion, it leaves the other
-/// members' call to fail by timeout.
+/// members' call to fail by timeout, and (a shared-memory run) this
+/// member's later shared-memory calls on the Comm too, which wait for its
+/// turn to end: complete every request, as MPI requires.
 pub struct Run<'a, 'e, T: bytemuck::Pod> {
     inflight: &'a Inflight<'e>,
     exec: Shared<'e, T>,

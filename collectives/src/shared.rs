@@ -32,7 +32,10 @@
 //! instead of copied into the cell: the publisher writes where it lies
 //! (pid, address), readers copy it straight into their buffers (one copy
 //! instead of two), and a call that lent returns only once every reader
-//! released its last lent step. Reductions combine the members' pieces in rank order (so
+//! released its last lent step (a call that fails on a member, a dead
+//! peer or a timeout, returns without that wait: as for any collective
+//! that failed somewhere, the others' results are then undefined).
+//! Reductions combine the members' pieces in rank order (so
 //! non-commutative operations are right), each reader on its own. An
 //! alltoallv first publishes every member's counts (one step), so that
 //! every member knows where its blocks lie and how many steps follow.
