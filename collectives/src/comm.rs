@@ -44,8 +44,10 @@ pub struct Comm<'e> {
     geometry: Geometry,
     choices: RefCell<Selector>,
     observed: RefCell<Selector>,
-    /// Choices by size made so far (see [`Comm::by_size`]).
+    /// Choices by size made so far (see [`Comm::by_size`]), and the last
+    /// one per collective (calls repeat the same shape most often).
     chosen: RefCell<FastMap<ChoiceKey, &'static str>>,
+    last_chosen: [Cell<Option<(ChoiceKey, &'static str)>>; Collective::ALL.len()],
     /// Algorithms made to fail ([`FAULT_ENV`]).
     faults: HashSet<(Collective, &'static str)>,
     inflight: Inflight<'e>,
@@ -108,6 +110,7 @@ impl<'e> Comm<'e> {
             choices: RefCell::new(choices),
             faults: faults_from_env(),
             chosen: RefCell::default(),
+            last_chosen: Default::default(),
             inflight: Inflight::default(),
             shared: std::cell::OnceCell::new(),
             group,
@@ -190,7 +193,7 @@ impl<'e> Comm<'e> {
         }
         *self.observed.borrow_mut() = agreed.clone();
         *self.choices.borrow_mut() = agreed;
-        self.chosen.borrow_mut().clear();
+        self.forget_choices();
         Ok(())
     }
 
@@ -278,11 +281,17 @@ impl<'e> Comm<'e> {
                 Err(e) if forced.is_some() => return Err(e),
                 Err(_) => {
                     self.choices.borrow_mut().failed(c, algorithm);
-                    self.chosen.borrow_mut().clear();
+                    self.forget_choices();
                     self.observed.borrow_mut().failed(c, algorithm);
                 }
             }
         }
+    }
+
+    /// Forgets the remembered choices (the choices changed).
+    fn forget_choices(&self) {
+        self.chosen.borrow_mut().clear();
+        self.last_chosen.iter().for_each(|l| l.set(None));
     }
 
     /// The choice by size for `shape`, remembered until the choices change
@@ -298,7 +307,14 @@ impl<'e> Comm<'e> {
             shape.commutative,
             shape.blocking,
         );
-        if let Some(a) = self.chosen.borrow().get(&key) {
+        let last = &self.last_chosen[shape.collective as usize];
+        if let Some((k, a)) = last.get() {
+            if k == key {
+                return Some(a);
+            }
+        }
+        if let Some(&a) = self.chosen.borrow().get(&key) {
+            last.set(Some((key, a)));
             return Some(a);
         }
         let a = self.choices.borrow().choose(
@@ -313,6 +329,7 @@ impl<'e> Comm<'e> {
             chosen.clear();
         }
         chosen.insert(key, a);
+        last.set(Some((key, a)));
         Some(a)
     }
 
@@ -622,11 +639,11 @@ impl<'e> Comm<'e> {
             None => Collective::Allreduce,
         };
         if root.is_none_or(|r| r == self.me) {
-            Self::check_len(
-                &format!("{} output", collective.name()),
-                output.len(),
-                input.len(),
-            )?;
+            let what = match collective {
+                Collective::Reduce => "reduce output",
+                _ => "allreduce output",
+            };
+            Self::check_len(what, output.len(), input.len())?;
         }
         let combine = Self::combine(op)?;
         let (n, me, count) = (self.group.size(), self.me, input.len());
