@@ -510,25 +510,48 @@ impl<'e> Inflight<'e> {
         I: AsRef<[T]>,
         O: AsRef<[T]> + AsMut<[T]>,
     {
-        let mut backoff = exec.ep.backoff();
-        let limit = exec.ep.timeout();
-        let mut mark = exec.mark();
-        while !exec.test()? {
-            self.progress();
-            if exec.mark() != mark {
-                mark = exec.mark();
-                backoff.reset();
+        let (backoff, limit) = (exec.ep.backoff(), exec.ep.timeout());
+        let late = drive(backoff, limit, || {
+            let done = exec.test()?;
+            if !done {
+                self.progress();
             }
-            let waited = backoff.pause();
-            if waited > limit {
-                return Err(match exec.waiting_for() {
-                    Some(rank) => Error::Late { rank, waited },
-                    None => onesided_rma::Error::RequestTimeout(limit).into(),
-                });
-            }
+            Ok::<_, Error>((done, exec.mark()))
+        })?;
+        if let Some(waited) = late {
+            return Err(match exec.waiting_for() {
+                Some(rank) => Error::Late { rank, waited },
+                None => onesided_rma::Error::RequestTimeout(limit).into(),
+            });
         }
         self.spare.give(exec.scratch);
         Ok(())
+    }
+}
+
+/// Calls `step` (which says whether the call is done, and where it is)
+/// until the call is done, backing off between calls, afresh whenever the
+/// call moves on (a long call is many short waits, not one that ends up
+/// sleeping); `Some(waited)` when it did not move for `limit`.
+fn drive<E>(
+    mut backoff: onesided_fabric::progress::Backoff,
+    limit: Duration,
+    mut step: impl FnMut() -> Result<(bool, u64), E>,
+) -> Result<Option<Duration>, E> {
+    let mut mark = None;
+    loop {
+        let (done, now) = step()?;
+        if done {
+            return Ok(None);
+        }
+        if mark.is_some_and(|m| m != now) {
+            backoff.reset();
+        }
+        mark = Some(now);
+        let waited = backoff.pause();
+        if waited > limit {
+            return Ok(Some(waited));
+        }
     }
 }
 
@@ -587,19 +610,12 @@ impl<T: bytemuck::Pod> Request for Run<'_, '_, T> {
 
     /// As [`Request::wait`], backing off afresh whenever the run moves on.
     fn wait(&mut self) -> Result<(), onesided_rma::Error> {
-        let mut backoff = self.backoff();
-        let mut mark = self.exec.borrow().mark();
-        while !self.test()? {
-            let now = self.exec.borrow().mark();
-            if now != mark {
-                mark = now;
-                backoff.reset();
-            }
-            if backoff.pause() > self.timeout() {
-                return Err(onesided_rma::Error::RequestTimeout(self.timeout()));
-            }
+        let (backoff, limit) = (self.backoff(), self.timeout());
+        let step = || Ok::<_, onesided_rma::Error>((self.test()?, self.exec.borrow().mark()));
+        match drive(backoff, limit, step)? {
+            None => Ok(()),
+            Some(_) => Err(onesided_rma::Error::RequestTimeout(limit)),
         }
-        Ok(())
     }
 
     fn backoff(&self) -> onesided_fabric::progress::Backoff {

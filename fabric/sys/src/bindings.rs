@@ -223,6 +223,8 @@ const _: () = {
 impl Default for __atomic_wide_counter {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -248,6 +250,8 @@ const _: () = {
 impl Default for __pthread_internal_list {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -291,6 +295,8 @@ const _: () = {
 impl Default for __pthread_mutex_s {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -330,6 +336,8 @@ const _: () = {
 impl Default for __pthread_cond_s {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -357,6 +365,8 @@ const _: () = {
 impl Default for pthread_mutex_t {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -384,6 +394,8 @@ const _: () = {
 impl Default for pthread_cond_t {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -406,6 +418,8 @@ const _: () = {
 impl Default for iovec {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -455,6 +469,8 @@ const _: () = {
 impl Default for fi_ioc {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -669,6 +685,8 @@ const _: () = {
 impl Default for fi_ep_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -768,6 +786,8 @@ const _: () = {
 impl Default for fi_domain_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -801,6 +821,8 @@ const _: () = {
 impl Default for fi_fabric_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -854,6 +876,8 @@ const _: () = {
 impl Default for fi_info {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -890,6 +914,8 @@ const _: () = {
 impl Default for fi_device_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -943,6 +969,8 @@ const _: () = {
 impl Default for fi_bus_attr__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -960,6 +988,8 @@ const _: () = {
 impl Default for fi_bus_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -994,6 +1024,8 @@ const _: () = {
 impl Default for fi_link_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1101,6 +1133,8 @@ const _: () = {
 impl Default for fid {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1216,6 +1250,8 @@ const _: () = {
 impl Default for fid_fabric {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1263,6 +1299,8 @@ const _: () = {
 impl Default for fid_nic {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1289,6 +1327,8 @@ const _: () = {
 impl Default for fi_alias {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1311,6 +1351,8 @@ const _: () = {
 impl Default for fi_fid_var {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1341,6 +1383,8 @@ const _: () = {
 impl Default for fi_mr_raw_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1373,6 +1417,8 @@ const _: () = {
 impl Default for fi_mr_map_raw {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1518,6 +1564,8 @@ const _: () = {
 impl Default for fi_param {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1548,6 +1596,8 @@ const _: () = {
 impl Default for fi_context {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1569,6 +1619,8 @@ const _: () = {
 impl Default for fi_context2 {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1592,6 +1644,8 @@ const _: () = {
 impl Default for fi_recv_context {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1638,6 +1692,8 @@ const _: () = {
 impl Default for fi_wait_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1678,6 +1734,8 @@ const _: () = {
 impl Default for fid_wait {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1701,6 +1759,8 @@ const _: () = {
 impl Default for fi_mutex_cond {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1727,6 +1787,8 @@ const _: () = {
 impl Default for fi_wait_pollfd {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1797,6 +1859,8 @@ const _: () = {
 impl Default for fid_poll {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1828,6 +1892,8 @@ const _: () = {
 impl Default for fi_eq_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1861,6 +1927,8 @@ const _: () = {
 impl Default for fi_eq_entry {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1900,6 +1968,8 @@ const _: () = {
 impl Default for fi_eq_err_entry {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -1926,6 +1996,8 @@ const _: () = {
 impl Default for fi_eq_cm_entry {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2004,6 +2076,8 @@ const _: () = {
 impl Default for fid_eq {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2031,6 +2105,8 @@ const _: () = {
 impl Default for fi_cq_entry {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2058,6 +2134,8 @@ const _: () = {
 impl Default for fi_cq_msg_entry {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2091,6 +2169,8 @@ const _: () = {
 impl Default for fi_cq_data_entry {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2127,6 +2207,8 @@ const _: () = {
 impl Default for fi_cq_tagged_entry {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2178,6 +2260,8 @@ const _: () = {
 impl Default for fi_cq_err_entry {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2217,6 +2301,8 @@ const _: () = {
 impl Default for fi_cq_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2306,6 +2392,8 @@ const _: () = {
 impl Default for fid_cq {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2337,6 +2425,8 @@ const _: () = {
 impl Default for fi_cntr_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2399,6 +2489,8 @@ const _: () = {
 impl Default for fid_cntr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2609,6 +2701,8 @@ const _: () = {
 impl Default for fi_av_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2648,6 +2742,8 @@ const _: () = {
 impl Default for fi_av_set_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2759,6 +2855,8 @@ const _: () = {
 impl Default for fid_av {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2783,6 +2881,8 @@ const _: () = {
 impl Default for fid_mr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2839,6 +2939,8 @@ const _: () = {
 impl Default for fi_mr_attr__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2867,6 +2969,8 @@ const _: () = {
 impl Default for fi_mr_attr {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -2889,6 +2993,8 @@ const _: () = {
 impl Default for fi_mr_modify {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -3177,6 +3283,8 @@ const _: () = {
 impl Default for fid_domain {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -3438,6 +3546,8 @@ const _: () = {
 impl Default for fi_msg {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -3652,6 +3762,8 @@ const _: () = {
 impl Default for fid_ep {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -3676,6 +3788,8 @@ const _: () = {
 impl Default for fid_pep {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -3698,6 +3812,8 @@ const _: () = {
 impl Default for fid_stx {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -3930,6 +4046,8 @@ const _: () = {
 impl Default for fid_mc {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -4146,6 +4264,8 @@ const _: () = {
 impl Default for fi_msg_rma {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -4413,6 +4533,8 @@ const _: () = {
 impl Default for fi_msg_atomic {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -4439,6 +4561,8 @@ const _: () = {
 impl Default for fi_msg_fetch {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -4466,6 +4590,8 @@ const _: () = {
 impl Default for fi_msg_compare {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()
@@ -4886,6 +5012,8 @@ const _: () = {
 impl Default for fi_msg_tagged {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the type is a C struct or union of integers, pointers and
+        // arrays of them, for which all-zero bytes are a valid value.
         unsafe {
             ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
             s.assume_init()

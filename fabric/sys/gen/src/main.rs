@@ -44,7 +44,19 @@ fn main() {
         .layout_tests(true)
         .generate()
         .expect("bindgen failed");
-    bindings
-        .write_to_file(root.join("src/bindings.rs"))
-        .expect("write bindings.rs");
+    let out = root.join("src/bindings.rs");
+    bindings.write_to_file(&out).expect("write bindings.rs");
+    let text = std::fs::read_to_string(&out).expect("read bindings.rs");
+    std::fs::write(&out, with_safety_comments(&text)).expect("write bindings.rs");
+}
+
+/// The one kind of `unsafe` block bindgen writes here (the zeroing
+/// `Default` of a C struct or union) with the `// SAFETY:` line the
+/// project requires of every unsafe block.
+fn with_safety_comments(text: &str) -> String {
+    const ZEROING: &str = "        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();\n        unsafe {";
+    const SAFETY: &str = "        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();\n        \
+        // SAFETY: the type is a C struct or union of integers, pointers and\n        \
+        // arrays of them, for which all-zero bytes are a valid value.\n        unsafe {";
+    text.replace(ZEROING, SAFETY)
 }
