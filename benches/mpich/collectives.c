@@ -8,8 +8,10 @@
  * 2 MiB: 32 MiB per pair would need 2 * N * 32 MiB per rank) and iallreduce
  * (sum, then MPI_Wait). Reps per size: 16 MiB / size, clamped to 3 - 200
  * (barrier: 1000), times SCALE. Each rep starts with an untimed barrier;
- * warm-up reps (10%, at least 2) are untimed; times are MPI_Wtime on rank 0,
- * which prints one line per case and size:
+ * warm-up reps (10%, at least 2) are untimed; a rep's time is the slowest
+ * rank's MPI_Wtime interval (a collective is done when every rank has its
+ * result; a bcast root alone is done first), and rank 0 prints one line per
+ * case and size:
  *   collectives CASE BYTES MEDIAN_US MIN_US MAX_US
  * Every rep's result is checked on every rank that gets one (every element
  * up to 4 KiB per block, above that every 97th and the last, which are
@@ -49,6 +51,9 @@ static double bcast_value(long rep, long i) { return (double)(rep * 1000 + i % 1
 static double pair(int a, int b, long i) { return (double)(a * 7 + b * 3 + (i % 100)); }
 
 static int scaled(const Bench *b, long base) { return scaled_reps(b->scale, base, 3); }
+
+/* Makes t[i] the slowest rank's time of rep i, on every rank. */
+static void slowest(double *t, int reps) { MPI_Allreduce(MPI_IN_PLACE, t, reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD); }
 
 static void fail(const Bench *b, const char *name, long bytes, const char *what, double expected, double found) {
     fprintf(stderr, "collectives: %s %s %ld: rank %d %s expected %.17g found %.17g\n", b->suite, name, bytes,
@@ -149,6 +154,7 @@ static void coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
         else if (c != REDUCE || me == 0)
             check(b, c, bytes, rep, -1, recv, count, n, 0);
     }
+    slowest(t, reps);
     free(displs);
     free(counts);
     free(recv);
@@ -163,6 +169,7 @@ static void barrier_case(double *t, int reps) {
         MPI_Barrier(MPI_COMM_WORLD);
         if (i >= 0) t[i] = MPI_Wtime() - s;
     }
+    slowest(t, reps);
 }
 
 static void collectives_suite(const Bench *b) {

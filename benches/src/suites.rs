@@ -410,7 +410,9 @@ fn ibarrier(b: &Bench) -> Result<()> {
 const COLLECTIVE_SIZES: [usize; 8] = [8, 64, 512, 4096, 32768, 262_144, 2 << 20, 32 << 20];
 
 /// The collectives suite: every case after an untimed barrier, results
-/// checked, the algorithm onesided chose printed as a seventh field.
+/// checked, the algorithm onesided chose printed as a seventh field. A
+/// rep's time is the slowest rank's (a collective is done when every rank
+/// has its result; the root of a bcast alone is done first).
 fn collectives(b: &Bench, world: &World) -> Result<()> {
     use onesided_collectives::{Builtin, Collective, Comm, Op};
     let comm = Comm::new(&b.rma, Group::world(world.size()))?;
@@ -420,13 +422,22 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
     let wrong = |case: &str, bytes: usize, i: usize| -> Result<()> {
         Err(format!("collectives {case} {bytes}: rank {me} element {i} wrong").into())
     };
+    // Reports case's slowest times with the algorithm collective's last
+    // call ran (taken before the times are reduced, by an allreduce).
+    let report = |case: &str, bytes: usize, t: Vec<f64>, collective: Collective| -> Result<()> {
+        let algorithm = comm.last_algorithm(collective).unwrap_or_default();
+        let mut slowest = vec![0f64; t.len()];
+        comm.allreduce(&t, &mut slowest, &Op::Builtin(Builtin::Max))?;
+        b.report_chosen(case, bytes, &mut slowest, algorithm);
+        Ok(())
+    };
     // Barrier.
-    let mut t = b.timed(b.reps(1000), 1, || Ok(()), || Ok(comm.barrier()?))?;
-    b.report_chosen("barrier", 0, &mut t, "dissemination");
+    let before = || Ok(comm.barrier()?);
+    let t = b.timed(b.reps(1000), 1, before, || Ok(comm.barrier()?))?;
+    report("barrier", 0, t, Collective::Barrier)?;
     for bytes in COLLECTIVE_SIZES {
         let count = bytes / 8;
         let reps = b.reps((16usize << 20).div_ceil(bytes).clamp(3, 200));
-        let before = || Ok(comm.barrier()?);
         let base: Vec<f64> = (0..count)
             .map(|i| ((i % 1000) + me as usize) as f64)
             .collect();
@@ -434,7 +445,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         // bcast
         let mut buf = vec![0f64; count];
         let mut rep = 0f64;
-        let mut t = b.timed(reps, 1, before, || {
+        let t = b.timed(reps, 1, before, || {
             rep += 1.0;
             buf.iter_mut()
                 .for_each(|v| *v = if me == 0 { rep } else { 0.0 });
@@ -443,15 +454,10 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         if let Some(i) = buf.iter().position(|v| *v != rep) {
             wrong("bcast", bytes, i)?;
         }
-        b.report_chosen(
-            "bcast",
-            bytes,
-            &mut t,
-            comm.algorithm(Collective::Bcast, "bytes", bytes as u64, true)?,
-        );
+        report("bcast", bytes, t, Collective::Bcast)?;
         // reduce, allreduce, iallreduce
         let mut out = vec![0f64; count];
-        let mut t = b.timed(reps, 1, before, || {
+        let t = b.timed(reps, 1, before, || {
             Ok(comm.reduce(0, &base, &mut out, &sum)?)
         })?;
         if me == 0 {
@@ -459,32 +465,26 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
                 wrong("reduce", bytes, i)?;
             }
         }
-        b.report_chosen(
-            "reduce",
-            bytes,
-            &mut t,
-            comm.algorithm(Collective::Reduce, "f64", bytes as u64, true)?,
-        );
-        let mut t = b.timed(reps, 1, before, || {
+        report("reduce", bytes, t, Collective::Reduce)?;
+        let t = b.timed(reps, 1, before, || {
             Ok(comm.allreduce(&base, &mut out, &sum)?)
         })?;
         if let Some(i) = (0..count).find(|&i| out[i] != expect(i)) {
             wrong("allreduce", bytes, i)?;
         }
-        let allreduce = comm.algorithm(Collective::Allreduce, "f64", bytes as u64, true)?;
-        b.report_chosen("allreduce", bytes, &mut t, allreduce);
-        let mut t = b.timed(reps, 1, before, || {
+        report("allreduce", bytes, t, Collective::Allreduce)?;
+        let t = b.timed(reps, 1, before, || {
             let mut r = comm.iallreduce(&base, &mut out, &sum)?;
             Ok(r.wait()?)
         })?;
         if let Some(i) = (0..count).find(|&i| out[i] != expect(i)) {
             wrong("iallreduce", bytes, i)?;
         }
-        b.report_chosen("iallreduce", bytes, &mut t, allreduce);
+        report("iallreduce", bytes, t, Collective::Allreduce)?;
         // allgather
         let counts = vec![count; n];
         let mut all = vec![0f64; count * n];
-        let mut t = b.timed(reps, 1, before, || {
+        let t = b.timed(reps, 1, before, || {
             Ok(comm.allgatherv(&base, &mut all, &counts)?)
         })?;
         if let Some(i) = (0..count * n)
@@ -492,12 +492,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         {
             wrong("allgather", bytes, i)?;
         }
-        b.report_chosen(
-            "allgather",
-            bytes,
-            &mut t,
-            comm.algorithm(Collective::Allgather, "bytes", bytes as u64, true)?,
-        );
+        report("allgather", bytes, t, Collective::Allgather)?;
         // alltoallv, equal counts
         if bytes <= 2 << 20 {
             let input: Vec<f64> = (0..count * n)
@@ -506,7 +501,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
                 })
                 .collect();
             let mut output = vec![0f64; count * n];
-            let mut t = b.timed(reps, 1, before, || {
+            let t = b.timed(reps, 1, before, || {
                 Ok(comm.alltoallv(&input, &counts, &mut output, &counts)?)
             })?;
             if let Some(i) = (0..count * n).find(|&k| {
@@ -515,7 +510,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
             }) {
                 wrong("alltoallv", bytes, i)?;
             }
-            b.report_chosen("alltoallv", bytes, &mut t, "pairwise");
+            report("alltoallv", bytes, t, Collective::Alltoall)?;
         }
     }
     Ok(())

@@ -48,6 +48,8 @@ pub struct Comm<'e> {
     /// one per collective (calls repeat the same shape most often).
     chosen: RefCell<FastMap<ChoiceKey, &'static str>>,
     last_chosen: [Cell<Option<(ChoiceKey, &'static str)>>; Collective::ALL.len()],
+    /// The algorithm the last call of each collective started.
+    ran: [Cell<Option<&'static str>>; Collective::ALL.len()],
     /// Algorithms made to fail ([`FAULT_ENV`]).
     faults: HashSet<(Collective, &'static str)>,
     inflight: Inflight<'e>,
@@ -111,6 +113,7 @@ impl<'e> Comm<'e> {
             faults: faults_from_env(),
             chosen: RefCell::default(),
             last_chosen: Default::default(),
+            ran: Default::default(),
             inflight: Inflight::default(),
             shared: std::cell::OnceCell::new(),
             group,
@@ -238,6 +241,14 @@ impl<'e> Comm<'e> {
         Ok(self.choose(shape, |_| Ok(()))?.0)
     }
 
+    /// The algorithm the last call of `collective` on this Comm started
+    /// (blocking or not; none before the first call). It is the same on
+    /// every rank, like [`Comm::algorithm`]'s answer, which says what a
+    /// call *would* use.
+    pub fn last_algorithm(&self, collective: Collective) -> Option<&'static str> {
+        self.ran[collective as usize].get()
+    }
+
     /// The call's algorithm and this rank's plan for it (`build`'s
     /// answer): forced, else chosen by `shape`. An algorithm that fails
     /// here (its plan does not fit the call, it is injected by
@@ -277,7 +288,10 @@ impl<'e> Comm<'e> {
                 build(algorithm)
             };
             match plan {
-                Ok(plan) => return Ok((algorithm, plan)),
+                Ok(plan) => {
+                    self.ran[c as usize].set(Some(algorithm));
+                    return Ok((algorithm, plan));
+                }
                 Err(e) if forced.is_some() => return Err(e),
                 Err(_) => {
                     self.choices.borrow_mut().failed(c, algorithm);
@@ -393,17 +407,18 @@ impl<'e> Comm<'e> {
             Plan::OneSided { sends, recvs } => {
                 self.alltoallv_onesided(number, input, &sends, output, &recvs)
             }
+            Plan::Shared(how) if self.inflight.idle() => self.shared().and_then(|shared| {
+                let combine = combine.as_ref();
+                if shared.quick_fits::<T>(&how, input.len(), output.len()) {
+                    return shared.quick(&how, input, output, combine);
+                }
+                let run = shared::Run::new(shared, how);
+                (self.inflight).wait_shared(self.ep, &self.group, run, (input, output), combine)
+            }),
             plan => self.work(plan).and_then(|work| {
                 let spare = &self.inflight.spare;
-                let exec = Exec::new(
-                    self.ep,
-                    &self.group,
-                    work,
-                    number,
-                    (input, output),
-                    combine,
-                    spare,
-                )?;
+                let buffers = (input, output);
+                let exec = Exec::new(self.ep, &self.group, work, number, buffers, combine, spare)?;
                 self.inflight.wait(exec)
             }),
         };
@@ -427,14 +442,11 @@ impl<'e> Comm<'e> {
 
     /// This Comm's shared-memory state, made at its first use.
     fn shared(&self) -> Result<Rc<Shared<'e>>, Error> {
-        if self.shared.get().is_none() {
-            let made = Shared::new(self.rma, &self.group, self.me)?;
-            let _ = self.shared.set(Rc::new(made));
+        if let Some(shared) = self.shared.get() {
+            return Ok(Rc::clone(shared));
         }
-        self.shared
-            .get()
-            .cloned()
-            .ok_or(Error::BadCall("no shared-memory state".into()))
+        let made = Rc::new(Shared::new(self.rma, &self.group, self.me)?);
+        Ok(Rc::clone(self.shared.get_or_init(|| made)))
     }
 
     /// Records how a call of `algorithm` went (monitoring): its failure,

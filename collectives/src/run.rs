@@ -502,6 +502,39 @@ impl<'e> Inflight<'e> {
         }
     }
 
+    /// Whether no run is in flight (a blocking call then has nothing to
+    /// advance but itself).
+    pub(crate) fn idle(&self) -> bool {
+        self.runs.borrow().is_empty()
+    }
+
+    /// Runs a blocking call's shared-memory `run` over the caller's
+    /// buffers when no run is in flight: no executor, nothing else to
+    /// advance (the shortest path of a small call).
+    pub(crate) fn wait_shared<T: bytemuck::Pod>(
+        &self,
+        ep: &Endpoint,
+        group: &Group,
+        mut run: shared::Run<'e>,
+        (input, output): (&[T], &mut [T]),
+        combine: Option<&Combine<T>>,
+    ) -> Result<(), Error> {
+        let mut scratch = self.spare.zeroed(run.scratch::<T>(input.len()));
+        let (backoff, limit) = (ep.backoff(), ep.timeout());
+        let late = drive(backoff, limit, || {
+            let done = run.advance(input, output, &mut scratch, combine)?;
+            Ok::<_, Error>((done, run.mark()))
+        })?;
+        if let Some(waited) = late {
+            return Err(match run.waiting_for().map(|p| group.job_rank(p)) {
+                Some(Ok(rank)) => Error::Late { rank, waited },
+                _ => onesided_rma::Error::RequestTimeout(limit).into(),
+            });
+        }
+        self.spare.give(scratch);
+        Ok(())
+    }
+
     /// Runs `exec` (a blocking call's) to completion, advancing the runs
     /// in flight too; keeps its scratch for later calls.
     pub(crate) fn wait<T, I, O>(&self, mut exec: Exec<'e, T, I, O>) -> Result<(), Error>

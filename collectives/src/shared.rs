@@ -125,13 +125,15 @@ pub(crate) struct Shared<'e> {
     /// The operations of the current step of the run whose turn it is.
     ops: RefCell<Vec<Op>>,
     /// The members' parts as mapped here, learned at first use.
-    parts: RefCell<Vec<Option<Rc<Mapping>>>>,
+    parts: Vec<std::cell::OnceCell<Rc<Mapping>>>,
     /// Whether pieces may be lent (the same on every member of a host).
     cma: bool,
     /// The last step begun here, and the last one this member published
     /// in.
     step: Cell<u64>,
     published: Cell<u64>,
+    /// A step every peer was last seen to have released.
+    released: Cell<u64>,
     /// Tickets given to calls, and the ticket whose turn it is.
     tickets: Cell<u64>,
     serving: Cell<u64>,
@@ -150,10 +152,11 @@ impl<'e> Shared<'e> {
             me,
             n: group.size(),
             window: rma.allocate(group, DATA + SLOT)?,
-            parts: RefCell::new(vec![None; group.size() as usize]),
+            parts: vec![std::cell::OnceCell::new(); group.size() as usize],
             ops: RefCell::default(),
             step: Cell::new(0),
             published: Cell::new(0),
+            released: Cell::new(0),
             cma: onesided_fabric::cma::available(),
             tickets: Cell::new(0),
             serving: Cell::new(0),
@@ -163,46 +166,193 @@ impl<'e> Shared<'e> {
     /// Whether `peer`'s counter at `at` has reached `step`; a dead peer is
     /// an error.
     fn reached(&self, peer: u32, at: u64, step: u64) -> Result<bool, Error> {
-        let seen = self.with_part(peer, |m| {
-            Ok(m.atomic_u64(at as usize)?.load(Ordering::Acquire))
-        })?;
+        Ok(self.counter(peer, at, step)? >= step)
+    }
+
+    /// `peer`'s counter at `at`; a dead peer is an error when it is below
+    /// `step`.
+    fn counter(&self, peer: u32, at: u64, step: u64) -> Result<u64, Error> {
+        let seen = self
+            .part(peer)?
+            .atomic_u64(at as usize)?
+            .load(Ordering::Acquire);
         if seen >= step {
-            return Ok(true);
+            return Ok(seen);
         }
         let rank = self.group.job_rank(peer)?;
         if self.ep.is_dead(rank) {
             let op = "a shared-memory collective";
             return Err(onesided_fabric::Error::PeerDead { op, rank }.into());
         }
-        Ok(false)
+        Ok(seen)
+    }
+
+    /// A peer that has not released `step` yet, or `None` when every peer
+    /// has. Their counters are read only when what was read last does not
+    /// tell: a member publishing call after call then reads them once in
+    /// about `CELLS` calls, not at every call (each read moves a line
+    /// the peer writes).
+    fn unreleased(&self, step: u64) -> Result<Option<u32>, Error> {
+        if step <= self.released.get() {
+            return Ok(None);
+        }
+        let mut least = u64::MAX;
+        for p in (0..self.n).filter(|&p| p != self.me) {
+            let seen = self.counter(p, RELEASED, step)?;
+            if seen < step {
+                return Ok(Some(p));
+            }
+            least = least.min(seen);
+        }
+        self.released.set(least);
+        Ok(None)
+    }
+
+    /// Waits, backing off, until `peer`'s counter at `at` reaches `step`.
+    ///
+    /// # Errors
+    /// A dead peer; [`Error::Late`] after the endpoint's timeout.
+    fn wait_for(&self, peer: u32, at: u64, step: u64) -> Result<(), Error> {
+        if self.reached(peer, at, step)? {
+            return Ok(());
+        }
+        let (mut backoff, limit) = (self.ep.backoff(), self.ep.timeout());
+        while !self.reached(peer, at, step)? {
+            let waited = backoff.pause();
+            if waited > limit {
+                let rank = self.group.job_rank(peer)?;
+                return Err(Error::Late { rank, waited });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether [`Shared::quick`] runs a blocking call of `shape` over
+    /// `input` and `output` elements of `T`: a barrier, a broadcast of one
+    /// piece or a reduction whose piece goes inline (one step each), when
+    /// no earlier call waits for its turn.
+    pub(crate) fn quick_fits<T>(&self, shape: &Shape, input: usize, output: usize) -> bool {
+        let bytes = |n: usize| n * size_of::<T>();
+        self.serving.get() == self.tickets.get()
+            && match shape {
+                Shape::Barrier => true,
+                Shape::Bcast { .. } => bytes(output) <= CELL,
+                // The peers' pieces are combined from a buffer on the stack.
+                Shape::Reduce { .. } => {
+                    bytes(input) <= INLINE
+                        && size_of::<Spill>().is_multiple_of(size_of::<T>().max(1))
+                }
+                _ => false,
+            }
+    }
+
+    /// Runs a call [`Shared::quick_fits`] at once: the step a [`Run`]
+    /// takes for it (the same protocol, so members may take either path),
+    /// without the state machine, which costs more than such a call's
+    /// work.
+    ///
+    /// # Errors
+    /// As [`Run::advance`], and [`Error::Late`] when a member does not
+    /// take its part within the endpoint's timeout.
+    pub(crate) fn quick<T: bytemuck::Pod>(
+        &self,
+        shape: &Shape,
+        input: &[T],
+        output: &mut [T],
+        combine: Option<&Combine<T>>,
+    ) -> Result<(), Error> {
+        let me = self.me;
+        let others = (0..self.n).filter(move |&p| p != me);
+        let publish = match shape {
+            Shape::Barrier => None,
+            // No elements, no step (as a run plans it).
+            Shape::Bcast { .. } if output.is_empty() => return Ok(()),
+            Shape::Reduce { .. } if input.is_empty() => return Ok(()),
+            Shape::Bcast { root } => (*root == me).then_some(&*output),
+            Shape::Reduce { .. } => Some(input),
+            _ => return Err(Error::BadCall("not a quick shared-memory call".into())),
+        };
+        let s = self.step.get() + 1;
+        if let Some(piece) = publish {
+            while let Some(p) = self.unreleased(s.saturating_sub(CELLS))? {
+                self.wait_for(p, RELEASED, s - CELLS)?;
+            }
+            self.published.set(s);
+            self.publish(s, piece, Self::unlent::<T>(piece.len()))?;
+        }
+        self.step.set(s);
+        self.arrive(s)?;
+        let flag = header_of(s) as u64;
+        match shape {
+            Shape::Barrier => {
+                for p in others {
+                    self.wait_for(p, flag, s)?;
+                }
+            }
+            Shape::Bcast { root } if *root != me => {
+                self.wait_for(*root, flag, s)?;
+                let place = Self::unlent::<T>(output.len());
+                self.read_piece(*root, s, (0, place), output)?;
+            }
+            Shape::Reduce { root } if root.is_none_or(|r| r == me) => {
+                let combine =
+                    combine.ok_or(Error::BadCall("a reduction without an operation".into()))?;
+                let mut spill = Spill::default();
+                let theirs = bytemuck::try_cast_slice_mut::<_, T>(&mut spill.0)
+                    .ok()
+                    .and_then(|t| t.get_mut(..input.len()))
+                    .ok_or(Error::BadCall(
+                        "a reduction piece larger than inline".into(),
+                    ))?;
+                // Combined in rank order, as a run does.
+                for p in 0..self.n {
+                    match (p == me, p == 0) {
+                        (true, true) => output.copy_from_slice(input),
+                        (true, false) => combine(output, input),
+                        (false, first) => {
+                            self.wait_for(p, flag, s)?;
+                            let into = if first { &mut *output } else { &mut *theirs };
+                            self.read_piece(p, s, (0, Place::Inline), into)?;
+                            if !first {
+                                combine(output, theirs);
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        self.store(RELEASED, s)
+    }
+
+    /// Where a piece of `elements` that is not lent goes (as
+    /// [`Run::place`] puts it).
+    fn unlent<T>(elements: usize) -> Place {
+        if elements * size_of::<T>() <= INLINE {
+            Place::Inline
+        } else {
+            Place::Cell
+        }
     }
 
     fn store(&self, at: u64, step: u64) -> Result<(), Error> {
-        self.with_part(self.me, |m| {
-            m.atomic_u64(at as usize)?.store(step, Ordering::Release);
-            Ok(())
-        })
+        let flag = self.part(self.me)?.atomic_u64(at as usize)?;
+        flag.store(step, Ordering::Release);
+        Ok(())
     }
 
-    /// `f` of `member`'s part as mapped here (mapped at first use).
-    fn with_part<R>(
-        &self,
-        member: u32,
-        f: impl FnOnce(&Mapping) -> Result<R, onesided_fabric::Error>,
-    ) -> Result<R, Error> {
-        let i = member as usize;
-        if self.parts.borrow().get(i).is_some_and(Option::is_none) {
-            let mapped = self.window.mapped(member)?.ok_or_else(|| {
-                Error::BadCall(format!("group rank {member} is not on this host"))
-            })?;
-            self.parts.borrow_mut()[i] = Some(mapped);
-        }
-        let parts = self.parts.borrow();
-        let part = parts
-            .get(i)
-            .and_then(Option::as_ref)
+    /// `member`'s part as mapped here (mapped at first use).
+    fn part(&self, member: u32) -> Result<&Mapping, Error> {
+        let slot = (self.parts.get(member as usize))
             .ok_or_else(|| Error::BadCall(format!("no group rank {member}")))?;
-        Ok(f(part)?)
+        if let Some(part) = slot.get() {
+            return Ok(part);
+        }
+        let mapped = self
+            .window
+            .mapped(member)?
+            .ok_or_else(|| Error::BadCall(format!("group rank {member} is not on this host")))?;
+        Ok(slot.get_or_init(|| mapped))
     }
 
     /// Publishes `piece` for step `s` as `place` says (readers know it
@@ -270,12 +420,16 @@ impl<'e> Shared<'e> {
 
     /// Copies `out.len()` elements at byte `at` of `member`'s part.
     fn read<T: bytemuck::Pod>(&self, member: u32, at: usize, out: &mut [T]) -> Result<(), Error> {
-        self.with_part(member, |m| m.read_bytes(at, bytemuck::cast_slice_mut(out)))
+        Ok(self
+            .part(member)?
+            .read_bytes(at, bytemuck::cast_slice_mut(out))?)
     }
 
     /// Copies `data` to byte `at` of this member's part.
     fn write<T: bytemuck::Pod>(&self, at: usize, data: &[T]) -> Result<(), Error> {
-        self.with_part(self.me, |m| m.write_bytes(at, bytemuck::cast_slice(data)))
+        Ok(self
+            .part(self.me)?
+            .write_bytes(at, bytemuck::cast_slice(data))?)
     }
 }
 
@@ -290,17 +444,17 @@ impl Drop for Shared<'_> {
         if last == 0 {
             return;
         }
-        let mut backoff = self.ep.backoff();
         for p in (0..self.n).filter(|&p| p != self.me) {
-            // An error (a dead peer) ends the wait for it.
-            while let Ok(false) = self.reached(p, RELEASED, last) {
-                if backoff.pause() > self.ep.timeout() {
-                    break;
-                }
-            }
+            // An error (a dead peer, the timeout) ends the wait for it.
+            let _ = self.wait_for(p, RELEASED, last);
         }
     }
 }
+
+/// Room for a peer's inline piece of a quick reduction (aligned for any
+/// element type up to 16 bytes).
+#[derive(Default)]
+struct Spill([u128; INLINE.div_ceil(16)]);
 
 /// The byte offset of step `s`'s cell in a member's part.
 fn cell(s: u64) -> usize {
@@ -445,12 +599,10 @@ impl<'e> Run<'e> {
             Shape::Alltoall { .. } | Shape::ReduceScatter { .. } => true,
             Shape::Barrier | Shape::Bcast { .. } | Shape::Scatter { .. } => false,
         };
-        if bytes <= INLINE {
-            Place::Inline
-        } else if everyone_reads && self.shared.cma && bytes >= LEND {
+        if everyone_reads && self.shared.cma && bytes >= LEND {
             Place::Lent
         } else {
-            Place::Cell
+            Shared::unlent::<T>(elements)
         }
     }
 
@@ -491,24 +643,20 @@ impl<'e> Run<'e> {
                     let Some(publish) = self.plan::<T>(input.len(), output.len()) else {
                         // What this member lent is read before the call
                         // returns (its buffers are the caller's again).
-                        for p in (0..shared.n).filter(|&p| p != shared.me && self.lent > 0) {
-                            if !shared.reached(p, RELEASED, self.lent)? {
-                                self.blocked_on = Some(p);
-                                return Ok(false);
-                            }
+                        if let Some(p) = shared.unreleased(self.lent)? {
+                            self.blocked_on = Some(p);
+                            return Ok(false);
                         }
                         self.finished = true;
                         shared.serving.set(self.ticket + 1);
                         return Ok(true);
                     };
                     let s = shared.step.get() + 1;
-                    if publish != Publish::Nothing && s > CELLS {
+                    if publish != Publish::Nothing {
                         // Nobody still reads the cell's previous contents.
-                        for p in (0..shared.n).filter(|&p| p != shared.me) {
-                            if !shared.reached(p, RELEASED, s - CELLS)? {
-                                self.blocked_on = Some(p);
-                                return Ok(false);
-                            }
+                        if let Some(p) = shared.unreleased(s.saturating_sub(CELLS))? {
+                            self.blocked_on = Some(p);
+                            return Ok(false);
                         }
                     }
                     if publish != Publish::Nothing {
