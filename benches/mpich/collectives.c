@@ -8,9 +8,15 @@
  * 2 MiB: 32 MiB per pair would need 2 * N * 32 MiB per rank) and iallreduce
  * (sum, then MPI_Wait). Reps per size: 16 MiB / size, clamped to 3 - 200
  * (barrier: 1000), times SCALE. Each rep starts with an untimed barrier;
- * warm-up reps (10%, at least 2) are untimed; a rep's time is the slowest
- * rank's MPI_Wtime interval (a collective is done when every rank has its
- * result; a bcast root alone is done first), and rank 0 prints one line per
+ * warm-up reps (10%, at least 2), each after a barrier, are untimed but give
+ * the window: twice the slowest, plus 20 us. Timed reps start from a common
+ * instant, as ReproMPI times collectives (window-based): rep i starts at
+ * base + i * window on the host's real-time clock (CLOCK_REALTIME, which
+ * every process reads alike; base agreed by an allreduce), and its time is
+ * the slowest rank's end minus that instant. A barrier lets ranks go at
+ * different moments (MPICH's lets rank 0 go 0.1-0.2 us ahead), which each
+ * rank's own interval would hide or count. A rep some rank reached after its
+ * start is dropped (all are kept if every one is). Rank 0 prints one line per
  * case and size:
  *   collectives CASE BYTES MEDIAN_US MIN_US MAX_US
  * Every rep's result is checked on every rank that gets one (every element
@@ -21,7 +27,11 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static const long SIZES[] = {8, 64, 512, 4096, 32768, 262144, 2097152, 33554432};
 static const long REPS_BYTES = 16L << 20; /* reps per size: REPS_BYTES / size */
@@ -52,8 +62,55 @@ static double pair(int a, int b, long i) { return (double)(a * 7 + b * 3 + (i % 
 
 static int scaled(const Bench *b, long base) { return scaled_reps(b->scale, base, 3); }
 
-/* Makes t[i] the slowest rank's time of rep i, on every rank. */
-static void slowest(double *t, int reps) { MPI_Allreduce(MPI_IN_PLACE, t, reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD); }
+/* Nanoseconds of the host's real-time clock. */
+static int64_t wall_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static int64_t max_all(int64_t v) {
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    return v;
+}
+
+/* The timed reps' windows (see the top of this file). */
+typedef struct {
+    int64_t base, window;
+    int yielding; /* more ranks than cores: wait yielding */
+} Windows;
+
+/* The windows after warm-up reps whose longest took longest ns here. */
+static Windows windows(int64_t longest) {
+    Windows w;
+    int n;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    w.window = 2 * max_all(longest) + 20000;
+    w.base = max_all(wall_ns() + w.window);
+    w.yielding = n > sysconf(_SC_NPROCESSORS_ONLN);
+    return w;
+}
+
+/* Waits for rep i's start (into *start); whether this rank came late. */
+static int wait_start(const Windows *w, int i, int64_t *start) {
+    *start = w->base + i * w->window;
+    int late = wall_ns() > *start;
+    while (wall_ns() < *start)
+        if (w->yielding) sched_yield();
+    return late;
+}
+
+/* From mine (per rep: ns from its start to this rank's end, then reps late
+ * flags), the kept reps' slowest times into t (seconds); how many. */
+static int slowest(int64_t *mine, int reps, double *t) {
+    MPI_Allreduce(MPI_IN_PLACE, mine, 2 * reps, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    int kept = 0;
+    for (int i = 0; i < reps; i++)
+        if (!mine[reps + i]) t[kept++] = mine[i] * 1e-9;
+    if (kept == 0)
+        for (int i = 0; i < reps; i++) t[kept++] = mine[i] * 1e-9;
+    return kept;
+}
 
 static void fail(const Bench *b, const char *name, long bytes, const char *what, double expected, double found) {
     fprintf(stderr, "collectives: %s %s %ld: rank %d %s expected %.17g found %.17g\n", b->suite, name, bytes,
@@ -102,14 +159,17 @@ static void check(const Bench *b, int c, long bytes, long rep, int block, const 
     }
 }
 
-/* Case c at bytes per rank (per pair: alltoallv), checked; times into t. */
-static void coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
+/* Case c at bytes per rank (per pair: alltoallv), checked; times into t;
+ * how many. */
+static int coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
     int n = b->size, me = b->rank, warm = warmup(reps), count = (int)(bytes / (long)sizeof(double));
     long blocks = c == ALLGATHER || c == ALLTOALLV ? n : 1;
     double *send = malloc(sizeof(double) * count * (c == ALLTOALLV ? n : 1));
     double *recv = malloc(sizeof(double) * count * blocks);
     int *counts = malloc(sizeof(int) * n), *displs = malloc(sizeof(int) * n);
-    if (!send || !recv || !counts || !displs) {
+    int64_t *mine = malloc(sizeof(int64_t) * 2 * reps), longest = 0, start = 0;
+    Windows w = {0, 0, 0};
+    if (!send || !recv || !counts || !displs || !mine) {
         fprintf(stderr, "collectives: %s %s %ld: rank %d out of memory\n", b->suite, CASES[c], bytes, me);
         MPI_Abort(MPI_COMM_WORLD, 1);
         exit(1);
@@ -129,8 +189,13 @@ static void coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
             for (long k = 0; k < count; k++) recv[k] = bcast_value(rep, k);
         else if (c != BCAST && (c != REDUCE || me == 0))
             for (long k = 0; k < blocks; k++) poison(recv + k * count, count);
-        MPI_Barrier(MPI_COMM_WORLD);
-        double s = MPI_Wtime();
+        if (i < 0) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            start = wall_ns();
+        } else {
+            if (i == 0) w = windows(longest);
+            mine[reps + i] = wait_start(&w, i, &start);
+        }
         if (c == BCAST)
             MPI_Bcast(recv, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
         else if (c == REDUCE)
@@ -146,7 +211,9 @@ static void coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
             MPI_Iallreduce(send, recv, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q);
             MPI_Wait(&q, MPI_STATUS_IGNORE);
         }
-        if (i >= 0) t[i] = MPI_Wtime() - s;
+        int64_t took = wall_ns() - start;
+        if (i < 0 && took > longest) longest = took;
+        if (i >= 0) mine[i] = took;
         if (c == BCAST)
             check(b, c, bytes, rep, -1, recv, count, rep, 0);
         else if (c == ALLGATHER || c == ALLTOALLV)
@@ -154,36 +221,53 @@ static void coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
         else if (c != REDUCE || me == 0)
             check(b, c, bytes, rep, -1, recv, count, n, 0);
     }
-    slowest(t, reps);
+    int kept = slowest(mine, reps, t);
+    free(mine);
     free(displs);
     free(counts);
     free(recv);
     free(send);
+    return kept;
 }
 
-static void barrier_case(double *t, int reps) {
+/* The barrier, timed as the other cases; times into t; how many. */
+static int barrier_case(double *t, int reps) {
     int warm = warmup(reps);
-    for (int i = -warm; i < reps; i++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double s = MPI_Wtime();
-        MPI_Barrier(MPI_COMM_WORLD);
-        if (i >= 0) t[i] = MPI_Wtime() - s;
+    int64_t *mine = malloc(sizeof(int64_t) * 2 * reps), longest = 0, start = 0;
+    Windows w = {0, 0, 0};
+    if (!mine) {
+        fprintf(stderr, "collectives: barrier: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        exit(1);
     }
-    slowest(t, reps);
+    for (int i = -warm; i < reps; i++) {
+        if (i < 0) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            start = wall_ns();
+        } else {
+            if (i == 0) w = windows(longest);
+            mine[reps + i] = wait_start(&w, i, &start);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        int64_t took = wall_ns() - start;
+        if (i < 0 && took > longest) longest = took;
+        if (i >= 0) mine[i] = took;
+    }
+    int kept = slowest(mine, reps, t);
+    free(mine);
+    return kept;
 }
 
 static void collectives_suite(const Bench *b) {
     int reps = scaled(b, 1000);
     double *t = malloc(sizeof(double) * (reps > scaled(b, 200) ? reps : scaled(b, 200)));
-    barrier_case(t, reps);
-    report(b->rank, b->suite, CASES[BARRIER], 0, t, reps);
+    report(b->rank, b->suite, CASES[BARRIER], 0, t, barrier_case(t, reps));
     for (int c = BCAST; c <= IALLREDUCE; c++)
         for (size_t s = 0; s < sizeof SIZES / sizeof *SIZES; s++) {
             long bytes = SIZES[s], base_reps = REPS_BYTES / bytes;
             if (c == ALLTOALLV && bytes > ALLTOALLV_MAX) continue;
             reps = scaled(b, base_reps < 3 ? 3 : base_reps > 200 ? 200 : base_reps);
-            coll_case(b, c, bytes, t, reps);
-            report(b->rank, b->suite, CASES[c], bytes, t, reps);
+            report(b->rank, b->suite, CASES[c], bytes, t, coll_case(b, c, bytes, t, reps));
         }
     free(t);
 }

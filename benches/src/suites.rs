@@ -405,6 +405,85 @@ fn ibarrier(b: &Bench) -> Result<()> {
     Ok(())
 }
 
+/// Nanoseconds of the host's real-time clock: the one clock every
+/// process on a host reads alike (monotonic clocks are per boot, not
+/// comparable across programs in every language's library).
+fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Times `reps` repetitions of the collective `rep` from a common start,
+/// as ReproMPI does (window-based): a barrier lets ranks go at different
+/// moments (MPICH's lets the root of its gather-release tree go first,
+/// 0.1-0.2 us ahead), which a rank's own interval would hide or count.
+/// Warm-up repetitions, each after a barrier, give the window (twice the
+/// slowest, plus 20 us); repetition i starts at the same instant on every
+/// rank (a common base plus i windows, on the host's clock), and its time
+/// is the slowest rank's end minus that instant, in microseconds
+/// (`prepare` runs before each, untimed), with the algorithm the last
+/// repetition ran (a call of `collective`). A
+/// repetition some rank reached after its start is dropped (all are kept
+/// if every one is).
+fn windowed(
+    comm: &onesided_collectives::Comm,
+    collective: onesided_collectives::Collective,
+    reps: usize,
+    mut prepare: impl FnMut() -> Result<()>,
+    mut rep: impl FnMut() -> Result<()>,
+) -> Result<(Vec<f64>, &'static str)> {
+    use onesided_collectives::{Builtin, Op};
+    let max = |v: &[u64]| -> Result<Vec<u64>> {
+        let mut out = vec![0u64; v.len()];
+        comm.allreduce(v, &mut out, &Op::Builtin(Builtin::Max))?;
+        Ok(out)
+    };
+    let mut longest = 0u64;
+    for _ in 0..(reps / 10).max(2) {
+        prepare()?;
+        comm.barrier()?;
+        let start = wall_ns();
+        rep()?;
+        longest = longest.max(wall_ns().saturating_sub(start));
+    }
+    let window = 2 * max(&[longest])?[0] + 20_000;
+    let base = max(&[wall_ns() + window])?[0];
+    let yielding =
+        comm.group().size() as usize > std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Per repetition: how long after its start this rank ended, then
+    // whether it came late (1).
+    let mut mine = vec![0u64; 2 * reps];
+    for i in 0..reps {
+        let start = base + i as u64 * window;
+        prepare()?;
+        mine[reps + i] = u64::from(wall_ns() > start);
+        while wall_ns() < start {
+            if yielding {
+                std::thread::yield_now();
+            }
+        }
+        rep()?;
+        mine[i] = wall_ns().saturating_sub(start);
+    }
+    // What the repetitions ran (before the reduction below runs an
+    // allreduce).
+    let algorithm = comm.last_algorithm(collective).unwrap_or_default();
+    let all = max(&mine)?;
+    let (slowest, late) = all.split_at(reps);
+    let us = |(t, _): (&u64, &u64)| *t as f64 / 1e3;
+    let kept: Vec<f64> = slowest
+        .iter()
+        .zip(late)
+        .filter(|(_, l)| **l == 0)
+        .map(us)
+        .collect();
+    if kept.is_empty() {
+        return Ok((slowest.iter().zip(late).map(us).collect(), algorithm));
+    }
+    Ok((kept, algorithm))
+}
+
 /// Sizes of the collectives suite (bytes per rank, or per pair for
 /// alltoallv, which stops at 2 MiB).
 const COLLECTIVE_SIZES: [usize; 8] = [8, 64, 512, 4096, 32768, 262_144, 2 << 20, 32 << 20];
@@ -422,19 +501,14 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
     let wrong = |case: &str, bytes: usize, i: usize| -> Result<()> {
         Err(format!("collectives {case} {bytes}: rank {me} element {i} wrong").into())
     };
-    // Reports case's slowest times with the algorithm collective's last
-    // call ran (taken before the times are reduced, by an allreduce).
-    let report = |case: &str, bytes: usize, t: Vec<f64>, collective: Collective| -> Result<()> {
-        let algorithm = comm.last_algorithm(collective).unwrap_or_default();
-        let mut slowest = vec![0f64; t.len()];
-        comm.allreduce(&t, &mut slowest, &Op::Builtin(Builtin::Max))?;
-        b.report_chosen(case, bytes, &mut slowest, algorithm);
-        Ok(())
+    let report = |case: &str, bytes: usize, (mut t, algorithm): (Vec<f64>, &str)| {
+        b.report_chosen(case, bytes, &mut t, algorithm);
     };
-    // Barrier.
-    let before = || Ok(comm.barrier()?);
-    let t = b.timed(b.reps(1000), 1, before, || Ok(comm.barrier()?))?;
-    report("barrier", 0, t, Collective::Barrier)?;
+    let nothing = || Ok(());
+    let t = windowed(&comm, Collective::Barrier, b.reps(1000), nothing, || {
+        Ok(comm.barrier()?)
+    })?;
+    report("barrier", 0, t);
     for bytes in COLLECTIVE_SIZES {
         let count = bytes / 8;
         let reps = b.reps((16usize << 20).div_ceil(bytes).clamp(3, 200));
@@ -443,21 +517,27 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
             .collect();
         let expect = |i: usize| (n * (i % 1000) + n * (n - 1) / 2) as f64;
         // bcast
-        let mut buf = vec![0f64; count];
-        let mut rep = 0f64;
-        let t = b.timed(reps, 1, before, || {
-            rep += 1.0;
-            buf.iter_mut()
-                .for_each(|v| *v = if me == 0 { rep } else { 0.0 });
-            Ok(comm.bcast(0, &mut buf)?)
-        })?;
-        if let Some(i) = buf.iter().position(|v| *v != rep) {
+        let buf = std::cell::RefCell::new(vec![0f64; count]);
+        let rep = std::cell::Cell::new(0f64);
+        let t = windowed(
+            &comm,
+            Collective::Bcast,
+            reps,
+            || {
+                rep.set(rep.get() + 1.0);
+                let value = if me == 0 { rep.get() } else { 0.0 };
+                buf.borrow_mut().fill(value);
+                Ok(())
+            },
+            || Ok(comm.bcast(0, &mut buf.borrow_mut())?),
+        )?;
+        if let Some(i) = buf.borrow().iter().position(|v| *v != rep.get()) {
             wrong("bcast", bytes, i)?;
         }
-        report("bcast", bytes, t, Collective::Bcast)?;
+        report("bcast", bytes, t);
         // reduce, allreduce, iallreduce
         let mut out = vec![0f64; count];
-        let t = b.timed(reps, 1, before, || {
+        let t = windowed(&comm, Collective::Reduce, reps, nothing, || {
             Ok(comm.reduce(0, &base, &mut out, &sum)?)
         })?;
         if me == 0 {
@@ -465,26 +545,26 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
                 wrong("reduce", bytes, i)?;
             }
         }
-        report("reduce", bytes, t, Collective::Reduce)?;
-        let t = b.timed(reps, 1, before, || {
+        report("reduce", bytes, t);
+        let t = windowed(&comm, Collective::Allreduce, reps, nothing, || {
             Ok(comm.allreduce(&base, &mut out, &sum)?)
         })?;
         if let Some(i) = (0..count).find(|&i| out[i] != expect(i)) {
             wrong("allreduce", bytes, i)?;
         }
-        report("allreduce", bytes, t, Collective::Allreduce)?;
-        let t = b.timed(reps, 1, before, || {
+        report("allreduce", bytes, t);
+        let t = windowed(&comm, Collective::Allreduce, reps, nothing, || {
             let mut r = comm.iallreduce(&base, &mut out, &sum)?;
             Ok(r.wait()?)
         })?;
         if let Some(i) = (0..count).find(|&i| out[i] != expect(i)) {
             wrong("iallreduce", bytes, i)?;
         }
-        report("iallreduce", bytes, t, Collective::Allreduce)?;
+        report("iallreduce", bytes, t);
         // allgather
         let counts = vec![count; n];
         let mut all = vec![0f64; count * n];
-        let t = b.timed(reps, 1, before, || {
+        let t = windowed(&comm, Collective::Allgather, reps, nothing, || {
             Ok(comm.allgatherv(&base, &mut all, &counts)?)
         })?;
         if let Some(i) = (0..count * n)
@@ -492,7 +572,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         {
             wrong("allgather", bytes, i)?;
         }
-        report("allgather", bytes, t, Collective::Allgather)?;
+        report("allgather", bytes, t);
         // alltoallv, equal counts
         if bytes <= 2 << 20 {
             let input: Vec<f64> = (0..count * n)
@@ -501,7 +581,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
                 })
                 .collect();
             let mut output = vec![0f64; count * n];
-            let t = b.timed(reps, 1, before, || {
+            let t = windowed(&comm, Collective::Alltoall, reps, nothing, || {
                 Ok(comm.alltoallv(&input, &counts, &mut output, &counts)?)
             })?;
             if let Some(i) = (0..count * n).find(|&k| {
@@ -510,7 +590,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
             }) {
                 wrong("alltoallv", bytes, i)?;
             }
-            report("alltoallv", bytes, t, Collective::Alltoall)?;
+            report("alltoallv", bytes, t);
         }
     }
     Ok(())
