@@ -134,6 +134,8 @@ pub(crate) struct Shared<'e> {
     published: Cell<u64>,
     /// A step every peer was last seen to have released.
     released: Cell<u64>,
+    /// What quick reductions combine peers' pieces through.
+    spill: RefCell<Box<Spill>>,
     /// Tickets given to calls, and the ticket whose turn it is.
     tickets: Cell<u64>,
     serving: Cell<u64>,
@@ -157,6 +159,7 @@ impl<'e> Shared<'e> {
             step: Cell::new(0),
             published: Cell::new(0),
             released: Cell::new(0),
+            spill: RefCell::default(),
             cma: onesided_fabric::cma::available(),
             tickets: Cell::new(0),
             serving: Cell::new(0),
@@ -229,18 +232,18 @@ impl<'e> Shared<'e> {
 
     /// Whether [`Shared::quick`] runs a blocking call of `shape` over
     /// `input` and `output` elements of `T`: a barrier, a broadcast of one
-    /// piece or a reduction whose piece goes inline (one step each), when
-    /// no earlier call waits for its turn.
+    /// piece or a reduction of one piece that is not lent (one step each),
+    /// when no earlier call waits for its turn.
     pub(crate) fn quick_fits<T>(&self, shape: &Shape, input: usize, output: usize) -> bool {
         let bytes = |n: usize| n * size_of::<T>();
         self.serving.get() == self.tickets.get()
             && match shape {
                 Shape::Barrier => true,
                 Shape::Bcast { .. } => bytes(output) <= CELL,
-                // The peers' pieces are combined from a buffer on the stack.
+                // Never lent (as a run places it); the peers' pieces are
+                // combined through a buffer of the Comm's.
                 Shape::Reduce { .. } => {
-                    bytes(input) <= INLINE
-                        && size_of::<Spill>().is_multiple_of(size_of::<T>().max(1))
+                    bytes(input) < LEND && size_of::<Spill>().is_multiple_of(size_of::<T>().max(1))
                 }
                 _ => false,
             }
@@ -297,24 +300,28 @@ impl<'e> Shared<'e> {
             Shape::Reduce { root } if root.is_none_or(|r| r == me) => {
                 let combine =
                     combine.ok_or(Error::BadCall("a reduction without an operation".into()))?;
-                let mut spill = Spill::default();
+                let mut spill = self.spill.borrow_mut();
                 let theirs = bytemuck::try_cast_slice_mut::<_, T>(&mut spill.0)
-                    .ok()
-                    .and_then(|t| t.get_mut(..input.len()))
-                    .ok_or(Error::BadCall(
-                        "a reduction piece larger than inline".into(),
-                    ))?;
-                // Combined in rank order, as a run does.
+                    .map_err(|e| Error::BadCall(format!("a quick reduction: {e}")))?;
+                let per = theirs.len().max(1);
+                let place = Self::unlent::<T>(input.len());
+                // Combined in rank order, as a run does; a peer's piece
+                // through the spill, a spill at a time.
                 for p in 0..self.n {
                     match (p == me, p == 0) {
                         (true, true) => output.copy_from_slice(input),
                         (true, false) => combine(output, input),
-                        (false, first) => {
+                        (false, true) => {
                             self.wait_for(p, flag, s)?;
-                            let into = if first { &mut *output } else { &mut *theirs };
-                            self.read_piece(p, s, (0, Place::Inline), into)?;
-                            if !first {
-                                combine(output, theirs);
+                            self.read_piece(p, s, (0, place), output)?;
+                        }
+                        (false, false) => {
+                            self.wait_for(p, flag, s)?;
+                            for (k, out) in output.chunks_mut(per).enumerate() {
+                                let at = k * per * size_of::<T>();
+                                let theirs = &mut theirs[..out.len()];
+                                self.read_piece(p, s, (at, place), theirs)?;
+                                combine(out, theirs);
                             }
                         }
                     }
@@ -451,10 +458,15 @@ impl Drop for Shared<'_> {
     }
 }
 
-/// Room for a peer's inline piece of a quick reduction (aligned for any
-/// element type up to 16 bytes).
-#[derive(Default)]
-struct Spill([u128; INLINE.div_ceil(16)]);
+/// What a quick reduction combines a peer's piece through, a part at a
+/// time (aligned for any element type up to 16 bytes).
+struct Spill([u128; 256]);
+
+impl Default for Spill {
+    fn default() -> Spill {
+        Spill([0; 256])
+    }
+}
 
 /// The byte offset of step `s`'s cell in a member's part.
 fn cell(s: u64) -> usize {
