@@ -239,7 +239,7 @@ impl<'e> Shared<'e> {
         self.serving.get() == self.tickets.get()
             && match shape {
                 Shape::Barrier => true,
-                Shape::Bcast { .. } => bytes(output) <= CELL,
+                Shape::Bcast { .. } => bytes(output) <= bcast_piece(bytes(output)),
                 // Never lent (as a run places it); the peers' pieces are
                 // combined through a buffer of the Comm's.
                 Shape::Reduce { .. } => {
@@ -465,6 +465,19 @@ struct Spill([u128; 256]);
 impl Default for Spill {
     fn default() -> Spill {
         Spill([0; 256])
+    }
+}
+
+/// Bytes of a broadcast's pieces, for a broadcast of `bytes`: up to a
+/// cell, four pieces of at least 8 KiB (the readers copy one while the
+/// root writes the next: 32 KiB at 2 ranks 5.9 -> 5.4 us), else cells
+/// (smaller pieces cost more in steps than they gain in overlap: 256 KiB
+/// in pieces of 64 KiB 28 -> 36 us).
+fn bcast_piece(bytes: usize) -> usize {
+    if bytes < CELL {
+        (bytes / 4).max(8 * 1024)
+    } else {
+        CELL
     }
 }
 
@@ -788,7 +801,11 @@ impl<'e> Run<'e> {
     /// or `None` when the call has no more steps.
     fn plan<T>(&mut self, input: usize, output: usize) -> Option<Publish> {
         let (me, n, k) = (self.shared.me, self.shared.n, self.k);
-        let per = (CELL / size_of::<T>().max(1)).max(1);
+        let piece_bytes = match self.shape {
+            Shape::Bcast { .. } => bcast_piece(output * size_of::<T>()),
+            _ => CELL,
+        };
+        let per = (piece_bytes / size_of::<T>().max(1)).max(1);
         let pieces = |len: usize| len.div_ceil(per);
         let piece = |len: usize, k: usize| (k * per).min(len)..((k + 1) * per).min(len);
         let others = (0..n).filter(move |&p| p != me);
