@@ -43,7 +43,7 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
     let (me, n) = (comm.rank(), comm.group().size());
     let mut used = Vec::new();
     must(me, "barrier", comm.barrier());
-    for count in [0usize, 3, 20_000, 140_000] {
+    for count in [0usize, 3, 1000, 20_000, 140_000] {
         let bytes = (count * 8) as u64;
         // bcast from every root.
         for root in 0..n {
@@ -131,6 +131,33 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             me,
             b.iter().enumerate().all(|(i, v)| *v == value(0, i)),
             || format!("{tag} ibcast"),
+        );
+        // Blocking calls made with a run in flight (even ranks: through
+        // the executor) and without (odd ranks: at once) meet alike.
+        let mut c = vec![0i64; count.min(5)];
+        if me == 0 {
+            c.iter_mut()
+                .enumerate()
+                .for_each(|(i, v)| *v = value(0, i) + 1);
+        }
+        let mut small = vec![0i64; count.min(5)];
+        let sum_op = Op::Builtin(Builtin::Sum);
+        let mut pending = must(me, "ibarrier", comm.ibarrier());
+        if me % 2 == 1 {
+            must(me, "wait", pending.wait());
+        }
+        must(me, "bcast", comm.bcast(0, &mut c));
+        let part = &input[..count.min(5)];
+        must(me, "allreduce", comm.allreduce(part, &mut small, &sum_op));
+        must(me, "wait", pending.wait());
+        check(
+            me,
+            c.iter().enumerate().all(|(i, v)| *v == value(0, i) + 1)
+                && small
+                    .iter()
+                    .enumerate()
+                    .all(|(i, v)| *v == (0..n).map(|r| value(r, i)).sum::<i64>()),
+            || format!("{tag} blocking calls with a run in flight"),
         );
     }
     // v-collectives with uneven and zero counts.
