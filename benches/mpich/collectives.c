@@ -16,8 +16,10 @@
  * the slowest rank's end minus that instant. A barrier lets ranks go at
  * different moments (MPICH's lets rank 0 go 0.1-0.2 us ahead), which each
  * rank's own interval would hide or count. A rep some rank reached after its
- * start is dropped (all are kept if every one is). Rank 0 prints one line per
- * case and size:
+ * start is dropped (all are kept if every one is). Where the slowest warm-up
+ * took 1 ms or more (WINDOWED_UNDER_NS), such skew does not matter and windows
+ * would double the run: each rep then starts after a barrier and takes the
+ * slowest rank's own interval. Rank 0 prints one line per case and size:
  *   collectives CASE BYTES MEDIAN_US MIN_US MAX_US
  * Every rep's result is checked on every rank that gets one (every element
  * up to 4 KiB per block, above that every 97th and the last, which are
@@ -74,9 +76,12 @@ static int64_t max_all(int64_t v) {
     return v;
 }
 
+static const int64_t WINDOWED_UNDER_NS = 1000000;
+
 /* The timed reps' windows (see the top of this file). */
 typedef struct {
     int64_t base, window;
+    int windowed; /* else: each rep after a barrier */
     int yielding; /* more ranks than cores: wait yielding */
 } Windows;
 
@@ -85,7 +90,9 @@ static Windows windows(int64_t longest) {
     Windows w;
     int n;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    w.window = 2 * max_all(longest) + 20000;
+    longest = max_all(longest);
+    w.window = 2 * longest + 20000;
+    w.windowed = longest < WINDOWED_UNDER_NS;
     w.base = max_all(wall_ns() + w.window);
     w.yielding = n > sysconf(_SC_NPROCESSORS_ONLN);
     return w;
@@ -93,6 +100,11 @@ static Windows windows(int64_t longest) {
 
 /* Waits for rep i's start (into *start); whether this rank came late. */
 static int wait_start(const Windows *w, int i, int64_t *start) {
+    if (!w->windowed) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        *start = wall_ns();
+        return 0;
+    }
     *start = w->base + i * w->window;
     int late = wall_ns() > *start;
     while (wall_ns() < *start)
@@ -168,7 +180,7 @@ static int coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
     double *recv = malloc(sizeof(double) * count * blocks);
     int *counts = malloc(sizeof(int) * n), *displs = malloc(sizeof(int) * n);
     int64_t *mine = malloc(sizeof(int64_t) * 2 * reps), longest = 0, start = 0;
-    Windows w = {0, 0, 0};
+    Windows w = {0, 0, 0, 0};
     if (!send || !recv || !counts || !displs || !mine) {
         fprintf(stderr, "collectives: %s %s %ld: rank %d out of memory\n", b->suite, CASES[c], bytes, me);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -234,7 +246,7 @@ static int coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
 static int barrier_case(double *t, int reps) {
     int warm = warmup(reps);
     int64_t *mine = malloc(sizeof(int64_t) * 2 * reps), longest = 0, start = 0;
-    Windows w = {0, 0, 0};
+    Windows w = {0, 0, 0, 0};
     if (!mine) {
         fprintf(stderr, "collectives: barrier: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);

@@ -414,18 +414,27 @@ fn wall_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// Times `reps` repetitions of the collective `rep` from a common start,
-/// as ReproMPI does (window-based): a barrier lets ranks go at different
-/// moments (MPICH's lets the root of its gather-release tree go first,
-/// 0.1-0.2 us ahead), which a rank's own interval would hide or count.
-/// Warm-up repetitions, each after a barrier, give the window (twice the
-/// slowest, plus 20 us); repetition i starts at the same instant on every
-/// rank (a common base plus i windows, on the host's clock), and its time
-/// is the slowest rank's end minus that instant, in microseconds
-/// (`prepare` runs before each, untimed), with the algorithm the last
-/// repetition ran (a call of `collective`). A
-/// repetition some rank reached after its start is dropped (all are kept
-/// if every one is).
+/// Times `reps` repetitions of the collective `rep` (`prepare` runs
+/// before each, untimed): microseconds per repetition, each the slowest
+/// rank's, and the algorithm the last one ran (a call of `collective`).
+///
+/// Short collectives are timed from a common start, as ReproMPI does
+/// (window-based): a barrier lets ranks go at different moments (MPICH's
+/// lets the root of its gather-release tree go first, 0.1-0.2 us ahead),
+/// which a rank's own interval would hide or count. Warm-up repetitions,
+/// each after a barrier, give the window (twice the slowest, plus 20 us);
+/// repetition i starts at the same instant on every rank (a common base
+/// plus i windows, on the host's clock), and takes until the slowest
+/// rank's end. A repetition some rank reached after its start is dropped
+/// (all are kept if every one is). Where the slowest warm-up took
+/// [`WINDOWED_UNDER_NS`] or more, such skew does not matter and windows
+/// would double the run (ranks outnumbering cores make MPICH's
+/// collectives take up to seconds): each repetition then starts after a
+/// barrier, and a rank's time is its own interval.
+/// The slowest warm-up from which collectives are timed after barriers
+/// instead of from windows (1 ms).
+const WINDOWED_UNDER_NS: u64 = 1_000_000;
+
 fn windowed(
     comm: &onesided_collectives::Comm,
     collective: onesided_collectives::Collective,
@@ -447,7 +456,9 @@ fn windowed(
         rep()?;
         longest = longest.max(wall_ns().saturating_sub(start));
     }
-    let window = 2 * max(&[longest])?[0] + 20_000;
+    let longest = max(&[longest])?[0];
+    let window = 2 * longest + 20_000;
+    let windowed = longest < WINDOWED_UNDER_NS;
     let base = max(&[wall_ns() + window])?[0];
     let yielding =
         comm.group().size() as usize > std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -455,8 +466,15 @@ fn windowed(
     // whether it came late (1).
     let mut mine = vec![0u64; 2 * reps];
     for i in 0..reps {
-        let start = base + i as u64 * window;
         prepare()?;
+        if !windowed {
+            comm.barrier()?;
+            let start = wall_ns();
+            rep()?;
+            mine[i] = wall_ns().saturating_sub(start);
+            continue;
+        }
+        let start = base + i as u64 * window;
         mine[reps + i] = u64::from(wall_ns() > start);
         while wall_ns() < start {
             if yielding {
