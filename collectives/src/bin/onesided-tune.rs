@@ -3,8 +3,9 @@
 //! Profiles every algorithm of every collective on N ranks of this host
 //! (launching itself under `osrun`, which must sit beside it): message
 //! sizes 8 B to 32 MiB per rank (alltoall to 2 MiB per pair), elements
-//! `f64` (and `i32` for the reductions), repetitions scaled by size, each
-//! timed on rank 0 after a barrier; the median of each point goes to FILE
+//! `f64` (and `i32` for the reductions), repetitions scaled by size over
+//! buffers made once per point, each timed after a barrier until the
+//! slowest rank is done; the median of each point goes to FILE
 //! in the profile format of `onesided_collectives::profile` (version 1),
 //! for `ONESIDED_PROFILE`. Every result is checked as it is measured (a
 //! wrong one fails the run). `shared` is measured only when every rank is
@@ -313,8 +314,12 @@ fn sizes(collective: Collective) -> Vec<usize> {
     }
 }
 
-/// The median microseconds of `reps` calls (after one untimed); each
-/// call's buffers are made and its result checked outside the time.
+/// The median microseconds of `reps` calls (after one untimed), each the
+/// slowest rank's: a call starts after a barrier and is done when every
+/// rank is (a broadcast's root alone is done first). The buffers are made
+/// once, outside the time, and written before each call, as an
+/// application reuses its buffers (fresh ones would time page faults);
+/// every call's result is checked outside the time.
 fn measure(
     comm: &Comm,
     collective: Collective,
@@ -322,30 +327,21 @@ fn measure(
     bytes: usize,
     reps: usize,
 ) -> Result<f64> {
-    let mut times = Vec::with_capacity(reps);
-    for i in 0..=reps {
-        let us = match element {
-            "i32" => call::<i32>(comm, collective, bytes)?,
-            _ => call::<f64>(comm, collective, bytes)?,
-        };
-        if i > 0 {
-            times.push(us);
-        }
-    }
+    let mut times = match element {
+        "i32" => calls::<i32>(comm, collective, bytes, reps + 1)?,
+        _ => calls::<f64>(comm, collective, bytes, reps + 1)?,
+    };
+    let mut slowest = vec![0f64; times.len()];
+    comm.allreduce(&times, &mut slowest, &Op::Builtin(Builtin::Max))?;
+    times = slowest.split_off(1);
     times.sort_by(f64::total_cmp);
     Ok(times[times.len() / 2].max(0.001))
 }
 
-/// Buffers for one call of a collective.
-struct Buffers<T> {
-    input: Vec<T>,
-    output: Vec<T>,
-    counts: Vec<usize>,
-}
-
-/// One call of `collective` moving `bytes` per rank, timed alone (after a
-/// barrier), its result checked; microseconds.
-fn call<T>(comm: &Comm, collective: Collective, bytes: usize) -> Result<f64>
+/// `reps` calls of `collective` moving `bytes` per rank over one set of
+/// buffers, each timed alone (after a barrier) and its result checked;
+/// this rank's microseconds per call.
+fn calls<T>(comm: &Comm, collective: Collective, bytes: usize, reps: usize) -> Result<Vec<f64>>
 where
     T: onesided_collectives::Reducible + From<i8>,
 {
@@ -358,39 +354,21 @@ where
         Collective::Scatter | Collective::Alltoall | Collective::ReduceScatter
     );
     let gathers = matches!(collective, Collective::Gather | Collective::Allgather);
-    let mut b = Buffers {
-        input: vec![one; if whole { count * n } else { count }],
-        output: vec![
-            T::zeroed();
-            if gathers || collective == Collective::Alltoall {
-                count * n
-            } else {
-                count
-            }
-        ],
-        counts: vec![count; n],
+    let input = vec![one; if whole { count * n } else { count }];
+    let counts = vec![count; n];
+    let outputs = if gathers || collective == Collective::Alltoall {
+        count * n
+    } else {
+        count
     };
-    if collective == Collective::Bcast {
-        b.output = vec![if me == 0 { one } else { T::zeroed() }; count];
-    }
-    comm.barrier()?;
-    let start = Instant::now();
-    match collective {
-        Collective::Barrier => comm.barrier()?,
-        Collective::Bcast => comm.bcast(0, &mut b.output)?,
-        Collective::Reduce => comm.reduce(0, &b.input, &mut b.output, &sum)?,
-        Collective::Allreduce => comm.allreduce(&b.input, &mut b.output, &sum)?,
-        Collective::Gather => comm.gatherv(0, &b.input, &mut b.output, &b.counts)?,
-        Collective::Allgather => comm.allgatherv(&b.input, &mut b.output, &b.counts)?,
-        Collective::Scatter => comm.scatterv(0, &b.input, &mut b.output, &b.counts)?,
-        Collective::Alltoall => comm.alltoall(&b.input, &mut b.output, count)?,
-        Collective::ReduceScatter => {
-            comm.reduce_scatter(&b.input, &mut b.output, &b.counts, &sum)?
-        }
-    }
-    let us = start.elapsed().as_secs_f64() * 1e6;
-    // What every element of the output must hold, where it is checked.
+    let mut output = vec![one; outputs];
+    // What the output holds before a call, and every element of it must
+    // hold after, where it is checked.
     let n_t = T::from(n as i8);
+    let before = match collective {
+        Collective::Bcast if me == 0 => one,
+        _ => T::zeroed(),
+    };
     let want = match collective {
         Collective::Barrier => None,
         Collective::Reduce if me != 0 => None,
@@ -398,10 +376,28 @@ where
         Collective::Reduce | Collective::Allreduce | Collective::ReduceScatter => Some(n_t),
         _ => Some(one),
     };
-    if let Some(w) = want {
-        if b.output.iter().any(|v| *v != w) {
-            return Err(format!("{}: wrong result on rank {me}", collective.name()).into());
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        output.fill(before);
+        comm.barrier()?;
+        let start = Instant::now();
+        match collective {
+            Collective::Barrier => comm.barrier()?,
+            Collective::Bcast => comm.bcast(0, &mut output)?,
+            Collective::Reduce => comm.reduce(0, &input, &mut output, &sum)?,
+            Collective::Allreduce => comm.allreduce(&input, &mut output, &sum)?,
+            Collective::Gather => comm.gatherv(0, &input, &mut output, &counts)?,
+            Collective::Allgather => comm.allgatherv(&input, &mut output, &counts)?,
+            Collective::Scatter => comm.scatterv(0, &input, &mut output, &counts)?,
+            Collective::Alltoall => comm.alltoall(&input, &mut output, count)?,
+            Collective::ReduceScatter => comm.reduce_scatter(&input, &mut output, &counts, &sum)?,
+        }
+        times.push(start.elapsed().as_secs_f64() * 1e6);
+        if let Some(w) = want {
+            if output.iter().any(|v| *v != w) {
+                return Err(format!("{}: wrong result on rank {me}", collective.name()).into());
+            }
         }
     }
-    Ok(us)
+    Ok(times)
 }
