@@ -27,15 +27,17 @@
 //! 4. it stores `released = s`.
 //!
 //! Contributions larger than a cell go in pieces of [`CELL`] bytes, one
-//! step each. Where the members outnumber the host's cores and the host
-//! allows cross-memory reads ([`onesided_fabric::cma`]), a piece of
-//! `LEND` bytes or more is lent instead of copied into the cell (with a
-//! core each, two copies through the cell, the reader's overlapping the
-//! publisher's next, beat one cross-memory read: 2 ranks, allgather
-//! 256 KiB 35 -> 25 us, allreduce 2 MiB 400 -> 300 us; sharing cores, the
-//! copy saved counts more: 4 ranks on 2 cores, allreduce 2 MiB 3.6 -> 2.7
-//! ms with lending). A lent piece: the publisher writes where it lies
-//! (pid, address), readers copy it straight into their buffers (one copy
+//! step each. Where the host allows cross-memory reads
+//! ([`onesided_fabric::cma`]), a piece of `LEND` bytes or more is lent
+//! instead of copied into the cell. Lending is the robust choice, not
+//! always the fastest: these 2-core machines switch, minute by minute,
+//! between a mode where a line written by one core reaches the other in
+//! 0.15 us and one where it takes 0.4 us. In the first, two copies
+//! through a cell beat one cross-memory read (2 ranks, allreduce 2 MiB
+//! 300 vs 400-480 us); in the second, every line of a cell is such a slow
+//! transfer, which reading a lent piece is not (1500 vs 500 us). A lent
+//! piece: the publisher writes where it lies (pid, address), readers copy
+//! it straight into their buffers (one copy
 //! instead of two), and a call that lent returns only once every reader
 //! released its last lent step (a call that fails on a member, a dead
 //! peer or a timeout, returns without that wait: as for any collective
@@ -165,7 +167,7 @@ impl<'e> Shared<'e> {
             published: Cell::new(0),
             released: Cell::new(0),
             spill: RefCell::default(),
-            cma: lends(group.size()),
+            cma: onesided_fabric::cma::available(),
             tickets: Cell::new(0),
             serving: Cell::new(0),
         })
@@ -472,14 +474,6 @@ impl Default for Spill {
     fn default() -> Spill {
         Spill([0; 256])
     }
-}
-
-/// Whether a group of `members`, all on this host, lends large pieces:
-/// when they outnumber its cores and cross-memory reads work (the same on
-/// every member).
-fn lends(members: u32) -> bool {
-    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    members as usize > cores && onesided_fabric::cma::available()
 }
 
 /// Bytes of a broadcast's pieces, for a broadcast of `bytes`: up to a
