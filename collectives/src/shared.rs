@@ -483,7 +483,7 @@ impl Default for Spill {
 /// in pieces of 64 KiB 28 -> 36 us).
 fn bcast_piece(bytes: usize) -> usize {
     if bytes < CELL {
-        (bytes / 4).max(8 * 1024)
+        bytes.div_ceil(4).max(8 * 1024)
     } else {
         CELL
     }
@@ -1047,4 +1047,37 @@ fn displacements(counts: &[usize]) -> Vec<usize> {
             Some(start)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcast_pieces_fit_a_cell_and_split_small_broadcasts_in_four() {
+        assert_eq!(bcast_piece(0), 8 * 1024);
+        assert_eq!(bcast_piece(8), 8 * 1024);
+        assert_eq!(bcast_piece(32 * 1024), 8 * 1024);
+        assert_eq!(bcast_piece(128 * 1024), 32 * 1024);
+        assert_eq!(bcast_piece(CELL - 1), CELL / 4);
+        assert_eq!(bcast_piece(CELL), CELL);
+        assert_eq!(bcast_piece(32 << 20), CELL);
+        for bytes in [1, 1000, 8192, 8193, 100_000, CELL - 1, CELL, 5 << 20] {
+            let piece = bcast_piece(bytes);
+            assert!(piece <= CELL && piece > 0, "{bytes}: {piece}");
+            assert!(bytes < CELL || bytes.div_ceil(piece) * piece >= bytes);
+            if bytes < CELL {
+                assert!(bytes.div_ceil(piece) <= 4, "{bytes}: {piece}");
+            }
+        }
+    }
+
+    #[test]
+    fn unlent_pieces_go_inline_up_to_a_header_line() {
+        assert_eq!(Shared::unlent::<u8>(INLINE), Place::Inline);
+        assert_eq!(Shared::unlent::<u8>(INLINE + 1), Place::Cell);
+        assert_eq!(Shared::unlent::<f64>(INLINE / 8), Place::Inline);
+        assert_eq!(Shared::unlent::<f64>(INLINE / 8 + 1), Place::Cell);
+        assert_eq!(Shared::unlent::<f64>(0), Place::Inline);
+    }
 }
