@@ -171,13 +171,14 @@ static void check(const Bench *b, int c, long bytes, long rep, int block, const 
     }
 }
 
-/* Case c at bytes per rank (per pair: alltoallv), checked; times into t;
- * how many. */
+/* Case c at bytes per rank (per pair: alltoallv; barrier: 0), checked;
+ * times into t; how many. */
 static int coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
     int n = b->size, me = b->rank, warm = warmup(reps), count = (int)(bytes / (long)sizeof(double));
     long blocks = c == ALLGATHER || c == ALLTOALLV ? n : 1;
-    double *send = malloc(sizeof(double) * count * (c == ALLTOALLV ? n : 1));
-    double *recv = malloc(sizeof(double) * count * blocks);
+    /* (+1: a barrier's 0 elements must not read as out of memory) */
+    double *send = malloc(sizeof(double) * count * (c == ALLTOALLV ? n : 1) + 1);
+    double *recv = malloc(sizeof(double) * count * blocks + 1);
     int *counts = malloc(sizeof(int) * n), *displs = malloc(sizeof(int) * n);
     int64_t *mine = malloc(sizeof(int64_t) * 2 * reps), longest = 0, start = 0;
     Windows w = {0, 0, 0, 0};
@@ -208,7 +209,9 @@ static int coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
             if (i == 0) w = windows(longest);
             mine[reps + i] = wait_start(&w, i, &start);
         }
-        if (c == BCAST)
+        if (c == BARRIER)
+            MPI_Barrier(MPI_COMM_WORLD);
+        else if (c == BCAST)
             MPI_Bcast(recv, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
         else if (c == REDUCE)
             MPI_Reduce(send, recv, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -242,38 +245,10 @@ static int coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
     return kept;
 }
 
-/* The barrier, timed as the other cases; times into t; how many. */
-static int barrier_case(double *t, int reps) {
-    int warm = warmup(reps);
-    int64_t *mine = malloc(sizeof(int64_t) * 2 * reps), longest = 0, start = 0;
-    Windows w = {0, 0, 0, 0};
-    if (!mine) {
-        fprintf(stderr, "collectives: barrier: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-        exit(1);
-    }
-    for (int i = -warm; i < reps; i++) {
-        if (i < 0) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            start = wall_ns();
-        } else {
-            if (i == 0) w = windows(longest);
-            mine[reps + i] = wait_start(&w, i, &start);
-        }
-        MPI_Barrier(MPI_COMM_WORLD);
-        int64_t took = wall_ns() - start;
-        if (i < 0 && took > longest) longest = took;
-        if (i >= 0) mine[i] = took;
-    }
-    int kept = slowest(mine, reps, t);
-    free(mine);
-    return kept;
-}
-
 static void collectives_suite(const Bench *b) {
     int reps = scaled(b, 1000);
     double *t = malloc(sizeof(double) * (reps > scaled(b, 200) ? reps : scaled(b, 200)));
-    report(b->rank, b->suite, CASES[BARRIER], 0, t, barrier_case(t, reps));
+    report(b->rank, b->suite, CASES[BARRIER], 0, t, coll_case(b, BARRIER, 0, t, reps));
     for (int c = BCAST; c <= IALLREDUCE; c++)
         for (size_t s = 0; s < sizeof SIZES / sizeof *SIZES; s++) {
             long bytes = SIZES[s], base_reps = REPS_BYTES / bytes;
