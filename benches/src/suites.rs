@@ -405,14 +405,18 @@ fn ibarrier(b: &Bench) -> Result<()> {
     Ok(())
 }
 
-/// Nanoseconds of the host's real-time clock: the one clock every
-/// process on a host reads alike (monotonic clocks are per boot, not
-/// comparable across programs in every language's library).
+/// Nanoseconds of the host's real-time clock: a clock every process on
+/// the host reads alike, as a number ranks can exchange (`Instant` has
+/// none).
 fn wall_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
 }
+
+/// The slowest warm-up from which collectives are timed after barriers
+/// instead of from windows (1 ms).
+const WINDOWED_UNDER_NS: u64 = 1_000_000;
 
 /// Times `reps` repetitions of the collective `rep` (`prepare` runs
 /// before each, untimed): microseconds per repetition, each the slowest
@@ -431,10 +435,6 @@ fn wall_ns() -> u64 {
 /// would double the run (ranks outnumbering cores make MPICH's
 /// collectives take up to seconds): each repetition then starts after a
 /// barrier, and a rank's time is its own interval.
-/// The slowest warm-up from which collectives are timed after barriers
-/// instead of from windows (1 ms).
-const WINDOWED_UNDER_NS: u64 = 1_000_000;
-
 fn windowed(
     comm: &onesided_collectives::Comm,
     collective: onesided_collectives::Collective,
@@ -458,7 +458,7 @@ fn windowed(
     }
     let longest = max(&[longest])?[0];
     let window = 2 * longest + 20_000;
-    let windowed = longest < WINDOWED_UNDER_NS;
+    let in_windows = longest < WINDOWED_UNDER_NS;
     let base = max(&[wall_ns() + window])?[0];
     let yielding =
         comm.group().size() as usize > std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -467,7 +467,7 @@ fn windowed(
     let mut mine = vec![0u64; 2 * reps];
     for i in 0..reps {
         prepare()?;
-        if !windowed {
+        if !in_windows {
             comm.barrier()?;
             let start = wall_ns();
             rep()?;
@@ -506,10 +506,10 @@ fn windowed(
 /// alltoallv, which stops at 2 MiB).
 const COLLECTIVE_SIZES: [usize; 8] = [8, 64, 512, 4096, 32768, 262_144, 2 << 20, 32 << 20];
 
-/// The collectives suite: every case after an untimed barrier, results
-/// checked, the algorithm onesided chose printed as a seventh field. A
-/// rep's time is the slowest rank's (a collective is done when every rank
-/// has its result; the root of a bcast alone is done first).
+/// The collectives suite: every case timed by [`windowed`] (a rep takes
+/// until the slowest rank is done: a bcast's root alone is done first),
+/// results checked, the algorithm onesided's calls ran printed as a
+/// seventh field.
 fn collectives(b: &Bench, world: &World) -> Result<()> {
     use onesided_collectives::{Builtin, Collective, Comm, Op};
     let comm = Comm::new(&b.rma, Group::world(world.size()))?;

@@ -510,7 +510,7 @@ impl<'e> Inflight<'e> {
 
     /// Runs a blocking call's shared-memory `run` over the caller's
     /// buffers when no run is in flight: no executor, nothing else to
-    /// advance (the shortest path of a small call).
+    /// advance.
     pub(crate) fn wait_shared<T: bytemuck::Pod>(
         &self,
         ep: &Endpoint,

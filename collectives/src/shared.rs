@@ -308,7 +308,8 @@ impl<'e> Shared<'e> {
             Shape::Reduce { root } if root.is_none_or(|r| r == me) => {
                 let combine =
                     combine.ok_or(Error::BadCall("a reduction without an operation".into()))?;
-                let mut spill = self.spill.borrow_mut();
+                let mut spill = (self.spill.try_borrow_mut())
+                    .map_err(|_| Error::BadCall("a reduction operation called its Comm".into()))?;
                 let theirs = bytemuck::try_cast_slice_mut::<_, T>(&mut spill.0)
                     .map_err(|e| Error::BadCall(format!("a quick reduction: {e}")))?;
                 let per = theirs.len().max(1);
