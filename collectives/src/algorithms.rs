@@ -507,6 +507,52 @@ fn relative_offsets(counts: &[usize], root: u32, from: u32, to: u32) -> Vec<usiz
         .collect()
 }
 
+/// This rank's place in the binomial tree of gather(v) and scatter(v)
+/// from `root`, whose subtree's blocks lie in scratch in relative-rank
+/// order.
+struct Tree {
+    n: u32,
+    root: u32,
+    /// This rank's relative rank, the tree's rounds, the end (exclusive)
+    /// of its subtree and the level it hangs from its parent at.
+    rel: u32,
+    rounds: usize,
+    end: u32,
+    parent: Option<usize>,
+    /// Offsets in scratch of the blocks of relative ranks `rel..=end`.
+    at: Vec<usize>,
+}
+
+impl Tree {
+    fn new(n: u32, me: u32, root: u32, counts: &[usize]) -> Tree {
+        let rel = (me + n - root) % n;
+        let (end, parent) = subtree(n, rel);
+        Tree {
+            n,
+            root,
+            rel,
+            rounds: log2_ceil(n),
+            end,
+            parent,
+            at: relative_offsets(counts, root, rel, end),
+        }
+    }
+
+    /// The real rank of relative rank `r`.
+    fn real(&self, r: u32) -> u32 {
+        (r + self.root) % self.n
+    }
+
+    /// The scratch holding the blocks of relative ranks `a..b`.
+    fn span(&self, a: u32, b: u32) -> Slice {
+        let (x, y) = (
+            self.at[(a - self.rel) as usize],
+            self.at[(b - self.rel) as usize],
+        );
+        scratch(x, y - x)
+    }
+}
+
 /// The end (exclusive) of relative rank `rel`'s subtree in the binomial
 /// tree of `n`, and the tree level at which it hangs from its parent
 /// (`None`: the root).
@@ -525,15 +571,9 @@ fn subtree(n: u32, rel: u32) -> (u32, Option<usize>) {
 /// one message.
 pub fn gatherv_binomial(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule {
     let d = displacements(counts);
-    let rel = (me + n - root) % n;
-    let real = |r: u32| (r + root) % n;
-    let rounds = log2_ceil(n);
-    let (end, parent) = subtree(n, rel);
-    let at = relative_offsets(counts, root, rel, end);
-    let span = |a: u32, b: u32| {
-        let (x, y) = (at[(a - rel) as usize], at[(b - rel) as usize]);
-        scratch(x, y - x)
-    };
+    let t = Tree::new(n, me, root, counts);
+    let (rel, rounds, end, parent, at) = (t.rel, t.rounds, t.end, t.parent, &t.at);
+    let (real, span) = (|r| t.real(r), |a, b| t.span(a, b));
     let mut s = Schedule::with_rounds(rounds + 1);
     s.scratch = at[(end - rel) as usize];
     let mine = counts[me as usize];
@@ -568,15 +608,9 @@ pub fn gatherv_binomial(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedul
 /// passes on its subtree's blocks in one message.
 pub fn scatterv_binomial(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule {
     let d = displacements(counts);
-    let rel = (me + n - root) % n;
-    let real = |r: u32| (r + root) % n;
-    let rounds = log2_ceil(n);
-    let (end, parent) = subtree(n, rel);
-    let at = relative_offsets(counts, root, rel, end);
-    let span = |a: u32, b: u32| {
-        let (x, y) = (at[(a - rel) as usize], at[(b - rel) as usize]);
-        scratch(x, y - x)
-    };
+    let t = Tree::new(n, me, root, counts);
+    let (rel, rounds, end, parent, at) = (t.rel, t.rounds, t.end, t.parent, &t.at);
+    let (real, span) = (|r| t.real(r), |a, b| t.span(a, b));
     // The tree from the top down: level k runs in round rounds - k, after
     // round 0 where the root lays its input out in relative order.
     let round_of = |k: usize| rounds - k;
