@@ -350,15 +350,14 @@ impl<'e> Comm<'e> {
     /// Chooses the call's algorithm and makes its plan with `build`,
     /// checked: a schedule fits the buffers, the shared algorithm has every
     /// member on this host.
-    fn prepare<'a, T: bytemuck::Pod>(
+    fn prepare<T: bytemuck::Pod>(
         &self,
         number: u64,
         shape: Shape,
         build: impl Fn(&'static str) -> Plan,
-        input: &'a [T],
-        output: &'a mut [T],
+        (input, output): (&[T], &[T]),
         combine: Option<Combine<T>>,
-    ) -> Result<Call<'a, T>, Error> {
+    ) -> Result<Call<T>, Error> {
         let (algorithm, plan) = self.choose(shape, |a| {
             let plan = build(a);
             match &plan {
@@ -377,8 +376,6 @@ impl<'e> Comm<'e> {
             shape,
             algorithm,
             plan,
-            input,
-            output,
             combine,
         })
     }
@@ -386,7 +383,12 @@ impl<'e> Comm<'e> {
     /// Runs a call to completion over the caller's buffers (advancing the
     /// nonblocking runs in flight meanwhile), recording its time (or its
     /// failure) under its algorithm (monitoring).
-    fn finish<T: bytemuck::Pod>(&self, call: Call<'_, T>) -> Result<(), Error> {
+    fn finish<T: bytemuck::Pod>(
+        &self,
+        call: Call<T>,
+        input: &[T],
+        output: &mut [T],
+    ) -> Result<(), Error> {
         // Monitoring times one call in MONITOR_EVERY (reading the clock
         // twice costs a tenth of a small shared-memory call).
         let start = self
@@ -399,8 +401,6 @@ impl<'e> Comm<'e> {
             shape,
             algorithm,
             plan,
-            input,
-            output,
             combine,
         } = call;
         let result = match plan {
@@ -470,27 +470,26 @@ impl<'e> Comm<'e> {
         result
     }
 
-    /// Starts a call as a nonblocking run over copies of its buffers.
-    fn spawn<'a, T: bytemuck::Pod>(&'a self, call: Call<'a, T>) -> Result<Run<'a, 'e, T>, Error> {
+    /// Starts a call as a nonblocking run over the buffers handed to it.
+    fn spawn<T: bytemuck::Pod>(
+        &self,
+        call: Call<T>,
+        input: Vec<T>,
+        output: Vec<T>,
+    ) -> Result<Run<'_, 'e, T>, Error> {
         let work = self.work(call.plan)?;
+        let buffers = (input, output);
         let spare = &self.inflight.spare;
-        // Calls write their output before reading it, but for a
-        // broadcast, whose root's output is its input.
-        let output = if call.shape.collective == Collective::Bcast {
-            spare.copy(call.output)
-        } else {
-            spare.any(call.output.len())
-        };
         let exec = Exec::new(
             self.ep,
             &self.group,
             work,
             call.number,
-            (spare.copy(call.input), output),
+            buffers,
             call.combine,
             spare,
         )?;
-        Ok(self.inflight.start(exec, call.output))
+        Ok(self.inflight.start(exec))
     }
 
     /// The number of this process's next call on this Comm, taken first
@@ -558,7 +557,7 @@ impl<'e> Comm<'e> {
         }))
     }
 
-    fn barrier_call(&self, blocking: bool) -> Result<Call<'_, u8>, Error> {
+    fn barrier_call(&self, blocking: bool) -> Result<Call<u8>, Error> {
         let call = self.next_call();
         let (n, me) = (self.group.size(), self.me);
         let shape = Shape::sized(Collective::Barrier, "bytes", 0, true).blocking(blocking);
@@ -569,8 +568,7 @@ impl<'e> Comm<'e> {
                 "shared" => Plan::Shared(shared::Shape::Barrier),
                 _ => Plan::Schedule(alg::barrier_dissemination(n, me)),
             },
-            &[],
-            &mut [],
+            (&[], &[]),
             None,
         )
     }
@@ -580,7 +578,7 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// [`Error::NoAlgorithm`]; fabric errors posting its first round.
     pub fn ibarrier(&self) -> Result<Run<'_, 'e, u8>, Error> {
-        self.spawn(self.barrier_call(false)?)
+        self.spawn(self.barrier_call(false)?, Vec::new(), Vec::new())
     }
 
     /// Barrier.
@@ -588,15 +586,15 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// As [`Comm::ibarrier`]; a dead member or a timeout while waiting.
     pub fn barrier(&self) -> Result<(), Error> {
-        self.finish(self.barrier_call(true)?)
+        self.finish(self.barrier_call(true)?, &[], &mut [])
     }
 
-    fn bcast_call<'a, T: bytemuck::Pod>(
-        &'a self,
+    fn bcast_call<T: bytemuck::Pod>(
+        &self,
         root: u32,
-        buf: &'a mut [T],
+        buf: &[T],
         blocking: bool,
-    ) -> Result<Call<'a, T>, Error> {
+    ) -> Result<Call<T>, Error> {
         let call = self.next_call();
         self.check_root(root)?;
         let (n, me, count) = (self.group.size(), self.me, buf.len());
@@ -608,21 +606,23 @@ impl<'e> Comm<'e> {
             "scatter_allgather" => Plan::Schedule(alg::bcast_scatter_allgather(n, me, root, count)),
             _ => Plan::Schedule(alg::bcast_binomial(n, me, root, count)),
         };
-        self.prepare(call, shape, build, &[], buf, None)
+        self.prepare(call, shape, build, (&[], buf), None)
     }
 
     /// Starts broadcasting `buf` from group rank `root` (every member
-    /// passes a buffer of the same length).
+    /// passes a buffer of the same length); the run hands it back as its
+    /// output ([`Run::into_buffers`]).
     ///
     /// # Errors
     /// [`Error::BadCall`] for a root outside the group; as
     /// [`Comm::ibarrier`].
-    pub fn ibcast<'a, T: bytemuck::Pod>(
-        &'a self,
+    pub fn ibcast<T: bytemuck::Pod>(
+        &self,
         root: u32,
-        buf: &'a mut [T],
-    ) -> Result<Run<'a, 'e, T>, Error> {
-        self.spawn(self.bcast_call(root, buf, false)?)
+        buf: Vec<T>,
+    ) -> Result<Run<'_, 'e, T>, Error> {
+        let call = self.bcast_call(root, &buf, false)?;
+        self.spawn(call, Vec::new(), buf)
     }
 
     /// Broadcasts `buf` from group rank `root`.
@@ -630,18 +630,18 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// As [`Comm::ibcast`], and waiting errors.
     pub fn bcast<T: bytemuck::Pod>(&self, root: u32, buf: &mut [T]) -> Result<(), Error> {
-        self.finish(self.bcast_call(root, buf, true)?)
+        self.finish(self.bcast_call(root, buf, true)?, &[], buf)
     }
 
     /// Reduce (to `root`) or allreduce (`None`).
-    fn reduce_call<'a, T: Reducible>(
-        &'a self,
+    fn reduce_call<T: Reducible>(
+        &self,
         root: Option<u32>,
-        input: &'a [T],
-        output: &'a mut [T],
+        input: &[T],
+        output: &[T],
         op: &Op<T>,
         blocking: bool,
-    ) -> Result<Call<'a, T>, Error> {
+    ) -> Result<Call<T>, Error> {
         let call = self.next_call();
         let collective = match root {
             Some(r) => {
@@ -675,7 +675,7 @@ impl<'e> Comm<'e> {
                 (None, _) => alg::allreduce_recursive_doubling(n, me, count),
             })
         };
-        self.prepare(call, shape, build, input, output, Some(combine))
+        self.prepare(call, shape, build, (input, output), Some(combine))
     }
 
     /// Starts reducing every member's `input` with `op` into `output` at
@@ -684,14 +684,15 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// [`Error::BadCall`] for a bad root or buffer lengths;
     /// [`Error::BadOp`] for an operation the element type lacks.
-    pub fn ireduce<'a, T: Reducible>(
-        &'a self,
+    pub fn ireduce<T: Reducible>(
+        &self,
         root: u32,
-        input: &'a [T],
-        output: &'a mut [T],
+        input: Vec<T>,
+        output: Vec<T>,
         op: &Op<T>,
-    ) -> Result<Run<'a, 'e, T>, Error> {
-        self.spawn(self.reduce_call(Some(root), input, output, op, false)?)
+    ) -> Result<Run<'_, 'e, T>, Error> {
+        let call = self.reduce_call(Some(root), &input, &output, op, false)?;
+        self.spawn(call, input, output)
     }
 
     /// Reduces every member's `input` with `op` into `output` at `root`.
@@ -705,7 +706,8 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         op: &Op<T>,
     ) -> Result<(), Error> {
-        self.finish(self.reduce_call(Some(root), input, output, op, true)?)
+        let call = self.reduce_call(Some(root), input, output, op, true)?;
+        self.finish(call, input, output)
     }
 
     /// Starts reducing every member's `input` with `op` into every
@@ -713,13 +715,14 @@ impl<'e> Comm<'e> {
     ///
     /// # Errors
     /// As [`Comm::ireduce`].
-    pub fn iallreduce<'a, T: Reducible>(
-        &'a self,
-        input: &'a [T],
-        output: &'a mut [T],
+    pub fn iallreduce<T: Reducible>(
+        &self,
+        input: Vec<T>,
+        output: Vec<T>,
         op: &Op<T>,
-    ) -> Result<Run<'a, 'e, T>, Error> {
-        self.spawn(self.reduce_call(None, input, output, op, false)?)
+    ) -> Result<Run<'_, 'e, T>, Error> {
+        let call = self.reduce_call(None, &input, &output, op, false)?;
+        self.spawn(call, input, output)
     }
 
     /// Reduces every member's `input` with `op` into every `output`.
@@ -732,7 +735,8 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         op: &Op<T>,
     ) -> Result<(), Error> {
-        self.finish(self.reduce_call(None, input, output, op, true)?)
+        let call = self.reduce_call(None, input, output, op, true)?;
+        self.finish(call, input, output)
     }
 
     /// Gatherv (`gather`) or scatterv: `counts[r]` elements of rank `r`,
@@ -783,7 +787,8 @@ impl<'e> Comm<'e> {
                 (false, _) => alg::scatterv_binomial(n, me, root, counts),
             })
         };
-        self.finish(self.prepare(call, shape, build, input, output, None)?)
+        let call = self.prepare(call, shape, build, (input, output), None)?;
+        self.finish(call, input, output)
     }
 
     /// Gathers every member's `input` (`counts[r]` elements from group
@@ -817,13 +822,13 @@ impl<'e> Comm<'e> {
         self.rooted_v(false, root, input, output, counts)
     }
 
-    fn allgatherv_call<'a, T: bytemuck::Pod>(
-        &'a self,
-        input: &'a [T],
-        output: &'a mut [T],
+    fn allgatherv_call<T: bytemuck::Pod>(
+        &self,
+        input: &[T],
+        output: &[T],
         counts: &[usize],
         blocking: bool,
-    ) -> Result<Call<'a, T>, Error> {
+    ) -> Result<Call<T>, Error> {
         let call = self.next_call();
         let total = self.check_counts(counts, input.len())?;
         Self::check_len("allgatherv output", output.len(), total)?;
@@ -848,7 +853,7 @@ impl<'e> Comm<'e> {
                 _ => alg::allgatherv_recursive_doubling(n, me, counts),
             })
         };
-        self.prepare(call, shape, build, input, output, None)
+        self.prepare(call, shape, build, (input, output), None)
     }
 
     /// Starts gathering every member's `input` (`counts[r]` elements from
@@ -856,13 +861,14 @@ impl<'e> Comm<'e> {
     ///
     /// # Errors
     /// As [`Comm::gatherv`].
-    pub fn iallgatherv<'a, T: bytemuck::Pod>(
-        &'a self,
-        input: &'a [T],
-        output: &'a mut [T],
+    pub fn iallgatherv<T: bytemuck::Pod>(
+        &self,
+        input: Vec<T>,
+        output: Vec<T>,
         counts: &[usize],
-    ) -> Result<Run<'a, 'e, T>, Error> {
-        self.spawn(self.allgatherv_call(input, output, counts, false)?)
+    ) -> Result<Run<'_, 'e, T>, Error> {
+        let call = self.allgatherv_call(&input, &output, counts, false)?;
+        self.spawn(call, input, output)
     }
 
     /// Gathers every member's `input` into every `output` (`MPI_Allgatherv`).
@@ -875,7 +881,8 @@ impl<'e> Comm<'e> {
         output: &mut [T],
         counts: &[usize],
     ) -> Result<(), Error> {
-        self.finish(self.allgatherv_call(input, output, counts, true)?)
+        let call = self.allgatherv_call(input, output, counts, true)?;
+        self.finish(call, input, output)
     }
 
     /// Alltoall (`by_size`: every count the same, the algorithm chosen by
@@ -916,7 +923,8 @@ impl<'e> Comm<'e> {
             "linear" => Plan::Schedule(alg::alltoallv_linear(n as u32, me, sends, recvs)),
             _ => Plan::Schedule(alg::alltoallv_pairwise(n as u32, me, sends, recvs)),
         };
-        self.finish(self.prepare(call, shape, build, input, output, None)?)
+        let call = self.prepare(call, shape, build, (input, output), None)?;
+        self.finish(call, input, output)
     }
 
     /// The one-sided alltoallv: each rank exposes a copy of its input in
@@ -1036,7 +1044,8 @@ impl<'e> Comm<'e> {
             "ring" => Plan::Schedule(alg::reduce_scatter_ring(n, me, counts)),
             _ => Plan::Schedule(alg::reduce_scatter_pairwise(n, me, counts)),
         };
-        self.finish(self.prepare(call, shape, build, input, output, Some(combine))?)
+        let call = self.prepare(call, shape, build, (input, output), Some(combine))?;
+        self.finish(call, input, output)
     }
 }
 
@@ -1077,15 +1086,13 @@ impl Shape {
     }
 }
 
-/// A call ready to run: its number, what chose its algorithm, and this
-/// rank's schedule over its buffers.
-struct Call<'a, T: bytemuck::Pod> {
+/// A call ready to run over its buffers: its number, what chose its
+/// algorithm, and this rank's plan.
+struct Call<T: bytemuck::Pod> {
     number: u64,
     shape: Shape,
     algorithm: &'static str,
     plan: Plan,
-    input: &'a [T],
-    output: &'a mut [T],
     combine: Option<Combine<T>>,
 }
 

@@ -15,8 +15,8 @@
 //!   round by round; the `shared` algorithm (every member on one host)
 //!   through shared memory, step by step, with large pieces copied once,
 //!   straight out of the publisher's memory where the host allows
-//!   cross-memory reads. Nonblocking runs own copies of their buffers and
-//!   advance on every call into their Comm (tests and waits of any of its
+//!   cross-memory reads. Nonblocking runs own the buffers handed to them
+//!   (given back by [`Run::into_buffers`], no copies) and advance on every call into their Comm (tests and waits of any of its
 //!   requests, new calls, blocking calls' waits), so requests may be waited
 //!   for in any order; a wait backs off (spin, yield, sleep) instead of
 //!   spinning, afresh whenever the call moves on.
@@ -56,6 +56,6 @@ pub use comm::{Comm, FAULT_ENV};
 pub use error::Error;
 pub use op::{Builtin, Op, Reducible};
 pub use profile::{Collective, Geometry, Profile, ProfileError};
-pub use run::Run;
+pub use run::{Buffers, Run};
 pub use select::Selector;
 pub use shared::{CELL, SLOT};

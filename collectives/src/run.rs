@@ -1,7 +1,7 @@
 //! The executor: a [`Schedule`] run over the endpoint's tagged messages,
 //! round by round. A blocking collective runs it over the caller's
-//! buffers; a nonblocking one ([`Run`]) over buffers of its own (the
-//! input copied at the call, the output copied back at completion), so
+//! borrowed buffers; a nonblocking one ([`Run`]) over buffers handed to
+//! it (owned, and handed back at completion by [`Run::into_buffers`]), so
 //! that it can be advanced by any call into its [`Comm`](crate::Comm):
 //! every test or wait of any of its requests, every new collective and the
 //! wait of every blocking one advance all the Comm's runs in flight, in
@@ -406,24 +406,6 @@ impl Spare {
         v
     }
 
-    /// `len` elements of whatever a kept vector held (for outputs that
-    /// calls write before they read): no pass over the memory when a kept
-    /// one is long enough.
-    pub(crate) fn any<T: bytemuck::Pod>(&self, len: usize) -> Vec<T> {
-        let mut v = self.take();
-        v.truncate(len);
-        v.resize(len, T::zeroed());
-        v
-    }
-
-    /// A copy of `data`.
-    pub(crate) fn copy<T: bytemuck::Pod>(&self, data: &[T]) -> Vec<T> {
-        let mut v = self.take();
-        v.clear();
-        v.extend_from_slice(data);
-        v
-    }
-
     /// Keeps `v` for a later call (unless enough are kept).
     pub(crate) fn give<T: bytemuck::Pod>(&self, v: Vec<T>) {
         let mut buffers = self.buffers.borrow_mut();
@@ -482,11 +464,10 @@ impl<'e> Inflight<'e> {
 
     /// Starts `exec` as a nonblocking run: listed, then advanced with the
     /// others (which posts its first round).
-    pub(crate) fn start<'a, T: bytemuck::Pod + 'e>(
-        &'a self,
+    pub(crate) fn start<T: bytemuck::Pod + 'e>(
+        &self,
         exec: Exec<'e, T, Vec<T>, Vec<T>>,
-        output: &'a mut [T],
-    ) -> Run<'a, 'e, T> {
+    ) -> Run<'_, 'e, T> {
         let shared: Shared<'e, T> = Rc::new(RefCell::new(exec));
         let weak: Weak<RefCell<dyn Advance + 'e>> = {
             let dynamic: Rc<RefCell<dyn Advance + 'e>> = shared.clone();
@@ -497,7 +478,6 @@ impl<'e> Inflight<'e> {
         Run {
             inflight: self,
             exec: shared,
-            output,
             done: false,
         }
     }
@@ -588,17 +568,51 @@ fn drive<E>(
     }
 }
 
-/// A nonblocking collective: a [`Request`]. Its output buffer is borrowed
-/// until it is dropped and written when it completes; testing it advances
-/// every run of its Comm. Dropped before completion, it leaves the other
-/// members' call to fail by timeout, and (a shared-memory run) this
-/// member's later shared-memory calls on the Comm too, which wait for its
-/// turn to end: complete every request, as MPI requires.
+/// A nonblocking collective: a [`Request`]. It owns the buffers handed
+/// to the call, as completion-based I/O does: the run works on them in
+/// place (no copies), and [`Run::into_buffers`] hands them back once it is
+/// complete. Testing it advances every run of its Comm. Dropped before
+/// completion, it leaves the other members' call to fail by timeout, and
+/// (a shared-memory run) this member's later shared-memory calls on the
+/// Comm too, which wait for its turn to end: complete every request, as
+/// MPI requires.
+///
+/// Why owned rather than borrowed buffers: the run must stay reachable
+/// from its Comm (any call into the Comm advances it) for as long as it
+/// is in flight, and a borrow cannot promise that, since a request can be
+/// leaked with `mem::forget` without ending its borrows.
 pub struct Run<'a, 'e, T: bytemuck::Pod> {
     inflight: &'a Inflight<'e>,
     exec: Shared<'e, T>,
-    output: &'a mut [T],
     done: bool,
+}
+
+/// The buffers a nonblocking collective was handed, back from
+/// [`Run::into_buffers`].
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Buffers<T> {
+    /// The input, as it was handed in (empty for a broadcast or barrier).
+    pub input: Vec<T>,
+    /// The output, holding the result (a broadcast's buffer; empty for
+    /// a barrier).
+    pub output: Vec<T>,
+}
+
+impl<T: bytemuck::Pod> Run<'_, '_, T> {
+    /// Waits for the call to complete (returns at once if it has) and
+    /// hands back its buffers.
+    ///
+    /// # Errors
+    /// As [`Request::wait`]: the call failed (its buffers are dropped with
+    /// it) or its peers did not move within the timeout.
+    pub fn into_buffers(mut self) -> Result<Buffers<T>, Error> {
+        self.wait()?;
+        let mut exec = self.exec.borrow_mut();
+        Ok(Buffers {
+            input: std::mem::take(&mut exec.input),
+            output: std::mem::take(&mut exec.output),
+        })
+    }
 }
 
 impl<T: bytemuck::Pod> Drop for Run<'_, '_, T> {
@@ -609,7 +623,7 @@ impl<T: bytemuck::Pod> Drop for Run<'_, '_, T> {
         let Ok(mut exec) = self.exec.try_borrow_mut() else {
             return;
         };
-        if exec.shared.as_ref().is_some_and(shared::Run::lends) {
+        if !self.done && exec.shared.as_ref().is_some_and(shared::Run::lends) {
             std::mem::forget(std::mem::take(&mut exec.input));
             std::mem::forget(std::mem::take(&mut exec.output));
         }
@@ -624,11 +638,8 @@ impl<T: bytemuck::Pod> Request for Run<'_, '_, T> {
         let mut exec = self.exec.borrow_mut();
         let finished = exec.test()?;
         if finished {
-            self.output.copy_from_slice(exec.output.as_ref());
-            let spare = &self.inflight.spare;
-            spare.give(std::mem::take(&mut exec.input));
-            spare.give(std::mem::take(&mut exec.output));
-            spare.give(std::mem::take(&mut exec.scratch));
+            let scratch = std::mem::take(&mut exec.scratch);
+            self.inflight.spare.give(scratch);
             self.done = true;
         } else {
             drop(exec);

@@ -88,17 +88,35 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             );
         }
         used.push(chosen(comm, Collective::Allreduce, "i64", bytes, true));
-        // Nonblocking allreduce, bcast and barrier overlapped.
-        let mut sum = vec![0i64; count];
+        // Nonblocking allreduce, bcast, barrier, reduce (max, to the last
+        // rank) and allgatherv (uneven counts) overlapped.
         let mut b = vec![0i64; count.min(5)];
         if me == 0 {
             b.iter_mut().enumerate().for_each(|(i, v)| *v = value(0, i));
         }
-        {
+        let last = n - 1;
+        let counts: Vec<usize> = (0..n).map(|r| count / 7 + r as usize).collect();
+        let total: usize = counts.iter().sum();
+        let (sum, b, max, all) = {
             let sum_op = Op::Builtin(Builtin::Sum);
-            let mut r1 = must(me, "iallreduce", comm.iallreduce(&input, &mut sum, &sum_op));
-            let mut r2 = must(me, "ibcast", comm.ibcast(0, &mut b));
+            let max_op = Op::Builtin(Builtin::Max);
+            let handed = (input.clone(), vec![0i64; count]);
+            let mut r1 = must(
+                me,
+                "iallreduce",
+                comm.iallreduce(handed.0, handed.1, &sum_op),
+            );
+            let mut r2 = must(me, "ibcast", comm.ibcast(0, b));
             let mut r3 = must(me, "ibarrier", comm.ibarrier());
+            let out = vec![0i64; if me == last { count } else { 0 }];
+            let mut r4 = must(
+                me,
+                "ireduce",
+                comm.ireduce(last, input.clone(), out, &max_op),
+            );
+            let mine = (0..counts[me as usize]).map(|i| value(me, i)).collect();
+            let r5 = comm.iallgatherv(mine, vec![0i64; total], &counts);
+            let mut r5 = must(me, "iallgatherv", r5);
             // The application computes between tests...
             let mut work = 0u64;
             for i in 0..200u64 {
@@ -111,14 +129,39 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             // ...then waits on its requests, in an order that differs
             // between ranks: waiting on one advances the others.
             if me % 2 == 0 {
+                must(me, "wait", r5.wait());
                 must(me, "wait", r1.wait());
                 must(me, "wait", r3.wait());
                 must(me, "wait", r2.wait());
             } else {
+                must(me, "wait", r4.wait());
                 must(me, "wait", r3.wait());
                 must(me, "wait", r2.wait());
                 must(me, "wait", r1.wait());
             }
+            let sum = must(me, "buffers", r1.into_buffers());
+            check(me, sum.input == input, || format!("{tag} iallreduce input"));
+            (
+                sum.output,
+                must(me, "buffers", r2.into_buffers()).output,
+                must(me, "buffers", r4.into_buffers()).output,
+                must(me, "buffers", r5.into_buffers()).output,
+            )
+        };
+        check(
+            me,
+            max.iter()
+                .enumerate()
+                .all(|(i, v)| Some(*v) == (0..n).map(|r| value(r, i)).max()),
+            || format!("{tag} ireduce {count}"),
+        );
+        let mut at = 0;
+        for (r, &c) in counts.iter().enumerate() {
+            let want = (0..c).map(|i| value(r as u32, i));
+            check(me, all[at..at + c].iter().copied().eq(want), || {
+                format!("{tag} iallgatherv {count} block {r}")
+            });
+            at += c;
         }
         check(
             me,
@@ -334,14 +377,16 @@ fn main() {
             (0..9).map(|i| value(me, i)).collect(),
             (0..9).map(|i| -value(me, i)).collect(),
         );
-        let (mut a, mut b) = (vec![0i64; 9], vec![0i64; 9]);
         let sum = Op::Builtin(Builtin::Sum);
-        {
-            let ra = must(me, "iallreduce", comm.iallreduce(&x, &mut a, &sum));
-            let rb = must(me, "iallreduce", twin.iallreduce(&y, &mut b, &sum));
+        let (a, b) = {
+            let ra = must(me, "iallreduce", comm.iallreduce(x, vec![0; 9], &sum));
+            let rb = must(me, "iallreduce", twin.iallreduce(y, vec![0; 9], &sum));
             let mut both = [ra, rb];
             must(me, "wait_all", onesided_rma::wait_all(&mut both));
-        }
+            let [ra, rb] = both;
+            let a = must(me, "buffers", ra.into_buffers()).output;
+            (a, must(me, "buffers", rb.into_buffers()).output)
+        };
         let want: Vec<i64> = (0..9).map(|i| (0..n).map(|r| value(r, i)).sum()).collect();
         check(
             me,
