@@ -60,23 +60,30 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             );
         }
         used.push(chosen(comm, Collective::Bcast, "bytes", bytes, true));
-        // reduce and allreduce, sum and max.
+        // reduce and allreduce: sum, max, and a non-commutative user
+        // operation that keeps its left operand (so the result is rank 0's
+        // input only when every member combines in rank order).
         let input: Vec<i64> = (0..count).map(|i| value(me, i)).collect();
-        for op in [Builtin::Sum, Builtin::Max] {
+        let first = Op::user(|_: &mut [i64], _: &[i64]| {}, false);
+        for (name, op) in [
+            ("sum", Op::Builtin(Builtin::Sum)),
+            ("max", Op::Builtin(Builtin::Max)),
+            ("first", first),
+        ] {
             let want = |i: usize| {
                 let all = (0..n).map(|r| value(r, i));
-                match op {
-                    Builtin::Sum => all.sum::<i64>(),
-                    _ => all.max().unwrap_or(0),
+                match name {
+                    "sum" => all.sum::<i64>(),
+                    "max" => all.max().unwrap_or(0),
+                    _ => value(0, i),
                 }
             };
-            let op = Op::Builtin(op);
             let mut out = vec![0i64; count];
             must(me, "allreduce", comm.allreduce(&input, &mut out, &op));
             check(
                 me,
                 out.iter().enumerate().all(|(i, v)| *v == want(i)),
-                || format!("{tag} allreduce {count}"),
+                || format!("{tag} allreduce {name} {count}"),
             );
             let root = (n - 1).min(1);
             let mut out = vec![0i64; if me == root { count } else { 0 }];
@@ -84,7 +91,7 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             check(
                 me,
                 out.iter().enumerate().all(|(i, v)| *v == want(i)),
-                || format!("{tag} reduce {count}"),
+                || format!("{tag} reduce {name} {count}"),
             );
         }
         used.push(chosen(comm, Collective::Allreduce, "i64", bytes, true));
