@@ -114,7 +114,7 @@ impl<'e> Comm<'e> {
             chosen: RefCell::default(),
             last_chosen: Default::default(),
             ran: Default::default(),
-            inflight: Inflight::default(),
+            inflight: Inflight::new(rma.endpoint()),
             shared: std::cell::OnceCell::new(),
             group,
             calls: Cell::new(0),

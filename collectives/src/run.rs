@@ -102,6 +102,8 @@ pub(crate) struct Exec<'e, T: bytemuck::Pod, I, O> {
     failed: Option<String>,
     /// A shared-memory run instead of the schedule (which is empty then).
     shared: Option<shared::Run<'e>>,
+    /// Held back from posting its first round (see [`Inflight`]).
+    held: bool,
 }
 
 /// What an [`Exec`] runs: a schedule over messages, or a shared-memory
@@ -136,6 +138,9 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
                 break;
             }
             if !self.posted {
+                if self.held && self.round == 0 {
+                    return Ok(false);
+                }
                 self.post().map_err(fail)?;
             }
             for (_, t) in &mut self.pending {
@@ -191,6 +196,7 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
             posted: false,
             done: false,
             failed: None,
+            held: false,
         })
     }
 
@@ -357,6 +363,17 @@ where
         }
     }
 
+    /// Whether it is a schedule over messages that has not finished (nor
+    /// failed).
+    fn exchanging(&self) -> bool {
+        self.shared.is_none() && !self.done && self.failed.is_none()
+    }
+
+    /// Holds it back from posting its first round (or lets it go).
+    fn hold(&mut self, held: bool) {
+        self.held = held;
+    }
+
     /// Advances it; whether it is done (a failed run fails again).
     pub(crate) fn test(&mut self) -> Result<bool, onesided_rma::Error> {
         if let Some(e) = &self.failed {
@@ -419,11 +436,23 @@ impl Spare {
 pub(crate) trait Advance {
     /// As [`Exec::test`].
     fn test(&mut self) -> Result<bool, onesided_rma::Error>;
+    /// As [`Exec::exchanging`].
+    fn exchanging(&self) -> bool;
+    /// As [`Exec::hold`].
+    fn hold(&mut self, held: bool);
 }
 
 impl<T: bytemuck::Pod> Advance for Exec<'_, T, Vec<T>, Vec<T>> {
     fn test(&mut self) -> Result<bool, onesided_rma::Error> {
         Exec::test(self)
+    }
+
+    fn exchanging(&self) -> bool {
+        Exec::exchanging(self)
+    }
+
+    fn hold(&mut self, held: bool) {
+        Exec::hold(self, held);
     }
 }
 
@@ -431,25 +460,57 @@ impl<T: bytemuck::Pod> Advance for Exec<'_, T, Vec<T>, Vec<T>> {
 type Shared<'e, T> = Rc<RefCell<Exec<'e, T, Vec<T>, Vec<T>>>>;
 
 /// A Comm's nonblocking runs in flight, oldest first.
-#[derive(Default)]
+///
+/// Where the endpoint cannot queue several large unexpected messages
+/// ([`Endpoint::queues_large_unexpected`]: libfabric < 1.19's `shm`, which
+/// hangs then), the runs over messages go one after the other: a run
+/// posts its first round only once every older one (and, for a blocking
+/// call, every one in flight) has finished. A schedule sends one message
+/// per peer and round and moves to its next round only once the round's
+/// sends completed (were received), so a member then holds at most one
+/// unexpected message per peer. Shared-memory runs send no messages and
+/// are not held. Runs of different Comms are not ordered so: on that
+/// provider, a program that overlaps nonblocking collectives of two Comms
+/// over large messages can still meet the provider's hang.
 pub(crate) struct Inflight<'e> {
     runs: RefCell<Vec<Weak<RefCell<dyn Advance + 'e>>>>,
+    /// Whether runs over messages go one after the other.
+    serial: bool,
     /// Buffers for the Comm's calls.
     pub(crate) spare: Spare,
 }
 
 impl<'e> Inflight<'e> {
+    /// An empty list for a Comm over `ep`.
+    pub(crate) fn new(ep: &Endpoint) -> Inflight<'e> {
+        Inflight {
+            runs: RefCell::default(),
+            serial: !ep.queues_large_unexpected(),
+            spare: Spare::default(),
+        }
+    }
+
     /// Advances every run in flight once, oldest first; forgets those that
     /// are done, failed (their requests report it) or dropped. A run being
     /// tested by its request at this moment is left to that test.
     pub(crate) fn progress(&self) {
         let runs = std::mem::take(&mut *self.runs.borrow_mut());
         let mut kept = Vec::with_capacity(runs.len());
+        // Whether an older run still exchanges messages.
+        let mut older = false;
         for weak in runs {
             let Some(run) = weak.upgrade() else { continue };
             let busy = match run.try_borrow_mut() {
-                Ok(mut r) => matches!(r.test(), Ok(false)),
-                Err(_) => true,
+                Ok(mut r) => {
+                    r.hold(self.serial && older);
+                    let busy = matches!(r.test(), Ok(false));
+                    older |= r.exchanging();
+                    busy
+                }
+                Err(_) => {
+                    older = true;
+                    true
+                }
             };
             if busy {
                 kept.push(weak);
@@ -486,6 +547,15 @@ impl<'e> Inflight<'e> {
     /// advance but itself).
     pub(crate) fn idle(&self) -> bool {
         self.runs.borrow().is_empty()
+    }
+
+    /// Whether a run in flight still exchanges messages (one being tested
+    /// at this moment counts as one).
+    fn exchanging(&self) -> bool {
+        self.runs.borrow().iter().any(|weak| {
+            weak.upgrade()
+                .is_some_and(|run| run.try_borrow().map_or(true, |r| r.exchanging()))
+        })
     }
 
     /// Runs a blocking call's shared-memory `run` over the caller's
@@ -525,6 +595,7 @@ impl<'e> Inflight<'e> {
     {
         let (backoff, limit) = (exec.ep.backoff(), exec.ep.timeout());
         let late = drive(backoff, limit, || {
+            exec.hold(self.serial && self.exchanging());
             let done = exec.test()?;
             if !done {
                 self.progress();

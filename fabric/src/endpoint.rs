@@ -770,6 +770,15 @@ impl Endpoint {
         self.shared.mr_mode
     }
 
+    /// Whether a receiver may hold several unexpected messages larger
+    /// than the inject size at once: not on libfabric < 1.19's `shm`,
+    /// which can hang then (ofiwg/libfabric issue 9143, reproduced here
+    /// with four ranks); callers there keep such exchanges in flight one
+    /// at a time.
+    pub fn queues_large_unexpected(&self) -> bool {
+        self.shared.source_match.queues_large_unexpected
+    }
+
     /// Whether the provider moves data without calls into it (tcp with
     /// `FI_PROGRESS_AUTO`).
     pub fn auto_progress(&self) -> bool {

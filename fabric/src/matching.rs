@@ -14,6 +14,14 @@
 //! version a receive from any rank therefore polls the ranks one by one
 //! with exact receives, cancelling each that finds nothing
 //! ([`SourceMatch::poll_any_source`]).
+//!
+//! Before libfabric 1.19, `shm` also hangs when several messages larger
+//! than its inject size wait unexpected at a receiver (ofiwg/libfabric
+//! issue 9143; measured here: four ranks, two nonblocking collectives of
+//! 40 KB messages in flight at once, a hang in one job of five; one of
+//! two with cross-memory attach disabled). Callers that can keep such
+//! messages in flight one exchange at a time are told so
+//! ([`SourceMatch::queues_large_unexpected`]).
 
 use crate::provider::Provider;
 
@@ -37,6 +45,9 @@ pub const MAX_TAG: u64 = TAG_LIMIT >> 1;
 pub(crate) struct SourceMatch {
     /// Whether any-source receives poll ranks one by one.
     pub poll_any_source: bool,
+    /// Whether a receiver may hold several unexpected messages larger
+    /// than the inject size (see the module docs).
+    pub queues_large_unexpected: bool,
 }
 
 impl SourceMatch {
@@ -46,6 +57,8 @@ impl SourceMatch {
         SourceMatch {
             poll_any_source: provider == Provider::Shm
                 && version < fabric_sys::fi_version_of(1, 18),
+            queues_large_unexpected: provider != Provider::Shm
+                || version >= fabric_sys::fi_version_of(1, 19),
         }
     }
 
@@ -83,6 +96,18 @@ mod tests {
         assert_ne!(SourceMatch::receive(TAG_LIMIT, Some(4)).0, wire);
         let (any, ignore) = SourceMatch::receive(TAG_LIMIT, None);
         assert_eq!(any | ignore, wire | ignore);
+    }
+
+    #[test]
+    fn only_shm_before_1_19_cannot_queue_large_unexpected_messages() {
+        let (v117, v119) = (
+            fabric_sys::fi_version_of(1, 17),
+            fabric_sys::fi_version_of(1, 19),
+        );
+        assert!(!SourceMatch::new(Provider::Shm, v117).queues_large_unexpected);
+        assert!(SourceMatch::new(Provider::Shm, v119).queues_large_unexpected);
+        assert!(SourceMatch::new(Provider::Tcp, v117).queues_large_unexpected);
+        assert!(SourceMatch::new(Provider::Sockets, v117).queues_large_unexpected);
     }
 
     #[test]

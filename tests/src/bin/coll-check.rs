@@ -129,22 +129,22 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             for i in 0..200u64 {
                 work = work.wrapping_add(i * i);
                 if i % 50 == 0 {
-                    must(me, "test", r1.test());
+                    must(me, "test iallreduce", r1.test());
                 }
             }
             std::hint::black_box(work);
             // ...then waits on its requests, in an order that differs
             // between ranks: waiting on one advances the others.
             if me % 2 == 0 {
-                must(me, "wait", r5.wait());
-                must(me, "wait", r1.wait());
-                must(me, "wait", r3.wait());
-                must(me, "wait", r2.wait());
+                must(me, &format!("wait iallgatherv {count}"), r5.wait());
+                must(me, &format!("wait iallreduce {count}"), r1.wait());
+                must(me, &format!("wait ibarrier {count}"), r3.wait());
+                must(me, &format!("wait ibcast {count}"), r2.wait());
             } else {
-                must(me, "wait", r4.wait());
-                must(me, "wait", r3.wait());
-                must(me, "wait", r2.wait());
-                must(me, "wait", r1.wait());
+                must(me, &format!("wait ireduce {count}"), r4.wait());
+                must(me, &format!("wait ibarrier {count}"), r3.wait());
+                must(me, &format!("wait ibcast {count}"), r2.wait());
+                must(me, &format!("wait iallreduce {count}"), r1.wait());
             }
             let sum = must(me, "buffers", r1.into_buffers());
             check(me, sum.input == input, || format!("{tag} iallreduce input"));
@@ -283,23 +283,35 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
     used.push(chosen(comm, Collective::Alltoall, "bytes", 24, true));
     used.push(chosen(comm, Collective::ReduceScatter, "i64", 8, true));
     used.push(chosen(comm, Collective::Reduce, "i64", 8, true));
-    // reduce_scatter of blocks of `counts`.
-    let input: Vec<i64> = (0..total).map(|i| value(me, i)).collect();
-    let mut block = vec![0i64; counts[me as usize]];
-    must(
-        me,
-        "reduce_scatter",
-        comm.reduce_scatter(&input, &mut block, &counts, &Op::Builtin(Builtin::Sum)),
-    );
-    let at: usize = counts[..me as usize].iter().sum();
-    check(
-        me,
-        block
-            .iter()
-            .enumerate()
-            .all(|(i, v)| *v == (0..n).map(|r| value(r, at + i)).sum::<i64>()),
-        || format!("{tag} reduce_scatter"),
-    );
+    // reduce_scatter of blocks of `counts`, small and large (lent whole
+    // where the host allows), rank 0's block empty in the large one; sum
+    // and the non-commutative "first".
+    let large: Vec<usize> = (0..n)
+        .map(|r| ((r * 3) % 4) as usize * 20_000 + r as usize)
+        .collect();
+    for counts in [counts, large] {
+        let total: usize = counts.iter().sum();
+        let input: Vec<i64> = (0..total).map(|i| value(me, i)).collect();
+        let at: usize = counts[..me as usize].iter().sum();
+        let first = Op::user(|_: &mut [i64], _: &[i64]| {}, false);
+        for (name, op) in [("sum", Op::Builtin(Builtin::Sum)), ("first", first)] {
+            let mut block = vec![0i64; counts[me as usize]];
+            must(
+                me,
+                "reduce_scatter",
+                comm.reduce_scatter(&input, &mut block, &counts, &op),
+            );
+            let want = |i: usize| match name {
+                "sum" => (0..n).map(|r| value(r, at + i)).sum::<i64>(),
+                _ => value(0, at + i),
+            };
+            check(
+                me,
+                block.iter().enumerate().all(|(i, v)| *v == want(i)),
+                || format!("{tag} reduce_scatter {name} {total}"),
+            );
+        }
+    }
     must(me, "barrier", comm.barrier());
     used
 }
