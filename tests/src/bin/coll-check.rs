@@ -39,6 +39,26 @@ fn chosen(
     format!("{}:{algorithm}", collective.name())
 }
 
+/// The reductions a run checks: `builtins`, then the non-commutative
+/// "first" (keeps its left operand: the result is rank 0's input only when
+/// every member combines in rank order), except in a fault run, which
+/// removes the rank-ordered algorithms a non-commutative call needs.
+fn ops(builtins: &[Builtin]) -> Vec<(&'static str, Op<i64>)> {
+    let mut ops: Vec<_> = builtins
+        .iter()
+        .map(|&b| {
+            (
+                if b == Builtin::Sum { "sum" } else { "max" },
+                Op::Builtin(b),
+            )
+        })
+        .collect();
+    if std::env::var_os(onesided_collectives::FAULT_ENV).is_none() {
+        ops.push(("first", Op::user(|_: &mut [i64], _: &[i64]| {}, false)));
+    }
+    ops
+}
+
 fn run(comm: &Comm, tag: &str) -> Vec<String> {
     let (me, n) = (comm.rank(), comm.group().size());
     let mut used = Vec::new();
@@ -60,16 +80,9 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             );
         }
         used.push(chosen(comm, Collective::Bcast, "bytes", bytes, true));
-        // reduce and allreduce: sum, max, and a non-commutative user
-        // operation that keeps its left operand (so the result is rank 0's
-        // input only when every member combines in rank order).
+        // reduce and allreduce: sum, max, "first" (see `ops`).
         let input: Vec<i64> = (0..count).map(|i| value(me, i)).collect();
-        let first = Op::user(|_: &mut [i64], _: &[i64]| {}, false);
-        for (name, op) in [
-            ("sum", Op::Builtin(Builtin::Sum)),
-            ("max", Op::Builtin(Builtin::Max)),
-            ("first", first),
-        ] {
+        for (name, op) in ops(&[Builtin::Sum, Builtin::Max]) {
             let want = |i: usize| {
                 let all = (0..n).map(|r| value(r, i));
                 match name {
@@ -285,7 +298,7 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
     used.push(chosen(comm, Collective::Reduce, "i64", 8, true));
     // reduce_scatter of blocks of `counts`, small and large (lent whole
     // where the host allows), rank 0's block empty in the large one; sum
-    // and the non-commutative "first".
+    // and "first" (see `ops`).
     let large: Vec<usize> = (0..n)
         .map(|r| ((r * 3) % 4) as usize * 20_000 + r as usize)
         .collect();
@@ -293,8 +306,7 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
         let total: usize = counts.iter().sum();
         let input: Vec<i64> = (0..total).map(|i| value(me, i)).collect();
         let at: usize = counts[..me as usize].iter().sum();
-        let first = Op::user(|_: &mut [i64], _: &[i64]| {}, false);
-        for (name, op) in [("sum", Op::Builtin(Builtin::Sum)), ("first", first)] {
+        for (name, op) in ops(&[Builtin::Sum]) {
             let mut block = vec![0i64; counts[me as usize]];
             must(
                 me,
