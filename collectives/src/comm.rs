@@ -552,9 +552,15 @@ impl<'e> Comm<'e> {
     fn combine<T: Reducible>(op: &Op<T>) -> Result<Combine<T>, Error> {
         op.check()?;
         let op = op.clone();
-        Ok(Box::new(move |inout: &mut [T], input: &[T]| {
-            op.apply(inout, input)
-        }))
+        Ok(Box::new(
+            move |inout: &mut [T], other: &[T], other_first| {
+                if other_first {
+                    op.apply_left(inout, other)
+                } else {
+                    op.apply(inout, other)
+                }
+            },
+        ))
     }
 
     fn barrier_call(&self, blocking: bool) -> Result<Call<u8>, Error> {
@@ -664,7 +670,13 @@ impl<'e> Comm<'e> {
         let shape = Shape::sized(collective, T::NAME, bytes, commutative).blocking(blocking);
         let build = |a: &str| {
             Plan::Schedule(match (root, a) {
-                (_, "shared") => return Plan::Shared(shared::Shape::Reduce { root }),
+                (_, "shared") => {
+                    let left_in_place = op.left_in_place();
+                    return Plan::Shared(shared::Shape::Reduce {
+                        root,
+                        left_in_place,
+                    });
+                }
                 (Some(root), "linear") => alg::reduce_linear(n, me, root, count),
                 (Some(root), "reduce_scatter_gather") => {
                     alg::reduce_scatter_gather(n, me, root, count)

@@ -162,11 +162,53 @@ impl<T: Reducible> Op<T> {
             }
         }
     }
+
+    /// `inout[i] = left[i] op inout[i]` for every `i`: the same operands
+    /// in the other order (a user-defined operation goes through a copy of
+    /// `left`, since it only combines into its first argument).
+    pub fn apply_left(&self, inout: &mut [T], left: &[T]) {
+        match self {
+            Op::Builtin(b) => {
+                for (x, y) in inout.iter_mut().zip(left) {
+                    if let Some(v) = T::combine(*b, *y, *x) {
+                        *x = v;
+                    }
+                }
+            }
+            Op::User { f, .. } => {
+                let n = inout.len().min(left.len());
+                let mut result = left[..n].to_vec();
+                f(&mut result, &inout[..n]);
+                inout[..n].copy_from_slice(&result);
+            }
+        }
+    }
+
+    /// Whether [`Op::apply_left`] works in place (a built-in operation).
+    pub fn left_in_place(&self) -> bool {
+        matches!(self, Op::Builtin(_))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn apply_left_keeps_the_operand_order() {
+        let first = Op::<i32>::user(|_: &mut [i32], _: &[i32]| {}, false);
+        let mut a = [1, 2];
+        first.apply_left(&mut a, &[7, 8]);
+        assert_eq!(a, [7, 8]);
+        first.apply(&mut a, &[9, 9]);
+        assert_eq!(a, [7, 8]);
+        let min = Op::<f64>::Builtin(Builtin::Min);
+        let (mut right, mut left) = ([-0.0f64], [0.0f64]);
+        min.apply(&mut left, &[-0.0]);
+        min.apply_left(&mut right, &[0.0]);
+        assert_eq!(left[0].to_bits(), right[0].to_bits());
+        assert!(min.left_in_place() && !first.left_in_place());
+    }
 
     #[test]
     fn builtins_on_integers_wrap_and_compare() {

@@ -79,8 +79,9 @@ pub(crate) fn check(schedule: &Schedule, input: usize, output: usize) -> Result<
     Ok(())
 }
 
-/// A combination: `f(inout, in)`.
-pub(crate) type Combine<T> = Box<dyn Fn(&mut [T], &[T])>;
+/// A combination: `f(inout, other, other_first)` sets `inout` to
+/// `inout op other`, or to `other op inout` when `other_first`.
+pub(crate) type Combine<T> = Box<dyn Fn(&mut [T], &[T], bool)>;
 
 /// A schedule being executed over input `I` and output `O`.
 pub(crate) struct Exec<'e, T: bytemuck::Pod, I, O> {
@@ -297,25 +298,20 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
                     let t = data.ok_or(Error::BadCall("a receive without its transfer".into()))?;
                     let bytes = message(&t, into.len * size_of::<T>())?;
                     let (combine, dest) = self.combining(*into)?;
-                    match (bytemuck::try_cast_slice::<u8, T>(bytes), *received_first) {
+                    match bytemuck::try_cast_slice::<u8, T>(bytes) {
                         // In place: one pass over the data.
-                        (Ok(got), false) => combine(dest, got),
-                        _ => {
+                        Ok(got) => combine(dest, got, *received_first),
+                        Err(_) => {
                             let mut got = vec![T::zeroed(); into.len];
                             bytemuck::cast_slice_mut::<T, u8>(&mut got).copy_from_slice(bytes);
-                            if *received_first {
-                                combine(&mut got, dest);
-                                dest.copy_from_slice(&got);
-                            } else {
-                                combine(dest, &got);
-                            }
+                            combine(dest, &got, *received_first);
                         }
                     }
                 }
                 Action::Reduce { from, into } => {
                     let right = self.slice(*from).to_vec();
                     let (combine, dest) = self.combining(*into)?;
-                    combine(dest, &right);
+                    combine(dest, &right, false);
                 }
                 _ => {}
             }

@@ -106,8 +106,15 @@ pub(crate) enum Shape {
     Barrier,
     /// Broadcast from `root`.
     Bcast { root: u32 },
-    /// Reduce to `root`, or allreduce (`None`).
-    Reduce { root: Option<u32> },
+    /// Reduce to `root`, or allreduce (`None`), with an operation that
+    /// can combine its left operand in place ([`Op::left_in_place`]) or
+    /// not.
+    ///
+    /// [`Op::left_in_place`]: crate::Op::left_in_place
+    Reduce {
+        root: Option<u32>,
+        left_in_place: bool,
+    },
     /// Gatherv to `root`, or allgatherv (`None`), of `counts`.
     Gather {
         root: Option<u32>,
@@ -307,7 +314,10 @@ impl<'e> Shared<'e> {
                 let place = Self::unlent::<T>(output.len());
                 self.read_piece(*root, s, (0, place), output)?;
             }
-            Shape::Reduce { root } if root.is_none_or(|r| r == me) => {
+            Shape::Reduce {
+                root,
+                left_in_place,
+            } if root.is_none_or(|r| r == me) => {
                 let combine =
                     combine.ok_or(Error::BadCall("a reduction without an operation".into()))?;
                 let mut spill = (self.spill.try_borrow_mut())
@@ -316,12 +326,12 @@ impl<'e> Shared<'e> {
                     .map_err(|e| Error::BadCall(format!("a quick reduction: {e}")))?;
                 let per = theirs.len().max(1);
                 let place = Self::unlent::<T>(input.len());
-                // Combined in rank order, as a run does; a peer's piece
-                // through the spill, a spill at a time.
-                for p in 0..self.n {
-                    match (p == me, p == 0) {
+                // Combined as a run combines them; a peer's piece through
+                // the spill, a spill at a time.
+                for (i, p) in fold_order(self.n, me, *left_in_place).enumerate() {
+                    match (p == me, i == 0) {
                         (true, true) => output.copy_from_slice(input),
-                        (true, false) => combine(output, input),
+                        (true, false) => combine(output, input, p < i as u32),
                         (false, true) => {
                             self.wait_for(p, flag, s)?;
                             self.read_piece(p, s, (0, place), output)?;
@@ -332,7 +342,7 @@ impl<'e> Shared<'e> {
                                 let at = k * per * size_of::<T>();
                                 let theirs = &mut theirs[..out.len()];
                                 self.read_piece(p, s, (at, place), theirs)?;
-                                combine(out, theirs);
+                                combine(out, theirs, false);
                             }
                         }
                     }
@@ -479,6 +489,17 @@ impl Default for Spill {
     }
 }
 
+/// The order in which member `me` of `n` takes the members' pieces of a
+/// reduction: the first is written, each other combined in. Member 0
+/// takes member 1's piece first when the operation can combine its left
+/// operand in place, then combines its own in as the left operand: the
+/// result is rank order's to the bit, and member 0 reads its peer's piece
+/// straight into its output instead of first copying its own there.
+fn fold_order(n: u32, me: u32, left_in_place: bool) -> impl Iterator<Item = u32> {
+    let swap = left_in_place && me == 0 && n > 1;
+    (0..n).map(move |i| if swap && i < 2 { 1 - i } else { i })
+}
+
 /// Bytes of a broadcast's pieces below a cell.
 const BCAST_PIECE: usize = 2048;
 
@@ -571,6 +592,12 @@ enum Op {
         into: Range<usize>,
         combine: bool,
     },
+    /// This member's input range `from` combined as the left operand
+    /// (`into = from op into`).
+    LocalFirst {
+        from: Range<usize>,
+        into: Range<usize>,
+    },
     /// Read `peer`'s alltoallv counts.
     Counts(u32),
 }
@@ -639,7 +666,7 @@ impl<'e> Run<'e> {
     fn place<T>(&self, elements: usize) -> Place {
         let bytes = elements * size_of::<T>();
         let everyone_reads = match &self.shape {
-            Shape::Reduce { root } | Shape::Gather { root, .. } => root.is_none(),
+            Shape::Reduce { root, .. } | Shape::Gather { root, .. } => root.is_none(),
             Shape::Alltoall { .. } | Shape::ReduceScatter { .. } => true,
             Shape::Barrier | Shape::Bcast { .. } | Shape::Scatter { .. } => false,
         };
@@ -760,7 +787,7 @@ impl<'e> Run<'e> {
                 };
                 let peer = match &op {
                     Op::Wait(p) | Op::Read { peer: p, .. } | Op::Counts(p) => Some(*p),
-                    Op::Local { .. } => None,
+                    Op::Local { .. } | Op::LocalFirst { .. } => None,
                 };
                 if let Some(p) = peer {
                     if !shared.arrived(p, s)? {
@@ -810,14 +837,15 @@ impl<'e> Run<'e> {
             } => {
                 let theirs = &mut scratch[..into.len()];
                 shared.read_piece(peer, s, (at, place), theirs)?;
-                combine()?(&mut output[into], theirs);
+                combine()?(&mut output[into], theirs, false);
             }
             Op::Local {
                 from,
                 into,
                 combine: false,
             } => output[into].copy_from_slice(&input[from]),
-            Op::Local { from, into, .. } => combine()?(&mut output[into], &input[from]),
+            Op::Local { from, into, .. } => combine()?(&mut output[into], &input[from], false),
+            Op::LocalFirst { from, into } => combine()?(&mut output[into], &input[from], true),
             Op::Counts(p) => {
                 let mut theirs = vec![0u64; self.shared.n as usize];
                 let place = counts_place(theirs.len());
@@ -855,16 +883,29 @@ impl<'e> Run<'e> {
         let ops = &mut *ops;
         ops.clear();
         // Reads of every member's piece `range` (this member's from its
-        // input at `from`) into `into`, combined in rank order.
+        // input at `from`) into `into`, combined in rank order (see
+        // `fold_order`).
         let place = |elements: usize| self.place::<T>(elements);
+        let left_in_place = matches!(
+            self.shape,
+            Shape::Reduce {
+                left_in_place: true,
+                ..
+            }
+        );
         let fold = |ops: &mut Vec<Op>,
                     at: usize,
                     from_place: Place,
                     from: Range<usize>,
                     into: Range<usize>| {
-            for p in 0..n {
-                let combine = p > 0;
-                ops.push(if p == me {
+            for (i, p) in fold_order(n, me, left_in_place).enumerate() {
+                let combine = i > 0;
+                ops.push(if p == me && p < i as u32 {
+                    Op::LocalFirst {
+                        from: from.clone(),
+                        into: into.clone(),
+                    }
+                } else if p == me {
                     Op::Local {
                         from: from.clone(),
                         into: into.clone(),
@@ -906,7 +947,7 @@ impl<'e> Run<'e> {
                 });
                 Some(Publish::Nothing)
             }
-            Shape::Reduce { root } => {
+            Shape::Reduce { root, .. } => {
                 if k >= pieces(input) {
                     return None;
                 }
@@ -1125,6 +1166,17 @@ mod tests {
         let c: Vec<_> = chunks(3..10, 3).collect();
         assert_eq!(c, [3..6, 6..9, 9..10]);
         assert_eq!(chunks(5..5, 3).count(), 0);
+    }
+
+    #[test]
+    fn member_0_takes_its_peer_first_only_when_it_can_combine_on_the_left() {
+        let order = |n, me, left| fold_order(n, me, left).collect::<Vec<_>>();
+        assert_eq!(order(1, 0, true), [0]);
+        assert_eq!(order(2, 0, true), [1, 0]);
+        assert_eq!(order(2, 0, false), [0, 1]);
+        assert_eq!(order(2, 1, true), [0, 1]);
+        assert_eq!(order(4, 0, true), [1, 0, 2, 3]);
+        assert_eq!(order(4, 2, true), [0, 1, 2, 3]);
     }
 
     #[test]
