@@ -149,13 +149,7 @@ impl<T: Reducible> Op<T> {
     /// wins; callers pass equal lengths).
     pub fn apply(&self, inout: &mut [T], input: &[T]) {
         match self {
-            Op::Builtin(b) => {
-                for (x, y) in inout.iter_mut().zip(input) {
-                    if let Some(v) = T::combine(*b, *x, *y) {
-                        *x = v;
-                    }
-                }
-            }
+            Op::Builtin(b) => each(*b, inout, input, |x, y| (x, y)),
             Op::User { f, .. } => {
                 let n = inout.len().min(input.len());
                 f(&mut inout[..n], &input[..n]);
@@ -168,13 +162,7 @@ impl<T: Reducible> Op<T> {
     /// `left`, since it only combines into its first argument).
     pub fn apply_left(&self, inout: &mut [T], left: &[T]) {
         match self {
-            Op::Builtin(b) => {
-                for (x, y) in inout.iter_mut().zip(left) {
-                    if let Some(v) = T::combine(*b, *y, *x) {
-                        *x = v;
-                    }
-                }
-            }
+            Op::Builtin(b) => each(*b, inout, left, |x, y| (y, x)),
             Op::User { f, .. } => {
                 let n = inout.len().min(left.len());
                 let mut result = left[..n].to_vec();
@@ -187,6 +175,17 @@ impl<T: Reducible> Op<T> {
     /// Whether [`Op::apply_left`] works in place (a built-in operation).
     pub fn left_in_place(&self) -> bool {
         matches!(self, Op::Builtin(_))
+    }
+}
+
+/// `inout[i] = b(operands(inout[i], other[i]))` for every `i` (the
+/// operand order fixed per call, not tested per element).
+fn each<T: Reducible>(b: Builtin, inout: &mut [T], other: &[T], operands: impl Fn(T, T) -> (T, T)) {
+    for (x, y) in inout.iter_mut().zip(other) {
+        let (l, r) = operands(*x, *y);
+        if let Some(v) = T::combine(b, l, r) {
+            *x = v;
+        }
     }
 }
 

@@ -638,7 +638,8 @@ fn drive<E>(
 /// A nonblocking collective: a [`Request`]. It owns the buffers handed
 /// to the call, as completion-based I/O does: the run works on them in
 /// place (no copies), and [`Run::into_buffers`] hands them back once it is
-/// complete. Testing it advances every run of its Comm. Dropped before
+/// complete (a call refused with an error drops the buffers handed to
+/// it). Testing it advances every run of its Comm. Dropped before
 /// completion, it leaves the other members' call to fail by timeout, and
 /// (a shared-memory run) this member's later shared-memory calls on the
 /// Comm too, which wait for its turn to end: complete every request, as

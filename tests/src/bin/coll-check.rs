@@ -43,15 +43,10 @@ fn chosen(
 /// "first" (keeps its left operand: the result is rank 0's input only when
 /// every member combines in rank order), except in a fault run, which
 /// removes the rank-ordered algorithms a non-commutative call needs.
-fn ops(builtins: &[Builtin]) -> Vec<(&'static str, Op<i64>)> {
+fn ops(builtins: &[(&'static str, Builtin)]) -> Vec<(&'static str, Op<i64>)> {
     let mut ops: Vec<_> = builtins
         .iter()
-        .map(|&b| {
-            (
-                if b == Builtin::Sum { "sum" } else { "max" },
-                Op::Builtin(b),
-            )
-        })
+        .map(|&(name, b)| (name, Op::Builtin(b)))
         .collect();
     if std::env::var_os(onesided_collectives::FAULT_ENV).is_none() {
         ops.push(("first", Op::user(|_: &mut [i64], _: &[i64]| {}, false)));
@@ -82,7 +77,7 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
         used.push(chosen(comm, Collective::Bcast, "bytes", bytes, true));
         // reduce and allreduce: sum, max, "first" (see `ops`).
         let input: Vec<i64> = (0..count).map(|i| value(me, i)).collect();
-        for (name, op) in ops(&[Builtin::Sum, Builtin::Max]) {
+        for (name, op) in ops(&[("sum", Builtin::Sum), ("max", Builtin::Max)]) {
             let want = |i: usize| {
                 let all = (0..n).map(|r| value(r, i));
                 match name {
@@ -306,7 +301,7 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
         let total: usize = counts.iter().sum();
         let input: Vec<i64> = (0..total).map(|i| value(me, i)).collect();
         let at: usize = counts[..me as usize].iter().sum();
-        for (name, op) in ops(&[Builtin::Sum]) {
+        for (name, op) in ops(&[("sum", Builtin::Sum)]) {
             let mut block = vec![0i64; counts[me as usize]];
             must(
                 me,
