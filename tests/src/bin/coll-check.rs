@@ -228,6 +228,30 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
     let mut all = vec![0i64; total];
     must(me, "allgatherv", comm.allgatherv(&mine, &mut all, &counts));
     check(me, all == concat, || format!("{tag} allgatherv"));
+    // A large allgatherv, uneven: 32 MiB of output or more (shared goes
+    // in turns of its blocks there).
+    let large: Vec<usize> = (0..n)
+        .map(|r| (4_200_000 / n as usize) + r as usize * 1001)
+        .collect();
+    let block: Vec<i64> = (0..large[me as usize]).map(|i| value(me, i)).collect();
+    let mut gathered = vec![0i64; large.iter().sum()];
+    must(
+        me,
+        "allgatherv",
+        comm.allgatherv(&block, &mut gathered, &large),
+    );
+    let mut at = 0;
+    for (r, &c) in large.iter().enumerate() {
+        check(
+            me,
+            gathered[at..at + c]
+                .iter()
+                .enumerate()
+                .all(|(i, v)| *v == value(r as u32, i)),
+            || format!("{tag} allgatherv large, block {r}"),
+        );
+        at += c;
+    }
     used.push(chosen(
         comm,
         Collective::Allgather,
