@@ -54,7 +54,10 @@
 //! (advanced in a backing-off loop) and nonblocking ones (advanced by every
 //! call into the Comm). A member the launcher reports dead gives a
 //! `PeerDead` error naming it; [`Run::waiting_for`] names the member a
-//! run that timed out was waiting for.
+//! run that timed out was waiting for. Every call, and every advance of
+//! a run, tells the endpoint it is busy ([`Endpoint::note_busy`]): these calls do not poll
+//! the fabric, and its background thread's frequent wake-ups would slow
+//! their copies.
 
 use std::cell::{Cell, RefCell};
 use std::ops::Range;
@@ -106,7 +109,10 @@ const LEND: usize = 64 * 1024;
 /// shared cache, instead of both streaming it from memory. Two ranks
 /// (AMD EPYC, 32 MiB L3), allgather of 32 MiB each: 10.2-10.4 ms whole,
 /// 9.5-9.9 ms in turns of 1 MiB, 8.5-10.3 ms of 256 KiB; of 16 MiB each:
-/// 4.6-4.9, 4.3-5.0 and 4.1-4.5 ms.
+/// 4.6-4.9, 4.3-5.0 and 4.1-4.5 ms. Once the background progress thread
+/// stayed out of the way ([`Endpoint::note_busy`]), 32 MiB each, median
+/// of 10 jobs: 10.4 ms whole, 10.15 ms in turns of 256 KiB; in the
+/// machine's slower mode (2 jobs), 12.5 and 10.8 ms.
 const INTERLEAVE: usize = 256 << 10;
 
 /// Output bytes from which an allgather that lends whole goes in turns of
@@ -272,11 +278,15 @@ impl<'e> Shared<'e> {
             && match shape {
                 Shape::Barrier => true,
                 Shape::Bcast { .. } => bytes(output) <= bcast_piece(bytes(output)),
-                // Never lent (as a run places it); the peers' pieces are
-                // combined through a buffer of the Comm's.
-                Shape::Reduce { .. } => {
-                    bytes(input) <= CELL.min(LEND - 1)
-                        && size_of::<Spill>().is_multiple_of(size_of::<T>().max(1))
+                // One piece, never lent (as a run plans and places it);
+                // the peers' pieces are combined through a buffer of the
+                // Comm's.
+                Shape::Reduce { root, .. } => {
+                    let most = match root {
+                        Some(_) => reduce_piece(bytes(input)),
+                        None => CELL.min(LEND - 1),
+                    };
+                    bytes(input) <= most && size_of::<Spill>().is_multiple_of(size_of::<T>().max(1))
                 }
                 _ => false,
             }
@@ -298,6 +308,7 @@ impl<'e> Shared<'e> {
         combine: Option<&Combine<T>>,
     ) -> Result<(), Error> {
         let me = self.me;
+        self.ep.note_busy();
         let others = (0..self.n).filter(move |&p| p != me);
         let publish = match shape {
             Shape::Barrier => None,
@@ -537,6 +548,24 @@ fn bcast_piece(bytes: usize) -> usize {
     }
 }
 
+/// Bytes of a rooted reduction's pieces below a cell.
+const REDUCE_PIECE: usize = 32 << 10;
+
+/// Bytes of the pieces of a reduction of `bytes` to one root: up to a
+/// cell, pieces of [`REDUCE_PIECE`] (the root combines one while its
+/// peers write the next), else cells. Measured at 2 ranks (the bench's
+/// timing, 12-13 jobs in each of these machines' two speeds): 256 KiB
+/// 56 -> 41 us and 80 -> 67 us against one cell (2 KiB pieces 56 and
+/// 97 us, 8 KiB 50 and 140 us); at 2 MiB and 32 MiB cells are as fast
+/// or faster (2 MiB 240 us in cells, 280 us in pieces of 32 KiB).
+fn reduce_piece(bytes: usize) -> usize {
+    if bytes <= CELL {
+        REDUCE_PIECE
+    } else {
+        CELL
+    }
+}
+
 /// The byte offset of step `s`'s cell in a member's part.
 fn cell(s: u64) -> usize {
     DATA + (s % CELLS) as usize * CELL
@@ -742,6 +771,7 @@ impl<'e> Run<'e> {
         if self.finished {
             return Ok(true);
         }
+        shared.ep.note_busy();
         if shared.serving.get() != self.ticket {
             return Ok(false);
         }
@@ -889,6 +919,7 @@ impl<'e> Run<'e> {
         let size = size_of::<T>();
         let piece_bytes = match &self.shape {
             Shape::Bcast { .. } => bcast_piece(output * size),
+            Shape::Reduce { root: Some(_), .. } => reduce_piece(input * size),
             Shape::Gather { root: None, counts } if self.gathers_whole::<T>(counts) => {
                 counts.iter().max().map_or(CELL, |&most| most * size)
             }
@@ -994,7 +1025,7 @@ impl<'e> Run<'e> {
                         most.max(1)
                     };
                     for start in (0..most).step_by(per) {
-                        for p in 0..n {
+                        for p in (0..n).map(|i| (me + i) % n) {
                             let r = start.min(counts[p as usize])
                                 ..(start + per).min(counts[p as usize]);
                             if r.is_empty() {

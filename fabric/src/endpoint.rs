@@ -469,6 +469,9 @@ pub(crate) struct Shared {
     /// Bumped by every progress call of the application, so the background
     /// thread can tell it need not poll.
     app_progress: AtomicU64,
+    /// Bumped by the application's calls that keep it busy without
+    /// polling (see [`Endpoint::note_busy`]).
+    app_busy: AtomicU64,
     stop: AtomicBool,
     timeout: Duration,
     max_sleep: Duration,
@@ -670,6 +673,7 @@ impl Endpoint {
             dead: Mutex::new(HashSet::new()),
             any_dead: AtomicBool::new(false),
             app_progress: AtomicU64::new(0),
+            app_busy: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             timeout: config.timeout,
             max_sleep: config.max_sleep,
@@ -860,6 +864,18 @@ impl Endpoint {
     /// it too.
     pub fn timeout(&self) -> Duration {
         self.shared.timeout
+    }
+
+    /// Tells the background progress thread that the application is busy
+    /// in a call that does not poll the completion queue (a collective
+    /// through shared memory): while such calls go on, the thread polls
+    /// once every `ACTIVE_CHECK_INTERVAL` (10 ms) instead of every
+    /// `max_sleep`, which bounds how late a peer's operation on this
+    /// rank's memory progresses meanwhile. Its wake-ups every 500 us cost
+    /// 2 ranks on 2 cores 10% of a 32 MiB allgather (11.4 -> 10.3 ms) and
+    /// 6% of an allreduce (10.8 -> 10.2 ms). One relaxed atomic add.
+    pub fn note_busy(&self) {
+        self.shared.app_busy.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Makes progress once: reads the completion queue, which also drives
@@ -2093,8 +2109,10 @@ impl Drop for Endpoint {
 
 /// The background progress thread: polls when the application does not,
 /// blocking on the completion queue's file descriptor where there is one and
-/// sleeping in doubling steps (up to the endpoint's `max_sleep`) otherwise.
-/// It never spins: it runs beside the application's own threads.
+/// sleeping in doubling steps (up to the endpoint's `max_sleep`, or
+/// `ACTIVE_CHECK_INTERVAL` while the application is busy in calls that do
+/// not poll: [`Endpoint::note_busy`]) otherwise. It never spins: it runs
+/// beside the application's own threads.
 fn background_progress(shared: &Shared) {
     const FIRST_SLEEP: Duration = Duration::from_micros(4);
     // Precise short sleeps: the default 50 us timer slack would stretch them.
@@ -2102,6 +2120,7 @@ fn background_progress(shared: &Shared) {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
     let mut sleep = FIRST_SLEEP;
     let mut seen = shared.app_progress.load(Ordering::Relaxed);
+    let mut seen_busy = shared.app_busy.load(Ordering::Relaxed);
     while !shared.stop.load(Ordering::Acquire) {
         let now = shared.app_progress.load(Ordering::Relaxed);
         if now != seen {
@@ -2110,6 +2129,9 @@ fn background_progress(shared: &Shared) {
             std::thread::sleep(ACTIVE_CHECK_INTERVAL);
             continue;
         }
+        let busy = shared.app_busy.load(Ordering::Relaxed);
+        let app_busy = busy != seen_busy;
+        seen_busy = busy;
         let (found, may_block) = {
             let mut core = shared.lock();
             let found = core.poll();
@@ -2132,6 +2154,9 @@ fn background_progress(shared: &Shared) {
             // SAFETY: pfd is one valid pollfd; the fd belongs to the CQ, which
             // outlives this thread (joined before the CQ is closed).
             unsafe { libc::poll(&mut pfd, 1, 50) };
+        } else if app_busy {
+            // Busy, not polling: poll now and then only.
+            std::thread::sleep(ACTIVE_CHECK_INTERVAL);
         } else {
             std::thread::sleep(sleep);
             sleep = (sleep * 2).min(shared.max_sleep);

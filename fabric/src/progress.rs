@@ -13,7 +13,11 @@
 //! `sched_yield`, then sleeps that double up to a cap. Where the completion
 //! queue has a wait object (`tcp`, `sockets`), the background thread blocks on
 //! its file descriptor instead. The background thread also stays out of the
-//! way while the application itself is making progress.
+//! way while the application itself is making progress, and polls only every
+//! 10 ms while the application is busy in calls that do not poll (collectives
+//! through shared memory, [`Endpoint::note_busy`]).
+//!
+//! [`Endpoint::note_busy`]: crate::Endpoint::note_busy
 
 use std::time::Duration;
 

@@ -81,6 +81,19 @@ fn a_computing_target_answers_control_calls() {
 }
 
 #[test]
+fn a_target_busy_in_calls_that_do_not_poll_still_serves_reads_and_atomics() {
+    // The background thread then polls every 10 ms only (shm: tcp and
+    // sockets block on the completion queue instead of sleeping).
+    let _serial = serial();
+    let out = Osrun::new(2, "shm", "fabric-check")
+        .arg("passive")
+        .arg("busy")
+        .run();
+    out.assert_success();
+    out.assert_stdout_has("rank 0: served 20 increments while busy");
+}
+
+#[test]
 fn without_the_progress_thread_a_computing_shm_target_serves_nothing() {
     // The control for the test above: it can fail.
     let _serial = serial();

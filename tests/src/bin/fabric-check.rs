@@ -5,7 +5,9 @@
 //!
 //! Modes: `rma` (reads, writes, atomics, tagged messages and every misuse
 //! error), `passive` (rank 0 computes without calling the library while the
-//! others read and increment its memory), `victim` (rank 1 is SIGKILLed
+//! others read and increment its memory; `passive busy`: while telling the
+//! endpoint it is busy, as collectives through shared memory do, for 20
+//! rounds), `victim` (rank 1 is SIGKILLed
 //! while rank 0 reads from it), `spawn` (rank 0 spawns two more processes),
 //! `abort`, `sleep SECS`.
 
@@ -493,7 +495,9 @@ fn control(world: &mut World) {
     println!("rank {me}: control ok");
 }
 
-fn passive(world: &mut World) {
+fn passive(world: &mut World, busy: bool) {
+    // Busy, the background thread polls every 10 ms: fewer rounds.
+    let rounds = if busy { 20 } else { ROUNDS };
     let ep = world.endpoint();
     let (me, n) = (ep.rank(), ep.size());
     let region = must(
@@ -507,21 +511,23 @@ fn passive(world: &mut World) {
         region.write_bytes(64, &(64..LEN).map(|i| pattern(0, i)).collect::<Vec<_>>()),
     );
     let remotes = exchange(ep, &[&region]);
-    let expect = ROUNDS * u64::from(n - 1);
+    let expect = rounds * u64::from(n - 1);
     if me == 0 {
         // Compute without calling the library until the others' increments
         // have all arrived: only the background thread serves them.
         let counter = must(me, "counter", region.atomic_u64(0));
-        let x = compute_until(
-            me,
-            "increments",
-            || counter.load(std::sync::atomic::Ordering::SeqCst),
-            expect,
-        );
-        println!("rank 0: served {expect} increments while computing ({x:.3})");
+        let served = || {
+            if busy {
+                ep.note_busy();
+            }
+            counter.load(std::sync::atomic::Ordering::SeqCst)
+        };
+        let x = compute_until(me, "increments", served, expect);
+        let how = if busy { "busy" } else { "computing" };
+        println!("rank 0: served {expect} increments while {how} ({x:.3})");
     } else {
         let remote = &remotes[0][0];
-        for _ in 0..ROUNDS {
+        for _ in 0..rounds {
             let mut buf = vec![0u8; LEN - 64];
             must(me, "read", ep.read(0, remote, 64, &mut buf));
             check(
@@ -628,7 +634,7 @@ fn main() {
     println!("pid {} {}", world.rank(), std::process::id());
     match mode {
         "rma" => rma(&mut world),
-        "passive" => passive(&mut world),
+        "passive" => passive(&mut world, args.get(1).map(String::as_str) == Some("busy")),
         "victim" => victim(&mut world),
         "spawn" => spawn(&mut world),
         "child" => child(&mut world),
