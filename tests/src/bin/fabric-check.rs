@@ -7,9 +7,8 @@
 //! error), `passive` (rank 0 computes without calling the library while the
 //! others read and increment its memory; `passive busy`: while telling the
 //! endpoint it is busy, as collectives through shared memory do, for 20
-//! rounds), `victim` (rank 1 is SIGKILLed
-//! while rank 0 reads from it), `spawn` (rank 0 spawns two more processes),
-//! `abort`, `sleep SECS`.
+//! rounds), `victim` (rank 1 is SIGKILLed while rank 0 reads from it),
+//! `spawn` (rank 0 spawns two more processes), `abort`, `sleep SECS`.
 
 use std::process::exit;
 use std::time::{Duration, Instant};
