@@ -268,6 +268,43 @@ impl<'e> Shared<'e> {
         Ok(())
     }
 
+    /// Bytes of the pieces a call of `shape` over `input` and `output`
+    /// elements of `T` goes in, one step each: the rule [`Run::plan`] and
+    /// [`Shared::quick_fits`] apply alike.
+    fn piece_bytes<T>(&self, shape: &Shape, input: usize, output: usize) -> usize {
+        let size = size_of::<T>();
+        match shape {
+            Shape::Bcast { .. } => below_cell(output * size, BCAST_PIECE),
+            Shape::Reduce { root: Some(_), .. } => below_cell(input * size, REDUCE_PIECE),
+            Shape::Gather { root: None, counts } if self.gathers_whole::<T>(counts) => {
+                counts.iter().max().map_or(CELL, |&most| most * size)
+            }
+            _ => CELL,
+        }
+    }
+
+    /// Whether a call whose smallest lent piece would be `bytes` lends
+    /// its pieces whole, in one step each, instead of cell by cell: every
+    /// one of them is lent (the host allows cross-memory reads and
+    /// `bytes` is [`LEND`] or more) and there are peers. Only memory its
+    /// owner does not write again is lent so (inputs): a reduce-scatter
+    /// then allgather allreduce, lending each member's reduced block,
+    /// measured 320 us at 2 MiB in some jobs and 830 us in others (400 us
+    /// cell by cell), the owner's next writes to the lines its peers had
+    /// just read costing a cross-core invalidation each.
+    fn lends_whole(&self, bytes: usize) -> bool {
+        self.cma && self.n > 1 && bytes >= LEND
+    }
+
+    /// Whether an allgather of `counts` lends every contribution whole,
+    /// in one step ([`Shared::lends_whole`] of its smallest): one
+    /// cross-memory read per peer instead of one per cell (2 ranks,
+    /// 32 MiB 11.8 -> 10.9 ms).
+    fn gathers_whole<T>(&self, counts: &[usize]) -> bool {
+        let least = counts.iter().min().map_or(0, |&c| c * size_of::<T>());
+        self.lends_whole(least)
+    }
+
     /// Whether [`Shared::quick`] runs a blocking call of `shape` over
     /// `input` and `output` elements of `T`: a barrier, a broadcast of one
     /// piece or a reduction of one piece that is not lent (one step each),
@@ -277,16 +314,14 @@ impl<'e> Shared<'e> {
         self.serving.get() == self.tickets.get()
             && match shape {
                 Shape::Barrier => true,
-                Shape::Bcast { .. } => bytes(output) <= bcast_piece(bytes(output)),
+                Shape::Bcast { .. } => bytes(output) <= self.piece_bytes::<T>(shape, input, output),
                 // One piece, never lent (as a run plans and places it);
                 // the peers' pieces are combined through a buffer of the
                 // Comm's.
                 Shape::Reduce { root, .. } => {
-                    let most = match root {
-                        Some(_) => reduce_piece(bytes(input)),
-                        None => CELL.min(LEND - 1),
-                    };
-                    bytes(input) <= most && size_of::<Spill>().is_multiple_of(size_of::<T>().max(1))
+                    bytes(input) <= self.piece_bytes::<T>(shape, input, output)
+                        && (root.is_some() || bytes(input) < LEND)
+                        && size_of::<Spill>().is_multiple_of(size_of::<T>().max(1))
                 }
                 _ => false,
             }
@@ -527,12 +562,9 @@ fn fold_order(n: u32, me: u32, left_in_place: bool) -> impl Iterator<Item = u32>
     (0..n).map(move |i| if swap && i < 2 { 1 - i } else { i })
 }
 
-/// Bytes of a broadcast's pieces below a cell.
-const BCAST_PIECE: usize = 2048;
-
-/// Bytes of a broadcast's pieces, for a broadcast of `bytes`: up to a
-/// cell, pieces of [`BCAST_PIECE`] (readers copy one while the root
-/// writes the next), else cells (lent where the host allows). Measured at
+/// Bytes of a broadcast's pieces up to a cell (readers copy one while
+/// the root writes the next; above a cell, cells, lent where the host
+/// allows). Measured at
 /// 2 ranks, A/B in one minute (these machines' speed drifts): 2 KiB
 /// beats every other size tried, from 1 KiB to 64 KiB, at every size up
 /// to a cell, and not only by overlap (3 KiB pieces are as slow as 8 KiB
@@ -540,28 +572,23 @@ const BCAST_PIECE: usize = 2048;
 /// (against four of 8 KiB), 128 KiB 20 -> 13 us, 256 KiB 33 -> 25 us
 /// (against one lent cell). Above a cell, lending wins: 2 MiB 194 us
 /// lent, 240 us in pieces of 2 KiB.
-fn bcast_piece(bytes: usize) -> usize {
-    if bytes <= CELL {
-        BCAST_PIECE
-    } else {
-        CELL
-    }
-}
+const BCAST_PIECE: usize = 2048;
 
-/// Bytes of a rooted reduction's pieces below a cell.
-const REDUCE_PIECE: usize = 32 << 10;
-
-/// Bytes of the pieces of a reduction of `bytes` to one root: up to a
-/// cell, pieces of [`REDUCE_PIECE`] (the root combines one while its
-/// peers write the next), else cells. Measured at 2 ranks (the bench's
+/// Bytes of a reduction to one root's pieces up to a cell (the root
+/// combines one while its peers write the next; above, cells). Measured
+/// at 2 ranks (the bench's
 /// timing, 12-13 jobs in each of these machines' two speeds): 256 KiB
 /// 56 -> 41 us and 80 -> 67 us against one cell (2 KiB pieces 56 and
 /// 97 us, 8 KiB 50 and 140 us). At 2 MiB and 32 MiB neither wins in
 /// both speeds, and cells stay: 2 MiB 240 and 1047 us in cells, 280 and
 /// 1012 us in pieces of 32 KiB; 32 MiB 7.9 and 11.4 ms, 7.4 and 15.7 ms.
-fn reduce_piece(bytes: usize) -> usize {
+const REDUCE_PIECE: usize = 32 << 10;
+
+/// Bytes of the pieces of a contribution of `bytes` that goes in pieces
+/// of `piece` up to a cell, else in cells.
+fn below_cell(bytes: usize, piece: usize) -> usize {
     if bytes <= CELL {
-        REDUCE_PIECE
+        piece
     } else {
         CELL
     }
@@ -721,28 +748,6 @@ impl<'e> Run<'e> {
         } else {
             Shared::unlent::<T>(elements)
         }
-    }
-
-    /// Whether a call whose smallest lent piece would be `bytes` lends
-    /// its pieces whole, in one step each, instead of cell by cell: every
-    /// one of them is lent (the host allows cross-memory reads and
-    /// `bytes` is [`LEND`] or more) and there are peers. Only memory its
-    /// owner does not write again is lent so (inputs): a reduce-scatter
-    /// then allgather allreduce, lending each member's reduced block,
-    /// measured 320 us at 2 MiB in some jobs and 830 us in others (400 us
-    /// cell by cell), the owner's next writes to the lines its peers had
-    /// just read costing a cross-core invalidation each.
-    fn lends_whole(&self, bytes: usize) -> bool {
-        self.shared.cma && self.shared.n > 1 && bytes >= LEND
-    }
-
-    /// Whether an allgather of `counts` lends every contribution whole,
-    /// in one step ([`Run::lends_whole`] of its smallest): one
-    /// cross-memory read per peer instead of one per cell (2 ranks,
-    /// 32 MiB 11.8 -> 10.9 ms).
-    fn gathers_whole<T>(&self, counts: &[usize]) -> bool {
-        let least = counts.iter().min().map_or(0, |&c| c * size_of::<T>());
-        self.lends_whole(least)
     }
 
     /// Whether peers may still read this member's memory (it lent pieces
@@ -918,15 +923,8 @@ impl<'e> Run<'e> {
     fn plan<T>(&mut self, input: usize, output: usize) -> Option<Publish> {
         let (me, n, k) = (self.shared.me, self.shared.n, self.k);
         let size = size_of::<T>();
-        let piece_bytes = match &self.shape {
-            Shape::Bcast { .. } => bcast_piece(output * size),
-            Shape::Reduce { root: Some(_), .. } => reduce_piece(input * size),
-            Shape::Gather { root: None, counts } if self.gathers_whole::<T>(counts) => {
-                counts.iter().max().map_or(CELL, |&most| most * size)
-            }
-            _ => CELL,
-        };
-        let per = (piece_bytes / size_of::<T>().max(1)).max(1);
+        let piece_bytes = self.shared.piece_bytes::<T>(&self.shape, input, output);
+        let per = (piece_bytes / size.max(1)).max(1);
         let pieces = |len: usize| len.div_ceil(per);
         let piece = |len: usize, k: usize| (k * per).min(len)..((k + 1) * per).min(len);
         let others = (0..n).filter(move |&p| p != me);
@@ -1015,7 +1013,7 @@ impl<'e> Run<'e> {
                     return None;
                 }
                 let at = displacements(counts);
-                if root.is_none() && self.gathers_whole::<T>(counts) {
+                if root.is_none() && self.shared.gathers_whole::<T>(counts) {
                     // One step: every member copies its own block and
                     // reads its peers' whole or, for a large output, in
                     // turns of `INTERLEAVE` bytes at the same offsets.
@@ -1153,7 +1151,7 @@ impl<'e> Run<'e> {
             // The input lent whole: one step, each member reading its
             // block from every peer (a piece at a time per step would
             // have the members read their blocks one after the other).
-            Shape::ReduceScatter { counts } if self.lends_whole(input * size) => {
+            Shape::ReduceScatter { counts } if self.shared.lends_whole(input * size) => {
                 if k > 0 {
                     return None;
                 }
@@ -1237,15 +1235,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn broadcasts_go_in_small_pieces_up_to_a_cell_then_in_cells() {
-        assert_eq!(bcast_piece(0), BCAST_PIECE);
-        assert_eq!(bcast_piece(8), BCAST_PIECE);
-        assert_eq!(bcast_piece(32 * 1024), BCAST_PIECE);
-        assert_eq!(bcast_piece(CELL), BCAST_PIECE);
-        assert_eq!(bcast_piece(CELL + 1), CELL);
-        assert_eq!(bcast_piece(32 << 20), CELL);
-        // Pieces fit a cell, and a cell's worth of them splits evenly.
-        assert!(BCAST_PIECE <= CELL && CELL.is_multiple_of(BCAST_PIECE));
+    fn broadcasts_and_reductions_go_in_small_pieces_up_to_a_cell_then_in_cells() {
+        for piece in [BCAST_PIECE, REDUCE_PIECE] {
+            assert_eq!(below_cell(0, piece), piece);
+            assert_eq!(below_cell(8, piece), piece);
+            assert_eq!(below_cell(32 * 1024, piece), piece);
+            assert_eq!(below_cell(CELL, piece), piece);
+            assert_eq!(below_cell(CELL + 1, piece), CELL);
+            assert_eq!(below_cell(32 << 20, piece), CELL);
+            // Pieces fit a cell, and a cell's worth of them splits evenly.
+            assert!(piece <= CELL && CELL.is_multiple_of(piece));
+        }
     }
 
     #[test]
