@@ -20,6 +20,27 @@ pub(crate) struct Granted {
     pub auto_progress: bool,
     /// The provider's address length (`src_addrlen`).
     pub addr_len: usize,
+    /// Whether addresses are strings (`FI_ADDR_STR`, as `shm`'s are).
+    pub string_names: bool,
+}
+
+/// The longest string address (`FI_ADDR_STR`) accepted from a peer.
+const STR_NAME_MAX: usize = 256;
+
+impl Granted {
+    /// The longest peer name accepted, when this endpoint's own is
+    /// `own_len` bytes. String addresses differ in length from process
+    /// to process (`shm`'s embed the pid: `fi_shm://9995` and
+    /// `fi_shm://10004`), and libfabric reads them up to their NUL, so
+    /// only [`STR_NAME_MAX`] bounds them; other formats have one length,
+    /// the provider's (or ours, where it reports none).
+    fn name_max(&self, own_len: usize) -> usize {
+        if self.string_names {
+            STR_NAME_MAX
+        } else {
+            self.addr_len.max(own_len)
+        }
+    }
 }
 
 /// The fabric, domain, address vector, completion queue and endpoint of one
@@ -73,6 +94,7 @@ impl Handles {
                 inject_size: 0,
                 auto_progress: false,
                 addr_len: 0,
+                string_names: false,
             },
             cq_fd: None,
         };
@@ -86,6 +108,7 @@ impl Handles {
                 mr_mode: MrMode::from_bits_truncate((*attrs.domain_attr).mr_mode as u64),
                 inject_size: (*attrs.tx_attr).inject_size,
                 addr_len: attrs.src_addrlen,
+                string_names: attrs.addr_format == sys::FI_ADDR_STR,
                 auto_progress: (*attrs.domain_attr).data_progress == sys::FI_PROGRESS_AUTO,
             };
             check(
@@ -193,11 +216,12 @@ impl Handles {
 
     /// Inserts one peer address (as a peer's [`Handles::name`] gave it);
     /// returns its `fi_addr_t`. `fi_av_insert` takes no length, so the name
-    /// is checked against the provider's address length and copied into a
-    /// zero-padded buffer of that length first: a short or garbled name from
-    /// the key-value space cannot make libfabric read past it.
+    /// is checked against the longest the provider's format allows
+    /// ([`Granted::name_max`]) and copied into a zero-padded,
+    /// NUL-terminated buffer of that length first: a short or garbled name
+    /// from the key-value space cannot make libfabric read past it.
     pub fn insert_address(&self, name: &[u8], own_len: usize) -> Result<sys::fi_addr_t> {
-        let len = self.granted.addr_len.max(own_len);
+        let len = self.granted.name_max(own_len);
         if name.is_empty() || name.len() > len {
             return Err(Error::BadDescriptor(format!(
                 "endpoint name of {} bytes; this provider's names are 1 to {len} bytes",
@@ -345,5 +369,32 @@ fn remove_stale_shm_files() {
                 let _ = std::fs::remove_file(entry.path());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_names_of_any_pid_length_fit_and_binary_ones_have_one_length() {
+        let mut granted = Granted {
+            mr_mode: MrMode::empty(),
+            inject_size: 0,
+            auto_progress: false,
+            addr_len: 18,
+            string_names: true,
+        };
+        // A peer whose name is a byte longer than ours (its pid has a
+        // digit more: a job that failed so once).
+        let (ours, theirs) = ("fi_shm://9995\0".len(), "fi_shm://10004\0".len());
+        assert!(theirs > ours && theirs <= granted.name_max(ours));
+        assert_eq!(granted.name_max(18), STR_NAME_MAX);
+        granted.string_names = false;
+        granted.addr_len = 16;
+        assert_eq!(granted.name_max(16), 16);
+        assert_eq!(granted.name_max(0), 16);
+        granted.addr_len = 0;
+        assert_eq!(granted.name_max(24), 24);
     }
 }
