@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::report::Row;
+use crate::report::{self, Row};
 
 /// What `onesided-bench` was asked to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -161,13 +161,17 @@ impl Rounds {
     }
 
     /// One row per case both sides measured: the median of each side's
-    /// round medians, `series_suffix` appended to the case (peer
-    /// variants).
+    /// round medians and the median of the rounds' speedups (round `i`
+    /// of one side against round `i` of the other), `series_suffix`
+    /// appended to the case (peer variants).
     pub fn rows(&self, ranks: u32, provider: &str, series_suffix: &str) -> Vec<Row> {
         self.order
             .iter()
             .filter_map(|key| {
                 let (ours, peer) = self.cases.get(key)?;
+                let pairs: Vec<f64> = (ours.iter().zip(peer))
+                    .map(|(&o, &p)| report::speedup(o, p))
+                    .collect();
                 Some(Row {
                     suite: key.0.clone(),
                     series: format!("{}{series_suffix}", key.1),
@@ -176,6 +180,7 @@ impl Rounds {
                     provider: provider.to_string(),
                     onesided_us: median(ours)?,
                     peer_us: median(peer)?,
+                    speedup: median(&pairs)?,
                     algorithm: self.algorithms.get(key).cloned(),
                 })
             })
@@ -183,11 +188,16 @@ impl Rounds {
     }
 }
 
-/// The median of `v` (`None` when empty).
+/// The median of `v`, the mean of the middle two for an even length
+/// (`None` when empty).
 pub fn median(v: &[f64]) -> Option<f64> {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied()
+    let upper = *v.get(v.len() / 2)?;
+    Some(match v.len() % 2 {
+        0 => (v[v.len() / 2 - 1] + upper) / 2.0,
+        _ => upper,
+    })
 }
 
 #[cfg(test)]
@@ -265,7 +275,12 @@ mod tests {
         r.add(false, &[only_ours]);
         let rows = r.rows(2, "shm", "");
         assert_eq!(rows.len(), 1, "a case one side lacks has no row");
-        assert_eq!((rows[0].onesided_us, rows[0].peer_us), (2.0, 6.0));
+        assert_eq!((rows[0].onesided_us, rows[0].peer_us), (2.0, 5.0));
+        // Rounds (1, 4), (3, 6), (2, -): the speedups 4 and 2, taken pair
+        // by pair.
+        assert_eq!(rows[0].speedup, 3.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
         assert_eq!(r.rows(2, "shm", " yield")[0].series, "lock_all_flush yield");
     }
 }

@@ -13,7 +13,8 @@
 //! repetition counts and checks; onesided uses allocated windows for
 //! `get`/`put`/`atomic` (its created windows take the same paths), the
 //! peer reports the faster of its created and allocated windows; times are
-//! medians per side over rounds of per-run medians; onesided runs on the
+//! medians per side over rounds of per-run medians, and the speedup is the
+//! median of the rounds' ratios (pair by pair); onesided runs on the
 //! system's libfabric and MPICH on the one in its wheel. Collectives are
 //! timed window-based from a common start (see `windowed` in [`suites`]).
 #![warn(missing_docs)]
