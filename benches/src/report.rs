@@ -43,7 +43,6 @@ pub fn speedup(onesided_us: f64, peer_us: f64) -> f64 {
 }
 
 impl Row {
-
     /// The table's and JSON's `case`: the series, then the size in binary
     /// units when `bytes > 0` ("lock_all_flush 8B", "bandwidth 1MiB"); sizes
     /// that are not exact multiples of 1024 are written in B ("1000B").

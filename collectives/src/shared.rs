@@ -27,8 +27,10 @@
 //! 4. it stores `released = s`.
 //!
 //! Contributions larger than a cell go in pieces of [`CELL`] bytes, one
-//! step each (a broadcast up to a cell goes in pieces of 2 KiB, and an
-//! allgather whose every contribution is lent, below, lends each whole).
+//! step each (a broadcast up to a cell goes in pieces of 2 KiB, a
+//! reduction to one root in pieces of 2 KiB up to 128 KiB and of 32 KiB
+//! up to a cell, and an allgather whose every contribution is lent,
+//! below, lends each whole).
 //! Where the host allows cross-memory reads ([`onesided_fabric::cma`]), a
 //! piece of `LEND` bytes or more is lent instead of copied into the cell.
 //! Lending is the robust choice, not
@@ -274,8 +276,8 @@ impl<'e> Shared<'e> {
     fn piece_bytes<T>(&self, shape: &Shape, input: usize, output: usize) -> usize {
         let size = size_of::<T>();
         match shape {
-            Shape::Bcast { .. } => below_cell(output * size, BCAST_PIECE),
-            Shape::Reduce { root: Some(_), .. } => below_cell(input * size, REDUCE_PIECE),
+            Shape::Bcast { .. } => below_cell(output * size, PIECE),
+            Shape::Reduce { root: Some(_), .. } => reduce_piece(input * size),
             Shape::Gather { root: None, counts } if self.gathers_whole::<T>(counts) => {
                 counts.iter().max().map_or(CELL, |&most| most * size)
             }
@@ -307,27 +309,37 @@ impl<'e> Shared<'e> {
 
     /// Whether [`Shared::quick`] runs a blocking call of `shape` over
     /// `input` and `output` elements of `T`: a barrier, a broadcast of one
-    /// piece or a reduction of one piece that is not lent (one step each),
-    /// when no earlier call waits for its turn.
+    /// piece, a reduction to one root up to a cell (pieces never lent) or
+    /// an allreduce of one piece that is not lent, when no earlier call
+    /// waits for its turn. A broadcast of more pieces goes the run's way:
+    /// a root that publishes them back to back, as this path would, makes
+    /// the call slower (2 ranks, one job alternating: 4 KiB 1.94 against
+    /// 2.14-2.30 us in the slow speed, 16 KiB 2.0 against 2.2-2.4 us,
+    /// 64 KiB 7.2 against 8.3 us).
     pub(crate) fn quick_fits<T>(&self, shape: &Shape, input: usize, output: usize) -> bool {
         let bytes = |n: usize| n * size_of::<T>();
         self.serving.get() == self.tickets.get()
             && match shape {
                 Shape::Barrier => true,
                 Shape::Bcast { .. } => bytes(output) <= self.piece_bytes::<T>(shape, input, output),
-                // One piece, never lent (as a run plans and places it);
-                // the peers' pieces are combined through a buffer of the
+                // Never lent (as a run plans and places them); the
+                // peers' pieces are combined through a buffer of the
                 // Comm's.
                 Shape::Reduce { root, .. } => {
-                    bytes(input) <= self.piece_bytes::<T>(shape, input, output)
-                        && (root.is_some() || bytes(input) < LEND)
-                        && size_of::<Spill>().is_multiple_of(size_of::<T>().max(1))
+                    let fits = match root {
+                        Some(_) => bytes(input) <= CELL,
+                        None => {
+                            bytes(input) <= self.piece_bytes::<T>(shape, input, output)
+                                && bytes(input) < LEND
+                        }
+                    };
+                    fits && size_of::<Spill>().is_multiple_of(size_of::<T>().max(1))
                 }
                 _ => false,
             }
     }
 
-    /// Runs a call [`Shared::quick_fits`] at once: the step a [`Run`]
+    /// Runs a call [`Shared::quick_fits`] at once: the steps a [`Run`]
     /// takes for it (the same protocol, so members may take either path),
     /// without the state machine, which costs more than such a call's
     /// work.
@@ -342,39 +354,65 @@ impl<'e> Shared<'e> {
         output: &mut [T],
         combine: Option<&Combine<T>>,
     ) -> Result<(), Error> {
-        let me = self.me;
         self.ep.note_busy();
-        let others = (0..self.n).filter(move |&p| p != me);
-        let publish = match shape {
-            Shape::Barrier => None,
-            // No elements, no step (as a run plans it).
-            Shape::Bcast { .. } if output.is_empty() => return Ok(()),
-            Shape::Reduce { .. } if input.is_empty() => return Ok(()),
-            Shape::Bcast { root } => (*root == me).then_some(&*output),
-            Shape::Reduce { .. } => Some(input),
+        // What the call goes in pieces of (a barrier: one step).
+        let (elements, publishes) = match shape {
+            Shape::Barrier => (1, false),
+            Shape::Bcast { root } => (output.len(), *root == self.me),
+            Shape::Reduce { .. } => (input.len(), true),
             _ => return Err(Error::BadCall("not a quick shared-memory call".into())),
         };
-        let s = self.step.get() + 1;
-        if let Some(piece) = publish {
-            while let Some(p) = self.unreleased(s.saturating_sub(CELLS))? {
-                self.wait_for(p, RELEASED, s - CELLS)?;
+        let piece_bytes = self.piece_bytes::<T>(shape, input.len(), output.len());
+        let per = (piece_bytes / size_of::<T>().max(1)).max(1);
+        // No elements, no step (as a run plans it).
+        for start in (0..elements).step_by(per) {
+            let range = start..(start + per).min(elements);
+            let s = self.step.get() + 1;
+            if publishes {
+                while let Some(p) = self.unreleased(s.saturating_sub(CELLS))? {
+                    self.wait_for(p, RELEASED, s - CELLS)?;
+                }
+                self.published.set(s);
+                let piece = match shape {
+                    Shape::Bcast { .. } => &output[range.clone()],
+                    _ => &input[range.clone()],
+                };
+                self.publish(s, piece, Self::unlent::<T>(range.len()))?;
             }
-            self.published.set(s);
-            self.publish(s, piece, Self::unlent::<T>(piece.len()))?;
+            self.step.set(s);
+            self.arrive(s)?;
+            // A reduction's input of the piece (other calls have none).
+            let mine = input.get(range.clone()).unwrap_or_default();
+            self.quick_step(shape, s, mine, output, range, combine)?;
+            self.store(RELEASED, s)?;
         }
-        self.step.set(s);
-        self.arrive(s)?;
+        Ok(())
+    }
+
+    /// What a member does in step `s` of a quick call, once it arrived:
+    /// waits for and reads or combines what it needs of piece `range`
+    /// (`mine` is this member's input of it).
+    fn quick_step<T: bytemuck::Pod>(
+        &self,
+        shape: &Shape,
+        s: u64,
+        mine: &[T],
+        output: &mut [T],
+        range: Range<usize>,
+        combine: Option<&Combine<T>>,
+    ) -> Result<(), Error> {
+        let me = self.me;
         let flag = header_of(s) as u64;
+        let place = Self::unlent::<T>(range.len());
         match shape {
             Shape::Barrier => {
-                for p in others {
+                for p in (0..self.n).filter(|&p| p != me) {
                     self.wait_for(p, flag, s)?;
                 }
             }
             Shape::Bcast { root } if *root != me => {
                 self.wait_for(*root, flag, s)?;
-                let place = Self::unlent::<T>(output.len());
-                self.read_piece(*root, s, (0, place), output)?;
+                self.read_piece(*root, s, (0, place), &mut output[range])?;
             }
             Shape::Reduce {
                 root,
@@ -387,13 +425,13 @@ impl<'e> Shared<'e> {
                 let theirs = bytemuck::try_cast_slice_mut::<_, T>(&mut spill.0)
                     .map_err(|e| Error::BadCall(format!("a quick reduction: {e}")))?;
                 let per = theirs.len().max(1);
-                let place = Self::unlent::<T>(input.len());
+                let output = &mut output[range];
                 // Combined as a run combines them; a peer's piece through
                 // the spill, a spill at a time.
                 for (i, p) in fold_order(self.n, me, *left_in_place).enumerate() {
                     match (p == me, i == 0) {
-                        (true, true) => output.copy_from_slice(input),
-                        (true, false) => combine(output, input, p < i as u32),
+                        (true, true) => output.copy_from_slice(mine),
+                        (true, false) => combine(output, mine, p < i as u32),
                         (false, true) => {
                             self.wait_for(p, flag, s)?;
                             self.read_piece(p, s, (0, place), output)?;
@@ -412,7 +450,7 @@ impl<'e> Shared<'e> {
             }
             _ => {}
         }
-        self.store(RELEASED, s)
+        Ok(())
     }
 
     /// Where a piece of `elements` that is not lent goes (as
@@ -562,9 +600,9 @@ fn fold_order(n: u32, me: u32, left_in_place: bool) -> impl Iterator<Item = u32>
     (0..n).map(move |i| if swap && i < 2 { 1 - i } else { i })
 }
 
-/// Bytes of a broadcast's pieces up to a cell (readers copy one while
-/// the root writes the next; above a cell, cells, lent where the host
-/// allows). Measured at
+/// Bytes of the small pieces of a broadcast up to a cell (readers copy
+/// one while the root writes the next; above a cell, cells), and of a
+/// reduction to one root up to [`SMALL_REDUCE`]. Broadcasts, measured at
 /// 2 ranks, A/B in one minute (these machines' speed drifts): 2 KiB
 /// beats every other size tried, from 1 KiB to 64 KiB, at every size up
 /// to a cell, and not only by overlap (3 KiB pieces are as slow as 8 KiB
@@ -572,10 +610,21 @@ fn fold_order(n: u32, me: u32, left_in_place: bool) -> impl Iterator<Item = u32>
 /// (against four of 8 KiB), 128 KiB 20 -> 13 us, 256 KiB 33 -> 25 us
 /// (against one lent cell). Above a cell, lending wins: 2 MiB 194 us
 /// lent, 240 us in pieces of 2 KiB.
-const BCAST_PIECE: usize = 2048;
+const PIECE: usize = 2048;
 
-/// Bytes of a reduction to one root's pieces up to a cell (the root
-/// combines one while its peers write the next; above, cells). Measured
+/// Input bytes up to which a reduction to one root goes in pieces of
+/// [`PIECE`] (the root combines one while its peers write the next),
+/// taken by [`Shared::quick`]: 2 ranks, one job alternating blocks of 50
+/// calls, against one piece of up to 32 KiB (the run's path), in the
+/// machine's fast and slow speeds: 4 KiB 0.95 -> 0.80 us and 2.80 ->
+/// 2.25 us, 16 KiB 3.8 -> 2.5 us and 11.0 -> 6.8 us, 32 KiB 7.0 -> 4.7 us
+/// and 21 -> 12.5 us, 64 KiB 11.1 -> 9.0 us and 36.8 -> 23.5 us; at
+/// 128 KiB 18 us either way in the fast speed, 69 -> 52 us in the slow
+/// one; at 256 KiB 32 KiB pieces win (33 against 35.5 us).
+const SMALL_REDUCE: usize = 128 << 10;
+
+/// Bytes of a reduction to one root's pieces above [`SMALL_REDUCE`] up
+/// to a cell (above, cells). Measured
 /// at 2 ranks (the bench's
 /// timing, 12-13 jobs in each of these machines' two speeds): 256 KiB
 /// 56 -> 41 us and 80 -> 67 us against one cell (2 KiB pieces 56 and
@@ -592,6 +641,16 @@ fn below_cell(bytes: usize, piece: usize) -> usize {
     } else {
         CELL
     }
+}
+
+/// Bytes of the pieces of a reduction to one root of `bytes` per member.
+fn reduce_piece(bytes: usize) -> usize {
+    let piece = if bytes <= SMALL_REDUCE {
+        PIECE
+    } else {
+        REDUCE_PIECE
+    };
+    below_cell(bytes, piece)
 }
 
 /// The byte offset of step `s`'s cell in a member's part.
@@ -1236,7 +1295,7 @@ mod tests {
 
     #[test]
     fn broadcasts_and_reductions_go_in_small_pieces_up_to_a_cell_then_in_cells() {
-        for piece in [BCAST_PIECE, REDUCE_PIECE] {
+        for piece in [PIECE, REDUCE_PIECE] {
             assert_eq!(below_cell(0, piece), piece);
             assert_eq!(below_cell(8, piece), piece);
             assert_eq!(below_cell(32 * 1024, piece), piece);
@@ -1246,6 +1305,11 @@ mod tests {
             // Pieces fit a cell, and a cell's worth of them splits evenly.
             assert!(piece <= CELL && CELL.is_multiple_of(piece));
         }
+        assert_eq!(reduce_piece(4096), PIECE);
+        assert_eq!(reduce_piece(SMALL_REDUCE), PIECE);
+        assert_eq!(reduce_piece(SMALL_REDUCE + 1), REDUCE_PIECE);
+        assert_eq!(reduce_piece(CELL), REDUCE_PIECE);
+        assert_eq!(reduce_piece(CELL + 1), CELL);
     }
 
     #[test]
