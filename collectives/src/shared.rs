@@ -29,7 +29,8 @@
 //! Contributions larger than a cell go in pieces of [`CELL`] bytes, one
 //! step each (a broadcast up to a cell goes in pieces of 2 KiB, a
 //! reduction to one root in pieces of 2 KiB up to 128 KiB and of 32 KiB
-//! up to a cell, and an allgather whose every contribution is lent,
+//! up to a cell, both in pieces of 32 KiB where the job's ranks outnumber
+//! the host's cores, and an allgather whose every contribution is lent,
 //! below, lends each whole).
 //! Where the host allows cross-memory reads ([`onesided_fabric::cma`]), a
 //! piece of `LEND` bytes or more is lent instead of copied into the cell.
@@ -168,6 +169,11 @@ pub(crate) struct Shared<'e> {
     parts: Vec<std::cell::OnceCell<Rc<Mapping>>>,
     /// Whether pieces may be lent (the same on every member of a host).
     cma: bool,
+    /// Whether the job's ranks on this host have a core each
+    /// ([`host_ranks`], [`host_cpus`]; the same on every member):
+    /// broadcasts and reductions to one root then go in small pieces
+    /// ([`piece_of`]).
+    own_cores: bool,
     /// The last step begun here, and the last one this member published
     /// in.
     step: Cell<u64>,
@@ -201,6 +207,7 @@ impl<'e> Shared<'e> {
             released: Cell::new(0),
             spill: RefCell::default(),
             cma: onesided_fabric::cma::available(),
+            own_cores: host_ranks(rma.endpoint(), group, me) <= host_cpus(),
             tickets: Cell::new(0),
             serving: Cell::new(0),
         })
@@ -276,8 +283,10 @@ impl<'e> Shared<'e> {
     fn piece_bytes<T>(&self, shape: &Shape, input: usize, output: usize) -> usize {
         let size = size_of::<T>();
         match shape {
-            Shape::Bcast { .. } => below_cell(output * size, PIECE),
-            Shape::Reduce { root: Some(_), .. } => reduce_piece(input * size),
+            Shape::Bcast { .. } => piece_of(output * size, CELL, self.own_cores),
+            Shape::Reduce { root: Some(_), .. } => {
+                piece_of(input * size, SMALL_REDUCE, self.own_cores)
+            }
             Shape::Gather { root: None, counts } if self.gathers_whole::<T>(counts) => {
                 counts.iter().max().map_or(CELL, |&most| most * size)
             }
@@ -602,7 +611,8 @@ fn fold_order(n: u32, me: u32, left_in_place: bool) -> impl Iterator<Item = u32>
 
 /// Bytes of the small pieces of a broadcast up to a cell (readers copy
 /// one while the root writes the next; above a cell, cells), and of a
-/// reduction to one root up to [`SMALL_REDUCE`]. Broadcasts, measured at
+/// reduction to one root up to [`SMALL_REDUCE`], where the job's ranks have a
+/// core each ([`piece_of`]). Broadcasts, measured at
 /// 2 ranks, A/B in one minute (these machines' speed drifts): 2 KiB
 /// beats every other size tried, from 1 KiB to 64 KiB, at every size up
 /// to a cell, and not only by overlap (3 KiB pieces are as slow as 8 KiB
@@ -623,34 +633,66 @@ const PIECE: usize = 2048;
 /// one; at 256 KiB 32 KiB pieces win (33 against 35.5 us).
 const SMALL_REDUCE: usize = 128 << 10;
 
-/// Bytes of a reduction to one root's pieces above [`SMALL_REDUCE`] up
-/// to a cell (above, cells). Measured
-/// at 2 ranks (the bench's
+/// Bytes of the large pieces: of a reduction to one root above
+/// [`SMALL_REDUCE`] up to a cell (above, cells), and of broadcasts and
+/// reductions up to a cell where the job's ranks outnumber the cores. There
+/// every step can cost a switch between processes, and fewer steps win:
+/// 4 ranks on 2 cores, one job alternating, against 2 KiB pieces,
+/// broadcast 16 KiB 35 -> 23 us, 128 KiB 132 -> 81 us, 256 KiB 189 ->
+/// 126 us (8 KiB pieces: 23, 90 and 137 us); reduction 128 KiB 102 ->
+/// 56 us. Reductions at 2 ranks (the bench's
 /// timing, 12-13 jobs in each of these machines' two speeds): 256 KiB
 /// 56 -> 41 us and 80 -> 67 us against one cell (2 KiB pieces 56 and
 /// 97 us, 8 KiB 50 and 140 us). At 2 MiB and 32 MiB neither wins in
 /// both speeds, and cells stay: 2 MiB 240 and 1047 us in cells, 280 and
 /// 1012 us in pieces of 32 KiB; 32 MiB 7.9 and 11.4 ms, 7.4 and 15.7 ms.
-const REDUCE_PIECE: usize = 32 << 10;
+const LARGE_PIECE: usize = 32 << 10;
 
-/// Bytes of the pieces of a contribution of `bytes` that goes in pieces
-/// of `piece` up to a cell, else in cells.
-fn below_cell(bytes: usize, piece: usize) -> usize {
-    if bytes <= CELL {
-        piece
-    } else {
+/// Bytes of the pieces of a broadcast or reduction to one root of `bytes`
+/// per member: [`PIECE`] up to `small_up_to` where the job's ranks on the
+/// host have a core each (`own_cores`), else [`LARGE_PIECE`], up to a
+/// cell; above, cells.
+fn piece_of(bytes: usize, small_up_to: usize, own_cores: bool) -> usize {
+    if bytes > CELL {
         CELL
+    } else if own_cores && bytes <= small_up_to {
+        PIECE
+    } else {
+        LARGE_PIECE
     }
 }
 
-/// Bytes of the pieces of a reduction to one root of `bytes` per member.
-fn reduce_piece(bytes: usize) -> usize {
-    let piece = if bytes <= SMALL_REDUCE {
-        PIECE
-    } else {
-        REDUCE_PIECE
-    };
-    below_cell(bytes, piece)
+/// The job's ranks on the host of group member `me`, as the endpoint
+/// knows them (the group's size when it does not).
+fn host_ranks(ep: &Endpoint, group: &Group, me: u32) -> usize {
+    let host = group.job_rank(me).ok().and_then(|r| ep.host_of(r));
+    match host {
+        Some(host) => (0..ep.size())
+            .filter(|&r| ep.host_of(r) == Some(host))
+            .count(),
+        None => group.size() as usize,
+    }
+}
+
+/// The CPUs this host has online (`/sys/devices/system/cpu/online`, the
+/// same for every process on it, whatever its affinity; 1 when unknown).
+fn host_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|list| cpu_count(&list))
+        .unwrap_or(1)
+}
+
+/// The number of CPUs in a kernel CPU list such as `0-3,8,10-11`; `None`
+/// when malformed.
+fn cpu_count(list: &str) -> Option<usize> {
+    let mut total = 0;
+    for range in list.trim().split(',') {
+        let (first, last) = range.split_once('-').unwrap_or((range, range));
+        let (first, last): (usize, usize) = (first.parse().ok()?, last.parse().ok()?);
+        total += last.checked_sub(first)? + 1;
+    }
+    Some(total)
 }
 
 /// The byte offset of step `s`'s cell in a member's part.
@@ -1295,21 +1337,35 @@ mod tests {
 
     #[test]
     fn broadcasts_and_reductions_go_in_small_pieces_up_to_a_cell_then_in_cells() {
-        for piece in [PIECE, REDUCE_PIECE] {
-            assert_eq!(below_cell(0, piece), piece);
-            assert_eq!(below_cell(8, piece), piece);
-            assert_eq!(below_cell(32 * 1024, piece), piece);
-            assert_eq!(below_cell(CELL, piece), piece);
-            assert_eq!(below_cell(CELL + 1, piece), CELL);
-            assert_eq!(below_cell(32 << 20, piece), CELL);
-            // Pieces fit a cell, and a cell's worth of them splits evenly.
+        for own_cores in [true, false] {
+            let small = if own_cores { PIECE } else { LARGE_PIECE };
+            assert_eq!(piece_of(0, CELL, own_cores), small);
+            assert_eq!(piece_of(CELL, CELL, own_cores), small);
+            assert_eq!(piece_of(SMALL_REDUCE, SMALL_REDUCE, own_cores), small);
+            assert_eq!(
+                piece_of(SMALL_REDUCE + 1, SMALL_REDUCE, own_cores),
+                LARGE_PIECE
+            );
+            assert_eq!(piece_of(CELL, SMALL_REDUCE, own_cores), LARGE_PIECE);
+            for up_to in [CELL, SMALL_REDUCE] {
+                assert_eq!(piece_of(CELL + 1, up_to, own_cores), CELL);
+                assert_eq!(piece_of(32 << 20, up_to, own_cores), CELL);
+            }
+        }
+        // Pieces fit a cell, and a cell's worth of them splits evenly.
+        for piece in [PIECE, LARGE_PIECE] {
             assert!(piece <= CELL && CELL.is_multiple_of(piece));
         }
-        assert_eq!(reduce_piece(4096), PIECE);
-        assert_eq!(reduce_piece(SMALL_REDUCE), PIECE);
-        assert_eq!(reduce_piece(SMALL_REDUCE + 1), REDUCE_PIECE);
-        assert_eq!(reduce_piece(CELL), REDUCE_PIECE);
-        assert_eq!(reduce_piece(CELL + 1), CELL);
+    }
+
+    #[test]
+    fn cpu_lists_count_their_cpus() {
+        assert_eq!(cpu_count("0-1\n"), Some(2));
+        assert_eq!(cpu_count("0"), Some(1));
+        assert_eq!(cpu_count("0-3,8,10-11"), Some(7));
+        for bad in ["", "x", "3-1", "0-", "1,,2"] {
+            assert_eq!(cpu_count(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
