@@ -17,6 +17,8 @@
 //!   processes on one host map to copy instead of using the provider.
 //! - [`pmi`]: a PMI-1 client, so programs start under MPICH's `mpiexec`
 //!   (Hydra), Slurm through it, or onesided's own `osrun`.
+//! - [`cma`] and [`uncached`]: cross-memory reads and copies whose stores
+//!   bypass the cache, for the large copies of on-host collectives.
 //! - [`World`]: the bootstrap tying them together.
 //! - [`launcher`]: the pure protocol core of `osrun` (argument parsing and
 //!   the PMI-1 server), and the process management around it.
@@ -46,6 +48,7 @@ mod provider;
 pub mod raw;
 mod slots;
 mod spin;
+pub mod uncached;
 pub mod world;
 
 pub use atomic::{AtomicOp, Datatype};
