@@ -50,7 +50,9 @@
 //! Reductions combine the members' pieces in rank order (so
 //! non-commutative operations are right), each reader on its own. An
 //! alltoallv first publishes every member's counts (one step), so that
-//! every member knows where its blocks lie and how many steps follow.
+//! every member knows where its blocks lie and how many steps follow
+//! (one, with every input lent whole, where each is `LEND` bytes or
+//! more).
 //!
 //! A [`Run`] is a state machine: [`Run::advance`] goes as far as the
 //! peers allow without waiting, so the same code serves blocking calls
@@ -1224,17 +1226,22 @@ impl<'e> Run<'e> {
                     ops.extend((0..n).map(Op::Counts));
                     return Some(Publish::Counts);
                 }
-                let longest = self
-                    .counts
-                    .iter()
+                let totals: Vec<usize> = (self.counts.iter())
                     .map(|c| c.iter().sum::<u64>() as usize)
-                    .max()
-                    .unwrap_or(0);
+                    .collect();
+                let longest = totals.iter().copied().max().unwrap_or(0);
+                // Every input lent whole: one step, each member reading
+                // its blocks from every peer at once (a piece at a time
+                // per step would have the members read them one after the
+                // other).
+                let whole = (totals.iter()).all(|&t| self.shared.lends_whole(t * size));
                 let j = k - 1;
-                if j >= pieces(longest) {
+                if j >= if whole { 1 } else { pieces(longest) } {
                     return None;
                 }
-                let range = piece(longest, j);
+                // What a member of `total` elements publishes in this step.
+                let published = |total: usize| if whole { 0..total } else { piece(total, j) };
+                let range = published(longest);
                 let into = displacements(recvs);
                 if j == 0 {
                     let own = displacements(sends)[me as usize];
@@ -1249,7 +1256,7 @@ impl<'e> Run<'e> {
                     // Where p's block for this member starts in p's input.
                     let theirs = &self.counts[p as usize];
                     let from = theirs[..me as usize].iter().sum::<u64>() as usize;
-                    let published = piece(theirs.iter().sum::<u64>() as usize, j);
+                    let published = published(totals[p as usize]);
                     let block = from..from + recvs[p as usize];
                     let (lo, hi) = (range.start.max(block.start), range.end.min(block.end));
                     if lo < hi {
@@ -1263,7 +1270,7 @@ impl<'e> Run<'e> {
                         });
                     }
                 }
-                Some(Publish::Input(piece(input, j)))
+                Some(Publish::Input(published(input)))
             }
             // The input lent whole: one step, each member reading its
             // block from every peer (a piece at a time per step would

@@ -283,22 +283,25 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
         );
         check(me, part == mine, || format!("{tag} scatterv"));
     }
-    // alltoallv: rank a sends (a + b) % 3 elements to b.
-    let sends: Vec<usize> = (0..n).map(|b| ((me + b) % 3) as usize).collect();
-    let recvs: Vec<usize> = (0..n).map(|a| ((a + me) % 3) as usize).collect();
-    let input: Vec<i64> = (0..n)
-        .flat_map(|b| (0..sends[b as usize]).map(move |i| value(me, 100 * b as usize + i)))
-        .collect();
-    let mut output = vec![0i64; recvs.iter().sum()];
-    must(
-        me,
-        "alltoallv",
-        comm.alltoallv(&input, &sends, &mut output, &recvs),
-    );
-    let want: Vec<i64> = (0..n)
-        .flat_map(|a| (0..recvs[a as usize]).map(move |i| value(a, 100 * me as usize + i)))
-        .collect();
-    check(me, output == want, || format!("{tag} alltoallv"));
+    // alltoallv: rank a sends ((a + b) % 3) * scale elements to b, small
+    // and large (every input lent whole where the host allows).
+    for scale in [1usize, 20_000] {
+        let sends: Vec<usize> = (0..n).map(|b| (me + b) as usize % 3 * scale).collect();
+        let recvs: Vec<usize> = (0..n).map(|a| (a + me) as usize % 3 * scale).collect();
+        let input: Vec<i64> = (0..n)
+            .flat_map(|b| (0..sends[b as usize]).map(move |i| value(me, (b as usize) << 20 | i)))
+            .collect();
+        let mut output = vec![0i64; recvs.iter().sum()];
+        must(
+            me,
+            "alltoallv",
+            comm.alltoallv(&input, &sends, &mut output, &recvs),
+        );
+        let want: Vec<i64> = (0..n)
+            .flat_map(|a| (0..recvs[a as usize]).map(move |i| value(a, (me as usize) << 20 | i)))
+            .collect();
+        check(me, output == want, || format!("{tag} alltoallv x{scale}"));
+    }
     // alltoall with equal counts (its algorithm chosen by size), small and
     // larger than a shared-memory slot.
     for count in [3usize, 50_000] {
