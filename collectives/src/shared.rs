@@ -684,20 +684,8 @@ fn host_ranks(ep: &Endpoint, group: &Group, me: u32) -> usize {
 fn host_cpus() -> usize {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
-        .and_then(|list| cpu_count(&list))
-        .unwrap_or(1)
-}
-
-/// The number of CPUs in a kernel CPU list such as `0-3,8,10-11`; `None`
-/// when malformed.
-fn cpu_count(list: &str) -> Option<usize> {
-    let mut total = 0;
-    for range in list.trim().split(',') {
-        let (first, last) = range.split_once('-').unwrap_or((range, range));
-        let (first, last): (usize, usize) = (first.parse().ok()?, last.parse().ok()?);
-        total += last.checked_sub(first)? + 1;
-    }
-    Some(total)
+        .and_then(|list| onesided_fabric::world::cpu_list(&list))
+        .map_or(1, |cpus| cpus.len())
 }
 
 /// The byte offset of step `s`'s cell in a member's part.
@@ -1378,16 +1366,6 @@ mod tests {
         // Pieces fit a cell, and a cell's worth of them splits evenly.
         for piece in [PIECE, LARGE_PIECE] {
             assert!(piece <= CELL && CELL.is_multiple_of(piece));
-        }
-    }
-
-    #[test]
-    fn cpu_lists_count_their_cpus() {
-        assert_eq!(cpu_count("0-1\n"), Some(2));
-        assert_eq!(cpu_count("0"), Some(1));
-        assert_eq!(cpu_count("0-3,8,10-11"), Some(7));
-        for bad in ["", "x", "3-1", "0-", "1,,2"] {
-            assert_eq!(cpu_count(bad), None, "{bad:?}");
         }
     }
 
