@@ -29,7 +29,7 @@ impl World {
     /// configuration of [`EndpointConfig::from_env`]. Every rank publishes
     /// its host, its board and the CPUs it may run on; waits spin before
     /// yielding unless the ranks on this host outnumber the CPUs they may
-    /// run on together ([`have_cores`]: a launcher that binds each rank to
+    /// run on together ([`host_cores`]: a launcher that binds each rank to
     /// a core of its own still gets spinning waits; under `taskset -c
     /// $PMI_RANK` at 2 ranks, barrier 1.1 -> 0.67 us once the union, not
     /// this process's one CPU, was counted).
@@ -100,7 +100,7 @@ impl World {
             .map(|(_, c)| c.as_str())
             .collect();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if !have_cores(&local, cores) {
+        if local.len() > host_cores(&local, &allowed_cpus(), cores) {
             endpoint.set_spin(std::time::Duration::ZERO);
         }
         endpoint.set_hosts(hosts, boards, board);
@@ -191,21 +191,25 @@ fn allowed_cpus() -> String {
         .map_or_else(String::new, |list| list.trim().to_string())
 }
 
-/// Whether the ranks on a host, which may run on the CPUs of `lists`
-/// (one kernel CPU list each), have a CPU each: the union of their lists
-/// holds at least as many CPUs as there are ranks. Ranks a launcher binds
-/// to a core each (Slurm, `mpiexec -bind-to core`) have; ranks confined
-/// together to fewer CPUs have not. Where a list is missing or malformed,
-/// `cores` (this process's) stands for the union.
-pub fn have_cores(lists: &[&str], cores: usize) -> bool {
+/// The CPUs the ranks on a host may run on together: the union of their
+/// kernel CPU lists `lists`. Ranks a launcher binds to a core each (Slurm,
+/// `mpiexec -bind-to core`) have one each; ranks confined together to
+/// fewer CPUs have not. `cores` is this process's `available_parallelism`:
+/// it stands for the union where a list is missing or malformed, and
+/// bounds it where it is below the count of this process's own list
+/// `own` (a CPU quota of its cgroup, which it counts and masks do not).
+pub fn host_cores(lists: &[&str], own: &str, cores: usize) -> usize {
     let mut union = std::collections::BTreeSet::new();
     for list in lists {
         match cpu_list(list) {
             Some(cpus) => union.extend(cpus),
-            None => return lists.len() <= cores,
+            None => return cores,
         }
     }
-    lists.len() <= union.len()
+    match cpu_list(own) {
+        Some(mine) if cores < mine.len() => union.len().min(cores),
+        _ => union.len(),
+    }
 }
 
 /// The CPUs of a kernel CPU list such as `0-3,8,10-11`; `None` when
@@ -308,13 +312,15 @@ mod tests {
             assert_eq!(cpu_list(bad), None, "{bad:?}");
         }
         // Unbound, bound a core each, confined together to one core.
-        assert!(have_cores(&["0-1", "0-1"], 2));
-        assert!(have_cores(&["0", "1"], 1));
-        assert!(!have_cores(&["0", "0"], 1));
-        assert!(!have_cores(&["0-1", "0-1", "0-1"], 2));
+        assert_eq!(host_cores(&["0-1", "0-1"], "0-1", 2), 2);
+        assert_eq!(host_cores(&["0", "1"], "0", 1), 2);
+        assert_eq!(host_cores(&["0", "0"], "0", 1), 1);
+        assert_eq!(host_cores(&["0-3", "0-3", "0-3"], "0-3", 4), 4);
+        // A CPU quota below the mask bounds the union.
+        assert_eq!(host_cores(&["0-3", "0-3"], "0-3", 1), 1);
         // A list unknown: this process's cores stand for the union.
-        assert!(have_cores(&["", "1"], 2));
-        assert!(!have_cores(&["", "1"], 1));
+        assert_eq!(host_cores(&["", "1"], "1", 2), 2);
+        assert_eq!(host_cores(&["0", "x"], "0", 1), 1);
     }
 
     #[test]
