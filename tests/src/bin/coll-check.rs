@@ -58,7 +58,9 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
     let (me, n) = (comm.rank(), comm.group().size());
     let mut used = Vec::new();
     must(me, "barrier", comm.barrier());
-    for count in [0usize, 3, 1000, 20_000, 140_000] {
+    // Counts: none, inline in a shared-memory header's first line (3) and
+    // reaching into its second (12), a cell, pieces, more than a slot.
+    for count in [0usize, 3, 12, 1000, 20_000, 140_000] {
         let bytes = (count * 8) as u64;
         // bcast from every root.
         for root in 0..n {
