@@ -179,7 +179,7 @@ pub(crate) struct Shared<'e> {
     /// Whether pieces may be lent (the same on every member of a host).
     cma: bool,
     /// Whether the job's ranks on this host have a core each
-    /// ([`host_ranks`], [`host_cpus`]; the same on every member):
+    /// ([`Endpoint::host_cpus`]; the same on every member):
     /// broadcasts and reductions to one root then go in small pieces
     /// ([`piece_of`]).
     own_cores: bool,
@@ -216,7 +216,7 @@ impl<'e> Shared<'e> {
             released: Cell::new(0),
             spill: RefCell::default(),
             cma: onesided_fabric::cma::available(),
-            own_cores: host_ranks(rma.endpoint(), group, me) <= host_cpus(),
+            own_cores: rma.endpoint().host_ranks() <= rma.endpoint().host_cpus(),
             tickets: Cell::new(0),
             serving: Cell::new(0),
         })
@@ -344,12 +344,10 @@ impl<'e> Shared<'e> {
                 // peers' pieces are combined through a buffer of the
                 // Comm's.
                 Shape::Reduce { root, .. } => {
+                    // An allreduce goes in cells, lent from `LEND` bytes.
                     let fits = match root {
                         Some(_) => bytes(input) <= CELL,
-                        None => {
-                            bytes(input) <= self.piece_bytes::<T>(shape, input, output)
-                                && bytes(input) < LEND
-                        }
+                        None => bytes(input) < LEND,
                     };
                     fits && size_of::<Spill>().is_multiple_of(size_of::<T>().max(1))
                 }
@@ -669,27 +667,6 @@ fn piece_of(bytes: usize, small_up_to: usize, own_cores: bool) -> usize {
     } else {
         LARGE_PIECE
     }
-}
-
-/// The job's ranks on the host of group member `me`, as the endpoint
-/// knows them (the group's size when it does not).
-fn host_ranks(ep: &Endpoint, group: &Group, me: u32) -> usize {
-    let host = group.job_rank(me).ok().and_then(|r| ep.host_of(r));
-    match host {
-        Some(host) => (0..ep.size())
-            .filter(|&r| ep.host_of(r) == Some(host))
-            .count(),
-        None => group.size() as usize,
-    }
-}
-
-/// The CPUs this host has online (`/sys/devices/system/cpu/online`, the
-/// same for every process on it, whatever its affinity; 1 when unknown).
-fn host_cpus() -> usize {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|list| onesided_fabric::world::cpu_list(&list))
-        .map_or(1, |cpus| cpus.len())
 }
 
 /// The byte offset of step `s`'s cell in a member's part.

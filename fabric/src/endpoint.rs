@@ -589,6 +589,8 @@ pub struct Endpoint {
     hosts: Vec<u64>,
     /// Each rank's board name (empty when it has none).
     boards: Vec<String>,
+    /// The CPUs the ranks on this process's host may run on together.
+    host_cpus: usize,
     /// This process's board, kept alive (and removed at the end) here; it
     /// is used through mappings of its name.
     _board: Option<Mutex<Mapping>>,
@@ -709,6 +711,7 @@ impl Endpoint {
             background,
             hosts: Vec::new(),
             boards: Vec::new(),
+            host_cpus: crate::world::online_cpus(),
             _board: None,
         })
     }
@@ -815,12 +818,37 @@ impl Endpoint {
     }
 
     /// Records each rank's host identity ([`crate::world::host_id`]) and
-    /// board name, and keeps this process's `board`; [`crate::World::init`]
-    /// does, from the PMI key space.
-    pub fn set_hosts(&mut self, hosts: Vec<u64>, boards: Vec<String>, board: Mapping) {
+    /// board name, keeps this process's `board`, and records `host_cpus`,
+    /// the CPUs the ranks on its host may run on together
+    /// ([`crate::world::cpus_together`]); [`crate::World::init`] does, from
+    /// the PMI key space.
+    pub fn set_hosts(
+        &mut self,
+        hosts: Vec<u64>,
+        boards: Vec<String>,
+        board: Mapping,
+        host_cpus: usize,
+    ) {
         self.hosts = hosts;
         self.boards = boards;
         self._board = Some(Mutex::new(board));
+        self.host_cpus = host_cpus;
+    }
+
+    /// The CPUs the ranks on this process's host may run on together: the
+    /// same on each of them, so that they can agree on what depends on it
+    /// without a message (the host's online CPUs when unknown).
+    pub fn host_cpus(&self) -> usize {
+        self.host_cpus
+    }
+
+    /// The ranks on this process's host (all of them when hosts are
+    /// unknown).
+    pub fn host_ranks(&self) -> usize {
+        match self.host_of(self.rank) {
+            Some(here) => self.hosts.iter().filter(|&&h| h == here).count(),
+            None => self.size as usize,
+        }
     }
 
     /// The name of `rank`'s board: [`crate::world::BOARD_LEN`] bytes of

@@ -29,7 +29,7 @@ impl World {
     /// configuration of [`EndpointConfig::from_env`]. Every rank publishes
     /// its host, its board and the CPUs it may run on; waits spin before
     /// yielding unless the ranks on this host outnumber the CPUs they may
-    /// run on together ([`host_cores`]: a launcher that binds each rank to
+    /// run on together ([`cpus_together`]: a launcher that binds each rank to
     /// a core of its own still gets spinning waits; under `taskset -c
     /// $PMI_RANK` at 2 ranks, barrier 1.1 -> 0.67 us once the union, not
     /// this process's one CPU, was counted).
@@ -92,18 +92,27 @@ impl World {
             boards.push(board.to_string());
             cpus.push(allowed.to_string());
         }
-        // Ranks sharing this host's cores: when they outnumber the cores,
-        // waits yield at once instead of spinning.
+        // The CPUs this host's ranks may run on together (the same on each
+        // of them); when the ranks outnumber them, waits yield at once
+        // instead of spinning. A CPU quota of this process's cgroup, which
+        // `available_parallelism` counts and masks do not, bounds them.
         let here = host_id(rank);
         let local: Vec<&str> = (hosts.iter().zip(&cpus))
             .filter(|(&h, _)| h == here)
             .map(|(_, c)| c.as_str())
             .collect();
+        let host_cpus = cpus_together(&local).unwrap_or_else(online_cpus);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if local.len() > host_cores(&local, &allowed_cpus(), cores) {
+        let mask = cpu_list(&allowed_cpus()).map_or(0, |c| c.len());
+        let usable = if cores < mask {
+            host_cpus.min(cores)
+        } else {
+            host_cpus
+        };
+        if local.len() > usable {
             endpoint.set_spin(std::time::Duration::ZERO);
         }
-        endpoint.set_hosts(hosts, boards, board);
+        endpoint.set_hosts(hosts, boards, board, host_cpus);
         watch_failure_notices(Arc::downgrade(endpoint.shared()))?;
         Ok(World {
             endpoint,
@@ -192,24 +201,24 @@ fn allowed_cpus() -> String {
 }
 
 /// The CPUs the ranks on a host may run on together: the union of their
-/// kernel CPU lists `lists`. Ranks a launcher binds to a core each (Slurm,
-/// `mpiexec -bind-to core`) have one each; ranks confined together to
-/// fewer CPUs have not. `cores` is this process's `available_parallelism`:
-/// it stands for the union where a list is missing or malformed, and
-/// bounds it where it is below the count of this process's own list
-/// `own` (a CPU quota of its cgroup, which it counts and masks do not).
-pub fn host_cores(lists: &[&str], own: &str, cores: usize) -> usize {
+/// kernel CPU lists `lists` (ranks a launcher binds to a core each, as
+/// Slurm or `mpiexec -bind-to core` do, have one each); `None` where a list
+/// is missing or malformed.
+pub fn cpus_together(lists: &[&str]) -> Option<usize> {
     let mut union = std::collections::BTreeSet::new();
     for list in lists {
-        match cpu_list(list) {
-            Some(cpus) => union.extend(cpus),
-            None => return cores,
-        }
+        union.extend(cpu_list(list)?);
     }
-    match cpu_list(own) {
-        Some(mine) if cores < mine.len() => union.len().min(cores),
-        _ => union.len(),
-    }
+    Some(union.len())
+}
+
+/// The CPUs this host has online (`/sys/devices/system/cpu/online`, the
+/// same for every process on it, whatever its affinity; 1 when unknown).
+pub fn online_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|list| cpu_list(&list))
+        .map_or(1, |cpus| cpus.len())
 }
 
 /// The CPUs of a kernel CPU list such as `0-3,8,10-11`; `None` when
@@ -312,15 +321,13 @@ mod tests {
             assert_eq!(cpu_list(bad), None, "{bad:?}");
         }
         // Unbound, bound a core each, confined together to one core.
-        assert_eq!(host_cores(&["0-1", "0-1"], "0-1", 2), 2);
-        assert_eq!(host_cores(&["0", "1"], "0", 1), 2);
-        assert_eq!(host_cores(&["0", "0"], "0", 1), 1);
-        assert_eq!(host_cores(&["0-3", "0-3", "0-3"], "0-3", 4), 4);
-        // A CPU quota below the mask bounds the union.
-        assert_eq!(host_cores(&["0-3", "0-3"], "0-3", 1), 1);
-        // A list unknown: this process's cores stand for the union.
-        assert_eq!(host_cores(&["", "1"], "1", 2), 2);
-        assert_eq!(host_cores(&["0", "x"], "0", 1), 1);
+        assert_eq!(cpus_together(&["0-1", "0-1"]), Some(2));
+        assert_eq!(cpus_together(&["0", "1"]), Some(2));
+        assert_eq!(cpus_together(&["0", "0"]), Some(1));
+        // A list unknown: no answer.
+        assert_eq!(cpus_together(&["", "1"]), None);
+        assert_eq!(cpus_together(&["0", "x"]), None);
+        assert!(online_cpus() >= 1);
     }
 
     #[test]
