@@ -79,9 +79,38 @@ pub(crate) fn check(schedule: &Schedule, input: usize, output: usize) -> Result<
     Ok(())
 }
 
-/// A combination: `f(inout, other, other_first)` sets `inout` to
-/// `inout op other`, or to `other op inout` when `other_first`.
-pub(crate) type Combine<T> = Box<dyn Fn(&mut [T], &[T], bool)>;
+/// A reduction's operation as the executors apply it, for element types
+/// they know only as `Pod`: the operation and its application for `T`,
+/// made without an allocation (a call of a few bytes costs about as much
+/// as one).
+pub(crate) struct Combine<T> {
+    op: crate::Op<T>,
+    apply: fn(&crate::Op<T>, &mut [T], &[T], bool),
+}
+
+impl<T: crate::Reducible> Combine<T> {
+    /// Applies `op` (checked: [`crate::Op::check`]).
+    pub(crate) fn new(op: &crate::Op<T>) -> Combine<T> {
+        Combine {
+            op: op.clone(),
+            apply: |op, inout, other, other_first| {
+                if other_first {
+                    op.apply_left(inout, other)
+                } else {
+                    op.apply(inout, other)
+                }
+            },
+        }
+    }
+}
+
+impl<T> Combine<T> {
+    /// Sets `inout` to `inout op other`, or to `other op inout` when
+    /// `other_first`.
+    pub(crate) fn call(&self, inout: &mut [T], other: &[T], other_first: bool) {
+        (self.apply)(&self.op, inout, other, other_first)
+    }
+}
 
 /// A schedule being executed over input `I` and output `O`.
 pub(crate) struct Exec<'e, T: bytemuck::Pod, I, O> {
@@ -258,7 +287,7 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
         } = self;
         let combine = combine
             .as_ref()
-            .ok_or(Error::BadCall("a reduction without an operation".into()))?;
+            .ok_or_else(|| Error::BadCall("a reduction without an operation".into()))?;
         let buf: &mut [T] = match into.buf {
             Buf::Scratch => scratch,
             // Checked in `new`: nothing writes the input.
@@ -279,14 +308,15 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
                 }
                 let (j, t) = arrived
                     .next()
-                    .ok_or(Error::BadCall("lost a transfer".into()))?;
+                    .ok_or_else(|| Error::BadCall("lost a transfer".into()))?;
                 if j == i {
                     data = Some(t);
                 }
             }
             match a {
                 Action::Recv { into, .. } => {
-                    let t = data.ok_or(Error::BadCall("a receive without its transfer".into()))?;
+                    let t = data
+                        .ok_or_else(|| Error::BadCall("a receive without its transfer".into()))?;
                     let bytes = message(&t, into.len * size_of::<T>())?;
                     bytemuck::cast_slice_mut::<T, u8>(self.slice_mut(*into)).copy_from_slice(bytes);
                 }
@@ -295,23 +325,24 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
                     received_first,
                     ..
                 } => {
-                    let t = data.ok_or(Error::BadCall("a receive without its transfer".into()))?;
+                    let t = data
+                        .ok_or_else(|| Error::BadCall("a receive without its transfer".into()))?;
                     let bytes = message(&t, into.len * size_of::<T>())?;
                     let (combine, dest) = self.combining(*into)?;
                     match bytemuck::try_cast_slice::<u8, T>(bytes) {
                         // In place: one pass over the data.
-                        Ok(got) => combine(dest, got, *received_first),
+                        Ok(got) => combine.call(dest, got, *received_first),
                         Err(_) => {
                             let mut got = vec![T::zeroed(); into.len];
                             bytemuck::cast_slice_mut::<T, u8>(&mut got).copy_from_slice(bytes);
-                            combine(dest, &got, *received_first);
+                            combine.call(dest, &got, *received_first);
                         }
                     }
                 }
                 Action::Reduce { from, into } => {
                     let right = self.slice(*from).to_vec();
                     let (combine, dest) = self.combining(*into)?;
-                    combine(dest, &right, false);
+                    combine.call(dest, &right, false);
                 }
                 _ => {}
             }

@@ -174,8 +174,10 @@ pub(crate) struct Shared<'e> {
     window: Window<'e>,
     /// The operations of the current step of the run whose turn it is.
     ops: RefCell<Vec<Op>>,
-    /// The members' parts as mapped here, learned at first use.
+    /// The members' parts as mapped here, learned at first use, and this
+    /// member's own (which every step writes).
     parts: Vec<std::cell::OnceCell<Rc<Mapping>>>,
+    own: Rc<Mapping>,
     /// Whether pieces may be lent (the same on every member of a host).
     cma: bool,
     /// Whether the job's ranks on this host have a core each
@@ -203,13 +205,21 @@ impl<'e> Shared<'e> {
     /// # Errors
     /// [`Error::Rma`] when the window cannot be made.
     pub(crate) fn new(rma: &'e Rma<'e>, group: &Group, me: u32) -> Result<Shared<'e>, Error> {
+        let window = rma.allocate(group, DATA + SLOT)?;
+        let own = (window.mapped(me)?)
+            .ok_or_else(|| Error::BadCall("this member's own part is not mapped".into()))?;
+        let parts = vec![std::cell::OnceCell::new(); group.size() as usize];
+        if let Some(slot) = parts.get(me as usize) {
+            let _ = slot.set(Rc::clone(&own));
+        }
         Ok(Shared {
             ep: rma.endpoint(),
             group: group.clone(),
             me,
             n: group.size(),
-            window: rma.allocate(group, DATA + SLOT)?,
-            parts: vec![std::cell::OnceCell::new(); group.size() as usize],
+            window,
+            parts,
+            own,
             ops: RefCell::default(),
             step: Cell::new(0),
             published: Cell::new(0),
@@ -434,8 +444,8 @@ impl<'e> Shared<'e> {
                 root,
                 left_in_place,
             } if root.is_none_or(|r| r == me) => {
-                let combine =
-                    combine.ok_or(Error::BadCall("a reduction without an operation".into()))?;
+                let combine = combine
+                    .ok_or_else(|| Error::BadCall("a reduction without an operation".into()))?;
                 let mut spill = (self.spill.try_borrow_mut())
                     .map_err(|_| Error::BadCall("a reduction operation called its Comm".into()))?;
                 let theirs = bytemuck::try_cast_slice_mut::<_, T>(&mut spill.0)
@@ -447,7 +457,7 @@ impl<'e> Shared<'e> {
                 for (i, p) in fold_order(self.n, me, *left_in_place).enumerate() {
                     match (p == me, i == 0) {
                         (true, true) => output.copy_from_slice(mine),
-                        (true, false) => combine(output, mine, p < i as u32),
+                        (true, false) => combine.call(output, mine, p < i as u32),
                         (false, true) => {
                             self.wait_for(p, flag, s)?;
                             self.read_piece(p, s, (0, place), output)?;
@@ -458,7 +468,7 @@ impl<'e> Shared<'e> {
                                 let at = k * per * size_of::<T>();
                                 let theirs = &mut theirs[..out.len()];
                                 self.read_piece(p, s, (at, place), theirs)?;
-                                combine(out, theirs, false);
+                                combine.call(out, theirs, false);
                             }
                         }
                     }
@@ -480,7 +490,7 @@ impl<'e> Shared<'e> {
     }
 
     fn store(&self, at: u64, step: u64) -> Result<(), Error> {
-        let flag = self.part(self.me)?.atomic_u64(at as usize)?;
+        let flag = self.own.atomic_u64(at as usize)?;
         flag.store(step, Ordering::Release);
         Ok(())
     }
@@ -571,9 +581,7 @@ impl<'e> Shared<'e> {
 
     /// Copies `data` to byte `at` of this member's part.
     fn write<T: bytemuck::Pod>(&self, at: usize, data: &[T]) -> Result<(), Error> {
-        Ok(self
-            .part(self.me)?
-            .write_bytes(at, bytemuck::cast_slice(data))?)
+        Ok(self.own.write_bytes(at, bytemuck::cast_slice(data))?)
     }
 }
 
@@ -962,7 +970,8 @@ impl<'e> Run<'e> {
         combine: Option<&Combine<T>>,
     ) -> Result<(), Error> {
         let shared = &self.shared;
-        let combine = || combine.ok_or(Error::BadCall("a reduction without an operation".into()));
+        let combine =
+            || combine.ok_or_else(|| Error::BadCall("a reduction without an operation".into()));
         match op {
             Op::Wait(_) => {}
             Op::Read {
@@ -981,19 +990,19 @@ impl<'e> Run<'e> {
             } => {
                 let theirs = &mut scratch[..into.len()];
                 shared.read_piece(peer, s, (at, place), theirs)?;
-                combine()?(&mut output[into], theirs, false);
+                combine()?.call(&mut output[into], theirs, false);
             }
             Op::Local {
                 from,
                 into,
                 combine: false,
             } => output[into].copy_from_slice(&input[from]),
-            Op::Local { from, into, .. } => combine()?(&mut output[into], &input[from], false),
+            Op::Local { from, into, .. } => combine()?.call(&mut output[into], &input[from], false),
             Op::Uncached { from, into } => onesided_fabric::uncached::copy(
                 bytemuck::cast_slice_mut(&mut output[into]),
                 bytemuck::cast_slice(&input[from]),
             ),
-            Op::LocalFirst { from, into } => combine()?(&mut output[into], &input[from], true),
+            Op::LocalFirst { from, into } => combine()?.call(&mut output[into], &input[from], true),
             Op::Counts(p) => {
                 let mut theirs = vec![0u64; self.shared.n as usize];
                 let place = counts_place(theirs.len());
