@@ -413,7 +413,7 @@ impl<'e> Comm<'e> {
                 if shared.quick_fits::<T>(&how, input.len(), output.len()) {
                     return shared.quick(&how, input, output, combine);
                 }
-                let run = shared::Run::new(shared, how);
+                let run = shared::Run::new(Rc::clone(shared), how);
                 (self.inflight).wait_shared(self.ep, &self.group, run, (input, output), combine)
             }),
             plan => self.work(plan).and_then(|work| {
@@ -434,7 +434,10 @@ impl<'e> Comm<'e> {
     fn work(&self, plan: Plan) -> Result<Work<'e>, Error> {
         match plan {
             Plan::Schedule(schedule) => Ok(Work::Schedule(schedule)),
-            Plan::Shared(how) => Ok(Work::Shared(shared::Run::new(self.shared()?, how))),
+            Plan::Shared(how) => Ok(Work::Shared(shared::Run::new(
+                Rc::clone(self.shared()?),
+                how,
+            ))),
             Plan::OneSided { .. } => Err(Error::BadCall(
                 "the one-sided alltoallv is blocking only".into(),
             )),
@@ -442,12 +445,12 @@ impl<'e> Comm<'e> {
     }
 
     /// This Comm's shared-memory state, made at its first use.
-    fn shared(&self) -> Result<Rc<Shared<'e>>, Error> {
+    fn shared(&self) -> Result<&Rc<Shared<'e>>, Error> {
         if let Some(shared) = self.shared.get() {
-            return Ok(Rc::clone(shared));
+            return Ok(shared);
         }
         let made = Rc::new(Shared::new(self.rma, &self.group, self.me)?);
-        Ok(Rc::clone(self.shared.get_or_init(|| made)))
+        Ok(self.shared.get_or_init(|| made))
     }
 
     /// Records how a call of `algorithm` went (monitoring): its failure,
