@@ -249,8 +249,11 @@ static void collectives_suite(const Bench *b) {
     int reps = scaled(b, 1000);
     double *t = malloc(sizeof(double) * (reps > scaled(b, 200) ? reps : scaled(b, 200)));
     report(b->rank, b->suite, CASES[BARRIER], 0, t, coll_case(b, BARRIER, 0, t, reps));
-    for (int c = BCAST; c <= IALLREDUCE; c++)
-        for (size_t s = 0; s < sizeof SIZES / sizeof *SIZES; s++) {
+    /* Size by size, in onesided's order (turns pair case k with case k). */
+    static const int ORDER[] = {BCAST, REDUCE, ALLREDUCE, IALLREDUCE, ALLGATHER, ALLTOALLV};
+    for (size_t s = 0; s < sizeof SIZES / sizeof *SIZES; s++)
+        for (size_t o = 0; o < sizeof ORDER / sizeof *ORDER; o++) {
+            int c = ORDER[o];
             long bytes = SIZES[s], base_reps = REPS_BYTES / bytes;
             if (c == ALLTOALLV && bytes > ALLTOALLV_MAX) continue;
             reps = scaled(b, base_reps < 3 ? 3 : base_reps > 200 ? 200 : base_reps);
@@ -263,6 +266,7 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     Bench b;
     MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
+    turns_open(b.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &b.size);
     b.suite = argc > 1 ? argv[1] : "";
     int ok = parse_scale(argc, argv, &b.scale);

@@ -1,24 +1,81 @@
-/* What the MPICH peers of onesided-bench share: result lines, repetition
- * counts, the command line's SCALE, usage errors. */
+/* What the MPICH peers of onesided-bench share: result lines, turns,
+ * repetition counts, the command line's SCALE, usage errors. */
 #ifndef ONESIDED_BENCH_COMMON_H
 #define ONESIDED_BENCH_COMMON_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
+/* This rank's ends of its side's turn FIFOs (benches/src/turns.rs): -1
+ * without ONESIDED_BENCH_TURNS. */
+static int turn_go = -1, turn_done = -1;
+
+/* Ends this rank's turn (a byte into PATH.done) and waits for its next (a
+ * byte from PATH.go), trying every millisecond and sleeping in between, as
+ * onesided's side does (benches/src/turns.rs: a read blocked in the FIFO
+ * would wake on the driver's core); a driver that is gone ends the run. */
+static void turn_pass(void) {
+    char token = 1;
+    ssize_t got;
+    if (turn_go < 0) return;
+    if (write(turn_done, &token, 1) != 1) got = 0;
+    else
+        while ((got = read(turn_go, &token, 1)) < 0 && (errno == EAGAIN || errno == EINTR)) {
+            struct timespec poll = {0, 1000000};
+            nanosleep(&poll, NULL);
+        }
+    if (got != 1) {
+        fprintf(stderr, "onesided-bench peer: the driver's turns ended\n");
+        exit(1);
+    }
+    /* Spins for SETTLE (10 ms), as onesided's side does: Linux spreads
+     * spinning processes that came back on one core within a few ticks. */
+    double settle = MPI_Wtime() + 0.010;
+    while (MPI_Wtime() < settle) {
+    }
+}
+
+/* Opens rank's FIFOs of those ONESIDED_BENCH_TURNS names (PATH.go.RANK,
+ * PATH.done), says this rank is ready and waits for its first turn (nothing
+ * without the variable). */
+static void turns_open(int rank) {
+    const char *path = getenv("ONESIDED_BENCH_TURNS");
+    char name[4096];
+    if (!path) return;
+    snprintf(name, sizeof name, "%s.go.%d", path, rank);
+    turn_go = open(name, O_RDONLY | O_NONBLOCK);
+    snprintf(name, sizeof name, "%s.done", path);
+    turn_done = open(name, O_WRONLY);
+    if (turn_go < 0 || turn_done < 0) {
+        perror("onesided-bench peer: turn FIFOs");
+        exit(1);
+    }
+    turn_pass();
+}
+
 /* Rank 0 prints `SUITE CASE BYTES MEDIAN_US MIN_US MAX_US` for the n times t
- * (seconds; sorted here). */
+ * (seconds; sorted here); then, under turns, every rank ends its turn after
+ * a barrier: a rank waiting for its turn is outside MPI, and a peer whose
+ * passive-target operations need its progress would wait forever. */
 static void report(int rank, const char *suite, const char *name, long bytes, double *t, int n) {
-    if (rank != 0) return;
-    qsort(t, n, sizeof *t, cmp);
-    printf("%s %s %ld %.3f %.3f %.3f\n", suite, name, bytes, t[n / 2] * 1e6, t[0] * 1e6, t[n - 1] * 1e6);
-    fflush(stdout);
+    if (rank == 0) {
+        qsort(t, n, sizeof *t, cmp);
+        printf("%s %s %ld %.3f %.3f %.3f\n", suite, name, bytes, t[n / 2] * 1e6, t[0] * 1e6, t[n - 1] * 1e6);
+        fflush(stdout);
+    }
+    if (turn_go < 0) return;
+    MPI_Barrier(MPI_COMM_WORLD);
+    turn_pass();
 }
 
 /* base repetitions times scale, at least floor. */

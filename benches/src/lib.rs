@@ -5,9 +5,10 @@
 //! on onesided ([`suites`], under `osrun`) and on MPICH peers written in C
 //! (`benches/mpich/rma.c` and `collectives.c`, built by
 //! `benches/mpich/build.sh` with MPICH
-//! 5.0.2 from PyPI into `target/mpich-venv`), alternating the two, and
-//! prints a table, JSON lines and SVG plots ([`report`]); [`driver`] holds
-//! its command line and the arithmetic of rounds.
+//! 5.0.2 from PyPI into `target/mpich-venv`), started together each round
+//! and taking turns case by case ([`turns`]), and prints a table, JSON
+//! lines and SVG plots ([`report`]); [`driver`] holds its command line and
+//! the arithmetic of rounds.
 //!
 //! Decisions: both sides run the same cases with the same sizes,
 //! repetition counts and checks; onesided uses allocated windows for
@@ -22,3 +23,4 @@
 pub mod driver;
 pub mod report;
 pub mod suites;
+pub mod turns;

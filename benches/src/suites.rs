@@ -13,6 +13,8 @@ use std::time::Instant;
 use onesided_fabric::World;
 use onesided_rma::{Group, LockKind, Op, Request, Rma, Window};
 
+use crate::turns::Turns;
+
 /// Bytes of a window in the `window` suite.
 const WINDOW_BYTES: usize = 1 << 20;
 /// Bytes of the `get` / `put` windows, and the largest transfer.
@@ -39,6 +41,9 @@ struct Bench<'a> {
     scale: f64,
     rma: Rma<'a>,
     group: Group,
+    /// This rank's turns, when the driver hands them out
+    /// ([`crate::turns`]).
+    turns: std::cell::RefCell<Option<Turns>>,
 }
 
 impl Bench<'_> {
@@ -50,13 +55,26 @@ impl Bench<'_> {
         Ok(self.rma.ibarrier(&self.group)?.wait()?)
     }
 
-    fn report(&self, case: &str, bytes: usize, t: &mut [f64]) {
-        self.report_chosen(case, bytes, t, "");
+    /// Prints a case's line (rank 0), then ends this rank's turn.
+    ///
+    /// # Errors
+    /// A driver that is gone.
+    fn report(&self, case: &str, bytes: usize, t: &mut [f64]) -> Result<()> {
+        self.report_chosen(case, bytes, t, "")
     }
 
     /// [`Bench::report`] with the algorithm onesided chose as a seventh
     /// field (none when empty).
-    fn report_chosen(&self, case: &str, bytes: usize, t: &mut [f64], algorithm: &str) {
+    ///
+    /// # Errors
+    /// As [`Bench::report`].
+    fn report_chosen(
+        &self,
+        case: &str,
+        bytes: usize,
+        t: &mut [f64],
+        algorithm: &str,
+    ) -> Result<()> {
         if self.rank == 0 && !t.is_empty() {
             t.sort_by(f64::total_cmp);
             println!(
@@ -68,6 +86,13 @@ impl Bench<'_> {
                 if algorithm.is_empty() { "" } else { " " }
             );
         }
+        // After a barrier, as the MPICH side does (benches/mpich/common.h):
+        // no rank's operations need a peer that waits for its turn.
+        if let Some(turns) = self.turns.borrow_mut().as_mut() {
+            self.barrier()?;
+            turns.pass()?;
+        }
+        Ok(())
     }
 
     fn check(&self, case: &str, what: &str, got: &[u8], owner: u32, disp: usize) -> Result<()> {
@@ -111,11 +136,13 @@ impl Bench<'_> {
     }
 }
 
-/// Runs `suite` on this rank, scaling every repetition count by `scale`.
+/// Runs `suite` on this rank, scaling every repetition count by `scale`,
+/// a case per turn when `turns` are handed out.
 ///
 /// # Errors
-/// An unknown suite, a fabric or window error, or a wrong value.
-pub fn run(world: &World, suite: &str, scale: f64) -> Result<()> {
+/// An unknown suite, a fabric or window error, a wrong value, or a driver
+/// that is gone.
+pub fn run(world: &World, suite: &str, scale: f64, turns: Option<Turns>) -> Result<()> {
     let suite = SUITES
         .iter()
         .find(|s| **s == suite)
@@ -129,6 +156,7 @@ pub fn run(world: &World, suite: &str, scale: f64) -> Result<()> {
         scale,
         rma: Rma::new(world.endpoint())?,
         group: Group::world(n),
+        turns: std::cell::RefCell::new(turns),
     };
     b.barrier()?;
     match *suite {
@@ -165,7 +193,7 @@ fn window(b: &Bench) -> Result<()> {
         get_checked(b, "create_free", &w, 64)?;
         Ok(w.free()?)
     })?;
-    b.report("create_free", WINDOW_BYTES, &mut t);
+    b.report("create_free", WINDOW_BYTES, &mut t)?;
 
     let mut t = b.timed(reps, 1, barrier, || {
         let w = b.rma.allocate(&b.group, WINDOW_BYTES)?;
@@ -174,7 +202,7 @@ fn window(b: &Bench) -> Result<()> {
         get_checked(b, "allocate_free", &w, 64)?;
         Ok(w.free()?)
     })?;
-    b.report("allocate_free", WINDOW_BYTES, &mut t);
+    b.report("allocate_free", WINDOW_BYTES, &mut t)?;
 
     // Attachments: the k-th has displacement k << 40 everywhere, so no
     // address exchange is needed; a barrier tells peers it is attached
@@ -197,7 +225,7 @@ fn window(b: &Bench) -> Result<()> {
         region = Some(dynamic.detach(disp)?);
         Ok(())
     })?;
-    b.report("attach_detach", WINDOW_BYTES, &mut t);
+    b.report("attach_detach", WINDOW_BYTES, &mut t)?;
     dynamic.free()?;
 
     // Windows again and again over memory exposed once.
@@ -209,7 +237,7 @@ fn window(b: &Bench) -> Result<()> {
         get_checked(b, "recreate_free", &w, 64)?;
         Ok(w.free()?)
     })?;
-    b.report("recreate_free", WINDOW_BYTES, &mut t);
+    b.report("recreate_free", WINDOW_BYTES, &mut t)?;
     Ok(())
 }
 
@@ -306,7 +334,7 @@ fn xfer(b: &Bench, put: bool) -> Result<()> {
                     b.check(case, &what, &l[..bytes], to, xfer_disp(k, bytes))?;
                 }
             }
-            b.report(case, bytes, &mut t);
+            b.report(case, bytes, &mut t)?;
         }
     }
     b.barrier()?;
@@ -344,7 +372,7 @@ fn atomic(b: &Bench) -> Result<()> {
     if let Some((e, f)) = wrong {
         fail("fetch_and_op_sum_u64", format!("expected {e} found {f}"))?;
     }
-    b.report("fetch_and_op_sum_u64", 8, &mut t);
+    b.report("fetch_and_op_sum_u64", 8, &mut t)?;
 
     let mut expected = 0u64;
     let mut t = b.timed(
@@ -364,7 +392,7 @@ fn atomic(b: &Bench) -> Result<()> {
     if let Some((e, f)) = wrong {
         fail("compare_and_swap_u64", format!("expected {e} found {f}"))?;
     }
-    b.report("compare_and_swap_u64", 8, &mut t);
+    b.report("compare_and_swap_u64", 8, &mut t)?;
 
     let mut t = b.timed(
         reps,
@@ -375,7 +403,7 @@ fn atomic(b: &Bench) -> Result<()> {
             Ok(w.flush(to)?)
         },
     )?;
-    b.report("accumulate_sum_f64", 8, &mut t);
+    b.report("accumulate_sum_f64", 8, &mut t)?;
     all.unlock()?;
     b.barrier()?;
     let mut counters = [0u64; 3];
@@ -401,7 +429,7 @@ fn ibarrier(b: &Bench) -> Result<()> {
         || Ok(()),
         || Ok(b.rma.ibarrier(&b.group)?.wait()?),
     )?;
-    b.report("ibarrier_wait", 0, &mut t);
+    b.report("ibarrier_wait", 0, &mut t)?;
     Ok(())
 }
 
@@ -520,13 +548,13 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         Err(format!("collectives {case} {bytes}: rank {me} element {i} wrong").into())
     };
     let report = |case: &str, bytes: usize, (mut t, algorithm): (Vec<f64>, &str)| {
-        b.report_chosen(case, bytes, &mut t, algorithm);
+        b.report_chosen(case, bytes, &mut t, algorithm)
     };
     let nothing = || Ok(());
     let t = windowed(&comm, Collective::Barrier, b.reps(1000), nothing, || {
         Ok(comm.barrier()?)
     })?;
-    report("barrier", 0, t);
+    report("barrier", 0, t)?;
     for bytes in COLLECTIVE_SIZES {
         let count = bytes / 8;
         let reps = b.reps((16usize << 20).div_ceil(bytes).clamp(3, 200));
@@ -552,7 +580,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         if let Some(i) = buf.borrow().iter().position(|v| *v != rep.get()) {
             wrong("bcast", bytes, i)?;
         }
-        report("bcast", bytes, t);
+        report("bcast", bytes, t)?;
         // reduce, allreduce, iallreduce
         let mut out = vec![0f64; count];
         let t = windowed(&comm, Collective::Reduce, reps, nothing, || {
@@ -563,14 +591,14 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
                 wrong("reduce", bytes, i)?;
             }
         }
-        report("reduce", bytes, t);
+        report("reduce", bytes, t)?;
         let t = windowed(&comm, Collective::Allreduce, reps, nothing, || {
             Ok(comm.allreduce(&base, &mut out, &sum)?)
         })?;
         if let Some(i) = (0..count).find(|&i| out[i] != expect(i)) {
             wrong("allreduce", bytes, i)?;
         }
-        report("allreduce", bytes, t);
+        report("allreduce", bytes, t)?;
         // The nonblocking call owns its buffers while in flight (handed in
         // and back: no copies), as MPI_Iallreduce works on the caller's.
         let mut handed = Buffers {
@@ -586,7 +614,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         if let Some(i) = (0..count).find(|&i| out[i] != expect(i)) {
             wrong("iallreduce", bytes, i)?;
         }
-        report("iallreduce", bytes, t);
+        report("iallreduce", bytes, t)?;
         // allgather
         let counts = vec![count; n];
         let mut all = vec![0f64; count * n];
@@ -598,7 +626,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         {
             wrong("allgather", bytes, i)?;
         }
-        report("allgather", bytes, t);
+        report("allgather", bytes, t)?;
         // alltoallv, equal counts
         if bytes <= 2 << 20 {
             let input: Vec<f64> = (0..count * n)
@@ -616,7 +644,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
             }) {
                 wrong("alltoallv", bytes, i)?;
             }
-            report("alltoallv", bytes, t);
+            report("alltoallv", bytes, t)?;
         }
     }
     Ok(())

@@ -4,9 +4,12 @@
 //! program again, in rank mode) and the MPICH peer (`benches/mpich/rma.c`,
 //! built with MPICH 5.0.2's `mpicc` into `target/mpich/` by
 //! `benches/mpich/build.sh` when missing) under the venv's `mpiexec` with
-//! `MPIR_CVAR_CH4_NETMOD=ofi` and the same provider, alternating A B A B.
-//! When the ranks outnumber the cores the peer runs a second time per
-//! round with MPICH's yield settings (rows `CASE mpich-yield`). With
+//! `MPIR_CVAR_CH4_NETMOD=ofi` and the same provider: each round starts the
+//! sides together and hands them turns case by case
+//! ([`onesided_bench::turns`]), so that case `k` of each side is measured
+//! within moments of the other's (A B, B A, ...). When the ranks outnumber
+//! the cores a third side runs the peer with MPICH's yield settings (rows
+//! `CASE mpich-yield`). With
 //! `--nolocal` every rank counts as its own host (onesided:
 //! `ONESIDED_HOST=node{rank}`; MPICH: `MPIR_CVAR_NOLOCAL=1`), so both go
 //! through the provider (rows `CASE nolocal`). Both sides
@@ -14,12 +17,15 @@
 //! Prints the table, writes JSON lines to FILE and SVG plots under
 //! `target/report/`.
 
-use std::io::Write;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use onesided_bench::driver::{self, Args, Measured, Rounds};
+use onesided_bench::turns::{self, Turns, TURNS_ENV};
 use onesided_bench::{report, suites};
 
 /// MPICH's yield settings (shared/BENCHMARKS.md) for ranks > cores.
@@ -57,7 +63,8 @@ fn rank(args: &[String]) -> Result<()> {
     let world = onesided_fabric::World::init()?;
     // For harnesses that check what a run leaves behind (not a result line).
     println!("pid {} {}", world.rank(), std::process::id());
-    suites::run(&world, suite, scale)?;
+    let turns = Turns::from_env(world.rank())?;
+    suites::run(&world, suite, scale, turns)?;
     Ok(world.finalize()?)
 }
 
@@ -111,13 +118,33 @@ fn drive(args: &[String]) -> Result<()> {
                 args.np,
                 args.provider
             );
-            let ours = ours(&args, &osrun, &exe, suite)?;
-            plain.add(false, &ours);
-            yielding.add(false, &ours);
             let peer = peer_of(suite);
-            plain.add(true, &mpich(&args, &mpiexec, &peer, suite, &[])?);
-            if oversubscribed {
-                yielding.add(true, &mpich(&args, &mpiexec, &peer, suite, &MPICH_YIELD)?);
+            let sides = || {
+                let mut sides = vec![
+                    ("onesided", ours(&args, &osrun, &exe, suite)),
+                    ("mpich", mpich(&args, &mpiexec, &peer, suite, &[])),
+                ];
+                if oversubscribed {
+                    let yielding = mpich(&args, &mpiexec, &peer, suite, &MPICH_YIELD);
+                    sides.push(("mpich-yield", yielding));
+                }
+                sides
+            };
+            let results = match together(sides(), args.np) {
+                // MPICH over libfabric 2.5.1's shm exits with status 11,
+                // rarely, after finishing; a check that failed says
+                // "... expected X found Y": no retry then.
+                Err(e) if e.to_string().starts_with("mpich") && !is_check(&e.to_string()) => {
+                    eprintln!("onesided-bench: warning: {e}; running the round again");
+                    together(sides(), args.np)?
+                }
+                result => result?,
+            };
+            plain.add(false, &results[0]);
+            yielding.add(false, &results[0]);
+            plain.add(true, &results[1]);
+            if let Some(y) = results.get(2) {
+                yielding.add(true, y);
             }
         }
         let nolocal = if args.nolocal { " nolocal" } else { "" };
@@ -150,7 +177,8 @@ fn drive(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn ours(args: &Args, osrun: &Path, exe: &Path, suite: &str) -> Result<Vec<Measured>> {
+/// onesided's side of a round: this program in rank mode under `osrun`.
+fn ours(args: &Args, osrun: &Path, exe: &Path, suite: &str) -> Command {
     let mut cmd = Command::new(osrun);
     cmd.arg("-n")
         .arg(args.np.to_string())
@@ -165,90 +193,206 @@ fn ours(args: &Args, osrun: &Path, exe: &Path, suite: &str) -> Result<Vec<Measur
     if args.nolocal {
         cmd.env(onesided_fabric::world::HOST_ENV, "node{rank}");
     }
-    run("onesided", cmd)
+    cmd
 }
 
-/// Runs the MPICH peer; a run that dies without a check failing (MPICH
-/// over libfabric 2.5.1's shm exits with status 11, rarely, after
-/// finishing) is run once more, with a warning.
-fn mpich(
-    args: &Args,
-    mpiexec: &Path,
-    peer: &Path,
-    suite: &str,
-    env: &[(&str, &str)],
-) -> Result<Vec<Measured>> {
-    let command = || {
-        let mut cmd = Command::new(mpiexec);
-        cmd.arg("-n").arg(args.np.to_string());
-        let mut genv = vec![
-            ("MPIR_CVAR_CH4_NETMOD", "ofi"),
-            ("FI_PROVIDER", args.provider.as_str()),
-        ];
-        if args.provider == "tcp" {
-            genv.push(("FI_TCP_IFACE", "lo"));
+/// An MPICH side of a round: the C peer under the venv's `mpiexec`, with
+/// `env` on top of the provider settings.
+fn mpich(args: &Args, mpiexec: &Path, peer: &Path, suite: &str, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(mpiexec);
+    cmd.arg("-n").arg(args.np.to_string());
+    let mut genv = vec![
+        ("MPIR_CVAR_CH4_NETMOD", "ofi"),
+        ("FI_PROVIDER", args.provider.as_str()),
+    ];
+    if args.provider == "tcp" {
+        genv.push(("FI_TCP_IFACE", "lo"));
+    }
+    if args.nolocal {
+        genv.push(("MPIR_CVAR_NOLOCAL", "1"));
+    }
+    genv.extend_from_slice(env);
+    for (k, v) in genv {
+        cmd.arg("-genv").arg(k).arg(v);
+    }
+    cmd.arg(peer).arg(suite).arg(args.scale.to_string());
+    cmd
+}
+
+/// Whether a side's error is a check that failed (a wrong value).
+fn is_check(e: &str) -> bool {
+    e.contains(" expected ") && e.contains(" found ")
+}
+
+/// A side of a round while it runs.
+struct Side {
+    name: &'static str,
+    child: Child,
+    /// Where each rank's turns are handed out (read and write: the FIFO
+    /// never blocks an open, and outlives every reader).
+    go: Vec<File>,
+    /// A byte per rank that ended its turn (or said it is ready).
+    done: Receiver<()>,
+    done_path: PathBuf,
+    out: PathBuf,
+    err: PathBuf,
+    status: Option<ExitStatus>,
+}
+
+impl Side {
+    /// Waits until `np` ranks ended their turn, or the side exited.
+    ///
+    /// # Errors
+    /// Past `deadline` (the side is killed), or an I/O error.
+    fn collect(&mut self, np: u32, deadline: Instant) -> Result<()> {
+        let mut ended = 0;
+        while ended < np {
+            match self.done.recv_timeout(Duration::from_millis(20)) {
+                Ok(()) => ended += 1,
+                Err(e) => {
+                    if let Some(status) = self.child.try_wait()? {
+                        self.status = Some(status);
+                        return Ok(());
+                    }
+                    if Instant::now() > deadline {
+                        self.kill();
+                        return Err(format!("{} side did not finish in time", self.name).into());
+                    }
+                    // Every rank closed its end: the side is exiting.
+                    if e == RecvTimeoutError::Disconnected {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+            }
         }
-        if args.nolocal {
-            genv.push(("MPIR_CVAR_NOLOCAL", "1"));
-        }
-        genv.extend_from_slice(env);
-        for (k, v) in genv {
-            cmd.arg("-genv").arg(k).arg(v);
-        }
-        cmd.arg(peer).arg(suite).arg(args.scale.to_string());
-        cmd
-    };
-    match run("mpich", command()) {
-        // A check that failed says "... expected X found Y": no retry.
-        Err(e) if !(e.to_string().contains(" expected ") && e.to_string().contains(" found ")) => {
-            eprintln!("onesided-bench: warning: {e}; running the MPICH side again");
-            run("mpich", command())
-        }
-        result => result,
+        Ok(())
+    }
+
+    /// Kills the side's process group and reaps it.
+    fn kill(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-KILL")
+            .arg(format!("-{}", self.child.id()))
+            .status();
+        self.status = self.child.wait().ok();
     }
 }
 
-/// Runs a side in its own process group, killed after [`SIDE_TIMEOUT`];
-/// its result lines, or an error with its stderr.
-fn run(side: &str, mut cmd: Command) -> Result<Vec<Measured>> {
+/// Runs the sides of a round at once, handing turns case by case
+/// ([`onesided_bench::turns`]); each side's result lines, or the first
+/// side's error (with its stderr). Each side runs in its own process
+/// group; one that takes longer than [`SIDE_TIMEOUT`] per side is killed.
+fn together(sides: Vec<(&'static str, Command)>, np: u32) -> Result<Vec<Vec<Measured>>> {
     use std::os::unix::process::CommandExt;
-    let out = tempfile(side, "out")?;
-    let err = tempfile(side, "err")?;
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out)?)
-        .stderr(std::fs::File::create(&err)?)
-        .process_group(0)
-        .spawn()?;
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
+    let dir = tempfile("turns")?;
+    std::fs::create_dir_all(&dir)?;
+    let deadline = Instant::now() + SIDE_TIMEOUT * sides.len() as u32;
+    let mut running: Vec<Side> = Vec::new();
+    let started = (|| -> Result<()> {
+        for (name, mut cmd) in sides {
+            let path = dir.join(name);
+            let done_path = fifo(&path, "done")?;
+            let go = (0..np)
+                .map(|rank| {
+                    let go = fifo(&path, &format!("go.{rank}"))?;
+                    Ok(OpenOptions::new().read(true).write(true).open(go)?)
+                })
+                .collect::<Result<Vec<File>>>()?;
+            let (tx, done) = std::sync::mpsc::channel();
+            let reading = done_path.clone();
+            // Blocks in the open until a rank opens its end; ends when every
+            // rank closed it (or after `close_done` below).
+            std::thread::spawn(move || {
+                let Ok(mut file) = File::open(&reading) else {
+                    return;
+                };
+                let mut bytes = [0u8; 64];
+                while let Ok(k @ 1..) = file.read(&mut bytes) {
+                    if (0..k).any(|_| tx.send(()).is_err()) {
+                        return;
+                    }
+                }
+            });
+            let (out, err) = (
+                tempfile(&format!("{name}.out"))?,
+                tempfile(&format!("{name}.err"))?,
+            );
+            let child = cmd
+                .env(TURNS_ENV, &path)
+                .stdin(Stdio::null())
+                .stdout(File::create(&out)?)
+                .stderr(File::create(&err)?)
+                .process_group(0)
+                .spawn()?;
+            running.push(Side {
+                name,
+                child,
+                go,
+                done,
+                done_path,
+                out,
+                err,
+                status: None,
+            });
         }
-        if start.elapsed() > SIDE_TIMEOUT {
-            let _ = Command::new("kill")
-                .arg("-KILL")
-                .arg(format!("-{}", child.id()))
-                .status();
-            let _ = child.wait();
-            break None;
+        // Every side ready (or gone), then a turn each per case.
+        for side in &mut running {
+            side.collect(np, deadline)?;
         }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let stdout = std::fs::read_to_string(&out).unwrap_or_default();
-    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
-    let _ = std::fs::remove_file(&out);
-    let _ = std::fs::remove_file(&err);
-    match status {
-        Some(s) if s.success() => Ok(stdout.lines().filter_map(driver::parse_line).collect()),
-        Some(s) => Err(format!("{side} side failed ({s}):\n{stderr}").into()),
-        None => Err(format!("{side} side did not finish within {SIDE_TIMEOUT:?}").into()),
+        for k in 0.. {
+            if running.iter().all(|s| s.status.is_some()) {
+                break;
+            }
+            for i in turns::order(k, running.len()) {
+                let side = &mut running[i];
+                if side.status.is_none() {
+                    for go in &mut side.go {
+                        go.write_all(&[1])?;
+                    }
+                    side.collect(np, deadline)?;
+                }
+            }
+        }
+        Ok(())
+    })();
+    let mut results = Vec::new();
+    for side in &mut running {
+        if side.status.is_none() {
+            side.kill();
+        }
+        // Ends a reader still blocked in its open (a side that never
+        // started): a writer comes and goes.
+        drop(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&side.done_path),
+        );
+        let stdout = std::fs::read_to_string(&side.out).unwrap_or_default();
+        let stderr = std::fs::read_to_string(&side.err).unwrap_or_default();
+        let _ = std::fs::remove_file(&side.out);
+        let _ = std::fs::remove_file(&side.err);
+        results.push(match side.status {
+            Some(s) if s.success() => Ok(stdout.lines().filter_map(driver::parse_line).collect()),
+            Some(s) => Err(format!("{} side failed ({s}):\n{stderr}", side.name)),
+            None => Err(format!("{} side could not be reaped", side.name)),
+        });
     }
+    let _ = std::fs::remove_dir_all(&dir);
+    started?;
+    results.into_iter().map(|r| r.map_err(Into::into)).collect()
 }
 
-fn tempfile(side: &str, what: &str) -> Result<PathBuf> {
-    Ok(std::env::temp_dir().join(format!(
-        "onesided-bench-{}-{side}.{what}",
-        std::process::id()
-    )))
+/// Makes the FIFO `PATH.what`.
+fn fifo(path: &Path, what: &str) -> Result<PathBuf> {
+    let fifo = PathBuf::from(format!("{}.{what}", path.display()));
+    let status = Command::new("mkfifo").arg(&fifo).status()?;
+    if !status.success() {
+        return Err(format!("mkfifo {} failed", fifo.display()).into());
+    }
+    Ok(fifo)
+}
+
+fn tempfile(what: &str) -> Result<PathBuf> {
+    Ok(std::env::temp_dir().join(format!("onesided-bench-{}-{what}", std::process::id())))
 }
