@@ -8,7 +8,6 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 static int cmp(const void *a, const void *b) {
@@ -20,26 +19,23 @@ static int cmp(const void *a, const void *b) {
  * without ONESIDED_BENCH_TURNS. */
 static int turn_go = -1, turn_done = -1;
 
-/* Ends this rank's turn (a byte into PATH.done) and waits for its next (a
- * byte from PATH.go), trying every millisecond and sleeping in between, as
- * onesided's side does (benches/src/turns.rs: a read blocked in the FIFO
- * would wake on the driver's core); a driver that is gone ends the run. */
+/* Ends this rank's turn (a byte into PATH.done), waits for its next (a byte
+ * from PATH.go.RANK), blocked in the read, then spins for 10 ms, as
+ * onesided's side does (benches/src/turns.rs: a process woken from a pipe
+ * lands on its waker's core, and Linux spreads spinning processes over the
+ * idle cores within a few ticks); a driver that is gone ends the run. */
 static void turn_pass(void) {
     char token = 1;
     ssize_t got;
     if (turn_go < 0) return;
     if (write(turn_done, &token, 1) != 1) got = 0;
     else
-        while ((got = read(turn_go, &token, 1)) < 0 && (errno == EAGAIN || errno == EINTR)) {
-            struct timespec poll = {0, 1000000};
-            nanosleep(&poll, NULL);
+        while ((got = read(turn_go, &token, 1)) < 0 && errno == EINTR) {
         }
     if (got != 1) {
         fprintf(stderr, "onesided-bench peer: the driver's turns ended\n");
         exit(1);
     }
-    /* Spins for SETTLE (10 ms), as onesided's side does: Linux spreads
-     * spinning processes that came back on one core within a few ticks. */
     double settle = MPI_Wtime() + 0.010;
     while (MPI_Wtime() < settle) {
     }
@@ -53,7 +49,7 @@ static void turns_open(int rank) {
     char name[4096];
     if (!path) return;
     snprintf(name, sizeof name, "%s.go.%d", path, rank);
-    turn_go = open(name, O_RDONLY | O_NONBLOCK);
+    turn_go = open(name, O_RDONLY);
     snprintf(name, sizeof name, "%s.done", path);
     turn_done = open(name, O_WRONLY);
     if (turn_go < 0 || turn_done < 0) {

@@ -11,46 +11,49 @@
 //! ([`order`]), so neither always runs first.
 //!
 //! The driver gives a side of `N` ranks its turn by writing a byte into
-//! each rank's FIFO `PATH.go.RANK`; each rank runs its case, writes one
-//! byte into the side's `PATH.done` and waits for the next. (One `go` for
-//! all ranks let a rank that finished a case alone, as a one-sided get
-//! does, take its peer's byte and start the next case without it: the
-//! job hung.) Both sides end a case with a barrier before they pass the
-//! turn: a rank waiting for its turn is outside MPI, and MPICH's
-//! passive-target operations on a window it created need the target's
-//! progress (a get waited forever). A rank waits for its turn by
-//! trying to read a byte every [`POLL`], sleeping in between: it takes
-//! next to nothing from the side measuring, and it wakes where it slept.
-//! A rank blocked in the `read` instead is woken by the driver's write,
-//! and Linux then moves a woken process to the waker's core: both ranks
-//! of a side landed on one core, spinning there, while the other core
-//! idled, for whole cases (2 ranks: barrier 0.27 -> 0.3-200 us, bcast
-//! 8 B -> 490 us, in about one case in ten). Polling made that rare, not
-//! gone (3 cases in 300); a rank whose turn came now spins for [`SETTLE`]
-//! before its case, and in 300 cases none started on its peer's core. `PATH` comes from [`TURNS_ENV`];
-//! without it a side runs every case straight on. A rank that started up
-//! says so (a byte into `PATH.done`) and waits for its first turn; the
-//! driver hands out turns once every side is ready. After its last case a
-//! rank waits for one more turn, in which it exits: neither start-up nor
-//! shutdown overlaps another side's measurement. A side whose processes
-//! all exit has no more turns.
+//! each rank's FIFO `PATH.go.RANK` (`PATH` from [`TURNS_ENV`]; without it
+//! a side runs every case straight on); each rank runs its case, writes
+//! one byte into the side's `PATH.done` and waits, blocked in a `read` of
+//! its `go`, for the next. A rank that started up says so (a byte into
+//! `PATH.done`) and waits for its first turn; the driver hands out turns
+//! once every side is ready. After its last case a rank waits for one
+//! more turn, in which it exits: neither start-up nor shutdown overlaps
+//! another side's measurement. A side whose processes all exit has no
+//! more turns. What each piece is for, as measured:
+//!
+//! - **One `go` per rank.** With one for all, a rank that finished a case
+//!   alone (a one-sided get) took its peer's byte and started the next
+//!   case without it: the job hung.
+//! - **A barrier before passing the turn** (both sides): a rank waiting
+//!   for its turn is outside MPI, and MPICH's passive-target gets on a
+//!   window it created need the target's progress (one waited forever).
+//! - **Blocked, not polling.** Wake-ups beside the side measuring are not
+//!   harmless: 4 processes polling every 1 ms sped up MPICH's busy-polling
+//!   ranks at 4 ranks on 2 cores 4 to 6 times (barrier 8.0 -> 2.2 ms,
+//!   alltoallv 32 KiB 7.8 -> 1.3 ms: every wake-up is a chance for the
+//!   rank that was waited for to run). A rank blocked in a `read` sleeps;
+//!   so does its endpoint's progress thread, which waits ever longer while
+//!   the application does nothing (`onesided_fabric`'s background
+//!   progress).
+//! - **[`SETTLE`].** Linux wakes a process blocked in a pipe on its
+//!   waker's core: both ranks of a side landed on one core, where their
+//!   waits (spin, then `sched_yield`) kept each other cache-hot, and the
+//!   other core idled for whole cases (2 ranks: bcast 8 B 0.27 -> 490 us,
+//!   about one case in ten). A rank whose turn came spins for `SETTLE`
+//!   first, and Linux moves one of two processes spinning on a core to an
+//!   idle one within a few ticks: over 288 cases none started on its
+//!   peer's core.
 
 use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::{Read, Write};
 
 /// The environment variable naming a side's turn FIFOs (`PATH.go.RANK`
 /// and `PATH.done`).
 pub const TURNS_ENV: &str = "ONESIDED_BENCH_TURNS";
 
-/// How long a rank whose turn came spins before it goes on: a side's
-/// ranks can still come back on one core (woken where a process of the
-/// other side just ran), and Linux spreads spinning processes over idle
-/// cores within a few scheduler ticks, not at once.
+/// How long a rank whose turn came spins before its case (see the module
+/// docs).
 pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(10);
-
-/// How often a waiting rank looks for its turn.
-pub const POLL: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// The order in which `sides` sides take turn `k`: in order for even
 /// turns, reversed for odd ones.
@@ -79,10 +82,7 @@ impl Turns {
         let Ok(path) = std::env::var(TURNS_ENV) else {
             return Ok(None);
         };
-        let go = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(format!("{path}.go.{rank}"))?;
+        let go = File::open(format!("{path}.go.{rank}"))?;
         let done = OpenOptions::new()
             .write(true)
             .open(format!("{path}.done"))?;
@@ -91,7 +91,8 @@ impl Turns {
         Ok(Some(turns))
     }
 
-    /// Ends this rank's turn and waits for its next one.
+    /// Ends this rank's turn, waits for its next one, then spins for
+    /// [`SETTLE`].
     ///
     /// # Errors
     /// A driver that is gone (the FIFO ended: `UnexpectedEof`) or an I/O
@@ -99,21 +100,12 @@ impl Turns {
     pub fn pass(&mut self) -> std::io::Result<()> {
         self.done.write_all(&[1])?;
         let mut token = [0u8; 1];
-        loop {
-            match self.go.read(&mut token) {
-                Ok(1) => {
-                    let start = std::time::Instant::now();
-                    while start.elapsed() < SETTLE {
-                        std::hint::spin_loop();
-                    }
-                    return Ok(());
-                }
-                Ok(_) => return Err(ErrorKind::UnexpectedEof.into()),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(POLL),
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+        self.go.read_exact(&mut token)?;
+        let start = std::time::Instant::now();
+        while start.elapsed() < SETTLE {
+            std::hint::spin_loop();
         }
+        Ok(())
     }
 }
 
