@@ -35,8 +35,9 @@ const MPICH_YIELD: [(&str, &str); 3] = [
     ("MPIR_CVAR_POSIX_POLL_FREQUENCY", "8"),
 ];
 
-/// Longest a side may run one suite.
-const SIDE_TIMEOUT: Duration = Duration::from_secs(900);
+/// Longest a round of a suite may take (its sides, up to three, run at
+/// once, each for as long as its own and the others' turns take).
+const ROUND_TIMEOUT: Duration = Duration::from_secs(2700);
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -185,7 +186,7 @@ fn ours(args: &Args, osrun: &Path, exe: &Path, suite: &str) -> Command {
         .arg("--provider")
         .arg(&args.provider)
         .arg("--timeout")
-        .arg(SIDE_TIMEOUT.as_secs().to_string())
+        .arg(ROUND_TIMEOUT.as_secs().to_string())
         .arg(exe)
         .arg("--rank")
         .arg(suite)
@@ -281,12 +282,12 @@ impl Side {
 /// Runs the sides of a round at once, handing turns case by case
 /// ([`onesided_bench::turns`]); each side's result lines, or the first
 /// side's error (with its stderr). Each side runs in its own process
-/// group; one that takes longer than [`SIDE_TIMEOUT`] per side is killed.
+/// group; a round that takes longer than [`ROUND_TIMEOUT`] is killed.
 fn together(sides: Vec<(&'static str, Command)>, np: u32) -> Result<Vec<Vec<Measured>>> {
     use std::os::unix::process::CommandExt;
     let dir = tempfile("turns")?;
     std::fs::create_dir_all(&dir)?;
-    let deadline = Instant::now() + SIDE_TIMEOUT * sides.len() as u32;
+    let deadline = Instant::now() + ROUND_TIMEOUT;
     let mut running: Vec<Side> = Vec::new();
     let started = (|| -> Result<()> {
         for (name, mut cmd) in sides {
