@@ -86,7 +86,9 @@ pub struct EndpointConfig {
     /// How long an operation waits before giving up where that is sound
     /// (see the module docs).
     pub timeout: Duration,
-    /// The longest sleep of a waiting thread's backoff.
+    /// The longest sleep of a waiting thread's backoff (the background
+    /// progress thread's too, until nothing happened for 100 ms: then up
+    /// to 10 ms, or this if longer).
     pub max_sleep: Duration,
 }
 
