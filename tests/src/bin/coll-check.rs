@@ -39,6 +39,16 @@ fn chosen(
     format!("{}:{algorithm}", collective.name())
 }
 
+/// Rank `me`'s block of a v-collective of `counts`, and every rank's
+/// blocks one after the other.
+fn blocks(me: u32, counts: &[usize]) -> (Vec<i64>, Vec<i64>) {
+    let mine = (0..counts[me as usize]).map(|i| value(me, i)).collect();
+    let concat = (0..counts.len() as u32)
+        .flat_map(|r| (0..counts[r as usize]).map(move |i| value(r, i)))
+        .collect();
+    (mine, concat)
+}
+
 /// The reductions a run checks: `builtins`, then the non-commutative
 /// "first" (keeps its left operand: the result is rank 0's input only when
 /// every member combines in rank order), except in a fault run, which
@@ -222,12 +232,8 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
     }
     // v-collectives with uneven and zero counts.
     let counts: Vec<usize> = (0..n).map(|r| ((r * 3) % 4) as usize).collect();
-    let total: usize = counts.iter().sum();
-    let mine: Vec<i64> = (0..counts[me as usize]).map(|i| value(me, i)).collect();
-    let concat: Vec<i64> = (0..n)
-        .flat_map(|r| (0..counts[r as usize]).map(move |i| value(r, i)))
-        .collect();
-    let mut all = vec![0i64; total];
+    let (mine, concat) = blocks(me, &counts);
+    let mut all = vec![0i64; concat.len()];
     must(me, "allgatherv", comm.allgatherv(&mine, &mut all, &counts));
     check(me, all == concat, || format!("{tag} allgatherv"));
     // A large allgatherv, uneven: 32 MiB of output or more (shared goes
@@ -259,31 +265,42 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
         Collective::Allgather,
         "bytes",
         // What the call chooses by: the average block, the same everywhere.
-        (total * 8 / n as usize) as u64,
+        (concat.len() * 8 / n as usize) as u64,
         true,
     ));
-    for root in 0..n {
-        let mut gathered = vec![0i64; if me == root { total } else { 0 }];
-        must(
-            me,
-            "gatherv",
-            comm.gatherv(root, &mine, &mut gathered, &counts),
-        );
-        check(me, me != root || gathered == concat, || {
-            format!("{tag} gatherv")
-        });
-        let src = if me == root {
-            concat.clone()
-        } else {
-            Vec::new()
-        };
-        let mut part = vec![0i64; counts[me as usize]];
-        must(
-            me,
-            "scatterv",
-            comm.scatterv(root, &src, &mut part, &counts),
-        );
-        check(me, part == mine, || format!("{tag} scatterv"));
+    // gatherv and scatterv from every root: small with a zero count, then
+    // large (pieces lent where the host allows) with a zero count and
+    // without (every block lent whole).
+    for (scale, plus) in [(1, 0), (20_000, 0), (20_000, 1)] {
+        let counts: Vec<usize> = (0..n as usize)
+            .map(|r| (r * 3 % 4 + plus) * scale)
+            .collect();
+        let (mine, concat) = blocks(me, &counts);
+        for root in 0..n {
+            let mut gathered = vec![0i64; if me == root { concat.len() } else { 0 }];
+            must(
+                me,
+                "gatherv",
+                comm.gatherv(root, &mine, &mut gathered, &counts),
+            );
+            check(me, me != root || gathered == concat, || {
+                format!("{tag} gatherv {counts:?} to {root}")
+            });
+            let src = if me == root {
+                concat.clone()
+            } else {
+                Vec::new()
+            };
+            let mut part = vec![0i64; counts[me as usize]];
+            must(
+                me,
+                "scatterv",
+                comm.scatterv(root, &src, &mut part, &counts),
+            );
+            check(me, part == mine, || {
+                format!("{tag} scatterv {counts:?} from {root}")
+            });
+        }
     }
     // alltoallv: rank a sends ((a + b) % 3) * scale elements to b, small
     // and large (every input lent whole where the host allows).
