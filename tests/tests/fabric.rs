@@ -402,16 +402,16 @@ fn pingpong_prints_its_table() {
     }
 }
 
-#[test]
-fn ranks_die_with_osrun() {
+/// Starts `osrun -n 2` over shm with ranks that sleep 60 s; returns it and
+/// the ranks' pids (once they reported them: their endpoints are open).
+fn sleeping_job() -> (std::process::Child, Vec<u32>) {
     use std::io::{BufRead, BufReader};
-    let _serial = serial();
     let mut osrun = Command::new(binary("osrun"))
-        .args(["-n", "2", "--timeout", "60"])
+        .args(["-n", "2", "--provider", "shm", "--timeout", "60"])
         .arg(binary("fabric-check"))
         .args(["sleep", "60"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("start osrun");
     let stdout = osrun.stdout.take().expect("piped");
@@ -427,8 +427,11 @@ fn ranks_die_with_osrun() {
         })
         .take(2)
         .collect();
-    onesided_tests::kill(i64::from(osrun.id()));
-    let _ = osrun.wait();
+    (osrun, pids)
+}
+
+/// The ranks of `pids` still alive 10 s after `osrun` ended (then killed).
+fn survivors(pids: &[u32]) -> Vec<u32> {
     let deadline = Instant::now() + Duration::from_secs(10);
     while pids.iter().any(|&p| alive(p)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -437,6 +440,16 @@ fn ranks_die_with_osrun() {
     for &p in &left {
         onesided_tests::kill(i64::from(p));
     }
+    left
+}
+
+#[test]
+fn ranks_die_with_osrun() {
+    let _serial = serial();
+    let (mut osrun, pids) = sleeping_job();
+    onesided_tests::kill(i64::from(osrun.id()));
+    let _ = osrun.wait();
+    let left = survivors(&pids);
     // osrun died before it could clean up after its ranks: do it here.
     for &p in &pids {
         for f in onesided_tests::shm_files_of(p) {
@@ -445,4 +458,50 @@ fn ranks_die_with_osrun() {
     }
     assert_eq!(pids.len(), 2);
     assert!(left.is_empty(), "ranks {left:?} outlived osrun");
+}
+
+#[test]
+fn sigterm_ends_the_job_and_cleans_up() {
+    use std::io::Read;
+    let _serial = serial();
+    let (mut osrun, pids) = sleeping_job();
+    let leftovers = |pids: &[u32]| -> Vec<String> {
+        pids.iter()
+            .flat_map(|&p| onesided_tests::shm_files_of(p))
+            .collect()
+    };
+    let before = leftovers(&pids);
+    let _ = Command::new("kill")
+        .args(["-TERM", &osrun.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        match osrun.try_wait().expect("wait for osrun") {
+            Some(status) => break Some(status),
+            None if Instant::now() > deadline => break None,
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    if status.is_none() {
+        onesided_tests::kill(i64::from(osrun.id()));
+        let _ = osrun.wait();
+    }
+    let mut stderr = String::new();
+    if let Some(mut e) = osrun.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    let left = survivors(&pids);
+    let files = leftovers(&pids);
+    for f in &files {
+        let _ = std::fs::remove_file(format!("/dev/shm/{f}"));
+    }
+    assert_eq!(pids.len(), 2);
+    assert!(!before.is_empty(), "the shm ranks had no files to clean up");
+    assert_eq!(status.and_then(|s| s.code()), Some(128 + 15), "{stderr}");
+    assert!(
+        stderr.contains("received signal 15; killing the job"),
+        "{stderr}"
+    );
+    assert!(left.is_empty(), "ranks {left:?} outlived osrun");
+    assert!(files.is_empty(), "osrun left {files:?} in /dev/shm");
 }

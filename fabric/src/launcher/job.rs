@@ -19,9 +19,17 @@ use crate::world::EVENT_FD_ENV;
 /// Exit status when `--timeout` expires.
 pub const TIMEOUT_STATUS: i32 = 124;
 
+/// Signals that end the job: `osrun` kills its processes, removes what
+/// they left in `/dev/shm` and exits with 128 + the signal (dying at once,
+/// it would leave the files behind: its processes die with it, by
+/// `PR_SET_PDEATHSIG`, but nobody cleans up after them).
+const ENDING_SIGNALS: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
+
 enum Event {
     Message(ClientId, Result<Option<Message>, WireError>),
     Exited(ClientId),
+    /// `osrun` received one of [`ENDING_SIGNALS`].
+    Signal(libc::c_int),
 }
 
 struct Process {
@@ -66,6 +74,10 @@ pub fn run(options: &Options) -> i32 {
         }
     };
     let (sender, receiver) = mpsc::channel();
+    if let Err(e) = watch_signals(sender.clone()) {
+        say(&e);
+        return 1;
+    }
     let mut job = Job {
         options,
         program,
@@ -138,6 +150,13 @@ impl Job<'_> {
                 self.perform(vec![Action::Reply(client, reply)]);
             }
             Event::Exited(client) => self.exited(client),
+            Event::Signal(signal) => {
+                if !self.ending {
+                    say(&format!("received signal {signal}; killing the job"));
+                    self.first_failure.get_or_insert(128 + signal);
+                    self.kill_all();
+                }
+            }
         }
     }
 
@@ -284,13 +303,20 @@ impl Job<'_> {
             command.env_remove(EVENT_FD_ENV);
         }
         // SAFETY: the closure runs in the child between fork and exec and
-        // only calls prctl(2), which is async-signal-safe. It makes the
+        // only calls prctl(2), sigemptyset(3), sigaddset(3) and
+        // pthread_sigmask(3), which are async-signal-safe. prctl makes the
         // kernel kill the rank if osrun dies (even by SIGKILL), so a job
-        // never outlives its launcher.
+        // never outlives its launcher; the rank takes the signals osrun
+        // blocks (the mask survives exec).
         unsafe {
             command.pre_exec(|| {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
                     return Err(std::io::Error::last_os_error());
+                }
+                let set = ending_signals();
+                let rc = libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+                if rc != 0 {
+                    return Err(std::io::Error::from_raw_os_error(rc));
                 }
                 Ok(())
             });
@@ -415,6 +441,53 @@ impl Job<'_> {
             }
         }
     }
+}
+
+/// [`ENDING_SIGNALS`] as a set (async-signal-safe: called between fork
+/// and exec too).
+fn ending_signals() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; sigemptyset initialises it before
+    // sigaddset adds valid signal numbers to it.
+    unsafe {
+        let mut set = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut set);
+        for signal in ENDING_SIGNALS {
+            libc::sigaddset(&mut set, signal);
+        }
+        set
+    }
+}
+
+/// Blocks [`ENDING_SIGNALS`] in this thread (the threads it starts
+/// inherit the mask; the processes it starts unblock them before `exec`)
+/// and starts a thread that reports each
+/// one as an [`Event::Signal`]. Called before any other thread starts, so
+/// that no thread takes such a signal itself.
+///
+/// # Errors
+/// The kernel refuses to block the signals.
+fn watch_signals(events: mpsc::Sender<Event>) -> Result<(), String> {
+    let set = ending_signals();
+    // SAFETY: pthread_sigmask reads the initialised set; no old mask is
+    // asked for.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(format!(
+            "cannot block SIGTERM, SIGINT and SIGHUP: {}",
+            std::io::Error::from_raw_os_error(rc)
+        ));
+    }
+    std::thread::spawn(move || loop {
+        let mut signal: libc::c_int = 0;
+        // SAFETY: sigwait reads the initialised set (blocked in every
+        // thread of osrun) and writes one c_int.
+        if unsafe { libc::sigwait(&set, &mut signal) } == 0
+            && events.send(Event::Signal(signal)).is_err()
+        {
+            return;
+        }
+    });
+    Ok(())
 }
 
 /// SIGKILLs a process that has not been reaped yet.

@@ -16,7 +16,9 @@
 //! among the survivors, and the job runs on. On one host `osrun` sets
 //! `FI_TCP_IFACE=lo` and `FI_SOCKETS_IFACE=lo` unless they are set. When a
 //! process exits, the `shm` provider's files it left in `/dev/shm` are
-//! removed. Ranks die with `osrun` (`PR_SET_PDEATHSIG`), however it ends.
+//! removed. Ranks die with `osrun` (`PR_SET_PDEATHSIG`), however it ends;
+//! on SIGTERM, SIGINT or SIGHUP it kills them itself, removes their files
+//! and exits with 128 + the signal.
 
 pub mod args;
 pub mod job;
