@@ -12,12 +12,15 @@
 //! on one host (it runs nowhere else).
 //!
 //! `--check` then runs a second job with FILE loaded: at every point
-//! (`f64`) it measures the tuned choice and every algorithm forced, in
-//! three interleaved rounds, and prints for each point the choice, its
-//! time, the best algorithm of this job and its time, and their ratio,
-//! then how many points are within 5% of the best (a point where the
-//! choice is the best algorithm counts as within). Tuning measures its
-//! algorithms in interleaved rounds too, the median of three per point.
+//! (`f64`) it measures the tuned choice and every algorithm forced, and
+//! prints for each point the choice, its time, the best algorithm of this
+//! job and its time, and their ratio, then how many points are within 5%
+//! of the best (a point where the choice is the best algorithm counts as
+//! within). Both jobs first run barriers for a quarter of a second, then
+//! pass three times over the grid, measuring every variant of a point
+//! once per pass, one after the other (starting from another each pass):
+//! a point's time is the median of three measurements spread over the
+//! job.
 
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
@@ -181,25 +184,21 @@ fn rank(scale: f64, max_bytes: usize, check: bool) -> Result<()> {
         drop(rma);
         return Ok(world.finalize()?);
     }
+    warm_up(&comm)?;
     let geometry = comm.geometry();
+    let grid = points(max_bytes, true);
+    let forced = |c| runnable(&comm, c).into_iter().map(Some).collect();
     let mut entries = Vec::new();
-    for collective in Collective::ALL {
-        let algorithms = runnable(&comm, collective);
-        let forced: Vec<Option<&str>> = algorithms.iter().copied().map(Some).collect();
-        for &element in elements(collective) {
-            for bytes in sizes(collective).into_iter().filter(|&b| b <= max_bytes) {
-                let times = interleaved(&comm, collective, element, bytes, &forced, scale)?;
-                for (algorithm, us) in algorithms.iter().zip(times) {
-                    entries.push(Entry {
-                        collective,
-                        algorithm: algorithm.to_string(),
-                        geometry,
-                        element: element.to_string(),
-                        bytes: bytes as u64,
-                        us,
-                    });
-                }
-            }
+    for (point, times) in grid.iter().zip(medians(&comm, &grid, forced, scale)?) {
+        for (algorithm, us) in runnable(&comm, point.collective).into_iter().zip(times) {
+            entries.push(Entry {
+                collective: point.collective,
+                algorithm: algorithm.to_string(),
+                geometry,
+                element: point.element.to_string(),
+                bytes: point.bytes as u64,
+                us,
+            });
         }
     }
     if comm.rank() == 0 {
@@ -233,66 +232,122 @@ fn reps(bytes: usize, scale: f64) -> usize {
     ((reps as f64 * scale) as usize).max(3)
 }
 
-/// The median times of `variants` (an algorithm forced, or `None`: the
-/// choice) at one point, measured in three interleaved rounds (so that a
-/// slow spell of the machine does not fall on one variant only).
-fn interleaved(
-    comm: &Comm,
+/// Passes over the grid: each point's variants are measured once per
+/// pass, so that a slow spell of the machine (seconds, such as the
+/// moments after the job starts, while the kernel has yet to spread the
+/// ranks over the cores) falls on one of a point's measurements, not on
+/// all of them, nor on one variant only.
+const PASSES: usize = 3;
+
+/// One point of the grid.
+struct Point {
     collective: Collective,
-    element: &str,
+    element: &'static str,
     bytes: usize,
-    variants: &[Option<&str>],
-    scale: f64,
-) -> Result<Vec<f64>> {
-    let mut times = vec![Vec::new(); variants.len()];
-    for _ in 0..3 {
-        for (forced, t) in variants.iter().zip(&mut times) {
-            comm.force(collective, *forced)?;
-            t.push(measure(
-                comm,
-                collective,
-                element,
-                bytes,
-                reps(bytes, scale),
-            )?);
+}
+
+/// The grid up to `max_bytes` per rank: every collective, size and, with
+/// `every_element`, element type (else the first).
+fn points(max_bytes: usize, every_element: bool) -> Vec<Point> {
+    let mut grid = Vec::new();
+    for collective in Collective::ALL {
+        let kinds = elements(collective);
+        let kinds = if every_element { kinds } else { &kinds[..1] };
+        for &element in kinds {
+            for bytes in sizes(collective).into_iter().filter(|&b| b <= max_bytes) {
+                grid.push(Point {
+                    collective,
+                    element,
+                    bytes,
+                });
+            }
         }
     }
-    comm.force(collective, None)?;
+    grid
+}
+
+/// For each point of `grid`, the median time of each of its `variants`
+/// (an algorithm forced, or `None`: the choice) over [`PASSES`] passes.
+fn medians<'a>(
+    comm: &Comm,
+    grid: &[Point],
+    variants: impl Fn(Collective) -> Vec<Option<&'a str>>,
+    scale: f64,
+) -> Result<Vec<Vec<f64>>> {
+    let variants: Vec<Vec<Option<&str>>> = grid.iter().map(|p| variants(p.collective)).collect();
+    let mut times: Vec<Vec<Vec<f64>>> =
+        variants.iter().map(|v| vec![Vec::new(); v.len()]).collect();
+    for pass in 0..PASSES {
+        for ((point, variants), times) in grid.iter().zip(&variants).zip(&mut times) {
+            let (c, bytes) = (point.collective, point.bytes);
+            // Who goes first turns from pass to pass: the first variant
+            // measured at a point is the slower one more often than not.
+            for i in (0..variants.len()).map(|i| (i + pass) % variants.len()) {
+                comm.force(c, variants[i])?;
+                times[i].push(measure(comm, c, point.element, bytes, reps(bytes, scale))?);
+            }
+            comm.force(c, None)?;
+        }
+    }
     Ok(times
-        .iter_mut()
-        .map(|t| {
-            t.sort_by(f64::total_cmp);
-            t[t.len() / 2]
+        .into_iter()
+        .map(|point| {
+            point
+                .into_iter()
+                .map(|mut t| {
+                    t.sort_by(f64::total_cmp);
+                    t[t.len() / 2]
+                })
+                .collect()
         })
         .collect())
 }
 
+/// Barriers for a quarter of a second before anything is measured: the
+/// kernel starts the ranks where it can and spreads them over the cores
+/// only once they run (the first point measured right at the start, a
+/// broadcast of 8 B, took 47 us instead of 0.25).
+fn warm_up(comm: &Comm) -> Result<()> {
+    let start = Instant::now();
+    let mut done = [0u8];
+    while done[0] == 0 {
+        for _ in 0..1000 {
+            comm.barrier()?;
+        }
+        // Rank 0's clock decides, so that every rank stops together.
+        done[0] = u8::from(start.elapsed().as_millis() >= 250);
+        comm.bcast(0, &mut done)?;
+    }
+    Ok(())
+}
+
 /// The check job: at every point (`f64`), the tuned choice and every
-/// algorithm forced ([`interleaved`]); rank 0 prints `CHECK collective
+/// algorithm forced ([`medians`]); rank 0 prints `CHECK collective
 /// bytes choice choice_us best best_us`.
 fn check_choices(comm: &Comm, scale: f64, max_bytes: usize) -> Result<()> {
-    for collective in Collective::ALL {
-        let element = elements(collective)[0];
+    warm_up(comm)?;
+    let grid = points(max_bytes, false);
+    let variants = |c| {
+        std::iter::once(None)
+            .chain(runnable(comm, c).into_iter().map(Some))
+            .collect()
+    };
+    for (point, medians) in grid.iter().zip(medians(comm, &grid, variants, scale)?) {
+        let (collective, bytes) = (point.collective, point.bytes);
         let candidates = runnable(comm, collective);
-        let variants: Vec<Option<&str>> = std::iter::once(None)
-            .chain(candidates.iter().copied().map(Some))
-            .collect();
-        for bytes in sizes(collective).into_iter().filter(|&b| b <= max_bytes) {
-            let medians = interleaved(comm, collective, element, bytes, &variants, scale)?;
-            let (best, best_us) = medians[1..]
-                .iter()
-                .enumerate()
-                .min_by(|a, b| a.1.total_cmp(b.1))
-                .map(|(i, t)| (candidates[i], *t))
-                .ok_or("no algorithm to check")?;
-            let chosen = comm.algorithm(collective, element, bytes as u64, true)?;
-            if comm.rank() == 0 {
-                println!(
-                    "CHECK {} {bytes} {chosen} {:.3} {best} {best_us:.3}",
-                    collective.name(),
-                    medians[0]
-                );
-            }
+        let (best, best_us) = medians[1..]
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(i, t)| (candidates[i], *t))
+            .ok_or("no algorithm to check")?;
+        let chosen = comm.algorithm(collective, point.element, bytes as u64, true)?;
+        if comm.rank() == 0 {
+            println!(
+                "CHECK {} {bytes} {chosen} {:.3} {best} {best_us:.3}",
+                collective.name(),
+                medians[0]
+            );
         }
     }
     Ok(())
