@@ -218,3 +218,17 @@ fn a_dead_rank_fails_the_collectives_naming_it() {
         }
     }
 }
+
+#[test]
+fn counts_that_do_not_match_give_an_error_naming_the_member() {
+    let _serial = serial();
+    let out = Osrun::new(3, "shm", "coll-check").arg("mismatch").run();
+    out.assert_success();
+    for r in 1..3 {
+        out.assert_stdout_has(&format!("rank {r}: bcast mismatch: "));
+    }
+    for r in 0..3 {
+        out.assert_stdout_has(&format!("rank {r}: allreduce mismatch: "));
+        out.assert_stdout_has(&format!("rank {r}: mismatch ok"));
+    }
+}

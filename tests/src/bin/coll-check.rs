@@ -369,6 +369,48 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
     used
 }
 
+/// `coll-check mismatch` (one host: shared memory): members that pass
+/// counts that do not match get an error naming the member that differs,
+/// not its stale bytes, and the Comm goes on (each such call took one
+/// step everywhere): a broadcast where the root has 10 elements and the
+/// others 20, an allreduce where rank 1 has 5 and the others 3, then a
+/// right allreduce.
+fn mismatch(comm: &Comm) -> ! {
+    let (me, n) = (comm.rank(), comm.group().size());
+    let mut buf = vec![7i64; if me == 0 { 10 } else { 20 }];
+    match comm.bcast(0, &mut buf) {
+        Ok(()) => check(me, me == 0, || "a mismatched bcast succeeded".into()),
+        Err(e) => {
+            let text = e.to_string();
+            check(me, text.contains("group rank 0 passed 80 bytes"), || {
+                format!("bcast: {text}")
+            });
+            println!("rank {me}: bcast mismatch: {text}");
+        }
+    }
+    let input = vec![1i64; if me == 1 { 5 } else { 3 }];
+    let mut out = vec![0i64; input.len()];
+    let sum = Op::Builtin(Builtin::Sum);
+    match comm.allreduce(&input, &mut out, &sum) {
+        Ok(()) => check(me, false, || "a mismatched allreduce succeeded".into()),
+        Err(e) => {
+            let text = e.to_string();
+            let differs = if me == 1 {
+                "passed 24 bytes"
+            } else {
+                "group rank 1 passed 40"
+            };
+            check(me, text.contains(differs), || format!("allreduce: {text}"));
+            println!("rank {me}: allreduce mismatch: {text}");
+        }
+    }
+    let mut total = [0i64];
+    must(me, "allreduce", comm.allreduce(&[1i64], &mut total, &sum));
+    check(me, total[0] == i64::from(n), || format!("after: {total:?}"));
+    println!("rank {me}: mismatch ok");
+    exit(0)
+}
+
 /// `coll-check victim` (under `osrun --ft`): rank 1 dies when rank 0
 /// tells it; the others' next collectives fail with an error naming it
 /// (within the endpoint's timeout at worst) instead of hanging.
@@ -410,8 +452,10 @@ fn main() {
     let ep = world.endpoint();
     let rma = must(me, "rma", onesided_rma::Rma::new(ep));
     let comm = must(me, "comm", Comm::new(&rma, Group::world(n)));
-    if std::env::args().nth(1).as_deref() == Some("victim") {
-        victim(&comm, ep);
+    match std::env::args().nth(1).as_deref() {
+        Some("victim") => victim(&comm, ep),
+        Some("mismatch") => mismatch(&comm),
+        _ => {}
     }
     let mut used = Vec::new();
     if std::env::args().nth(1).as_deref() == Some("every") {
