@@ -606,12 +606,12 @@ impl<'e> Shared<'e> {
             return Ok(());
         }
         match place {
-            Place::Inline => return self.read(member, header_of(s) + INLINED + at, out),
-            Place::Cell => return self.read(member, cell(s) + at, out),
+            Place::Inline => return Ok(part.read_bytes(header_of(s) + INLINED + at, out)?),
+            Place::Cell => return Ok(part.read_bytes(cell(s) + at, out)?),
             Place::Lent => {}
         }
         let mut descriptor = [0u64; 3];
-        self.read(member, descriptor_of(s), &mut descriptor)?;
+        part.read_bytes(descriptor_of(s), bytemuck::cast_slice_mut(&mut descriptor))?;
         let [pid, address, bytes] = descriptor;
         if at + out.len() > bytes as usize {
             return Err(Error::BadCall(format!(
@@ -624,13 +624,6 @@ impl<'e> Shared<'e> {
             address as usize + at,
             out,
         )?)
-    }
-
-    /// Copies `out.len()` elements at byte `at` of `member`'s part.
-    fn read<T: bytemuck::Pod>(&self, member: u32, at: usize, out: &mut [T]) -> Result<(), Error> {
-        Ok(self
-            .part(member)?
-            .read_bytes(at, bytemuck::cast_slice_mut(out))?)
     }
 
     /// Copies `data` to byte `at` of this member's part.
