@@ -374,8 +374,10 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
 /// not its stale bytes, and the Comm goes on (each such call took one
 /// step everywhere): a broadcast where the root has 10 elements and the
 /// others 20, an allreduce where rank 1 has 5 and the others 3, then a
-/// right allreduce.
-fn mismatch(comm: &Comm) -> ! {
+/// right allreduce. The caller then drops the Comm and finalizes, as a
+/// program ends: a rank that exited at once took its memory with it while
+/// a peer that had not read it yet still needed it.
+fn mismatch(comm: &Comm) {
     let (me, n) = (comm.rank(), comm.group().size());
     let mut buf = vec![7i64; if me == 0 { 10 } else { 20 }];
     match comm.bcast(0, &mut buf) {
@@ -408,7 +410,6 @@ fn mismatch(comm: &Comm) -> ! {
     must(me, "allreduce", comm.allreduce(&[1i64], &mut total, &sum));
     check(me, total[0] == i64::from(n), || format!("after: {total:?}"));
     println!("rank {me}: mismatch ok");
-    exit(0)
 }
 
 /// `coll-check victim` (under `osrun --ft`): rank 1 dies when rank 0
@@ -454,7 +455,12 @@ fn main() {
     let comm = must(me, "comm", Comm::new(&rma, Group::world(n)));
     match std::env::args().nth(1).as_deref() {
         Some("victim") => victim(&comm, ep),
-        Some("mismatch") => mismatch(&comm),
+        Some("mismatch") => {
+            mismatch(&comm);
+            drop(comm);
+            drop(rma);
+            return finalize(world);
+        }
         _ => {}
     }
     let mut used = Vec::new();
@@ -527,6 +533,12 @@ fn main() {
     println!("rank {me}: collectives ok ({})", used.join(" "));
     drop((twin, comm));
     drop(rma);
+    finalize(world);
+}
+
+/// Finalizes `world` (after every rank's Comms and windows are dropped);
+/// exits 1 when that fails.
+fn finalize(world: World) {
     if let Err(e) = world.finalize() {
         eprintln!("coll-check: finalize: {e}");
         exit(1);
