@@ -9,14 +9,19 @@
  * (sum, then MPI_Wait). Reps per size: 16 MiB / size, clamped to 3 - 200
  * (barrier: 1000), times SCALE. Each rep starts with an untimed barrier;
  * warm-up reps (10%, at least 2), each after a barrier, are untimed but give
- * the window: twice the slowest, plus 20 us. Timed reps start from a common
- * instant, as ReproMPI times collectives (window-based): rep i starts at
- * base + i * window on the host's real-time clock (CLOCK_REALTIME, which
- * every process reads alike; base agreed by an allreduce), and its time is
- * the slowest rank's end minus that instant. A barrier lets ranks go at
- * different moments (MPICH's lets rank 0 go 0.1-0.2 us ahead), which each
- * rank's own interval would hide or count. A rep some rank reached after its
- * start is dropped (all are kept if every one is). Where the slowest warm-up
+ * the first margin: twice the slowest, plus 20 us. Timed reps start from a
+ * common instant, as ReproMPI times collectives (window-based): before each
+ * rep the ranks agree on the latest of their clocks (an allreduce on the
+ * host's real-time clock, CLOCK_REALTIME, which every process reads alike);
+ * the rep starts one margin after it, and its time is the slowest rank's end
+ * minus that instant. A barrier lets ranks go at different moments (MPICH's
+ * lets rank 0 go 0.1-0.2 us ahead), which each rank's own interval would hide
+ * or count. A rep some rank reached after its start is dropped (all are kept
+ * if every one is), and the next margin grows to twice the old one plus the
+ * lateness, up to 1 s (MAX_MARGIN_NS): ranks outnumbering the cores come late
+ * by a time slice, and with a fixed cadence one late rep made the next ones
+ * late too, so that only those that caught up were kept, or, every one late,
+ * each counted the backlog. Where the slowest warm-up
  * took 1 ms or more (WINDOWED_UNDER_NS), such skew does not matter and windows
  * would double the run: each rep then starts after a barrier and takes the
  * slowest rank's own interval. Rank 0 prints one line per case and size:
@@ -78,11 +83,14 @@ static int64_t max_all(int64_t v) {
 
 static const int64_t WINDOWED_UNDER_NS = 1000000;
 
-/* The timed reps' windows (see the top of this file). */
+/* The longest margin between the ranks' agreement and a rep's start. */
+static const int64_t MAX_MARGIN_NS = 1000000000;
+
+/* The timed reps' start instants (see the top of this file). */
 typedef struct {
-    int64_t base, window;
-    int windowed; /* else: each rep after a barrier */
-    int yielding; /* more ranks than cores: wait yielding */
+    int64_t margin, lateness; /* lateness: how late this rank came to the last rep */
+    int windowed;             /* else: each rep after a barrier */
+    int yielding;             /* more ranks than cores: wait yielding */
 } Windows;
 
 /* The windows after warm-up reps whose longest took longest ns here. */
@@ -91,25 +99,32 @@ static Windows windows(int64_t longest) {
     int n;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     longest = max_all(longest);
-    w.window = 2 * longest + 20000;
+    w.margin = 2 * longest + 20000;
+    w.lateness = 0;
     w.windowed = longest < WINDOWED_UNDER_NS;
-    w.base = max_all(wall_ns() + w.window);
     w.yielding = n > sysconf(_SC_NPROCESSORS_ONLN);
     return w;
 }
 
-/* Waits for rep i's start (into *start); whether this rank came late. */
-static int wait_start(const Windows *w, int i, int64_t *start) {
+/* Waits for the next rep's start (into *start); whether this rank came late. */
+static int wait_start(Windows *w, int64_t *start) {
     if (!w->windowed) {
         MPI_Barrier(MPI_COMM_WORLD);
         *start = wall_ns();
         return 0;
     }
-    *start = w->base + i * w->window;
-    int late = wall_ns() > *start;
+    int64_t agreed[2] = {wall_ns(), w->lateness};
+    MPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (agreed[1] > 0) {
+        w->margin = 2 * w->margin + agreed[1];
+        if (w->margin > MAX_MARGIN_NS) w->margin = MAX_MARGIN_NS;
+    }
+    *start = agreed[0] + w->margin;
+    int64_t now = wall_ns();
+    w->lateness = now > *start ? now - *start : 0;
     while (wall_ns() < *start)
         if (w->yielding) sched_yield();
-    return late;
+    return w->lateness > 0;
 }
 
 /* From mine (per rep: ns from its start to this rank's end, then reps late
@@ -207,7 +222,7 @@ static int coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
             start = wall_ns();
         } else {
             if (i == 0) w = windows(longest);
-            mine[reps + i] = wait_start(&w, i, &start);
+            mine[reps + i] = wait_start(&w, &start);
         }
         if (c == BARRIER)
             MPI_Barrier(MPI_COMM_WORLD);

@@ -446,6 +446,10 @@ fn wall_ns() -> u64 {
 /// instead of from windows (1 ms).
 const WINDOWED_UNDER_NS: u64 = 1_000_000;
 
+/// The longest margin between the ranks' agreement and a repetition's
+/// start (1 s).
+const MAX_MARGIN_NS: u64 = 1_000_000_000;
+
 /// Times `reps` repetitions of the collective `rep` (`prepare` runs
 /// before each, untimed): microseconds per repetition, each the slowest
 /// rank's, and the algorithm the last one ran (a call of `collective`).
@@ -454,15 +458,21 @@ const WINDOWED_UNDER_NS: u64 = 1_000_000;
 /// (window-based): a barrier lets ranks go at different moments (MPICH's
 /// lets the root of its gather-release tree go first, 0.1-0.2 us ahead),
 /// which a rank's own interval would hide or count. Warm-up repetitions,
-/// each after a barrier, give the window (twice the slowest, plus 20 us);
-/// repetition i starts at the same instant on every rank (a common base
-/// plus i windows, on the host's clock), and takes until the slowest
-/// rank's end. A repetition some rank reached after its start is dropped
-/// (all are kept if every one is). Where the slowest warm-up took
-/// [`WINDOWED_UNDER_NS`] or more, such skew does not matter and windows
-/// would double the run (ranks outnumbering cores make MPICH's
-/// collectives take up to seconds): each repetition then starts after a
-/// barrier, and a rank's time is its own interval.
+/// each after a barrier, give the first margin (twice the slowest, plus
+/// 20 us). Before each repetition the ranks agree on the latest of their
+/// clocks (an allreduce); the repetition starts one margin after it, at
+/// the same instant on every rank (the host's clock), and takes until
+/// the slowest rank's end. A repetition some rank reached after its start
+/// is dropped (all are kept if every one is), and the next margin grows
+/// to twice the old one plus the lateness, up to [`MAX_MARGIN_NS`]: ranks
+/// outnumbering the cores come late by a time slice, and a fixed cadence
+/// let one late repetition make the following ones late too, which either
+/// kept only the repetitions that caught up (a busy-polling MPICH: 27 us
+/// of allgather 512 B at 4 ranks on 2 cores in one run, 2-4 ms in the
+/// others) or, every one late, counted the backlog in each. Where the
+/// slowest warm-up took [`WINDOWED_UNDER_NS`] or more, such skew does not
+/// matter and margins would double the run: each repetition then starts
+/// after a barrier, and a rank's time is its own interval.
 fn windowed(
     comm: &onesided_collectives::Comm,
     collective: onesided_collectives::Collective,
@@ -485,14 +495,15 @@ fn windowed(
         longest = longest.max(wall_ns().saturating_sub(start));
     }
     let longest = max(&[longest])?[0];
-    let window = 2 * longest + 20_000;
     let in_windows = longest < WINDOWED_UNDER_NS;
-    let base = max(&[wall_ns() + window])?[0];
+    let mut margin = 2 * longest + 20_000;
     let yielding =
         comm.group().size() as usize > std::thread::available_parallelism().map_or(1, |n| n.get());
     // Per repetition: how long after its start this rank ended, then
     // whether it came late (1).
     let mut mine = vec![0u64; 2 * reps];
+    // How late this rank came to the last repetition.
+    let mut lateness = 0u64;
     for i in 0..reps {
         prepare()?;
         if !in_windows {
@@ -502,8 +513,13 @@ fn windowed(
             mine[i] = wall_ns().saturating_sub(start);
             continue;
         }
-        let start = base + i as u64 * window;
-        mine[reps + i] = u64::from(wall_ns() > start);
+        let agreed = max(&[wall_ns(), lateness])?;
+        if agreed[1] > 0 {
+            margin = (2 * margin + agreed[1]).min(MAX_MARGIN_NS);
+        }
+        let start = agreed[0] + margin;
+        lateness = wall_ns().saturating_sub(start);
+        mine[reps + i] = u64::from(lateness > 0);
         while wall_ns() < start {
             if yielding {
                 std::thread::yield_now();
