@@ -314,20 +314,20 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
                 }
             }
             match a {
-                Action::Recv { into, .. } => {
+                Action::Recv { from, into } => {
                     let t = data
                         .ok_or_else(|| Error::BadCall("a receive without its transfer".into()))?;
-                    let bytes = message(&t, into.len * size_of::<T>())?;
+                    let bytes = message(&t, *from, into.len * size_of::<T>())?;
                     bytemuck::cast_slice_mut::<T, u8>(self.slice_mut(*into)).copy_from_slice(bytes);
                 }
                 Action::RecvReduce {
+                    from,
                     into,
                     received_first,
-                    ..
                 } => {
                     let t = data
                         .ok_or_else(|| Error::BadCall("a receive without its transfer".into()))?;
-                    let bytes = message(&t, into.len * size_of::<T>())?;
+                    let bytes = message(&t, *from, into.len * size_of::<T>())?;
                     let (combine, dest) = self.combining(*into)?;
                     match bytemuck::try_cast_slice::<u8, T>(bytes) {
                         // In place: one pass over the data.
@@ -351,12 +351,14 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
     }
 }
 
-/// The bytes a completed receive brought (exactly `len`).
-fn message<'t>(t: &'t Transfer<'_>, len: usize) -> Result<&'t [u8], Error> {
+/// The bytes a completed receive from group rank `from` brought (exactly
+/// `len`).
+fn message<'t>(t: &'t Transfer<'_>, from: u32, len: usize) -> Result<&'t [u8], Error> {
     let bytes = t.data();
     if bytes.len() != len {
         return Err(Error::BadCall(format!(
-            "a message of {} bytes where {len} were expected (the ranks disagree on the call)",
+            "group rank {from} sent {} bytes where this member expects {len}: every member \
+             must pass matching counts",
             bytes.len()
         )));
     }
