@@ -7,23 +7,23 @@
  * allgather, alltoallv (equal counts; the size is per pair, and only up to
  * 2 MiB: 32 MiB per pair would need 2 * N * 32 MiB per rank) and iallreduce
  * (sum, then MPI_Wait). Reps per size: 16 MiB / size, clamped to 3 - 200
- * (barrier: 1000), times SCALE. Each rep starts with an untimed barrier;
- * warm-up reps (10%, at least 2), each after a barrier, are untimed but give
- * the first margin: twice the slowest, plus 20 us. Timed reps start from a
- * common instant, as ReproMPI times collectives (window-based): before each
- * rep the ranks agree on the latest of their clocks (an allreduce on the
- * host's real-time clock, CLOCK_REALTIME, which every process reads alike);
- * the rep starts one margin after it, and its time is the slowest rank's end
- * minus that instant. A barrier lets ranks go at different moments (MPICH's
- * lets rank 0 go 0.1-0.2 us ahead), which each rank's own interval would hide
- * or count. A rep some rank reached after its start is dropped (all are kept
- * if every one is), and the next margin grows to twice the old one plus the
- * lateness, up to 1 s (MAX_MARGIN_NS): ranks outnumbering the cores come late
- * by a time slice, and with a fixed cadence one late rep made the next ones
- * late too, so that only those that caught up were kept, or, every one late,
- * each counted the backlog. Where the slowest warm-up
- * took 1 ms or more (WINDOWED_UNDER_NS), such skew does not matter and windows
- * would double the run: each rep then starts after a barrier and takes the
+ * (barrier: 1000), times SCALE. Warm-up reps (10%, at least 2), each after
+ * a barrier, are untimed but give the first margin: twice the slowest, plus
+ * 20 us. Timed reps start from a common instant, as ReproMPI times
+ * collectives (window-based): before each rep the ranks agree on the latest
+ * of their clocks (an allreduce on the host's real-time clock,
+ * CLOCK_REALTIME, which every process reads alike); the rep starts one
+ * margin after it, and its time is the slowest rank's end minus that
+ * instant. A barrier lets ranks go at different moments (MPICH's lets rank 0
+ * go 0.1-0.2 us ahead), which each rank's own interval would hide or count.
+ * A rep some rank reached after its start is dropped (all are kept if every
+ * one is), and the next margin grows to twice the old one plus the lateness,
+ * up to 1 s (MAX_MARGIN_NS): ranks outnumbering the cores come late by a time
+ * slice, and with a fixed cadence one late rep made the next ones late too,
+ * so that only those that caught up were kept, or, every one late, each
+ * counted the backlog. Where the slowest warm-up took 1 ms or more
+ * (WINDOWED_UNDER_NS), such skew does not matter and margins would double
+ * the run: each rep then starts after a barrier and takes the
  * slowest rank's own interval. Rank 0 prints one line per case and size:
  *   collectives CASE BYTES MEDIAN_US MIN_US MAX_US
  * Every rep's result is checked on every rank that gets one (every element
