@@ -373,24 +373,29 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
 /// counts that do not match get an error naming the member that differs,
 /// not its stale bytes, and the Comm goes on (each such call took one
 /// step everywhere): a broadcast where the root has 10 elements and the
-/// others 20, an allreduce where rank 1 has 5 and the others 3, the
-/// broadcast again with the linear (message) algorithm forced, then a
-/// right allreduce. The caller then drops the Comm and finalizes, as a
-/// program ends: a rank that exited at once took its memory with it while
-/// a peer that had not read it yet still needed it.
+/// others 20, in shared memory and then with the linear (message)
+/// algorithm forced, an allreduce where rank 1 has 5 and the others 3,
+/// then a right allreduce. The caller then drops the Comm and finalizes,
+/// as a program ends: a rank that exited at once took its memory with it
+/// while a peer that had not read it yet still needed it.
 fn mismatch(comm: &Comm) {
     let (me, n) = (comm.rank(), comm.group().size());
     let mut buf = vec![7i64; if me == 0 { 10 } else { 20 }];
-    match comm.bcast(0, &mut buf) {
-        Ok(()) => check(me, me == 0, || "a mismatched bcast succeeded".into()),
-        Err(e) => {
-            let text = e.to_string();
-            check(me, text.contains("group rank 0 passed 80 bytes"), || {
-                format!("bcast: {text}")
-            });
-            println!("rank {me}: bcast mismatch: {text}");
+    for (algorithm, name, says) in [
+        (None, "bcast", "group rank 0 passed 80 bytes"),
+        (Some("linear"), "linear bcast", "group rank 0 sent 80 bytes"),
+    ] {
+        must(me, "force", comm.force(Collective::Bcast, algorithm));
+        match comm.bcast(0, &mut buf) {
+            Ok(()) => check(me, me == 0, || format!("a mismatched {name} succeeded")),
+            Err(e) => {
+                let text = e.to_string();
+                check(me, text.contains(says), || format!("{name}: {text}"));
+                println!("rank {me}: {name} mismatch: {text}");
+            }
         }
     }
+    must(me, "force", comm.force(Collective::Bcast, None));
     let input = vec![1i64; if me == 1 { 5 } else { 3 }];
     let mut out = vec![0i64; input.len()];
     let sum = Op::Builtin(Builtin::Sum);
@@ -407,19 +412,6 @@ fn mismatch(comm: &Comm) {
             println!("rank {me}: allreduce mismatch: {text}");
         }
     }
-    // A message algorithm: the root's linear sends reach each member.
-    must(me, "force", comm.force(Collective::Bcast, Some("linear")));
-    match comm.bcast(0, &mut buf) {
-        Ok(()) => check(me, me == 0, || "a mismatched linear bcast succeeded".into()),
-        Err(e) => {
-            let text = e.to_string();
-            check(me, text.contains("group rank 0 sent 80 bytes"), || {
-                format!("linear bcast: {text}")
-            });
-            println!("rank {me}: linear bcast mismatch: {text}");
-        }
-    }
-    must(me, "force", comm.force(Collective::Bcast, None));
     let mut total = [0i64];
     must(me, "allreduce", comm.allreduce(&[1i64], &mut total, &sum));
     check(me, total[0] == i64::from(n), || format!("after: {total:?}"));
