@@ -86,6 +86,10 @@ static const int64_t WINDOWED_UNDER_NS = 1000000;
 /* The longest margin between the ranks' agreement and a rep's start. */
 static const int64_t MAX_MARGIN_NS = 1000000000;
 
+/* How long before a rep's start a rank sleeps instead of polling the clock
+ * (it wakes half of that before the start). */
+static const int64_t SLEEP_ABOVE_NS = 1000000;
+
 /* The timed reps' start instants (see the top of this file). */
 typedef struct {
     int64_t margin, lateness; /* lateness: how late this rank came to the last rep */
@@ -122,6 +126,15 @@ static int wait_start(Windows *w, int64_t *start) {
     *start = agreed[0] + w->margin;
     int64_t now = wall_ns();
     w->lateness = now > *start ? now - *start : 0;
+    /* A long margin (grown after late reps) is slept through but for its
+     * last half millisecond: polling all of it would take the cores from
+     * ranks still on their way. */
+    int64_t left = *start - now;
+    if (left > SLEEP_ABOVE_NS) {
+        int64_t ns = left - SLEEP_ABOVE_NS / 2;
+        struct timespec d = {ns / 1000000000, ns % 1000000000};
+        nanosleep(&d, NULL);
+    }
     while (wall_ns() < *start)
         if (w->yielding) sched_yield();
     return w->lateness > 0;

@@ -450,6 +450,10 @@ const WINDOWED_UNDER_NS: u64 = 1_000_000;
 /// start (1 s).
 const MAX_MARGIN_NS: u64 = 1_000_000_000;
 
+/// How long before a repetition's start a rank sleeps instead of polling
+/// the clock (1 ms; it wakes half of that before the start).
+const SLEEP_ABOVE_NS: u64 = 1_000_000;
+
 /// Times `reps` repetitions of the collective `rep` (`prepare` runs
 /// before each, untimed): microseconds per repetition, each the slowest
 /// rank's, and the algorithm the last one ran (a call of `collective`).
@@ -520,6 +524,13 @@ fn windowed(
         let start = agreed[0] + margin;
         lateness = wall_ns().saturating_sub(start);
         mine[reps + i] = u64::from(lateness > 0);
+        // A long margin (grown after late repetitions) is slept through
+        // but for its last half millisecond: polling all of it would take
+        // the cores from ranks still on their way.
+        let left = start.saturating_sub(wall_ns());
+        if left > SLEEP_ABOVE_NS {
+            std::thread::sleep(std::time::Duration::from_nanos(left - SLEEP_ABOVE_NS / 2));
+        }
         while wall_ns() < start {
             if yielding {
                 std::thread::yield_now();
