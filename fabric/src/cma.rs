@@ -6,17 +6,32 @@
 //! `ptrace_scope` is above 0 or a seccomp filter forbids the call.
 //! [`available`] decides from what every process of a job on this host
 //! sees alike (the sysctl, and a read of its own memory), so that the
-//! ranks agree on using it without a message.
+//! ranks agree on using it without a message. [`CMA_ENV`]` = off` turns
+//! it off (set it alike on every rank of a host): the collectives then
+//! copy every piece through shared memory, as on a host that forbids the
+//! call.
 
 use std::sync::OnceLock;
 
 use crate::{Error, Result};
 
+/// The environment variable that turns cross-memory reads `off` (or
+/// `on`: the default, where the host allows them).
+pub const CMA_ENV: &str = "ONESIDED_CMA";
+
 /// Whether this host lets processes of one user read each other's memory
-/// (decided once per process).
+/// and [`CMA_ENV`] does not turn that off (decided once per process; a
+/// value other than `on` or `off` gives a warning and counts as `on`).
 pub fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
+        match std::env::var(CMA_ENV).as_deref() {
+            Ok("off") => return false,
+            Ok("on") | Err(_) => {}
+            Ok(other) => {
+                eprintln!("onesided: {CMA_ENV}={other:?} is neither on nor off: taken as on")
+            }
+        }
         let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
             .ok()
             .and_then(|s| s.trim().parse::<u32>().ok())

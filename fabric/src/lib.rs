@@ -26,7 +26,8 @@
 //! Environment variables read: `ONESIDED_PROVIDER` (`shm`, `tcp`, `sockets`,
 //! `verbs`; else `FI_PROVIDER`; else `shm`), `ONESIDED_MR_MODE`,
 //! `ONESIDED_PROGRESS`, `ONESIDED_TIMEOUT` (see [`EndpointConfig::from_env`]),
-//! the `PMI_*` variables and [`world::EVENT_FD_ENV`].
+//! `ONESIDED_CMA` ([`cma::CMA_ENV`]), the `PMI_*` variables and
+//! [`world::EVENT_FD_ENV`].
 //!
 //! All `unsafe` code of onesided lives in this crate and in `fabric-sys`.
 

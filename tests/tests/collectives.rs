@@ -42,6 +42,9 @@ fn every_collective_is_right_with_the_defaults() {
         let out = expect_ok(n, provider, &[]);
         assert!(out.contains("allreduce:shared"), "{out}");
     }
+    // Without cross-memory reads: every piece through shared memory.
+    let out = expect_ok(4, "shm", &[("ONESIDED_CMA", "off")]);
+    assert!(out.contains("alltoall:shared"), "{out}");
     // A host per rank: the defaults by size.
     let out = expect_ok(3, "tcp", &[("ONESIDED_HOST", "node{rank}")]);
     assert!(

@@ -302,9 +302,11 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             });
         }
     }
-    // alltoallv: rank a sends ((a + b) % 3) * scale elements to b, small
-    // and large (every input lent whole where the host allows).
-    for scale in [1usize, 20_000] {
+    // alltoallv: rank a sends ((a + b) % 3) * scale elements to b: small
+    // (inputs beside the counts), middling (in a cell or lent, both in one
+    // call at 4 ranks) and large (lent where the host allows, else in
+    // pieces).
+    for scale in [1usize, 2_000, 20_000] {
         let sends: Vec<usize> = (0..n).map(|b| (me + b) as usize % 3 * scale).collect();
         let recvs: Vec<usize> = (0..n).map(|a| (a + me) as usize % 3 * scale).collect();
         let input: Vec<i64> = (0..n)
