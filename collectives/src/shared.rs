@@ -59,17 +59,22 @@
 //! non-commutative operations are right), each reader on its own. An
 //! alltoallv publishes every member's counts in its first step and, beside
 //! them, its input ([`Shared::beside_counts`]: inline when both fit a
-//! header, lent from `LEND` bytes, else in the cell when it fits): each
+//! header, lent from `LEND` bytes where the ranks have a core each, else
+//! in the cell when it fits, else lent where the host allows): each
 //! member reads its peers' counts and, in the same step, its blocks. Only
 //! an input that fits none of these (larger than a cell where pieces are
 //! not lent) goes in the steps that follow, a cell at a time. One
 //! synchronisation instead of two (a step of counts, then one of data):
 //! 4 ranks on 2 cores, 8 B per pair 8.4 -> 4.9 us, 512 B 13 -> 7.7 us,
 //! 4 KiB 12-16 -> 8.5-11 us; 2 ranks, 8 B 0.7 -> 0.5 us, 4 KiB 1.5-1.8
-//! -> 1.3 us. From `LEND` bytes lending beats the cell even where the
-//! call then ends with the owner's wait for its readers: 4 ranks, 32 KiB
-//! per pair, 57 against 76-95 us in the cell; 2 ranks, 7.2 against
-//! 8.0 us.
+//! -> 1.3 us. From `LEND` bytes, with a core per rank, lending beats the
+//! cell even though the call then ends with the owner's wait for its
+//! readers: 2 ranks, 32 KiB per pair, 7.2 against 8.0 us. Where the ranks
+//! outnumber the cores, that wait costs another round of switches between
+//! processes and the cell wins: 4 ranks on 2 cores, 32 KiB per pair,
+//! calls started together on every rank (as the benchmark times them),
+//! median of 6 jobs 69 -> 35 us, 16 KiB 42 -> 33 us (calls back to back,
+//! the other way round: 57 lent, 76-95 us in the cell).
 //!
 //! A [`Run`] is a state machine: [`Run::advance`] goes as far as the
 //! peers allow without waiting, so the same code serves blocking calls
@@ -599,12 +604,13 @@ impl<'e> Shared<'e> {
         } else {
             counts.next_multiple_of(64)
         };
+        let (fits, lend) = (room + bytes <= CELL, self.cma && bytes >= LEND);
         if counts + bytes <= INLINE {
             Some((Place::Inline, counts))
-        } else if self.cma && bytes >= LEND {
-            Some((Place::Lent, 0))
-        } else if room + bytes <= CELL {
+        } else if fits && (!lend || !self.own_cores) {
             Some((Place::Cell, room))
+        } else if lend {
+            Some((Place::Lent, 0))
         } else {
             None
         }
