@@ -58,7 +58,7 @@
 //! Reductions combine the members' pieces in rank order (so
 //! non-commutative operations are right), each reader on its own. An
 //! alltoallv publishes every member's counts in its first step and, beside
-//! them, its input ([`Shared::beside_counts`]: inline when both fit a
+//! them, its input ([`beside_counts`]: inline when both fit a
 //! header, lent from `LEND` bytes where the ranks have a core each, else
 //! in the cell when it fits, else lent where the host allows): each
 //! member reads its peers' counts and, in the same step, its blocks. Only
@@ -593,27 +593,9 @@ impl<'e> Shared<'e> {
         }
     }
 
-    /// Where the first step of an alltoallv puts a member's input of
-    /// `bytes` beside its counts: the place and the byte offset in it,
-    /// or `None` when it goes in the steps that follow. Every member
-    /// applies it to every peer's total alike (the counts say it).
+    /// [`beside_counts`] of an input of `bytes` in this Comm.
     fn beside_counts(&self, bytes: usize) -> Option<(Place, usize)> {
-        let counts = self.n as usize * 8;
-        let room = if counts <= INLINE {
-            0
-        } else {
-            counts.next_multiple_of(64)
-        };
-        let (fits, lend) = (room + bytes <= CELL, self.cma && bytes >= LEND);
-        if counts + bytes <= INLINE {
-            Some((Place::Inline, counts))
-        } else if fits && (!lend || !self.own_cores) {
-            Some((Place::Cell, room))
-        } else if lend {
-            Some((Place::Lent, 0))
-        } else {
-            None
-        }
+        beside_counts(self.n, bytes, self.cma, self.own_cores)
     }
 
     /// Says this member arrived at step `s` (what it published is in
@@ -796,6 +778,30 @@ enum Place {
     Lent,
 }
 
+/// Where the first step of an alltoallv of `n` members puts a member's
+/// input of `bytes` beside its counts: the place and the byte offset in
+/// it, or `None` when it goes in the steps that follow. `cma` and
+/// `own_cores` are [`Shared`]'s; every member applies it to every peer's
+/// total alike (the counts say it).
+fn beside_counts(n: u32, bytes: usize, cma: bool, own_cores: bool) -> Option<(Place, usize)> {
+    let counts = n as usize * 8;
+    let room = if counts <= INLINE {
+        0
+    } else {
+        counts.next_multiple_of(64)
+    };
+    let (fits, lend) = (room + bytes <= CELL, cma && bytes >= LEND);
+    if counts + bytes <= INLINE {
+        Some((Place::Inline, counts))
+    } else if fits && (!lend || !own_cores) {
+        Some((Place::Cell, room))
+    } else if lend {
+        Some((Place::Lent, 0))
+    } else {
+        None
+    }
+}
+
 /// Where `n` alltoallv counts are published: never lent (they are a
 /// temporary).
 fn counts_place(n: usize) -> Place {
@@ -819,7 +825,7 @@ enum Publish {
     Input(Range<usize>),
     Output(Range<usize>),
     /// This member's alltoallv counts, and its input where
-    /// [`Shared::beside_counts`] puts it.
+    /// [`beside_counts`] puts it.
     Counts,
 }
 
@@ -1551,6 +1557,37 @@ mod tests {
         assert_eq!(order(2, 1, true), [0, 1]);
         assert_eq!(order(4, 0, true), [1, 0, 2, 3]);
         assert_eq!(order(4, 2, true), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn an_alltoallv_input_goes_beside_its_counts_wherever_it_can() {
+        let inline = INLINE - 4 * 8;
+        for (cma, own_cores) in [(true, true), (true, false), (false, true), (false, false)] {
+            let beside = |n, bytes| beside_counts(n, bytes, cma, own_cores);
+            // Inline after the counts while both fit a header.
+            assert_eq!(beside(4, 0), Some((Place::Inline, 32)));
+            assert_eq!(beside(4, inline), Some((Place::Inline, 32)));
+            assert_eq!(beside(4, inline + 1), Some((Place::Cell, 0)));
+            assert_eq!(beside(4, LEND - 1), Some((Place::Cell, 0)));
+            // From `LEND` bytes: lent with a core per rank, else in the
+            // cell while it fits; larger, lent or in later steps.
+            let lent_from_lend = if cma && own_cores {
+                Place::Lent
+            } else {
+                Place::Cell
+            };
+            assert_eq!(beside(4, LEND), Some((lent_from_lend, 0)));
+            assert_eq!(beside(4, CELL).map(|b| b.0), Some(lent_from_lend));
+            let larger = cma.then_some((Place::Lent, 0));
+            assert_eq!(beside(4, CELL + 1), larger);
+            // Counts too many for a header take the cell's first lines.
+            assert_eq!(beside(20, 8), Some((Place::Cell, 192)));
+            assert_eq!(
+                beside(20, CELL - 192).map(|b| b.1),
+                Some(if cma && own_cores { 0 } else { 192 })
+            );
+            assert_eq!(beside(20, CELL - 191), larger);
+        }
     }
 
     #[test]
