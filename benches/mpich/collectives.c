@@ -199,10 +199,10 @@ static void check(const Bench *b, int c, long bytes, long rep, int block, const 
     }
 }
 
-/* Case c at bytes per rank (per pair: alltoallv; barrier: 0), checked;
- * times into t; how many. */
-static int coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
-    int n = b->size, me = b->rank, warm = warmup(reps), count = (int)(bytes / (long)sizeof(double));
+/* Case c at bytes per rank (per pair: alltoallv; barrier: 0), checked,
+ * after warm warm-up reps; times into t; how many. */
+static int coll_case(const Bench *b, int c, long bytes, double *t, int reps, int warm) {
+    int n = b->size, me = b->rank, count = (int)(bytes / (long)sizeof(double));
     long blocks = c == ALLGATHER || c == ALLTOALLV ? n : 1;
     /* (+1: a barrier's 0 elements must not read as out of memory) */
     double *send = malloc(sizeof(double) * count * (c == ALLTOALLV ? n : 1) + 1);
@@ -274,9 +274,11 @@ static int coll_case(const Bench *b, int c, long bytes, double *t, int reps) {
 }
 
 static void collectives_suite(const Bench *b) {
+    /* The scale shrinks the timed reps only; a tenth of the unscaled
+     * count warms up (as onesided's collective_reps). */
     int reps = scaled(b, 1000);
     double *t = malloc(sizeof(double) * (reps > scaled(b, 200) ? reps : scaled(b, 200)));
-    report(b->rank, b->suite, CASES[BARRIER], 0, t, coll_case(b, BARRIER, 0, t, reps));
+    report(b->rank, b->suite, CASES[BARRIER], 0, t, coll_case(b, BARRIER, 0, t, reps, warmup(1000)));
     /* Size by size, in onesided's order (turns pair case k with case k). */
     static const int ORDER[] = {BCAST, REDUCE, ALLREDUCE, IALLREDUCE, ALLGATHER, ALLTOALLV};
     for (size_t s = 0; s < sizeof SIZES / sizeof *SIZES; s++)
@@ -284,8 +286,9 @@ static void collectives_suite(const Bench *b) {
             int c = ORDER[o];
             long bytes = SIZES[s], base_reps = REPS_BYTES / bytes;
             if (c == ALLTOALLV && bytes > ALLTOALLV_MAX) continue;
-            reps = scaled(b, base_reps < 3 ? 3 : base_reps > 200 ? 200 : base_reps);
-            report(b->rank, b->suite, CASES[c], bytes, t, coll_case(b, c, bytes, t, reps));
+            base_reps = base_reps < 3 ? 3 : base_reps > 200 ? 200 : base_reps;
+            reps = scaled(b, base_reps);
+            report(b->rank, b->suite, CASES[c], bytes, t, coll_case(b, c, bytes, t, reps, warmup((int)base_reps)));
         }
     free(t);
 }

@@ -454,16 +454,18 @@ const MAX_MARGIN_NS: u64 = 1_000_000_000;
 /// the clock (1 ms; it wakes half of that before the start).
 const SLEEP_ABOVE_NS: u64 = 1_000_000;
 
-/// Times `reps` repetitions of the collective `rep` (`prepare` runs
-/// before each, untimed): microseconds per repetition, each the slowest
-/// rank's, and the algorithm the last one ran (a call of `collective`).
+/// Times `reps` repetitions of the collective `rep` after `warm` warm-up
+/// ones (`prepare` runs before each, untimed): microseconds per
+/// repetition, each the slowest rank's, and the algorithm the last one
+/// ran (a call of `collective`).
 ///
 /// Short collectives are timed from a common start, as ReproMPI does
 /// (window-based): a barrier lets ranks go at different moments (MPICH's
 /// lets the root of its gather-release tree go first, 0.1-0.2 us ahead),
-/// which a rank's own interval would hide or count. Warm-up repetitions,
-/// each after a barrier, give the first margin (twice the slowest, plus
-/// 20 us). Before each repetition the ranks agree on the latest of their
+/// which a rank's own interval would hide or count. Warm-up repetitions
+/// (a tenth of the count before `--scale`, at least 2: see
+/// [`collective_reps`]), each after a barrier, give the first margin
+/// (twice the slowest, plus 20 us). Before each repetition the ranks agree on the latest of their
 /// clocks (an allreduce); the repetition starts one margin after it, at
 /// the same instant on every rank (the host's clock), and takes until
 /// the slowest rank's end. A repetition some rank reached after its start
@@ -480,7 +482,7 @@ const SLEEP_ABOVE_NS: u64 = 1_000_000;
 fn windowed(
     comm: &onesided_collectives::Comm,
     collective: onesided_collectives::Collective,
-    reps: usize,
+    (reps, warm): (usize, usize),
     mut prepare: impl FnMut() -> Result<()>,
     mut rep: impl FnMut() -> Result<()>,
 ) -> Result<(Vec<f64>, &'static str)> {
@@ -491,7 +493,7 @@ fn windowed(
         Ok(out)
     };
     let mut longest = 0u64;
-    for _ in 0..(reps / 10).max(2) {
+    for _ in 0..warm {
         prepare()?;
         comm.barrier()?;
         let start = wall_ns();
@@ -557,6 +559,20 @@ fn windowed(
     Ok((kept, algorithm))
 }
 
+/// The timed and warm-up repetitions of a collectives case of `base`
+/// repetitions before `--scale`: the scale shrinks only the timed ones,
+/// and a tenth of `base` (at least 2) warms up. onesided's shared-memory
+/// collectives go through a ring of 8 cells, and a case may be the first
+/// to use some of a cell's pages, or come after the other sides' turn,
+/// which leaves the cells cold: 4 ranks on 2 cores, alltoallv 32 KiB per
+/// pair, the first 8 calls took 310-360 us where they first touched
+/// their cells' pages (40 us after), and 1.3-1.5 times as long as the
+/// rest after 50 ms away. With the 2 warm-ups a scale of 0.1 used to
+/// leave, 6 of the 20 timed repetitions were such calls.
+fn collective_reps(b: &Bench, base: usize) -> (usize, usize) {
+    (b.reps(base), (base / 10).max(2))
+}
+
 /// Sizes of the collectives suite (bytes per rank, or per pair for
 /// alltoallv, which stops at 2 MiB).
 const COLLECTIVE_SIZES: [usize; 8] = [8, 64, 512, 4096, 32768, 262_144, 2 << 20, 32 << 20];
@@ -578,13 +594,17 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         b.report_chosen(case, bytes, &mut t, algorithm)
     };
     let nothing = || Ok(());
-    let t = windowed(&comm, Collective::Barrier, b.reps(1000), nothing, || {
-        Ok(comm.barrier()?)
-    })?;
+    let t = windowed(
+        &comm,
+        Collective::Barrier,
+        collective_reps(b, 1000),
+        nothing,
+        || Ok(comm.barrier()?),
+    )?;
     report("barrier", 0, t)?;
     for bytes in COLLECTIVE_SIZES {
         let count = bytes / 8;
-        let reps = b.reps((16usize << 20).div_ceil(bytes).clamp(3, 200));
+        let reps = collective_reps(b, (16usize << 20).div_ceil(bytes).clamp(3, 200));
         let base: Vec<f64> = (0..count)
             .map(|i| ((i % 1000) + me as usize) as f64)
             .collect();
