@@ -55,9 +55,13 @@ struct Job<'a> {
     ending: bool,
 }
 
-/// Prints `osrun: MESSAGE` on standard error.
+/// Prints `osrun: MESSAGE` on standard error. A standard error that is
+/// gone (a pipe whose reader exited) is no reason to stop: `eprintln!`
+/// would panic, and `osrun` would die without killing the job or removing
+/// its files in `/dev/shm`.
 fn say(message: &str) {
-    eprintln!("osrun: {message}");
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "osrun: {message}");
 }
 
 /// Runs the job `options` describes; returns `osrun`'s exit status.
