@@ -465,8 +465,8 @@ const SLEEP_ABOVE_NS: u64 = 1_000_000;
 /// which a rank's own interval would hide or count. Warm-up repetitions
 /// (a tenth of the count before `--scale`, at least 2: see
 /// [`collective_reps`]), each after a barrier, give the first margin
-/// (twice the slowest, plus 20 us). Before each repetition the ranks agree on the latest of their
-/// clocks (an allreduce); the repetition starts one margin after it, at
+/// (twice the slowest, plus 20 us). Before each repetition the ranks
+/// agree on the latest of their clocks (an allreduce); the repetition starts one margin after it, at
 /// the same instant on every rank (the host's clock), and takes until
 /// the slowest rank's end. A repetition some rank reached after its start
 /// is dropped (all are kept if every one is), and the next margin grows

@@ -303,9 +303,9 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
         }
     }
     // alltoallv: rank a sends ((a + b) % 3) * scale elements to b: small
-    // (inputs beside the counts), middling (in a cell or lent, both in one
-    // call at 4 ranks) and large (lent where the host allows, else in
-    // pieces).
+    // (inputs inline beside the counts), middling (in the cell; lent from
+    // 64 KiB where the ranks have a core each) and large (lent where the
+    // host allows, else in pieces after the first step).
     for scale in [1usize, 2_000, 20_000] {
         let sends: Vec<usize> = (0..n).map(|b| (me + b) as usize % 3 * scale).collect();
         let recvs: Vec<usize> = (0..n).map(|a| (a + me) as usize % 3 * scale).collect();
