@@ -867,9 +867,9 @@ enum Op {
         from: Range<usize>,
         into: Range<usize>,
     },
-    /// Read `peer`'s alltoallv counts, and this member's block where it
-    /// lies beside them.
-    Counts(u32),
+    /// Read `peer`'s alltoallv counts, and its block for this member
+    /// into `into` of the output where it lies beside them.
+    Counts { peer: u32, into: Range<usize> },
 }
 
 /// A shared-memory call in flight: a state machine over its steps.
@@ -1026,18 +1026,14 @@ impl<'e> Run<'e> {
                             Some(place)
                         }
                         Publish::Counts => {
-                            let counts: Vec<u64> = match &self.shape {
-                                Shape::Alltoall { sends, .. } => {
-                                    sends.iter().map(|&c| c as u64).collect()
-                                }
-                                _ => Vec::new(),
-                            };
+                            // This member's, set when the step was planned.
+                            let counts = &self.counts[shared.me as usize];
                             let beside = shared.beside_counts(size_of_val(input));
                             if let Some(at) = beside {
                                 shared.put(s, input, at)?;
                             }
                             let place = counts_place(counts.len());
-                            shared.publish(s, &counts, place, size_of_val(&counts[..]))?;
+                            shared.publish(s, counts, place, size_of_val(&counts[..]))?;
                             beside.map(|(place, _)| place)
                         }
                     };
@@ -1057,7 +1053,7 @@ impl<'e> Run<'e> {
                     break;
                 };
                 let peer = match &op {
-                    Op::Wait(p) | Op::Read { peer: p, .. } | Op::Counts(p) => Some(*p),
+                    Op::Wait(p) | Op::Read { peer: p, .. } | Op::Counts { peer: p, .. } => Some(*p),
                     Op::Local { .. } | Op::LocalFirst { .. } | Op::Uncached { .. } => None,
                 };
                 if let Some(p) = peer {
@@ -1124,7 +1120,7 @@ impl<'e> Run<'e> {
                 bytemuck::cast_slice(&input[from]),
             ),
             Op::LocalFirst { from, into } => combine()?.call(&mut output[into], &input[from], true),
-            Op::Counts(p) => {
+            Op::Counts { peer: p, into } => {
                 let mut theirs = vec![0u64; self.shared.n as usize];
                 let place = counts_place(theirs.len());
                 let whole = size_of_val(&theirs[..]);
@@ -1133,17 +1129,11 @@ impl<'e> Run<'e> {
                 // counts and they match (else `check_counts` fails the
                 // call once the step is released).
                 let me = shared.me as usize;
-                if let Shape::Alltoall { recvs, .. } = &self.shape {
-                    let total = theirs.iter().sum::<u64>() as usize * size_of::<T>();
-                    let beside = shared.beside_counts(total);
-                    if let (Some((place, at)), true) =
-                        (beside, theirs[me] == recvs[p as usize] as u64)
-                    {
-                        let from = theirs[..me].iter().sum::<u64>() as usize * size_of::<T>();
-                        let into = displacements(recvs)[p as usize];
-                        let into = &mut output[into..into + recvs[p as usize]];
-                        shared.read_piece(p, s, (at + from, place, whole), into)?;
-                    }
+                let total = theirs.iter().sum::<u64>() as usize * size_of::<T>();
+                let beside = shared.beside_counts(total);
+                if let (Some((place, at)), true) = (beside, theirs[me] == into.len() as u64) {
+                    let from = theirs[..me].iter().sum::<u64>() as usize * size_of::<T>();
+                    shared.read_piece(p, s, (at + from, place, whole), &mut output[into])?;
                 }
                 self.counts[p as usize] = theirs;
             }
@@ -1359,7 +1349,10 @@ impl<'e> Run<'e> {
                     });
                     self.counts = vec![Vec::new(); n as usize];
                     self.counts[me as usize] = sends.iter().map(|&c| c as u64).collect();
-                    ops.extend(others.map(Op::Counts));
+                    ops.extend(others.map(|peer| Op::Counts {
+                        peer,
+                        into: into[peer as usize]..into[peer as usize] + recvs[peer as usize],
+                    }));
                     return Some(Publish::Counts);
                 }
                 // The inputs that did not go beside their counts, in

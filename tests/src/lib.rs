@@ -111,7 +111,17 @@ impl std::fmt::Display for Outcome {
 /// Runs `command` in its own process group with `timeout`; kills the group
 /// and panics if it runs over. Afterwards checks that the processes the
 /// ranks reported are gone and left nothing in `/dev/shm`.
-pub fn run(mut command: Command, timeout: Duration) -> Outcome {
+pub fn run(command: Command, timeout: Duration) -> Outcome {
+    run_reading_stderr(command, timeout, true)
+}
+
+/// As [`run`], with the command's standard error a pipe whose reader is
+/// gone before the command writes to it (`Outcome::stderr` is empty).
+pub fn run_stderr_closed(command: Command, timeout: Duration) -> Outcome {
+    run_reading_stderr(command, timeout, false)
+}
+
+fn run_reading_stderr(mut command: Command, timeout: Duration, read_stderr: bool) -> Outcome {
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -122,7 +132,8 @@ pub fn run(mut command: Command, timeout: Duration) -> Outcome {
         .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
     let group = child.id() as i32;
     let mut out = child.stdout.take().expect("piped stdout");
-    let mut err = child.stderr.take().expect("piped stderr");
+    // Without reading, the pipe is closed here, at once.
+    let err = read_stderr.then_some(child.stderr.take().expect("piped stderr"));
     let out_reader = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = out.read_to_string(&mut s);
@@ -130,7 +141,9 @@ pub fn run(mut command: Command, timeout: Duration) -> Outcome {
     });
     let err_reader = std::thread::spawn(move || {
         let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
+        if let Some(mut err) = err {
+            let _ = err.read_to_string(&mut s);
+        }
         s
     });
     let start = Instant::now();

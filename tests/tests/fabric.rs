@@ -3,7 +3,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use onesided_tests::{alive, binary, run, serial, Osrun};
+use onesided_tests::{alive, binary, run, run_stderr_closed, serial, Osrun};
 
 const PROVIDERS: [&str; 2] = ["shm", "tcp"];
 
@@ -168,39 +168,16 @@ fn abort_ends_the_job_with_its_code() {
 #[test]
 fn osrun_whose_standard_error_is_gone_still_ends_the_job_and_cleans_up() {
     let _serial = serial();
-    let shm = || -> Vec<String> {
-        let entries = std::fs::read_dir("/dev/shm").expect("/dev/shm");
-        entries
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect()
-    };
-    let before = shm();
-    let mut child = Command::new(binary("osrun"))
+    // Nobody reads what osrun says about the abort; `run_stderr_closed`
+    // checks that the ranks are gone and left nothing in /dev/shm.
+    let mut command = Command::new(binary("osrun"));
+    command
         .args(["-n", "2", "--provider", "shm", "--timeout", "60"])
         .arg(binary("fabric-check"))
-        .arg("abort")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("osrun starts");
-    // Nobody reads what osrun says about the abort.
-    drop(child.stderr.take());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("osrun did not end");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(3), "{status:?}");
-    let left: Vec<String> = shm().into_iter().filter(|e| !before.contains(e)).collect();
-    assert!(left.is_empty(), "left in /dev/shm: {left:?}");
+        .arg("abort");
+    let out = run_stderr_closed(command, Duration::from_secs(60));
+    assert_eq!(out.code(), 3, "{out}");
+    assert_eq!(out.pids.len(), 2, "{out}");
 }
 
 #[test]
