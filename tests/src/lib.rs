@@ -207,12 +207,19 @@ pub fn alive(pid: u32) -> bool {
 /// onesided's shared memory `onesided-PID-N`).
 pub fn shm_files_of(pid: u32) -> Vec<String> {
     let prefixes = [format!("{pid}:"), format!("onesided-{pid}-")];
+    shm_files()
+        .into_iter()
+        .filter(|n| prefixes.iter().any(|p| n.starts_with(p.as_str())))
+        .collect()
+}
+
+/// Every entry of `/dev/shm`.
+pub fn shm_files() -> Vec<String> {
     std::fs::read_dir("/dev/shm")
         .map(|entries| {
             entries
                 .flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| prefixes.iter().any(|p| n.starts_with(p.as_str())))
                 .collect()
         })
         .unwrap_or_default()
