@@ -57,9 +57,10 @@
 //! that failed somewhere, the others' results are then undefined).
 //! Reductions combine the members' pieces in rank order (so
 //! non-commutative operations are right), each reader on its own, but
-//! for an allreduce among 3 members or more whose inputs are lent: each
-//! member then reduces one block of them all, and reads its peers'
-//! reduced blocks ([`Shared::splits`]). An
+//! for a reduction among 3 members or more whose inputs are lent: each
+//! member then reduces one block of them all, and the root (every member,
+//! for an allreduce) reads the others' reduced blocks
+//! ([`Shared::splits`]). An
 //! alltoallv publishes every member's counts in its first step and, beside
 //! them, its input ([`beside_counts`]: inline when both fit a
 //! header, lent from `LEND` bytes where the ranks have a core each, else
@@ -363,23 +364,33 @@ impl<'e> Shared<'e> {
         self.cma && self.n > 1 && bytes >= LEND
     }
 
-    /// Whether an allreduce of `bytes` per member is split: each member
-    /// reduces one block ([`split_block`]) of every member's lent input,
-    /// then reads its peers' reduced blocks, instead of every member
-    /// reducing every input (each member's work falls from `n - 1` whole
-    /// inputs to about two blocks of each peer). From 3 members, wherever
-    /// the inputs are lent whole ([`Shared::lends_whole`]); 4 ranks on 2
-    /// cores, calls started together, medians of 20: 64 KiB 78-83 -> 49-76
-    /// us, 128 KiB 198 -> 110 us, 256 KiB 248-370 -> 122-189 us, 2 MiB
-    /// 2.1-2.9 -> 0.95-1.5 ms, 32 MiB 43-58 -> 27 ms; 3 ranks, 64 KiB 72 ->
-    /// 59 us, 2 MiB 1.4-1.5 -> 0.72-0.80 ms. At 2 ranks it loses below
-    /// 2 MiB (64 KiB 13-23 against 30-42 us, 256 KiB 43-61 against 83-135
-    /// us), where each member's work halves no more than the extra step
-    /// costs, and stays unsplit. The reduced blocks go through the cells
-    /// (lent, the same within noise: 4 ranks, 256 KiB 161-239 us, 2 MiB
-    /// 0.98-1.5 ms), so no peer reads the lines its owner writes next.
-    fn splits(&self, bytes: usize) -> bool {
-        self.n >= 3 && self.lends_whole(bytes)
+    /// Whether a reduction of `bytes` per member to `root` (to all:
+    /// `None`) is split ([`split_plan`]): in chunks of a cell per member,
+    /// each member reduces one block of every member's lent input, and
+    /// publishes it (through a cell) while it reduces the next; the root,
+    /// or every member for an allreduce, reads the others' reduced blocks.
+    /// Instead of every reader reducing every input, an allreduce
+    /// member's work falls from `n - 1` whole inputs to about two blocks
+    /// of each peer, and a root's from all the inputs to a block of each
+    /// plus the others' results. From 3 members, wherever the inputs are
+    /// lent whole ([`Shared::lends_whole`]); a reduction to one root only
+    /// above a cell, below which its unsplit pieces go through the cells
+    /// with the root reducing each as it comes, in one step fewer. 4
+    /// ranks on 2 cores, calls started together, medians of 20 per job:
+    /// allreduce 64 KiB 78-164 -> 49-76 us, 256 KiB 250-536 -> 121-267 us,
+    /// 2 MiB 2.0-3.1 -> 0.92-1.6 ms, 32 MiB 38-58 -> 22-27 ms; reduce
+    /// 64 KiB 35-69 -> 62-77 us and 256 KiB 131-259 -> 156-176 us (not
+    /// split), 512 KiB 516-598 -> 291-449 us, 2 MiB 1.8-2.0 -> 0.81-1.4
+    /// ms, 8 MiB 6.0-6.8 -> 4.2-4.4 ms, 32 MiB 15-35 -> 18-25 ms. 3 ranks:
+    /// allreduce 2 MiB 1.4-1.5 -> 0.72-0.80 ms, reduce 2 MiB 0.96-1.8 ->
+    /// 0.61-0.89 ms. At 2 ranks an allreduce loses below 2 MiB (64 KiB
+    /// 13-23 against 30-42 us, 256 KiB 43-61 against 83-135 us): each
+    /// member's work halves no more than the extra step costs; it stays
+    /// unsplit. Reduced blocks lent instead of in cells measured the same
+    /// within noise (4 ranks, 256 KiB 161-239 us, 2 MiB 0.98-1.5 ms); in
+    /// cells, no peer reads the lines their owner writes next.
+    fn splits(&self, root: Option<u32>, bytes: usize) -> bool {
+        self.n >= 3 && self.lends_whole(bytes) && (root.is_none() || bytes > CELL)
     }
 
     /// Whether a gather (or allgather) of `counts` lends every
@@ -416,7 +427,8 @@ impl<'e> Shared<'e> {
                         Some(_) => bytes(input) <= CELL,
                         None => bytes(input) < LEND,
                     };
-                    fits && size_of::<Spill>().is_multiple_of(size_of::<T>().max(1))
+                    fits && !self.splits(*root, bytes(input))
+                        && size_of::<Spill>().is_multiple_of(size_of::<T>().max(1))
                 }
                 _ => false,
             }
@@ -786,6 +798,20 @@ fn split_block(len: usize, n: u32, size: usize, p: u32) -> Range<usize> {
     (p as usize * per).min(len)..((p as usize + 1) * per).min(len)
 }
 
+/// How a split reduction ([`Shared::splits`]) of `len` elements of
+/// `size` bytes among `n` members goes: in chunks of `n` cells, member
+/// `m` reducing block `m` of each ([`split_block`]); the range of element
+/// block `m` of chunk `c` covers, and the number of chunks.
+fn split_plan(len: usize, n: u32, size: usize) -> (impl Fn(usize, u32) -> Range<usize>, usize) {
+    let chunk = n as usize * (CELL / size.max(1)).max(1);
+    let sub = move |c: usize, m: u32| {
+        let start = (c * chunk).min(len);
+        let b = split_block((len - start).min(chunk), n, size, m);
+        start + b.start..start + b.end
+    };
+    (sub, len.div_ceil(chunk))
+}
+
 /// The byte offset of step `s`'s cell in a member's part.
 fn cell(s: u64) -> usize {
     DATA + (s % CELLS) as usize * CELL
@@ -856,9 +882,13 @@ enum Publish {
     /// A range of the input (of the output for a broadcast's root).
     Input(Range<usize>),
     Output(Range<usize>),
-    /// A range of the output this member reduced, for its peers (never
-    /// lent: see [`Shared::splits`]).
+    /// A range of what this member reduced (its output, or its scratch
+    /// off the root of a reduce), for its peers (never lent: see
+    /// [`Shared::splits`]).
     Reduced(Range<usize>),
+    /// A split reduction's step: the input lent whole, and the range
+    /// reduced in the step before, if any, as [`Publish::Reduced`].
+    Split(Option<Range<usize>>),
     /// This member's alltoallv counts, and its input where
     /// [`beside_counts`] puts it.
     Counts,
@@ -951,8 +981,22 @@ impl<'e> Run<'e> {
     pub(crate) fn scratch<T>(&self, input: usize) -> usize {
         let per = CELL / size_of::<T>().max(1);
         match self.shape {
+            // What it reduces, then what it combines in.
+            _ if self.accumulates::<T>(input) => 2 * per.min(input),
             Shape::Reduce { .. } | Shape::ReduceScatter { .. } => per.min(input),
             _ => 0,
+        }
+    }
+
+    /// Whether this member is off the root of a split reduce of `input`
+    /// elements ([`Shared::splits`]): it reduces its blocks into the
+    /// first part of its scratch, which stands for its output.
+    fn accumulates<T>(&self, input: usize) -> bool {
+        match self.shape {
+            Shape::Reduce { root: Some(r), .. } => {
+                r != self.shared.me && self.shared.splits(Some(r), input * size_of::<T>())
+            }
+            _ => false,
         }
     }
 
@@ -1022,6 +1066,12 @@ impl<'e> Run<'e> {
         if shared.serving.get() != self.ticket {
             return Ok(false);
         }
+        let (output, scratch) = if self.accumulates::<T>(input.len()) {
+            let per = CELL / size_of::<T>().max(1);
+            scratch.split_at_mut(per.min(input.len()))
+        } else {
+            (output, scratch)
+        };
         loop {
             let s = match self.current {
                 Some(s) => s,
@@ -1062,8 +1112,15 @@ impl<'e> Run<'e> {
                         }
                         Publish::Reduced(r) => {
                             let place = Shared::unlent::<T>(r.len());
-                            shared.publish(s, &output[r], place, size_of_val(output))?;
+                            shared.publish(s, &output[r], place, size_of_val(input))?;
                             Some(place)
+                        }
+                        Publish::Split(reduced) => {
+                            shared.put(s, input, (Place::Lent, 0))?;
+                            let piece = reduced.map_or(&output[..0], |r| &output[r]);
+                            let place = Shared::unlent::<T>(piece.len());
+                            shared.publish(s, piece, place, size_of_val(input))?;
+                            Some(Place::Lent)
                         }
                         Publish::Counts => {
                             // This member's, set when the step was planned.
@@ -1263,42 +1320,51 @@ impl<'e> Run<'e> {
                 });
                 Some(Publish::Nothing)
             }
-            Shape::Reduce { root: None, .. } if self.shared.splits(input * size) => {
-                // Step 0: every member lends its input and reduces its
-                // own block of all of them; then each publishes its
-                // reduced block, a cell at a time, and reads its peers'.
-                let block = |p: u32| split_block(input, n, size, p);
-                let mine = block(me);
-                if k == 0 {
-                    for c in chunks(mine.clone(), per) {
-                        fold(ops, c.start * size, Place::Lent, c.clone(), c);
-                    }
-                    return Some(Publish::Input(0..input));
-                }
-                let j = k - 1;
-                if j >= pieces(block(0).len()) {
+            Shape::Reduce { root, .. } if self.shared.splits(*root, input * size) => {
+                // Step k < C: every member lends its input and reduces its
+                // block of chunk k (into its output, or its scratch off
+                // the root of a reduce), and publishes its reduced block
+                // of chunk k - 1, which the members that want it read.
+                let (sub, steps) = split_plan(input, n, size);
+                if k > steps {
                     return None;
                 }
-                for p in others {
-                    let b = block(p);
-                    let r = piece(b.len(), j);
-                    if !r.is_empty() {
-                        ops.push(Op::Read {
-                            peer: p,
-                            at: 0,
-                            into: b.start + r.start..b.start + r.end,
-                            combine: false,
-                            place: Shared::unlent::<T>(r.len()),
-                            whole: input * size,
-                        });
+                let reads = root.is_none_or(|r| r == me);
+                if k > 0 && reads {
+                    for p in others {
+                        let r = sub(k - 1, p);
+                        if !r.is_empty() {
+                            ops.push(Op::Read {
+                                peer: p,
+                                at: 0,
+                                into: r.clone(),
+                                combine: false,
+                                place: Shared::unlent::<T>(r.len()),
+                                whole: input * size,
+                            });
+                        }
                     }
                 }
-                let r = piece(mine.len(), j);
-                Some(if r.is_empty() {
-                    Publish::Nothing
-                } else {
-                    Publish::Reduced(mine.start + r.start..mine.start + r.end)
-                })
+                let accumulates = !reads;
+                let at_home = |r: Range<usize>| if accumulates { 0..r.len() } else { r };
+                let reduced = (k > 0 && root != &Some(me))
+                    .then(|| sub(k - 1, me))
+                    .filter(|r| !r.is_empty())
+                    .map(at_home);
+                if k < steps {
+                    let mine = sub(k, me);
+                    if !mine.is_empty() {
+                        fold(
+                            ops,
+                            mine.start * size,
+                            Place::Lent,
+                            mine.clone(),
+                            at_home(mine),
+                        );
+                    }
+                    return Some(Publish::Split(reduced));
+                }
+                Some(reduced.map_or(Publish::Nothing, Publish::Reduced))
             }
             Shape::Reduce { root, .. } => {
                 if k >= pieces(input) {
@@ -1633,6 +1699,31 @@ mod tests {
         // Fewer elements than lines: the first block takes them all.
         assert_eq!(split_block(5, 4, 8, 0), 0..5);
         assert_eq!(split_block(5, 4, 8, 1), 5..5);
+    }
+
+    #[test]
+    fn a_split_reduction_goes_in_chunks_of_a_cell_per_member() {
+        let cell = CELL / 8;
+        for (len, n) in [
+            (4 * cell, 4),
+            (4 * cell + 1, 4),
+            (10 * cell + 77, 3),
+            (9000, 3),
+        ] {
+            let (sub, steps) = split_plan(len, n, 8);
+            assert_eq!(steps, len.div_ceil(n as usize * cell));
+            // Every element in exactly one block, each at most a cell.
+            let mut next = 0;
+            for c in 0..steps {
+                for m in 0..n {
+                    let b = sub(c, m);
+                    assert_eq!(b.start, next, "chunk {c} member {m} of {len}");
+                    assert!(b.len() <= cell);
+                    next = b.end;
+                }
+            }
+            assert_eq!(next, len);
+        }
     }
 
     #[test]
