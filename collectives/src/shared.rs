@@ -788,10 +788,10 @@ fn piece_of(bytes: usize, small_up_to: usize, own_cores: bool) -> usize {
     }
 }
 
-/// Member `p`'s block of a split allreduce ([`Shared::splits`]) of `len`
-/// elements of `size` bytes among `n` members: equal blocks in rank
-/// order, each a whole number of cache lines long but the last (which
-/// may be short or empty).
+/// Member `p`'s block of a chunk of `len` elements of `size` bytes of a
+/// split reduction ([`split_plan`]) among `n` members: equal blocks in
+/// rank order, each a whole number of cache lines long but the last
+/// (which may be short or empty).
 fn split_block(len: usize, n: u32, size: usize, p: u32) -> Range<usize> {
     let align = (64 / size.max(1)).max(1);
     let per = len.div_ceil(n as usize).div_ceil(align) * align;
@@ -982,21 +982,24 @@ impl<'e> Run<'e> {
         let per = CELL / size_of::<T>().max(1);
         match self.shape {
             // What it reduces, then what it combines in.
-            _ if self.accumulates::<T>(input) => 2 * per.min(input),
+            _ if self.accumulator::<T>(input).is_some() => 2 * per.min(input),
             Shape::Reduce { .. } | Shape::ReduceScatter { .. } => per.min(input),
             _ => 0,
         }
     }
 
-    /// Whether this member is off the root of a split reduce of `input`
-    /// elements ([`Shared::splits`]): it reduces its blocks into the
-    /// first part of its scratch, which stands for its output.
-    fn accumulates<T>(&self, input: usize) -> bool {
+    /// The elements at the start of its scratch that a member off the
+    /// root of a split reduce of `input` elements ([`Shared::splits`])
+    /// reduces its blocks into, standing for its output (a block of a
+    /// chunk is at most a cell); `None` for any other member or call.
+    fn accumulator<T>(&self, input: usize) -> Option<usize> {
         match self.shape {
-            Shape::Reduce { root: Some(r), .. } => {
-                r != self.shared.me && self.shared.splits(Some(r), input * size_of::<T>())
+            Shape::Reduce { root: Some(r), .. }
+                if r != self.shared.me && self.shared.splits(Some(r), input * size_of::<T>()) =>
+            {
+                Some((CELL / size_of::<T>().max(1)).min(input))
             }
-            _ => false,
+            _ => None,
         }
     }
 
@@ -1066,11 +1069,9 @@ impl<'e> Run<'e> {
         if shared.serving.get() != self.ticket {
             return Ok(false);
         }
-        let (output, scratch) = if self.accumulates::<T>(input.len()) {
-            let per = CELL / size_of::<T>().max(1);
-            scratch.split_at_mut(per.min(input.len()))
-        } else {
-            (output, scratch)
+        let (output, scratch) = match self.accumulator::<T>(input.len()) {
+            Some(len) => scratch.split_at_mut(len),
+            None => (output, scratch),
         };
         loop {
             let s = match self.current {
@@ -1345,8 +1346,9 @@ impl<'e> Run<'e> {
                         }
                     }
                 }
-                let accumulates = !reads;
-                let at_home = |r: Range<usize>| if accumulates { 0..r.len() } else { r };
+                // A member that does not read accumulates (see
+                // `Run::accumulator`): its blocks go at the start.
+                let at_home = |r: Range<usize>| if reads { r } else { 0..r.len() };
                 let reduced = (k > 0 && root != &Some(me))
                     .then(|| sub(k - 1, me))
                     .filter(|r| !r.is_empty())
