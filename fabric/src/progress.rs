@@ -9,13 +9,14 @@
 //! passive-target traffic while the application computes.
 //!
 //! Neither may steal a core: on the development machines four ranks share two
-//! cores. Every wait goes through a [`Backoff`]: a short spin, then
-//! `sched_yield`, then sleeps that double up to a cap. Where the completion
-//! queue has a wait object (`tcp`, `sockets`), the background thread blocks on
-//! its file descriptor instead. The background thread also stays out of the
-//! way while the application itself is making progress, and polls only every
-//! 10 ms while the application is busy in calls that do not poll (collectives
-//! through shared memory, [`Endpoint::note_busy`]).
+//! cores. Every wait goes through a [`Backoff`]: a spin (none when ranks
+//! outnumber cores), then `sched_yield`, then sleeps that double up to a cap.
+//! Where the completion queue has a wait object (`tcp`, `sockets`), the
+//! background thread blocks on its file descriptor instead. The background
+//! thread also stays out of the way while the application itself is making
+//! progress, and polls only every 10 ms while the application is busy in
+//! calls that do not poll (collectives through shared memory,
+//! [`Endpoint::note_busy`]).
 //!
 //! [`Endpoint::note_busy`]: crate::Endpoint::note_busy
 
@@ -58,19 +59,32 @@ pub enum Pause {
     Sleep(Duration),
 }
 
-/// How long a wait polls without pausing, when the host has a core for
-/// every rank.
-pub const DEFAULT_SPIN: Duration = Duration::from_micros(20);
-/// Until when a wait yields between polls before it starts sleeping.
-const YIELD_UNTIL: Duration = Duration::from_millis(1);
+/// How long a wait polls without pausing when the host has a core for
+/// every rank (when ranks outnumber cores, [`World::init`] sets none):
+/// longer than a scheduler tick (4 ms at Linux's `HZ=250`), so that a rank
+/// waits out, polling, a peer that lost its core to another task for a
+/// time slice, as MPI libraries do (MPICH never stops polling). A wait
+/// that yields sooner hands its core to that task whenever it outlasts
+/// the spin, and the two ranks then wait for each other by turns. 2 ranks
+/// on 2 cores beside one busy loop at `nice 19`: the benchmark's
+/// collectives of 8 B to 512 B took 45-60 us each with a spin of 20 us,
+/// about 410 us with 200 us and 0.76-2 ms with 1 ms, against MPICH's
+/// 0.35-1.1 us; with 5 ms, 10 ms and 100 ms, as long as MPICH's or less
+/// (lowest row 0.98x).
+///
+/// [`World::init`]: crate::World::init
+pub const DEFAULT_SPIN: Duration = Duration::from_millis(10);
+/// How long a wait yields between polls, after its spin, before it starts
+/// sleeping.
+const YIELD_FOR: Duration = Duration::from_millis(1);
 /// The first sleep.
 const FIRST_SLEEP: Duration = Duration::from_micros(4);
 
 /// A spin, yield, then sleep schedule for polling loops, by time waited so
-/// far: polls back to back for a while (20 us by default: most completions
-/// on one host arrive within that; none when ranks outnumber cores, where
-/// spinning takes the core from the rank being waited for), yields between
-/// polls until 1 ms, then sleeps in doubling steps up to a cap. Pure:
+/// far: polls back to back for a while ([`DEFAULT_SPIN`] by default; none
+/// when ranks outnumber cores, where spinning takes the core from the rank
+/// being waited for), yields between polls for 1 ms more, then sleeps in
+/// doubling steps up to a cap. Pure:
 /// [`Backoff::next_pause`] says what to do for a given elapsed time;
 /// [`Backoff::pause`] does it.
 #[derive(Debug, Clone)]
@@ -113,7 +127,7 @@ impl Backoff {
     pub fn next_pause(&mut self, elapsed: Duration) -> Pause {
         if elapsed < self.spin {
             Pause::Spin
-        } else if elapsed < YIELD_UNTIL {
+        } else if elapsed < self.spin + YIELD_FOR {
             Pause::Yield
         } else {
             let sleep = self.sleep;
@@ -138,7 +152,7 @@ impl Backoff {
         let elapsed = self.elapsed;
         match self.next_pause(elapsed) {
             // Back to back: a PAUSE instruction per poll showed in 8-byte
-            // message latency, and the spin phase lasts 20 us only.
+            // message latency, and a rank spins only on a core of its own.
             Pause::Spin => {}
             Pause::Yield => std::thread::yield_now(),
             Pause::Sleep(d) => std::thread::sleep(d),
@@ -157,12 +171,12 @@ mod tests {
 
     #[test]
     fn spins_then_yields_then_sleeps_up_to_the_cap() {
-        let mut b = Backoff::new(us(100));
+        let mut b = Backoff::with_spin(us(20), us(100));
         assert_eq!(b.next_pause(us(0)), Pause::Spin);
         assert_eq!(b.next_pause(us(19)), Pause::Spin);
         assert_eq!(b.next_pause(us(20)), Pause::Yield);
-        assert_eq!(b.next_pause(us(999)), Pause::Yield);
-        let sleeps: Vec<Pause> = (0..8).map(|i| b.next_pause(us(1000 + i))).collect();
+        assert_eq!(b.next_pause(us(1019)), Pause::Yield);
+        let sleeps: Vec<Pause> = (0..8).map(|i| b.next_pause(us(1020 + i))).collect();
         assert_eq!(
             sleeps,
             [4, 8, 16, 32, 64, 100, 100, 100].map(|n| Pause::Sleep(us(n)))
@@ -181,6 +195,8 @@ mod tests {
     fn without_a_spin_phase_it_yields_at_once() {
         let mut b = Backoff::with_spin(Duration::ZERO, us(100));
         assert_eq!(b.next_pause(us(0)), Pause::Yield);
+        assert_eq!(b.next_pause(us(999)), Pause::Yield);
+        assert_eq!(b.next_pause(us(1000)), Pause::Sleep(FIRST_SLEEP));
         b.reset();
         assert_eq!(b.next_pause(us(0)), Pause::Yield);
     }
@@ -188,17 +204,19 @@ mod tests {
     #[test]
     fn reset_starts_over() {
         let mut b = Backoff::new(DEFAULT_MAX_SLEEP);
+        assert_eq!(b.next_pause(DEFAULT_SPIN - us(1)), Pause::Spin);
+        let sleeping = DEFAULT_SPIN + YIELD_FOR;
         for i in 0..100 {
-            b.next_pause(us(2000 + i));
+            b.next_pause(sleeping + us(i));
         }
-        assert_eq!(b.next_pause(us(5000)), Pause::Sleep(DEFAULT_MAX_SLEEP));
+        assert_eq!(b.next_pause(sleeping), Pause::Sleep(DEFAULT_MAX_SLEEP));
         b.reset();
-        assert_eq!(b.next_pause(us(5000)), Pause::Sleep(FIRST_SLEEP));
+        assert_eq!(b.next_pause(sleeping), Pause::Sleep(FIRST_SLEEP));
     }
 
     #[test]
     fn pause_measures_time_itself() {
-        let mut b = Backoff::new(us(50));
+        let mut b = Backoff::with_spin(us(20), us(50));
         let start = std::time::Instant::now();
         while start.elapsed() < Duration::from_millis(3) {
             b.pause();

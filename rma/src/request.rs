@@ -78,8 +78,9 @@ pub fn wait_any<R: Request>(requests: &mut [R]) -> Result<Option<usize>, Error> 
     })
 }
 
-/// Calls `done` until it yields a value, backing off between calls, for at
-/// most the longest timeout of the requests.
+/// Calls `done` until it yields a value, backing off between calls as the
+/// first request does (its endpoint's discipline), for at most the longest
+/// timeout of the requests.
 fn wait_for<R: Request, T>(
     requests: &mut [R],
     mut done: impl FnMut(&mut [R]) -> Result<Option<T>, Error>,
@@ -89,7 +90,9 @@ fn wait_for<R: Request, T>(
         .map(Request::timeout)
         .max()
         .unwrap_or_default();
-    let mut backoff = Backoff::new(DEFAULT_MAX_SLEEP);
+    let mut backoff = requests
+        .first()
+        .map_or_else(|| Backoff::new(DEFAULT_MAX_SLEEP), Request::backoff);
     loop {
         if let Some(value) = done(requests)? {
             return Ok(Some(value));
