@@ -141,6 +141,33 @@ const DESCRIPTORS: usize = 128;
 /// instead of two.
 const LEND: usize = 64 * 1024;
 
+/// Bytes per member from which an allreduce between 2 members is split
+/// ([`Shared::splits`]). Each member then reduces half of both inputs
+/// instead of all of them, for one step more, whose reduced halves go
+/// through the cells. 2 ranks, one job alternating split and unsplit
+/// calls, split against unsplit, medians per job:
+///
+/// - calls back to back (20 each): 256 KiB 40-78 against 35-48 us (2x
+///   slower in two jobs of four); 512 KiB faster in five jobs of seven,
+///   1.4-1.9x slower in the other two; 1 MiB 105-163 against 120-181 us, 2
+///   MiB 220-377 against 260-446 us, 4 MiB 643-1190 against 762-1315
+///   us, faster in every job; 32 MiB 7.6-9.6 against 7.6-10.6 ms;
+/// - each call after 20 ms asleep and 64 MiB written elsewhere (caches
+///   and cells cold, as after a compute phase; 10 each, 2 jobs): 2 MiB
+///   609-924 against 660-789 us, slower in three of four medians; 4 MiB
+///   1245-1443 against 1295-1939 us, 8 MiB 2.8-3.1 against 2.9-3.6 ms,
+///   16 MiB 5.2-6.8 against 6.1-8.1 ms, 32 MiB 8.0-10.6 against
+///   9.0-11.7 ms, faster in 15 of 16;
+/// - in the benchmark (4 runs against 4 of the code before, alternating),
+///   2 MiB took 207-621 against 235-292 us when split from 1 MiB, 32 MiB
+///   7.5-10.2 against 8.8-10.9 ms.
+///
+/// So from 4 MiB. The nonblocking allreduce measured the same. A reduce
+/// to one root gained less, and not at every size (calls back to back:
+/// 2 MiB and 8 MiB either way, 4 MiB slower in two jobs of three, 32 MiB
+/// 6.5-6.6 against 6.9-7.1 ms in two jobs); it stays unsplit.
+const PAIR_SPLITS_FROM: usize = 4 << 20;
+
 /// Bytes an allgather that lends whole, with an output of
 /// [`INTERLEAVE_FROM`] bytes or more, copies of its own block, then reads
 /// of each peer's, before it goes on to the next such bytes: a peer then
@@ -404,14 +431,17 @@ impl<'e> Shared<'e> {
     /// split), 512 KiB 516-598 -> 291-449 us, 2 MiB 1.8-2.0 -> 0.81-1.4
     /// ms, 8 MiB 6.0-6.8 -> 4.2-4.4 ms, 32 MiB 15-35 -> 18-25 ms. 3 ranks:
     /// allreduce 2 MiB 1.4-1.5 -> 0.72-0.80 ms, reduce 2 MiB 0.96-1.8 ->
-    /// 0.61-0.89 ms. At 2 ranks an allreduce loses below 2 MiB (64 KiB
-    /// 13-23 against 30-42 us, 256 KiB 43-61 against 83-135 us): each
-    /// member's work halves no more than the extra step costs; it stays
-    /// unsplit. Reduced blocks lent instead of in cells measured the same
-    /// within noise (4 ranks, 256 KiB 161-239 us, 2 MiB 0.98-1.5 ms); in
-    /// cells, no peer reads the lines their owner writes next.
+    /// 0.61-0.89 ms. 2 members split an allreduce from
+    /// [`PAIR_SPLITS_FROM`] bytes and never a reduce to one root. Reduced
+    /// blocks lent instead of in cells measured the same within noise (4
+    /// ranks, 256 KiB 161-239 us, 2 MiB 0.98-1.5 ms); in cells, no peer
+    /// reads the lines their owner writes next.
     fn splits(&self, root: Option<u32>, bytes: usize) -> bool {
-        self.n >= 3 && self.lends_whole(bytes) && (root.is_none() || bytes > CELL)
+        self.lends_whole(bytes)
+            && match root {
+                None => self.n >= 3 || (self.n == 2 && bytes >= PAIR_SPLITS_FROM),
+                Some(_) => self.n >= 3 && bytes > CELL,
+            }
     }
 
     /// Whether a gather (or allgather) of `counts` lends every
@@ -1703,6 +1733,7 @@ mod tests {
     #[test]
     fn split_blocks_cover_the_input_in_rank_order_on_cache_lines() {
         for (len, n, size) in [
+            (8192, 2, 8),
             (8192, 3, 8),
             (8193, 4, 8),
             (65_536, 7, 4),
@@ -1728,6 +1759,8 @@ mod tests {
     fn a_split_reduction_goes_in_chunks_of_a_cell_per_member() {
         let cell = CELL / 8;
         for (len, n) in [
+            (PAIR_SPLITS_FROM / 8, 2),
+            (PAIR_SPLITS_FROM / 8 + 3, 2),
             (4 * cell, 4),
             (4 * cell + 1, 4),
             (10 * cell + 77, 3),

@@ -230,6 +230,34 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             || format!("{tag} blocking calls with a run in flight"),
         );
     }
+    // A large allreduce, blocking and nonblocking: 4 MiB per member and a
+    // little more (2 members split it from there), not a whole number of
+    // chunks.
+    let count = (4 << 20) / 8 + 77;
+    let input: Vec<i64> = (0..count).map(|i| value(me, i)).collect();
+    let sum = |i: usize| (0..n).map(|r| value(r, i)).sum::<i64>();
+    for (name, op) in ops(&[("sum", Builtin::Sum)]) {
+        let want = |i: usize| if name == "sum" { sum(i) } else { value(0, i) };
+        let mut out = vec![0i64; count];
+        must(me, "allreduce", comm.allreduce(&input, &mut out, &op));
+        check(
+            me,
+            out.iter().enumerate().all(|(i, v)| *v == want(i)),
+            || format!("{tag} allreduce {name} {count}"),
+        );
+    }
+    let sum_op = Op::Builtin(Builtin::Sum);
+    let pending = must(
+        me,
+        "iallreduce",
+        comm.iallreduce(input, vec![0i64; count], &sum_op),
+    );
+    let out = must(me, "buffers", pending.into_buffers()).output;
+    check(
+        me,
+        out.iter().enumerate().all(|(i, v)| *v == sum(i)),
+        || format!("{tag} iallreduce {count}"),
+    );
     // v-collectives with uneven and zero counts.
     let counts: Vec<usize> = (0..n).map(|r| ((r * 3) % 4) as usize).collect();
     let (mine, concat) = blocks(me, &counts);
