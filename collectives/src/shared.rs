@@ -162,11 +162,23 @@ const LEND: usize = 64 * 1024;
 ///   2 MiB took 207-621 against 235-292 us when split from 1 MiB, 32 MiB
 ///   7.5-10.2 against 8.8-10.9 ms.
 ///
-/// So from 4 MiB. The nonblocking allreduce measured the same. A reduce
-/// to one root gained less, and not at every size (calls back to back:
-/// 2 MiB and 8 MiB either way, 4 MiB slower in two jobs of three, 32 MiB
-/// 6.5-6.6 against 6.9-7.1 ms in two jobs); it stays unsplit.
-const PAIR_SPLITS_FROM: usize = 4 << 20;
+/// So from 4 MiB. The nonblocking allreduce measured the same.
+const PAIR_ALLREDUCE_SPLITS_FROM: usize = 4 << 20;
+
+/// Bytes per member from which a reduce to one root between 2 members is
+/// split ([`Shared::splits`]): each member reduces half of both inputs,
+/// and the root then reads the other's half. Timed as
+/// [`PAIR_ALLREDUCE_SPLITS_FROM`], until both members are done (3 jobs
+/// each way), split against unsplit:
+///
+/// - calls back to back: 2 MiB 272-326 against 291-354 us; 4 MiB
+///   914-967 against 650-1039 us (slower in two jobs of three); 8 MiB
+///   1993-2067 against 1757-2156 us (slower in one); 16 MiB 3.7-4.5
+///   against 4.0-4.8 ms and 32 MiB 8.7-9.3 against 9.2-10.0 ms, faster
+///   in every job;
+/// - with caches cold: faster in every job from 4 MiB (1.1-1.3 against
+///   1.3-1.5 ms) to 32 MiB (8.9-10.8 against 9.0-12.5 ms).
+const PAIR_REDUCE_SPLITS_FROM: usize = 16 << 20;
 
 /// Bytes an allgather that lends whole, with an output of
 /// [`INTERLEAVE_FROM`] bytes or more, copies of its own block, then reads
@@ -432,15 +444,19 @@ impl<'e> Shared<'e> {
     /// ms, 8 MiB 6.0-6.8 -> 4.2-4.4 ms, 32 MiB 15-35 -> 18-25 ms. 3 ranks:
     /// allreduce 2 MiB 1.4-1.5 -> 0.72-0.80 ms, reduce 2 MiB 0.96-1.8 ->
     /// 0.61-0.89 ms. 2 members split an allreduce from
-    /// [`PAIR_SPLITS_FROM`] bytes and never a reduce to one root. Reduced
+    /// [`PAIR_ALLREDUCE_SPLITS_FROM`] bytes and a reduce to one root from
+    /// [`PAIR_REDUCE_SPLITS_FROM`]. Reduced
     /// blocks lent instead of in cells measured the same within noise (4
     /// ranks, 256 KiB 161-239 us, 2 MiB 0.98-1.5 ms); in cells, no peer
     /// reads the lines their owner writes next.
     fn splits(&self, root: Option<u32>, bytes: usize) -> bool {
         self.lends_whole(bytes)
-            && match root {
-                None => self.n >= 3 || (self.n == 2 && bytes >= PAIR_SPLITS_FROM),
-                Some(_) => self.n >= 3 && bytes > CELL,
+            && match (self.n, root) {
+                (0..=1, _) => false,
+                (2, None) => bytes >= PAIR_ALLREDUCE_SPLITS_FROM,
+                (2, Some(_)) => bytes >= PAIR_REDUCE_SPLITS_FROM,
+                (_, None) => true,
+                (_, Some(_)) => bytes > CELL,
             }
     }
 
@@ -1759,8 +1775,8 @@ mod tests {
     fn a_split_reduction_goes_in_chunks_of_a_cell_per_member() {
         let cell = CELL / 8;
         for (len, n) in [
-            (PAIR_SPLITS_FROM / 8, 2),
-            (PAIR_SPLITS_FROM / 8 + 3, 2),
+            (PAIR_ALLREDUCE_SPLITS_FROM / 8, 2),
+            (PAIR_REDUCE_SPLITS_FROM / 8 + 3, 2),
             (4 * cell, 4),
             (4 * cell + 1, 4),
             (10 * cell + 77, 3),

@@ -230,10 +230,10 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             || format!("{tag} blocking calls with a run in flight"),
         );
     }
-    // A large allreduce, blocking and nonblocking: 4 MiB per member and a
-    // little more (2 members split it from there), not a whole number of
-    // chunks.
-    let count = (4 << 20) / 8 + 77;
+    // Large reductions, blocking and nonblocking: 16 MiB per member and a
+    // little more (2 members split an allreduce from 4 MiB, a reduce to
+    // one root from 16 MiB), not a whole number of chunks.
+    let count = (16 << 20) / 8 + 77;
     let input: Vec<i64> = (0..count).map(|i| value(me, i)).collect();
     let sum = |i: usize| (0..n).map(|r| value(r, i)).sum::<i64>();
     for (name, op) in ops(&[("sum", Builtin::Sum)]) {
@@ -244,6 +244,14 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             me,
             out.iter().enumerate().all(|(i, v)| *v == want(i)),
             || format!("{tag} allreduce {name} {count}"),
+        );
+        let root = (n - 1).min(1);
+        let mut out = vec![0i64; if me == root { count } else { 0 }];
+        must(me, "reduce", comm.reduce(root, &input, &mut out, &op));
+        check(
+            me,
+            out.iter().enumerate().all(|(i, v)| *v == want(i)),
+            || format!("{tag} reduce {name} {count}"),
         );
     }
     let sum_op = Op::Builtin(Builtin::Sum);
