@@ -64,6 +64,38 @@ fn ops(builtins: &[(&'static str, Builtin)]) -> Vec<(&'static str, Op<i64>)> {
     ops
 }
 
+/// Checks an allreduce and a reduce (to rank 1, or 0 alone) of `input`
+/// with each of `builtins` and "first" (see `ops`) against the serial
+/// reference.
+fn reductions(comm: &Comm, tag: &str, input: &[i64], builtins: &[(&'static str, Builtin)]) {
+    let (me, n, count) = (comm.rank(), comm.group().size(), input.len());
+    for (name, op) in ops(builtins) {
+        let want = |i: usize| {
+            let all = (0..n).map(|r| value(r, i));
+            match name {
+                "sum" => all.sum::<i64>(),
+                "max" => all.max().unwrap_or(0),
+                _ => value(0, i),
+            }
+        };
+        let mut out = vec![0i64; count];
+        must(me, "allreduce", comm.allreduce(input, &mut out, &op));
+        check(
+            me,
+            out.iter().enumerate().all(|(i, v)| *v == want(i)),
+            || format!("{tag} allreduce {name} {count}"),
+        );
+        let root = (n - 1).min(1);
+        let mut out = vec![0i64; if me == root { count } else { 0 }];
+        must(me, "reduce", comm.reduce(root, input, &mut out, &op));
+        check(
+            me,
+            out.iter().enumerate().all(|(i, v)| *v == want(i)),
+            || format!("{tag} reduce {name} {count}"),
+        );
+    }
+}
+
 fn run(comm: &Comm, tag: &str) -> Vec<String> {
     let (me, n) = (comm.rank(), comm.group().size());
     let mut used = Vec::new();
@@ -89,31 +121,12 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
         used.push(chosen(comm, Collective::Bcast, "bytes", bytes, true));
         // reduce and allreduce: sum, max, "first" (see `ops`).
         let input: Vec<i64> = (0..count).map(|i| value(me, i)).collect();
-        for (name, op) in ops(&[("sum", Builtin::Sum), ("max", Builtin::Max)]) {
-            let want = |i: usize| {
-                let all = (0..n).map(|r| value(r, i));
-                match name {
-                    "sum" => all.sum::<i64>(),
-                    "max" => all.max().unwrap_or(0),
-                    _ => value(0, i),
-                }
-            };
-            let mut out = vec![0i64; count];
-            must(me, "allreduce", comm.allreduce(&input, &mut out, &op));
-            check(
-                me,
-                out.iter().enumerate().all(|(i, v)| *v == want(i)),
-                || format!("{tag} allreduce {name} {count}"),
-            );
-            let root = (n - 1).min(1);
-            let mut out = vec![0i64; if me == root { count } else { 0 }];
-            must(me, "reduce", comm.reduce(root, &input, &mut out, &op));
-            check(
-                me,
-                out.iter().enumerate().all(|(i, v)| *v == want(i)),
-                || format!("{tag} reduce {name} {count}"),
-            );
-        }
+        reductions(
+            comm,
+            tag,
+            &input,
+            &[("sum", Builtin::Sum), ("max", Builtin::Max)],
+        );
         used.push(chosen(comm, Collective::Allreduce, "i64", bytes, true));
         // Nonblocking allreduce, bcast, barrier, reduce (max, to the last
         // rank) and allgatherv (uneven counts) overlapped.
@@ -235,25 +248,8 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
     // one root from 16 MiB), not a whole number of chunks.
     let count = (16 << 20) / 8 + 77;
     let input: Vec<i64> = (0..count).map(|i| value(me, i)).collect();
+    reductions(comm, tag, &input, &[("sum", Builtin::Sum)]);
     let sum = |i: usize| (0..n).map(|r| value(r, i)).sum::<i64>();
-    for (name, op) in ops(&[("sum", Builtin::Sum)]) {
-        let want = |i: usize| if name == "sum" { sum(i) } else { value(0, i) };
-        let mut out = vec![0i64; count];
-        must(me, "allreduce", comm.allreduce(&input, &mut out, &op));
-        check(
-            me,
-            out.iter().enumerate().all(|(i, v)| *v == want(i)),
-            || format!("{tag} allreduce {name} {count}"),
-        );
-        let root = (n - 1).min(1);
-        let mut out = vec![0i64; if me == root { count } else { 0 }];
-        must(me, "reduce", comm.reduce(root, &input, &mut out, &op));
-        check(
-            me,
-            out.iter().enumerate().all(|(i, v)| *v == want(i)),
-            || format!("{tag} reduce {name} {count}"),
-        );
-    }
     let sum_op = Op::Builtin(Builtin::Sum);
     let pending = must(
         me,
