@@ -69,8 +69,8 @@ pub enum Pause {
 /// on 2 cores beside one busy loop at `nice 19`: the benchmark's
 /// collectives of 8 B to 512 B took 45-60 us each with a spin of 20 us,
 /// about 410 us with 200 us and 0.76-2 ms with 1 ms, against MPICH's
-/// 0.35-1.1 us; with 5 ms, 10 ms and 100 ms, as long as MPICH's or less
-/// (lowest row 0.98x). Beside a busy loop at the ranks' own priority (a
+/// 0.35-1.1 us; with 5 ms, 10 ms and 100 ms, about as long as MPICH's
+/// or less (lowest row 0.98x). Beside a busy loop at the ranks' own priority (a
 /// core's worth of work that never ends: ranks outnumber the free cores
 /// in effect) the spin holds a core that loop could have, and a large
 /// call whose ranks wait for each other's copies loses some: of 48 rows,

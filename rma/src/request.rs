@@ -18,7 +18,8 @@ pub trait Request {
     fn timeout(&self) -> std::time::Duration;
 
     /// The waiting discipline for this request (its endpoint's, for
-    /// requests on an endpoint).
+    /// requests on an endpoint; otherwise [`Backoff::new`]'s, which spins
+    /// as a rank with a core of its own does).
     fn backoff(&self) -> Backoff {
         Backoff::new(DEFAULT_MAX_SLEEP)
     }
