@@ -180,6 +180,21 @@ const PAIR_ALLREDUCE_SPLITS_FROM: usize = 4 << 20;
 ///   1.3-1.5 ms) to 32 MiB (8.9-10.8 against 9.0-12.5 ms).
 const PAIR_REDUCE_SPLITS_FROM: usize = 16 << 20;
 
+/// Whether a reduction among `n` members whose inputs of `bytes` each
+/// are lent whole is split ([`Shared::splits`]), to one root
+/// (`to_root`) or to all: among 3 or more, an allreduce always and a
+/// reduce above a cell; between 2, from [`PAIR_ALLREDUCE_SPLITS_FROM`]
+/// and [`PAIR_REDUCE_SPLITS_FROM`]; alone, never.
+fn splits_lent(n: u32, to_root: bool, bytes: usize) -> bool {
+    match (n, to_root) {
+        (0..=1, _) => false,
+        (2, false) => bytes >= PAIR_ALLREDUCE_SPLITS_FROM,
+        (2, true) => bytes >= PAIR_REDUCE_SPLITS_FROM,
+        (_, false) => true,
+        (_, true) => bytes > CELL,
+    }
+}
+
 /// Bytes an allgather that lends whole, with an output of
 /// [`INTERLEAVE_FROM`] bytes or more, copies of its own block, then reads
 /// of each peer's, before it goes on to the next such bytes: a peer then
@@ -443,21 +458,12 @@ impl<'e> Shared<'e> {
     /// split), 512 KiB 516-598 -> 291-449 us, 2 MiB 1.8-2.0 -> 0.81-1.4
     /// ms, 8 MiB 6.0-6.8 -> 4.2-4.4 ms, 32 MiB 15-35 -> 18-25 ms. 3 ranks:
     /// allreduce 2 MiB 1.4-1.5 -> 0.72-0.80 ms, reduce 2 MiB 0.96-1.8 ->
-    /// 0.61-0.89 ms. 2 members split an allreduce from
-    /// [`PAIR_ALLREDUCE_SPLITS_FROM`] bytes and a reduce to one root from
-    /// [`PAIR_REDUCE_SPLITS_FROM`]. Reduced
-    /// blocks lent instead of in cells measured the same within noise (4
-    /// ranks, 256 KiB 161-239 us, 2 MiB 0.98-1.5 ms); in cells, no peer
-    /// reads the lines their owner writes next.
+    /// 0.61-0.89 ms. 2 members split from larger sizes
+    /// ([`splits_lent`]). Reduced blocks lent instead of in cells measured
+    /// the same within noise (4 ranks, 256 KiB 161-239 us, 2 MiB 0.98-1.5
+    /// ms); in cells, no peer reads the lines their owner writes next.
     fn splits(&self, root: Option<u32>, bytes: usize) -> bool {
-        self.lends_whole(bytes)
-            && match (self.n, root) {
-                (0..=1, _) => false,
-                (2, None) => bytes >= PAIR_ALLREDUCE_SPLITS_FROM,
-                (2, Some(_)) => bytes >= PAIR_REDUCE_SPLITS_FROM,
-                (_, None) => true,
-                (_, Some(_)) => bytes > CELL,
-            }
+        self.lends_whole(bytes) && splits_lent(self.n, root.is_some(), bytes)
     }
 
     /// Whether a gather (or allgather) of `counts` lends every
@@ -1769,6 +1775,18 @@ mod tests {
         // Fewer elements than lines: the first block takes them all.
         assert_eq!(split_block(5, 4, 8, 0), 0..5);
         assert_eq!(split_block(5, 4, 8, 1), 5..5);
+    }
+
+    #[test]
+    fn two_members_split_only_large_reductions_three_or_more_split_lent_ones() {
+        assert!(!splits_lent(1, false, PAIR_REDUCE_SPLITS_FROM));
+        assert!(!splits_lent(2, false, PAIR_ALLREDUCE_SPLITS_FROM - 1));
+        assert!(splits_lent(2, false, PAIR_ALLREDUCE_SPLITS_FROM));
+        assert!(!splits_lent(2, true, PAIR_REDUCE_SPLITS_FROM - 1));
+        assert!(splits_lent(2, true, PAIR_REDUCE_SPLITS_FROM));
+        assert!(splits_lent(3, false, LEND));
+        assert!(!splits_lent(4, true, CELL));
+        assert!(splits_lent(4, true, CELL + 1));
     }
 
     #[test]
