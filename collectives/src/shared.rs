@@ -21,17 +21,26 @@
 //! *steps*,
 //! numbered alike on every member: calls run their steps in the
 //! order they were made (each takes a ticket; a call waits for its turn),
-//! and each call's steps follow from what the members agree on (lengths,
-//! counts). In step `s`:
+//! each call's steps follow from what the members agree on (lengths,
+//! counts), and call `c` of the Comm numbers them from `c * CALL_STEPS +
+//! 1` ([`step_of`]). In step `s`:
 //!
 //! 1. a member that publishes waits until every peer's `released` is at
-//!    least `s - CELLS` (nobody still reads cell `s % CELLS`), copies its
-//!    piece into that cell (or its header);
+//!    least the step it last published in cell `s % CELLS` (nobody still
+//!    reads that cell), copies its piece into the cell (or its header);
 //! 2. every member stores `s` in the flag of its cell `s % CELLS`
 //!    (arrived);
 //! 3. it reads what it needs from the peers' cells of step `s`, each after
 //!    that peer's flag of the cell reached `s`;
 //! 4. it stores `released = s`.
+//!
+//! A member whose call fails (counts that do not match, a dead peer, a
+//! timeout) or whose nonblocking call is dropped unfinished gives it up:
+//! it releases every step the call could have and passes the turn to its
+//! next call. The members meet again in their next call, even where the
+//! failed one took them different numbers of steps (a broadcast's root
+//! publishes all its pieces, its readers stop at the first), since that
+//! call's steps are numbered from its call number.
 //!
 //! Contributions larger than a cell go in pieces of [`CELL`] bytes, one
 //! step each (a broadcast up to a cell goes in pieces of 2 KiB, a
@@ -290,10 +299,9 @@ pub(crate) struct Shared<'e> {
     /// broadcasts and reductions to one root then go in small pieces
     /// ([`piece_of`]).
     own_cores: bool,
-    /// The last step begun here, and the last one this member published
-    /// in.
-    step: Cell<u64>,
+    /// The last step this member published in, overall and in each cell.
     published: Cell<u64>,
+    in_cell: [Cell<u64>; CELLS as usize],
     /// A step every peer was last seen to have released.
     released: Cell<u64>,
     /// What quick reductions combine peers' pieces through.
@@ -301,6 +309,9 @@ pub(crate) struct Shared<'e> {
     /// Tickets given to calls, and the ticket whose turn it is.
     tickets: Cell<u64>,
     serving: Cell<u64>,
+    /// Runs given up before their turn came (dropped unfinished): ticket
+    /// and call, abandoned when their turn comes.
+    skipped: RefCell<Vec<(u64, u64)>>,
 }
 
 impl<'e> Shared<'e> {
@@ -326,14 +337,15 @@ impl<'e> Shared<'e> {
             parts,
             own,
             ops: RefCell::default(),
-            step: Cell::new(0),
             published: Cell::new(0),
+            in_cell: Default::default(),
             released: Cell::new(0),
             spill: RefCell::default(),
             cma: onesided_fabric::cma::available(),
             own_cores: rma.endpoint().host_ranks() <= rma.endpoint().host_cpus(),
             tickets: Cell::new(0),
             serving: Cell::new(0),
+            skipped: RefCell::default(),
         })
     }
 
@@ -517,12 +529,29 @@ impl<'e> Shared<'e> {
     /// take its part within the endpoint's timeout.
     pub(crate) fn quick<T: bytemuck::Pod>(
         &self,
+        call: u64,
         shape: &Shape,
         input: &[T],
         output: &mut [T],
         combine: Option<&Combine<T>>,
     ) -> Result<(), Error> {
         self.ep.note_busy();
+        let result = self.quick_steps(call, shape, input, output, combine);
+        if result.is_err() {
+            self.abandon(call);
+        }
+        result
+    }
+
+    /// [`Shared::quick`] but for what an error leaves.
+    fn quick_steps<T: bytemuck::Pod>(
+        &self,
+        call: u64,
+        shape: &Shape,
+        input: &[T],
+        output: &mut [T],
+        combine: Option<&Combine<T>>,
+    ) -> Result<(), Error> {
         // What the call goes in pieces of (a barrier: one step).
         let (elements, publishes) = match shape {
             Shape::Barrier => (1, false),
@@ -536,31 +565,66 @@ impl<'e> Shared<'e> {
         let piece_bytes = self.piece_bytes::<T>(shape, input.len(), output.len());
         let per = (piece_bytes / size_of::<T>().max(1)).max(1);
         // No elements, no step (as a run plans it).
-        for start in (0..elements).step_by(per) {
+        for (k, start) in (0..elements).step_by(per).enumerate() {
             let range = start..(start + per).min(elements);
-            let s = self.step.get() + 1;
+            let s = step_of(call, k)?;
             if publishes {
-                while let Some(p) = self.unreleased(s.saturating_sub(CELLS))? {
-                    self.wait_for(p, RELEASED, s - CELLS)?;
+                let last = self.last_in(s);
+                while let Some(p) = self.unreleased(last)? {
+                    self.wait_for(p, RELEASED, last)?;
                 }
-                self.published.set(s);
+                self.publishing(s);
                 let piece = match shape {
                     Shape::Bcast { .. } => &output[range.clone()],
                     _ => &input[range.clone()],
                 };
                 self.publish(s, piece, Self::unlent::<T>(range.len()), whole)?;
             }
-            self.step.set(s);
             self.arrive(s)?;
             // A reduction's input of the piece (other calls have none).
             let mine = input.get(range.clone()).unwrap_or_default();
-            let done = self.quick_step(shape, s, mine, output, (range, whole), combine);
-            // Released even when the step failed (counts that do not
-            // match): the peers' next calls do not wait for it.
+            self.quick_step(shape, s, mine, output, (range, whole), combine)?;
             self.store(RELEASED, s)?;
-            done?;
         }
         Ok(())
+    }
+
+    /// The step in which this member last published in the cell of step
+    /// `s` (0: none): a member publishes there once every peer released
+    /// it.
+    fn last_in(&self, s: u64) -> u64 {
+        self.in_cell[(s % CELLS) as usize].get()
+    }
+
+    /// Ends the turn of ticket `ticket` (whose turn it is): the next
+    /// ticket's call goes on, or is abandoned if its run was given up.
+    fn pass_turn(&self, ticket: u64) {
+        let mut next = ticket + 1;
+        let mut skipped = self.skipped.borrow_mut();
+        while let Some(i) = skipped.iter().position(|&(t, _)| t == next) {
+            let (_, call) = skipped.swap_remove(i);
+            self.abandon(call);
+            next += 1;
+        }
+        self.serving.set(next);
+    }
+
+    /// Notes that this member publishes in step `s`.
+    fn publishing(&self, s: u64) {
+        self.in_cell[(s % CELLS) as usize].set(s);
+        self.published.set(s);
+    }
+
+    /// Gives up call `call` after an error here (counts that do not
+    /// match, a dead peer, a timeout): this member reads nothing more of
+    /// it, so it releases every step the call could have, and the peers'
+    /// steps in it and their next calls do not wait for it. Members whose
+    /// calls took different numbers of steps meet again in the next call,
+    /// whose steps are numbered from its call number ([`step_of`]).
+    fn abandon(&self, call: u64) {
+        let last = step_of(call + 1, 0).map_or(u64::MAX, |s| s - 1);
+        // Storing into this member's own part cannot fail once made.
+        let _ = self.store(RELEASED, last);
     }
 
     /// What a member does in step `s` of a quick call, once it arrived:
@@ -885,6 +949,31 @@ fn split_plan(len: usize, n: u32, size: usize) -> (impl Fn(usize, u32) -> Range<
     (sub, len.div_ceil(chunk))
 }
 
+/// Steps a call may take: call `c` (the Comm's number of it) numbers its
+/// steps from `c * CALL_STEPS + 1`, so that every member starts each call
+/// at the same step even where an earlier call failed on some members
+/// after different numbers of steps (counts that do not match). 2^20
+/// steps of a cell each are 256 GiB per member; 2^44 calls are 40 days
+/// of calls 0.2 us apart.
+const CALL_STEPS: u64 = 1 << 20;
+
+/// The number of step `k` (from 0) of call `call` ([`CALL_STEPS`]).
+///
+/// # Errors
+/// [`Error::BadCall`] for a step past a call's steps, or past the
+/// numbering.
+fn step_of(call: u64, k: usize) -> Result<u64, Error> {
+    let k = k as u64;
+    (call.checked_mul(CALL_STEPS))
+        .filter(|_| k < CALL_STEPS)
+        .and_then(|first| first.checked_add(k + 1))
+        .ok_or_else(|| {
+            Error::BadCall(format!(
+                "a shared-memory call of more than {CALL_STEPS} steps, or past call 2^44"
+            ))
+        })
+}
+
 /// The byte offset of step `s`'s cell in a member's part.
 fn cell(s: u64) -> usize {
     DATA + (s % CELLS) as usize * CELL
@@ -1014,6 +1103,8 @@ enum Op {
 pub(crate) struct Run<'e> {
     shared: Rc<Shared<'e>>,
     shape: Shape,
+    /// The Comm's number of the call (its steps are numbered from it).
+    call: u64,
     ticket: u64,
     /// The call's next step (0-based within the call).
     k: usize,
@@ -1028,16 +1119,25 @@ pub(crate) struct Run<'e> {
     /// The last step in which this member lent its memory (0: none).
     lent: u64,
     finished: bool,
+    gave_up: bool,
+}
+
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        self.give_up();
+    }
 }
 
 impl<'e> Run<'e> {
-    /// A call of `shape`, after the calls made before it.
-    pub(crate) fn new(shared: Rc<Shared<'e>>, shape: Shape) -> Run<'e> {
+    /// Call `call` (the Comm's number of it: later calls have larger
+    /// ones) of `shape`, after the calls made before it.
+    pub(crate) fn new(shared: Rc<Shared<'e>>, shape: Shape, call: u64) -> Run<'e> {
         let ticket = shared.tickets.get();
         shared.tickets.set(ticket + 1);
         Run {
             shared,
             shape,
+            call,
             ticket,
             k: 0,
             current: None,
@@ -1046,6 +1146,7 @@ impl<'e> Run<'e> {
             blocked_on: None,
             lent: 0,
             finished: false,
+            gave_up: false,
         }
     }
 
@@ -1117,6 +1218,24 @@ impl<'e> Run<'e> {
         self.lent > 0 && !self.finished
     }
 
+    /// Gives up the run after an error, or unfinished when dropped (a
+    /// timeout, a nonblocking call dropped): [`Shared::abandon`]s its
+    /// call when it is its turn (at once, or once the calls before it are
+    /// done), so that this member's later calls go on. A run given up
+    /// fails if advanced again.
+    fn give_up(&mut self) {
+        if self.finished || self.gave_up {
+            return;
+        }
+        self.gave_up = true;
+        if self.shared.serving.get() == self.ticket {
+            self.shared.abandon(self.call);
+            self.shared.pass_turn(self.ticket);
+        } else {
+            (self.shared.skipped.borrow_mut()).push((self.ticket, self.call));
+        }
+    }
+
     /// The member the run was last blocked on (group rank).
     pub(crate) fn waiting_for(&self) -> Option<u32> {
         self.blocked_on
@@ -1128,6 +1247,24 @@ impl<'e> Run<'e> {
     /// A dead peer; window errors; [`Error::BadCall`] when the members'
     /// alltoallv counts disagree.
     pub(crate) fn advance<T: bytemuck::Pod>(
+        &mut self,
+        input: &[T],
+        output: &mut [T],
+        scratch: &mut [T],
+        combine: Option<&Combine<T>>,
+    ) -> Result<bool, Error> {
+        if self.gave_up {
+            return Err(Error::BadCall("advancing a call that failed".into()));
+        }
+        let result = self.go_on(input, output, scratch, combine);
+        if result.is_err() {
+            self.give_up();
+        }
+        result
+    }
+
+    /// [`Run::advance`] but for what an error leaves.
+    fn go_on<T: bytemuck::Pod>(
         &mut self,
         input: &[T],
         output: &mut [T],
@@ -1158,19 +1295,17 @@ impl<'e> Run<'e> {
                             return Ok(false);
                         }
                         self.finished = true;
-                        shared.serving.set(self.ticket + 1);
+                        shared.pass_turn(self.ticket);
                         return Ok(true);
                     };
-                    let s = shared.step.get() + 1;
+                    let s = step_of(self.call, self.k)?;
                     if publish != Publish::Nothing {
                         // Nobody still reads the cell's previous contents.
-                        if let Some(p) = shared.unreleased(s.saturating_sub(CELLS))? {
+                        if let Some(p) = shared.unreleased(shared.last_in(s))? {
                             self.blocked_on = Some(p);
                             return Ok(false);
                         }
-                    }
-                    if publish != Publish::Nothing {
-                        shared.published.set(s);
+                        shared.publishing(s);
                     }
                     let place = match publish {
                         Publish::Nothing => None,
@@ -1211,7 +1346,6 @@ impl<'e> Run<'e> {
                     if place == Some(Place::Lent) {
                         self.lent = s;
                     }
-                    shared.step.set(s);
                     shared.arrive(s)?;
                     self.current = Some(s);
                     self.done_ops = 0;
@@ -1787,6 +1921,24 @@ mod tests {
         assert!(splits_lent(3, false, LEND));
         assert!(!splits_lent(4, true, CELL));
         assert!(splits_lent(4, true, CELL + 1));
+    }
+
+    #[test]
+    fn each_call_numbers_its_steps_from_its_call_number() {
+        assert_eq!(step_of(0, 0).unwrap(), 1);
+        assert_eq!(step_of(3, 0).unwrap(), 3 * CALL_STEPS + 1);
+        assert_eq!(step_of(3, 9).unwrap(), 3 * CALL_STEPS + 10);
+        // A call's last step comes before the next call's first, and what
+        // a call that gives up releases covers the one but not the other.
+        let last = step_of(3, CALL_STEPS as usize - 1).unwrap();
+        assert_eq!(last, 4 * CALL_STEPS);
+        assert_eq!(last + 1, step_of(4, 0).unwrap());
+        assert!(step_of(3, CALL_STEPS as usize).is_err());
+        assert!(step_of(1 << 44, 0).is_err());
+        assert!(step_of((1 << 44) - 1, CALL_STEPS as usize - 2).is_ok());
+        assert!(step_of((1 << 44) - 1, CALL_STEPS as usize - 1).is_err());
+        // Cells go round from the first step of every call.
+        assert_eq!(step_of(5, 0).unwrap() % CELLS, 1);
     }
 
     #[test]

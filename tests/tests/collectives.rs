@@ -230,9 +230,11 @@ fn counts_that_do_not_match_give_an_error_naming_the_member() {
     for r in 1..3 {
         out.assert_stdout_has(&format!("rank {r}: bcast mismatch: "));
         out.assert_stdout_has(&format!("rank {r}: linear bcast mismatch: "));
+        out.assert_stdout_has(&format!("rank {r}: large bcast mismatch: "));
     }
     for r in 0..3 {
         out.assert_stdout_has(&format!("rank {r}: allreduce mismatch: "));
+        out.assert_stdout_has(&format!("rank {r}: large allreduce mismatch: "));
         out.assert_stdout_has(&format!("rank {r}: mismatch ok"));
     }
 }

@@ -405,11 +405,13 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
 
 /// `coll-check mismatch` (one host: shared memory): members that pass
 /// counts that do not match get an error naming the member that differs,
-/// not its stale bytes, and the Comm goes on (each such call took one
-/// step everywhere): a broadcast where the root has 10 elements and the
-/// others 20, in shared memory and then with the linear (message)
-/// algorithm forced, an allreduce where rank 1 has 5 and the others 3,
-/// then a right allreduce. The caller then drops the Comm and finalizes,
+/// not its stale bytes, and the Comm goes on: a broadcast where the root
+/// has 10 elements and the others 20, in shared memory and then with the
+/// linear (message) algorithm forced; one of 8192 and 16384 (the root
+/// takes 32 steps, the others fail at their first); allreduces where rank
+/// 1 has 5 and the others 3, then 300000 and 100000; two nonblocking
+/// allreduces dropped unfinished everywhere, the later one first; then a
+/// right allreduce. The caller then drops the Comm and finalizes,
 /// as a program ends: a rank that exited at once took its memory with it
 /// while a peer that had not read it yet still needed it.
 fn mismatch(comm: &Comm) {
@@ -430,22 +432,43 @@ fn mismatch(comm: &Comm) {
         }
     }
     must(me, "force", comm.force(Collective::Bcast, None));
-    let input = vec![1i64; if me == 1 { 5 } else { 3 }];
-    let mut out = vec![0i64; input.len()];
-    let sum = Op::Builtin(Builtin::Sum);
-    match comm.allreduce(&input, &mut out, &sum) {
-        Ok(()) => check(me, false, || "a mismatched allreduce succeeded".into()),
+    // Larger: the root's call takes 32 steps, the others' would take 64
+    // (they fail at the first); the calls after meet again.
+    let mut large = vec![7i64; if me == 0 { 8192 } else { 16384 }];
+    match comm.bcast(0, &mut large) {
+        Ok(()) => check(me, me == 0, || "a mismatched large bcast succeeded".into()),
         Err(e) => {
             let text = e.to_string();
-            let differs = if me == 1 {
-                "passed 24 bytes"
-            } else {
-                "group rank 1 passed 40"
-            };
-            check(me, text.contains(differs), || format!("allreduce: {text}"));
-            println!("rank {me}: allreduce mismatch: {text}");
+            let says = "group rank 0 passed 65536 bytes";
+            check(me, text.contains(says), || format!("large bcast: {text}"));
+            println!("rank {me}: large bcast mismatch: {text}");
         }
     }
+    let sum = Op::Builtin(Builtin::Sum);
+    for (what, small, large) in [("allreduce", 3, 5), ("large allreduce", 100_000, 300_000)] {
+        let input = vec![1i64; if me == 1 { large } else { small }];
+        let mut out = vec![0i64; input.len()];
+        match comm.allreduce(&input, &mut out, &sum) {
+            Ok(()) => check(me, false, || format!("a mismatched {what} succeeded")),
+            Err(e) => {
+                let text = e.to_string();
+                let differs = if me == 1 {
+                    format!("passed {} bytes", small * 8)
+                } else {
+                    format!("group rank 1 passed {}", large * 8)
+                };
+                check(me, text.contains(&differs), || format!("{what}: {text}"));
+                println!("rank {me}: {what} mismatch: {text}");
+            }
+        }
+    }
+    // Nonblocking calls dropped unfinished on every member, the later
+    // one first: the calls after them go on.
+    let start = |len: usize| comm.iallreduce(vec![1i64; len], vec![0; len], &sum);
+    let first = must(me, "iallreduce", start(200_000));
+    let second = must(me, "iallreduce", start(300_000));
+    drop(second);
+    drop(first);
     let mut total = [0i64];
     must(me, "allreduce", comm.allreduce(&[1i64], &mut total, &sum));
     check(me, total[0] == i64::from(n), || format!("after: {total:?}"));
