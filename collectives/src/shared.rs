@@ -26,9 +26,9 @@
 //! 1` ([`step_of`]). In step `s`:
 //!
 //! 1. a member that publishes waits until every peer's `released` is at
-//!    least the step it last published in cell `s % CELLS` (nobody still
+//!    least the step it last published in the cell of `s` ([`cell_of`]; nobody still
 //!    reads that cell), copies its piece into the cell (or its header);
-//! 2. every member stores `s` in the flag of its cell `s % CELLS`
+//! 2. every member stores `s` in the flag of that cell
 //!    (arrived);
 //! 3. it reads what it needs from the peers' cells of step `s`, each after
 //!    that peer's flag of the cell reached `s`;
@@ -113,8 +113,8 @@ use crate::Error;
 /// Bytes of each member's data slot.
 pub const SLOT: usize = 2 << 20;
 
-/// Cells of a slot: step `s` publishes in cell `s % CELLS`, so a member
-/// runs up to `CELLS` steps ahead of its slowest reader (a root's
+/// Cells of a slot: the steps publish in them in turn ([`cell_of`]), so
+/// a member runs up to `CELLS` steps ahead of its slowest reader (a root's
 /// broadcasts do not wait for each reader, and large messages are
 /// written into one cell while the previous one is read).
 const CELLS: u64 = 8;
@@ -593,7 +593,7 @@ impl<'e> Shared<'e> {
     /// `s` (0: none): a member publishes there once every peer released
     /// it.
     fn last_in(&self, s: u64) -> u64 {
-        self.in_cell[(s % CELLS) as usize].get()
+        self.in_cell[cell_of(s)].get()
     }
 
     /// Ends the turn of ticket `ticket` (whose turn it is): the next
@@ -611,7 +611,7 @@ impl<'e> Shared<'e> {
 
     /// Notes that this member publishes in step `s`.
     fn publishing(&self, s: u64) {
-        self.in_cell[(s % CELLS) as usize].set(s);
+        self.in_cell[cell_of(s)].set(s);
         self.published.set(s);
     }
 
@@ -974,9 +974,20 @@ fn step_of(call: u64, k: usize) -> Result<u64, Error> {
         })
 }
 
+/// The cell of step `s` (from [`step_of`]): call `c`'s steps go round
+/// the cells from cell `c % CELLS`, so that calls of one step each take
+/// the cells in turn, as consecutive steps do (a member runs up to
+/// `CELLS` such calls ahead of its slowest reader, and reads a counter of
+/// each peer once in about `CELLS` calls, [`Shared::unreleased`]).
+fn cell_of(s: u64) -> usize {
+    let n = s.saturating_sub(1);
+    let (call, k) = (n / CALL_STEPS, n % CALL_STEPS);
+    ((call + k) % CELLS) as usize
+}
+
 /// The byte offset of step `s`'s cell in a member's part.
 fn cell(s: u64) -> usize {
-    DATA + (s % CELLS) as usize * CELL
+    DATA + cell_of(s) * CELL
 }
 
 /// The byte offset of the header of step `s`'s cell.
@@ -984,7 +995,7 @@ fn header_of(s: u64) -> usize {
     // A pair of lines each: CPUs fetch lines in pairs, so a header polled
     // by a reader shares no pair with the next one being written, and its
     // second line (an inline piece's end) comes with its first.
-    HEADERS + (s % CELLS) as usize * 128
+    HEADERS + cell_of(s) * 128
 }
 
 /// Where a piece is published.
@@ -1034,7 +1045,7 @@ fn counts_place(n: usize) -> Place {
 
 /// The byte offset of the descriptor of step `s`'s cell.
 fn descriptor_of(s: u64) -> usize {
-    DESCRIPTORS + (s % CELLS) as usize * 32
+    DESCRIPTORS + cell_of(s) * 32
 }
 
 /// What a step publishes.
@@ -1937,8 +1948,16 @@ mod tests {
         assert!(step_of(1 << 44, 0).is_err());
         assert!(step_of((1 << 44) - 1, CALL_STEPS as usize - 2).is_ok());
         assert!(step_of((1 << 44) - 1, CALL_STEPS as usize - 1).is_err());
-        // Cells go round from the first step of every call.
-        assert_eq!(step_of(5, 0).unwrap() % CELLS, 1);
+        // One-step calls take the cells in turn, as a call's steps do.
+        let cells = |call: u64, k: usize| cell_of(step_of(call, k).unwrap());
+        assert_eq!(
+            (0..9).map(|c| cells(c, 0)).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4, 5, 6, 7, 0]
+        );
+        assert_eq!(
+            (0..9).map(|k| cells(6, k)).collect::<Vec<_>>(),
+            [6, 7, 0, 1, 2, 3, 4, 5, 6]
+        );
     }
 
     #[test]
@@ -2021,9 +2040,14 @@ mod tests {
     fn unlent_pieces_go_inline_up_to_what_a_header_holds() {
         // A header: the step (8 bytes), then the inline piece, within its
         // slot; headers lie between the descriptors and the data.
-        assert!(INLINED + INLINE <= header_of(1) - header_of(0));
+        let step = |k: usize| step_of(0, k).unwrap();
+        assert!(INLINED + INLINE <= header_of(step(1)) - header_of(step(0)));
         assert!(DESCRIPTORS + CELLS as usize * 32 <= HEADERS);
-        assert!(header_of(CELLS - 1) + INLINED + INLINE <= DATA);
+        assert!(header_of(step(CELLS as usize - 1)) + INLINED + INLINE <= DATA);
+        assert_eq!(
+            header_of(step(CELLS as usize - 1)),
+            header_of(step(0)) + 7 * 128
+        );
         assert_eq!(Shared::unlent::<u8>(INLINE), Place::Inline);
         assert_eq!(Shared::unlent::<u8>(INLINE + 1), Place::Cell);
         assert_eq!(Shared::unlent::<f64>(INLINE / 8), Place::Inline);
