@@ -573,8 +573,14 @@ impl<'e> Inflight<'e> {
     }
 
     /// Whether no run is in flight (a blocking call then has nothing to
-    /// advance but itself).
+    /// advance but itself), once those that completed, failed or were
+    /// dropped are forgotten ([`Inflight::progress`]): a blocking call
+    /// right after a nonblocking one that completed is one as any other.
     pub(crate) fn idle(&self) -> bool {
+        if self.runs.borrow().is_empty() {
+            return true;
+        }
+        self.progress();
         self.runs.borrow().is_empty()
     }
 

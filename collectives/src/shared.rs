@@ -26,10 +26,10 @@
 //! 1` ([`step_of`]). In step `s`:
 //!
 //! 1. a member that publishes waits until every peer's `released` is at
-//!    least the step it last published in the cell of `s` ([`cell_of`]; nobody still
-//!    reads that cell), copies its piece into the cell (or its header);
-//! 2. every member stores `s` in the flag of that cell
-//!    (arrived);
+//!    least the step it last published in the cell of `s` ([`cell_of`]:
+//!    nobody still reads that cell), copies its piece into the cell (or
+//!    its header);
+//! 2. every member stores `s` in the flag of that cell (arrived);
 //! 3. it reads what it needs from the peers' cells of step `s`, each after
 //!    that peer's flag of the cell reached `s`;
 //! 4. it stores `released = s`.
