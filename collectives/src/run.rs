@@ -679,10 +679,9 @@ fn drive<E>(
 /// place (no copies), and [`Run::into_buffers`] hands them back once it is
 /// complete (a call refused with an error drops the buffers handed to
 /// it). Testing it advances every run of its Comm. Dropped before
-/// completion, it leaves the other members' call to fail by timeout, and
-/// (a shared-memory run) this member's later shared-memory calls on the
-/// Comm too, which wait for its turn to end: complete every request, as
-/// MPI requires.
+/// completion, it leaves the other members' call to fail by timeout (a
+/// shared-memory run is given up: this member's later calls go on, see
+/// `shared`): complete every request, as MPI requires.
 ///
 /// Why owned rather than borrowed buffers: the run must stay reachable
 /// from its Comm (any call into the Comm advances it) for as long as it
