@@ -469,6 +469,17 @@ impl<'e> Comm<'e> {
                 }
             }
         }
+        self.the_long_way(checked, input, output)
+    }
+
+    /// Runs a blocking call: chooses its algorithm and makes its plan
+    /// ([`Comm::prepare`]), then runs it ([`Comm::finish`]).
+    fn the_long_way<T: bytemuck::Pod>(
+        &self,
+        checked: Checked<T, impl Fn(&'static str) -> Plan>,
+        input: &[T],
+        output: &mut [T],
+    ) -> Result<(), Error> {
         let call = self.prepare(checked, (input, output))?;
         self.finish(call, input, output)
     }
@@ -620,15 +631,12 @@ impl<'e> Comm<'e> {
     fn barrier_call(&self, blocking: bool) -> Checked<u8, impl Fn(&'static str) -> Plan> {
         let number = self.next_call();
         let (n, me) = (self.group.size(), self.me);
-        Checked {
-            number,
-            shape: Shape::sized(Collective::Barrier, "bytes", 0, true).blocking(blocking),
-            build: move |a: &str| match a {
-                "shared" => Plan::Shared(shared::Shape::Barrier),
-                _ => Plan::Schedule(alg::barrier_dissemination(n, me)),
-            },
-            combine: None,
-        }
+        let shape = Shape::sized(Collective::Barrier, "bytes", 0, true).blocking(blocking);
+        let build = move |a: &str| match a {
+            "shared" => Plan::Shared(shared::Shape::Barrier),
+            _ => Plan::Schedule(alg::barrier_dissemination(n, me)),
+        };
+        Checked::new(number, shape, build, None)
     }
 
     /// Starts a barrier (its first round is posted at once).
@@ -658,19 +666,14 @@ impl<'e> Comm<'e> {
         self.check_root(root)?;
         let (n, me, count) = (self.group.size(), self.me, buf.len());
         let bytes = size_of_val(buf) as u64;
-        Ok(Checked {
-            number,
-            shape: Shape::sized(Collective::Bcast, "bytes", bytes, true).blocking(blocking),
-            build: move |a: &str| match a {
-                "shared" => Plan::Shared(shared::Shape::Bcast { root }),
-                "linear" => Plan::Schedule(alg::bcast_linear(n, me, root, count)),
-                "scatter_allgather" => {
-                    Plan::Schedule(alg::bcast_scatter_allgather(n, me, root, count))
-                }
-                _ => Plan::Schedule(alg::bcast_binomial(n, me, root, count)),
-            },
-            combine: None,
-        })
+        let shape = Shape::sized(Collective::Bcast, "bytes", bytes, true).blocking(blocking);
+        let build = move |a: &str| match a {
+            "shared" => Plan::Shared(shared::Shape::Bcast { root }),
+            "linear" => Plan::Schedule(alg::bcast_linear(n, me, root, count)),
+            "scatter_allgather" => Plan::Schedule(alg::bcast_scatter_allgather(n, me, root, count)),
+            _ => Plan::Schedule(alg::bcast_binomial(n, me, root, count)),
+        };
+        Ok(Checked::new(number, shape, build, None))
     }
 
     /// Starts broadcasting `buf` from group rank `root` (every member
@@ -745,12 +748,7 @@ impl<'e> Comm<'e> {
                 (None, _) => alg::allreduce_recursive_doubling(n, me, count),
             })
         };
-        Ok(Checked {
-            number,
-            shape,
-            build,
-            combine: Some(combine),
-        })
+        Ok(Checked::new(number, shape, build, Some(combine)))
     }
 
     /// Starts reducing every member's `input` with `op` into `output` at
@@ -864,16 +862,7 @@ impl<'e> Comm<'e> {
                 (false, _) => alg::scatterv_binomial(n, me, root, counts),
             })
         };
-        let call = self.prepare(
-            Checked {
-                number,
-                shape,
-                build,
-                combine: None,
-            },
-            (input, output),
-        )?;
-        self.finish(call, input, output)
+        self.the_long_way(Checked::new(number, shape, build, None), input, output)
     }
 
     /// Gathers every member's `input` (`counts[r]` elements from group
@@ -938,15 +927,7 @@ impl<'e> Comm<'e> {
                 _ => alg::allgatherv_recursive_doubling(n, me, counts),
             })
         };
-        self.prepare(
-            Checked {
-                number,
-                shape,
-                build,
-                combine: None,
-            },
-            (input, output),
-        )
+        self.prepare(Checked::new(number, shape, build, None), (input, output))
     }
 
     /// Starts gathering every member's `input` (`counts[r]` elements from
@@ -1016,16 +997,7 @@ impl<'e> Comm<'e> {
             "linear" => Plan::Schedule(alg::alltoallv_linear(n as u32, me, sends, recvs)),
             _ => Plan::Schedule(alg::alltoallv_pairwise(n as u32, me, sends, recvs)),
         };
-        let call = self.prepare(
-            Checked {
-                number,
-                shape,
-                build,
-                combine: None,
-            },
-            (input, output),
-        )?;
-        self.finish(call, input, output)
+        self.the_long_way(Checked::new(number, shape, build, None), input, output)
     }
 
     /// The one-sided alltoallv: each rank exposes a copy of its input in
@@ -1145,16 +1117,11 @@ impl<'e> Comm<'e> {
             "ring" => Plan::Schedule(alg::reduce_scatter_ring(n, me, counts)),
             _ => Plan::Schedule(alg::reduce_scatter_pairwise(n, me, counts)),
         };
-        let call = self.prepare(
-            Checked {
-                number,
-                shape,
-                build,
-                combine: Some(combine),
-            },
-            (input, output),
-        )?;
-        self.finish(call, input, output)
+        self.the_long_way(
+            Checked::new(number, shape, build, Some(combine)),
+            input,
+            output,
+        )
     }
 }
 
@@ -1203,6 +1170,17 @@ struct Checked<T, B> {
     shape: Shape,
     build: B,
     combine: Option<Combine<T>>,
+}
+
+impl<T, B: Fn(&'static str) -> Plan> Checked<T, B> {
+    fn new(number: u64, shape: Shape, build: B, combine: Option<Combine<T>>) -> Checked<T, B> {
+        Checked {
+            number,
+            shape,
+            build,
+            combine,
+        }
+    }
 }
 
 /// A call ready to run over its buffers: its number, what chose its

@@ -536,22 +536,6 @@ impl<'e> Shared<'e> {
         combine: Option<&Combine<T>>,
     ) -> Result<(), Error> {
         self.ep.note_busy();
-        let result = self.quick_steps(call, shape, input, output, combine);
-        if result.is_err() {
-            self.abandon(call);
-        }
-        result
-    }
-
-    /// [`Shared::quick`] but for what an error leaves.
-    fn quick_steps<T: bytemuck::Pod>(
-        &self,
-        call: u64,
-        shape: &Shape,
-        input: &[T],
-        output: &mut [T],
-        combine: Option<&Combine<T>>,
-    ) -> Result<(), Error> {
         // What the call goes in pieces of (a barrier: one step).
         let (elements, publishes) = match shape {
             Shape::Barrier => (1, false),
@@ -567,24 +551,13 @@ impl<'e> Shared<'e> {
         // No elements, no step (as a run plans it).
         for (k, start) in (0..elements).step_by(per).enumerate() {
             let range = start..(start + per).min(elements);
-            let s = step_of(call, k)?;
-            if publishes {
-                let last = self.last_in(s);
-                while let Some(p) = self.unreleased(last)? {
-                    self.wait_for(p, RELEASED, last)?;
-                }
-                self.publishing(s);
-                let piece = match shape {
-                    Shape::Bcast { .. } => &output[range.clone()],
-                    _ => &input[range.clone()],
-                };
-                self.publish(s, piece, Self::unlent::<T>(range.len()), whole)?;
+            let piece = (range, whole, publishes);
+            let done = step_of(call, k)
+                .and_then(|s| self.quick_step(shape, s, input, output, piece, combine));
+            if let Err(e) = done {
+                self.abandon(call);
+                return Err(e);
             }
-            self.arrive(s)?;
-            // A reduction's input of the piece (other calls have none).
-            let mine = input.get(range.clone()).unwrap_or_default();
-            self.quick_step(shape, s, mine, output, (range, whole), combine)?;
-            self.store(RELEASED, s)?;
         }
         Ok(())
     }
@@ -627,19 +600,33 @@ impl<'e> Shared<'e> {
         let _ = self.store(RELEASED, last);
     }
 
-    /// What a member does in step `s` of a quick call, once it arrived:
-    /// waits for and reads or combines what it needs of piece `range` of
-    /// contributions of `whole` bytes (`mine` is this member's input of
-    /// it).
+    /// Step `s` of a quick call, over piece `range` of contributions of
+    /// `whole` bytes: publishes this member's piece (if it `publishes`),
+    /// arrives, waits for and reads or combines what it needs, releases.
     fn quick_step<T: bytemuck::Pod>(
         &self,
         shape: &Shape,
         s: u64,
-        mine: &[T],
+        input: &[T],
         output: &mut [T],
-        (range, whole): (Range<usize>, usize),
+        (range, whole, publishes): (Range<usize>, usize, bool),
         combine: Option<&Combine<T>>,
     ) -> Result<(), Error> {
+        if publishes {
+            let last = self.last_in(s);
+            while let Some(p) = self.unreleased(last)? {
+                self.wait_for(p, RELEASED, last)?;
+            }
+            self.publishing(s);
+            let piece = match shape {
+                Shape::Bcast { .. } => &output[range.clone()],
+                _ => &input[range.clone()],
+            };
+            self.publish(s, piece, Self::unlent::<T>(range.len()), whole)?;
+        }
+        self.arrive(s)?;
+        // A reduction's input of the piece (other calls have none).
+        let mine = input.get(range.clone()).unwrap_or_default();
         let me = self.me;
         let flag = header_of(s) as u64;
         let place = Self::unlent::<T>(range.len());
@@ -689,7 +676,7 @@ impl<'e> Shared<'e> {
             }
             _ => {}
         }
-        Ok(())
+        self.store(RELEASED, s)
     }
 
     /// Where a piece of `elements` that is not lent goes (as

@@ -506,6 +506,9 @@ mod tests {
         // The choice (a repeat of one algorithm) is no rival.
         assert!(!close(&[none, a, b], &[10.0, 10.0, 20.0]));
         assert!(!close(&[a], &[10.0]));
-        assert_eq!(median_of(&[vec![3.0, 1.0, 2.0], vec![]]), [2.0, f64::INFINITY]);
+        assert_eq!(
+            median_of(&[vec![3.0, 1.0, 2.0], vec![]]),
+            [2.0, f64::INFINITY]
+        );
     }
 }
