@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The main job on the embedded default (one host, shm provider, 2 ranks):
-# builds everything, then runs onesided-bench's RMA suites (window, get,
-# put, atomic, ibarrier) side by side with MPICH 5.0.2 (installed from PyPI
-# into target/mpich-venv on first use), alternating the two. Prints the
-# table; JSON lines go to target/report/2-shm.json, SVG plots to
-# target/report/. Extra arguments go to onesided-bench (e.g. --rounds 1).
+# builds everything, then runs every onesided-bench suite (window, get,
+# put, atomic, ibarrier, collectives) side by side with MPICH 5.0.2
+# (installed from PyPI into target/mpich-venv on first use), 11 rounds of
+# the two taking turns (about 3 minutes). Prints the table; JSON lines go
+# to target/report/2-shm.json, SVG plots to target/report/. Extra
+# arguments go to onesided-bench (e.g. --rounds 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
