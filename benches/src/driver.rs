@@ -31,10 +31,11 @@ pub struct Args {
 /// rounds' ratios, and rows whose sides are within the machine's noise of
 /// each other (±15% from round to round) need many rounds for that median
 /// to settle: 2 ranks, collectives at `--scale 0.3`, 6 runs of 5 rounds had
-/// 3 runs with a row below 1.0x (0.78-0.97x), 13 runs of 11 rounds none
-/// (their lowest rows 1.00-1.16x), on the same code within the hour. It
-/// settles, not removes, what is below parity: in a run of every suite
-/// with 11 rounds, allgather 32 MiB came out at 0.97x.
+/// 3 runs with a row below 1.0x (0.78-0.97x), 17 runs of 11 rounds (shm
+/// and tcp) none (their lowest rows 1.00-1.17x), on the same code within
+/// two hours. It settles, not removes, what is below parity: in two runs
+/// of every suite with 11 rounds, allgather 32 MiB came out at 0.97x and
+/// 1.03x.
 pub const DEFAULT_ROUNDS: u32 = 11;
 
 /// The usage line.

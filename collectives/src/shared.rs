@@ -299,8 +299,8 @@ pub(crate) struct Shared<'e> {
     /// broadcasts and reductions to one root then go in small pieces
     /// ([`piece_of`]).
     own_cores: bool,
-    /// The last step this member published in, overall and in each cell.
-    published: Cell<u64>,
+    /// The last step this member published in, in each cell (the latest
+    /// of them is its last publication).
     in_cell: [Cell<u64>; CELLS as usize],
     /// A step every peer was last seen to have released.
     released: Cell<u64>,
@@ -337,7 +337,6 @@ impl<'e> Shared<'e> {
             parts,
             own,
             ops: RefCell::default(),
-            published: Cell::new(0),
             in_cell: Default::default(),
             released: Cell::new(0),
             spill: RefCell::default(),
@@ -585,7 +584,6 @@ impl<'e> Shared<'e> {
     /// Notes that this member publishes in step `s`.
     fn publishing(&self, s: u64) {
         self.in_cell[cell_of(s)].set(s);
-        self.published.set(s);
     }
 
     /// Gives up call `call` after an error here (counts that do not
@@ -827,7 +825,7 @@ impl Drop for Shared<'_> {
     /// released that step, so the memory outlives their reads. Dropped
     /// without a collective free, the window's memory is never reused.
     fn drop(&mut self) {
-        let last = self.published.get();
+        let last = self.in_cell.iter().map(Cell::get).max().unwrap_or(0);
         if last == 0 {
             return;
         }
