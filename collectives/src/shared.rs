@@ -63,7 +63,14 @@
 //! instead of two), and a call that lent returns only once every reader
 //! released its last lent step (a call that fails on a member, a dead
 //! peer or a timeout, returns without that wait: as for any collective
-//! that failed somewhere, the others' results are then undefined).
+//! that failed somewhere, the others' results are then undefined). A
+//! large allgather lends outputs instead ([`PUSH_FROM`]): each member
+//! checks every peer's contribution and output lengths, then writes its
+//! block straight into their outputs (`process_vm_writev`), and stops at
+//! its next write when that peer gave the call up; a member whose call
+//! fails then waits, within the endpoint's timeout and while its peers
+//! live, until they released or gave up the step, since the error hands
+//! its output back to its caller.
 //! Reductions combine the members' pieces in rank order (so
 //! non-commutative operations are right), each reader on its own, but
 //! for a reduction among 3 members or more whose inputs are lent: each
@@ -204,48 +211,60 @@ fn splits_lent(n: u32, to_root: bool, bytes: usize) -> bool {
     }
 }
 
-/// Bytes an allgather that lends whole, with an output of
-/// [`INTERLEAVE_FROM`] bytes or more, copies of its own block, then reads
-/// of each peer's, before it goes on to the next such bytes: a peer then
-/// reads a block while its owner's copy has just brought it into the
-/// shared cache, instead of both streaming it from memory. Two ranks
-/// (AMD EPYC, 32 MiB L3), allgather of 32 MiB each: 10.2-10.4 ms whole,
-/// 9.5-9.9 ms in turns of 1 MiB, 8.5-10.3 ms of 256 KiB; of 16 MiB each:
-/// 4.6-4.9, 4.3-5.0 and 4.1-4.5 ms. Once the background progress thread
-/// stayed out of the way ([`Endpoint::note_busy`]), 32 MiB each, median
-/// of 10 jobs: 10.4 ms whole, 10.15 ms in turns of 256 KiB; in the
-/// machine's slower mode (2 jobs), 12.5 and 10.8 ms. The own block is
-/// copied with stores that bypass the cache ([`Op::Uncached`]; the
-/// output outgrows it): one job alternating, 11.3-15.8 ms with plain
-/// copies, 8.5-11.3 ms so.
+/// Output bytes from which an allgather that lends whole pushes instead
+/// of reading: every member lends its output, and writes its own block
+/// into its peers' ([`Op::Push`], `process_vm_writev`) in turns of
+/// [`PUSH_TURN`] bytes, each right after copying it into its own output
+/// ([`Op::Uncached`]), while it is in this core's cache (the measurements
+/// below were made in turns of 256 KiB). Below, everything
+/// stays in the shared cache, and every member reads its peers' blocks
+/// whole (2 ranks, 8 MiB each: 1.78-1.85 ms whole, 1.82-1.90 ms in turns
+/// of 256 KiB; 2 MiB each: 295-299 us, 325-333 us).
 ///
-/// Other ways measured against this one (a C copy of the pattern, two
-/// processes, 32 MiB each, new buffers every round, the ways alternating
-/// round by round, the fastest of 3 calls; none kept):
+/// Reading in turns (what this replaced: each member copied its own turn,
+/// then read its peers' at the same offsets) found a peer's turn in the
+/// cache the cores share, just brought there by its owner's copy, in the
+/// machine's mode where a line moves between the cores in 0.15 us (see the
+/// module docs), and in memory in the other. Pushing reads it from the
+/// pusher's own cache in both. 2 ranks, 32 MiB each, one job alternating
+/// the two call by call, medians of 20 each, 12 jobs (the mode told by a
+/// C probe run between them):
 ///
-/// - the own block whole, then the peer's whole (MPICH's order):
-///   9.0-11.4 ms against 7.2-10.2 ms;
-/// - the peer's turn before the own one: 8.6-10.3 ms, same rounds;
-/// - pushing the own turn into the peer's output (`process_vm_writev`)
-///   instead of reading the peer's: 8.2-10.4 against 7.1-8.8 ms;
-/// - waiting, turn by turn, until the peer has copied its own turn
-///   (lockstep), with or without one rank starting 1 ms late: no faster;
-/// - touching each 4 KiB page of a turn first (loads or prefetches), to
-///   walk the page tables ahead: no faster;
-/// - the owner storing each turn into a shared ring as it copies it, and
-///   its peer copying it out of the ring (no cross-memory read):
-///   8.8-13 ms against 7.3-8.8 ms, in turns of 64-256 KiB.
+/// | Mode | Pushing | Reading |
+/// |---|---|---|
+/// | lines move in 0.15 us | 8.8-10.9 ms | 7.8-9.6 ms |
+/// | lines move in 0.4 us | 8.3-10.9 ms | 10.8-13.1 ms |
 ///
-/// The spread is the machine's: this code and its C copy, alternating job
-/// by job, both took 7.5-13.6 ms within minutes; with the buffers on huge
-/// pages (`MADV_HUGEPAGE`), 5.8-6.5 ms.
-const INTERLEAVE: usize = 256 << 10;
+/// MPICH copies its own block, then reads its peer's in one
+/// `process_vm_readv` of 32 MiB: 10.4-11.9 ms in every benchmark run,
+/// either mode. In the benchmark (`collectives --np 2 --scale 0.3`, 3 runs
+/// each way, alternating), allgather 32 MiB was 1.28x, 1.34x and 1.32x
+/// MPICH pushing, 0.98x, 1.02x and 1.54x reading. 3 ranks, 32 MiB each:
+/// 29.5-34.8 ms pushing, 34.6-38.0 ms reading (3 jobs alternating call by
+/// call); 4 ranks: 48.3-54.0 ms and 49.6-58.2 ms.
+///
+/// Measured before, all reading, in a C copy of the pattern (two
+/// processes, 32 MiB each, the ways alternating round by round; none
+/// kept): the own block whole, then the peer's whole (MPICH's order),
+/// 9.0-11.4 ms against 7.2-10.2 ms in turns; the peer's turn before the
+/// own one, no faster; waiting, turn by turn, until the peer has copied
+/// its own turn (lockstep), no faster; touching each 4 KiB page of a turn
+/// first, to walk the page tables ahead, no faster; the owner storing each
+/// turn into a shared ring and its peer copying it out, 8.8-13 ms against
+/// 7.3-8.8 ms (twice as slow as either in the 0.4 us mode). The own block
+/// copied with stores that bypass the cache, as the output outgrows it:
+/// 8.5-11.3 ms, 11.3-15.8 ms with plain copies. With the buffers on huge
+/// pages (`MADV_HUGEPAGE`, which is the caller's to choose), 5.8-6.5 ms.
+const PUSH_FROM: usize = 32 << 20;
 
-/// Output bytes from which an allgather that lends whole goes in turns of
-/// [`INTERLEAVE`]: below, everything stays in the shared cache and whole
-/// reads are as fast or faster (2 ranks, 8 MiB each: 1.78-1.85 ms whole,
-/// 1.82-1.90 ms in turns of 256 KiB; 2 MiB each: 295-299 us, 325-333 us).
-const INTERLEAVE_FROM: usize = 32 << 20;
+/// Bytes of a turn of an allgather that pushes ([`PUSH_FROM`]), timed
+/// against turns of 256 KiB in jobs alternating call by call, 32 MiB
+/// each: 2 ranks, 1 MiB faster in 8 jobs of 8 (9.7-12.7 against
+/// 10.0-13.1 ms), then even in 4 (8.6-10.5 against 8.7-10.7 ms); 4 ranks,
+/// faster in 3 of 3 (36.3-42.4 against 39.0-48.8 ms). Turns of 64 KiB
+/// were slower than of 256 KiB in 8 of 8 (2 ranks, 11.5-13.3 against
+/// 10.5-12.0 ms).
+const PUSH_TURN: usize = 1 << 20;
 
 /// A collective as the shared algorithm runs it (counts in elements).
 #[derive(Debug, Clone)]
@@ -812,6 +831,69 @@ impl<'e> Shared<'e> {
         )?)
     }
 
+    /// Writes `data` at byte `at` of the output `member` lent for writing
+    /// in step `s` ([`Publish::Destination`]), or with `data` empty only
+    /// checks that it may: that `member`'s contribution is the `whole`
+    /// bytes and its output the `total` bytes this member expects, and
+    /// that it has not given the call up (its output may be its caller's
+    /// again).
+    ///
+    /// # Errors
+    /// [`Error::BadCall`] when the members' counts do not match or
+    /// `member` gave the call up; a dead peer; window errors.
+    fn push<T: bytemuck::Pod>(
+        &self,
+        member: u32,
+        s: u64,
+        (at, whole, total): (usize, usize, usize),
+        data: &[T],
+    ) -> Result<(), Error> {
+        let part = self.part(member)?;
+        let theirs = part
+            .atomic_u64(header_of(s) + WHOLE)?
+            .load(Ordering::Relaxed);
+        if theirs != whole as u64 {
+            return Err(mismatch(member, theirs, whole));
+        }
+        let mut descriptor = [0u64; 3];
+        part.read_bytes(descriptor_of(s), bytemuck::cast_slice_mut(&mut descriptor))?;
+        let [pid, address, bytes] = descriptor;
+        let data: &[u8] = bytemuck::cast_slice(data);
+        if bytes != total as u64 || at + data.len() > total {
+            return Err(Error::BadCall(format!(
+                "group rank {member} lent an output of {bytes} bytes, where this member \
+                 expects {total} and writes {} at {at}: every member must pass matching counts",
+                data.len()
+            )));
+        }
+        // Its released counter passes the step only once it gave the call
+        // up ([`Shared::abandon`]): it finishes the call, and goes on to
+        // later steps, only after every peer released the step.
+        if self.counter(member, RELEASED, s)? > s {
+            return Err(Error::BadCall(format!(
+                "group rank {member} gave the call up"
+            )));
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        Ok(onesided_fabric::cma::write(
+            pid as u32,
+            address as usize + at,
+            data,
+        )?)
+    }
+
+    /// Waits, within the endpoint's timeout and while they live, until
+    /// every peer released step `s`: until they are done with what this
+    /// member published in it.
+    fn outlived(&self, s: u64) {
+        for p in (0..self.n).filter(|&p| p != self.me) {
+            // An error (a dead peer, the timeout) ends the wait for it.
+            let _ = self.wait_for(p, RELEASED, s);
+        }
+    }
+
     /// Copies `data` to byte `at` of this member's part.
     fn write<T: bytemuck::Pod>(&self, at: usize, data: &[T]) -> Result<(), Error> {
         Ok(self.own.write_bytes(at, bytemuck::cast_slice(data))?)
@@ -826,12 +908,8 @@ impl Drop for Shared<'_> {
     /// without a collective free, the window's memory is never reused.
     fn drop(&mut self) {
         let last = self.in_cell.iter().map(Cell::get).max().unwrap_or(0);
-        if last == 0 {
-            return;
-        }
-        for p in (0..self.n).filter(|&p| p != self.me) {
-            // An error (a dead peer, the timeout) ends the wait for it.
-            let _ = self.wait_for(p, RELEASED, last);
+        if last > 0 {
+            self.outlived(last);
         }
     }
 }
@@ -1050,6 +1128,9 @@ enum Publish {
     /// This member's alltoallv counts, and its input where
     /// [`beside_counts`] puts it.
     Counts,
+    /// This member's output, lent for its peers to write their blocks
+    /// into ([`Op::Push`]), with its input's bytes as its contribution.
+    Destination,
 }
 
 /// One thing a step does after publishing.
@@ -1093,6 +1174,17 @@ enum Op {
     /// Read `peer`'s alltoallv counts, and its block for this member
     /// into `into` of the output where it lies beside them.
     Counts { peer: u32, into: Range<usize> },
+    /// Write this member's input range `from` at byte `at` of the output
+    /// `peer` lent for writing ([`Publish::Destination`]), once its
+    /// contribution proves `whole` bytes and its output `total`; with
+    /// `from` empty, only the checks.
+    Push {
+        peer: u32,
+        at: usize,
+        from: Range<usize>,
+        whole: usize,
+        total: usize,
+    },
 }
 
 /// A shared-memory call in flight: a state machine over its steps.
@@ -1114,6 +1206,9 @@ pub(crate) struct Run<'e> {
     blocked_on: Option<u32>,
     /// The last step in which this member lent its memory (0: none).
     lent: u64,
+    /// Whether what it lent then is its output, for its peers to write
+    /// into ([`Publish::Destination`]).
+    lent_output: bool,
     finished: bool,
     gave_up: bool,
 }
@@ -1141,6 +1236,7 @@ impl<'e> Run<'e> {
             counts: Vec::new(),
             blocked_on: None,
             lent: 0,
+            lent_output: false,
             finished: false,
             gave_up: false,
         }
@@ -1255,6 +1351,11 @@ impl<'e> Run<'e> {
         let result = self.go_on(input, output, scratch, combine);
         if result.is_err() {
             self.give_up();
+            if self.lent_output {
+                // Peers see it gave up before their next write into its
+                // output, which the error hands back to the caller.
+                self.shared.outlived(self.lent);
+            }
         }
         result
     }
@@ -1338,6 +1439,11 @@ impl<'e> Run<'e> {
                             shared.publish(s, counts, place, size_of_val(&counts[..]))?;
                             beside.map(|(place, _)| place)
                         }
+                        Publish::Destination => {
+                            shared.publish(s, &output[..], Place::Lent, size_of_val(input))?;
+                            self.lent_output = true;
+                            Some(Place::Lent)
+                        }
                     };
                     if place == Some(Place::Lent) {
                         self.lent = s;
@@ -1354,7 +1460,10 @@ impl<'e> Run<'e> {
                     break;
                 };
                 let peer = match &op {
-                    Op::Wait(p) | Op::Read { peer: p, .. } | Op::Counts { peer: p, .. } => Some(*p),
+                    Op::Wait(p)
+                    | Op::Read { peer: p, .. }
+                    | Op::Counts { peer: p, .. }
+                    | Op::Push { peer: p, .. } => Some(*p),
                     Op::Local { .. } | Op::LocalFirst { .. } | Op::Uncached { .. } => None,
                 };
                 if let Some(p) = peer {
@@ -1421,6 +1530,13 @@ impl<'e> Run<'e> {
                 bytemuck::cast_slice(&input[from]),
             ),
             Op::LocalFirst { from, into } => combine()?.call(&mut output[into], &input[from], true),
+            Op::Push {
+                peer,
+                at,
+                from,
+                whole,
+                total,
+            } => shared.push(peer, s, (at, whole, total), &input[from])?,
             Op::Counts { peer: p, into } => {
                 let mut theirs = vec![0u64; self.shared.n as usize];
                 let place = counts_place(theirs.len());
@@ -1588,42 +1704,52 @@ impl<'e> Run<'e> {
                 }
                 let at = displacements(counts);
                 if root.is_none() && self.shared.gathers_whole::<T>(counts) {
-                    // One step: every member copies its own block and
-                    // reads its peers' whole or, for a large output, in
-                    // turns of `INTERLEAVE` bytes at the same offsets.
-                    let total: usize = counts.iter().sum();
-                    let per = if total * size >= INTERLEAVE_FROM {
-                        (INTERLEAVE / size).max(1)
-                    } else {
-                        most.max(1)
-                    };
-                    for start in (0..most).step_by(per) {
-                        for p in (0..n).map(|i| (me + i) % n) {
-                            let r = start.min(counts[p as usize])
-                                ..(start + per).min(counts[p as usize]);
-                            if r.is_empty() {
-                                continue;
-                            }
-                            let into = at[p as usize] + r.start..at[p as usize] + r.end;
-                            if p == me && per < most {
-                                ops.push(Op::Uncached { from: r, into });
-                            } else if p == me {
-                                ops.push(Op::Local {
-                                    from: r,
-                                    into,
-                                    combine: false,
-                                });
-                            } else {
-                                ops.push(Op::Read {
-                                    peer: p,
-                                    at: r.start * size,
-                                    into,
-                                    combine: false,
-                                    place: Place::Lent,
-                                    whole: counts[p as usize] * size,
-                                });
-                            }
+                    let total = counts.iter().sum::<usize>() * size;
+                    if total >= PUSH_FROM {
+                        // One step: every member lends its output and
+                        // checks every peer's, then copies its own block
+                        // and writes it into its peers' outputs, in turns
+                        // of `PUSH_TURN` bytes.
+                        let mine = at[me as usize];
+                        let push = |peer: u32, from: Range<usize>| Op::Push {
+                            peer,
+                            at: (mine + from.start) * size,
+                            from,
+                            whole: counts[peer as usize] * size,
+                            total,
+                        };
+                        ops.extend(others.clone().map(|p| push(p, 0..0)));
+                        let per = (PUSH_TURN / size).max(1);
+                        for start in (0..input).step_by(per) {
+                            let from = start..(start + per).min(input);
+                            ops.push(Op::Uncached {
+                                from: from.clone(),
+                                into: mine + from.start..mine + from.end,
+                            });
+                            ops.extend(others.clone().map(|p| push(p, from.clone())));
                         }
+                        return Some(Publish::Destination);
+                    }
+                    // One step: every member copies its own block and
+                    // reads its peers' whole.
+                    for p in (0..n).map(|i| (me + i) % n) {
+                        let into = at[p as usize]..at[p as usize] + counts[p as usize];
+                        ops.push(if p == me {
+                            Op::Local {
+                                from: 0..input,
+                                into,
+                                combine: false,
+                            }
+                        } else {
+                            Op::Read {
+                                peer: p,
+                                at: 0,
+                                into,
+                                combine: false,
+                                place: Place::Lent,
+                                whole: counts[p as usize] * size,
+                            }
+                        });
                     }
                 } else if root.is_none_or(|r| r == me) {
                     if k == 0 {

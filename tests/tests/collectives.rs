@@ -235,6 +235,7 @@ fn counts_that_do_not_match_give_an_error_naming_the_member() {
     for r in 0..3 {
         out.assert_stdout_has(&format!("rank {r}: allreduce mismatch: "));
         out.assert_stdout_has(&format!("rank {r}: large allreduce mismatch: "));
+        out.assert_stdout_has(&format!("rank {r}: large allgatherv mismatch: "));
         out.assert_stdout_has(&format!("rank {r}: mismatch ok"));
     }
 }

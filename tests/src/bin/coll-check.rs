@@ -409,7 +409,8 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
 /// has 10 elements and the others 20, in shared memory and then with the
 /// linear (message) algorithm forced; one of 8192 and 16384 (the root
 /// takes 32 steps, the others fail at their first); allreduces where rank
-/// 1 has 5 and the others 3, then 300000 and 100000; two nonblocking
+/// 1 has 5 and the others 3, then 300000 and 100000; a large allgatherv
+/// whose last member's counts differ (the same total); two nonblocking
 /// allreduces dropped unfinished everywhere, the later one first; then a
 /// right allreduce. The caller then drops the Comm and finalizes,
 /// as a program ends: a rank that exited at once took its memory with it
@@ -462,6 +463,45 @@ fn mismatch(comm: &Comm) {
             }
         }
     }
+    // A large allgatherv (32 MiB of output or more: shared memory writes
+    // each block into the peers' outputs) where the last member's counts
+    // differ but add up to the same total: every member fails before
+    // writing anything, and a right one follows.
+    must(
+        me,
+        "force",
+        comm.force(Collective::Allgather, Some("shared")),
+    );
+    let even = 4_200_000 / n as usize;
+    let mut counts = vec![even; n as usize];
+    if me == n - 1 {
+        counts[0] += 1000;
+        counts[me as usize] -= 1000;
+    }
+    let (mine, concat) = blocks(me, &counts);
+    let mut all = vec![0i64; concat.len()];
+    match comm.allgatherv(&mine, &mut all, &counts) {
+        Ok(()) => check(me, false, || {
+            "a mismatched large allgatherv succeeded".into()
+        }),
+        Err(e) => {
+            let text = e.to_string();
+            let differs = if me == n - 1 {
+                format!("group rank 0 passed {}", even * 8)
+            } else {
+                format!("group rank {} passed {}", n - 1, (even - 1000) * 8)
+            };
+            check(me, text.contains(&differs), || {
+                format!("large allgatherv: {text}")
+            });
+            println!("rank {me}: large allgatherv mismatch: {text}");
+        }
+    }
+    let counts = vec![even; n as usize];
+    let (mine, concat) = blocks(me, &counts);
+    must(me, "allgatherv", comm.allgatherv(&mine, &mut all, &counts));
+    check(me, all == concat, || "allgatherv after a mismatch".into());
+    must(me, "force", comm.force(Collective::Allgather, None));
     // Nonblocking calls dropped unfinished on every member, the later
     // one first: the calls after them go on.
     let start = |len: usize| comm.iallreduce(vec![1i64; len], vec![0; len], &sum);
