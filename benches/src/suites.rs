@@ -451,8 +451,16 @@ const WINDOWED_UNDER_NS: u64 = 1_000_000;
 const MAX_MARGIN_NS: u64 = 1_000_000_000;
 
 /// How long before a repetition's start a rank sleeps instead of polling
-/// the clock (1 ms; it wakes half of that before the start).
-const SLEEP_ABOVE_NS: u64 = 1_000_000;
+/// the clock (2.1 ms; it wakes half of that before the start): more than any
+/// first margin (twice a warm-up under [`WINDOWED_UNDER_NS`], plus 20 us),
+/// so that only margins grown after late repetitions are slept through.
+/// A repetition that started right after its rank slept measured a core
+/// back from idle: 2 ranks, allreduce 2 MiB, 328 us after barriers
+/// (warm-up 1.8 ms) and the same calls nonblocking 536 us in windows
+/// (warm-up 591 us, so a margin of 1.2 ms, slept through but for its last
+/// 0.5 ms, when this was 1 ms), where back to back in one job both took
+/// 300 us: which side of a case slept depended on its warm-up.
+const SLEEP_ABOVE_NS: u64 = 2 * WINDOWED_UNDER_NS + 100_000;
 
 /// Times `reps` repetitions of the collective `rep` after `warm` warm-up
 /// ones (`prepare` runs before each, untimed): microseconds per

@@ -95,7 +95,8 @@ fn drive(args: &[String]) -> Result<()> {
         })
     };
     let mpiexec = root.join("target/mpich-venv/bin/mpiexec");
-    if !peer_of("window").exists() || !peer_of("collectives").exists() || !mpiexec.exists() {
+    let binaries = [peer_of("window"), peer_of("collectives")];
+    if peers_stale(&root.join("benches/mpich"), &binaries, &mpiexec) {
         eprintln!("onesided-bench: building the MPICH peer (benches/mpich/build.sh)");
         let status = Command::new("bash")
             .arg(root.join("benches/mpich/build.sh"))
@@ -176,6 +177,26 @@ fn drive(args: &[String]) -> Result<()> {
         println!("  {}", p.display());
     }
     Ok(())
+}
+
+/// Whether the MPICH peers must be built: the venv's `mpiexec` or a
+/// peer is missing, or a file under `sources` (`benches/mpich/`) is newer
+/// than a peer: a peer built from older sources would time the cases by
+/// other rules than this side.
+fn peers_stale(sources: &Path, binaries: &[PathBuf], mpiexec: &Path) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let newest = std::fs::read_dir(sources)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| modified(&entry.path()))
+        .max();
+    !mpiexec.exists()
+        || binaries.iter().any(|b| match (modified(b), newest) {
+            (None, _) => true,
+            (Some(built), Some(source)) => source > built,
+            (Some(_), None) => false,
+        })
 }
 
 /// onesided's side of a round: this program in rank mode under `osrun`.
