@@ -798,14 +798,7 @@ impl<'e> Shared<'e> {
         (at, place, whole): (usize, Place, usize),
         out: &mut [T],
     ) -> Result<(), Error> {
-        // Published before the step's flag, which the caller saw.
-        let part = self.part(member)?;
-        let theirs = part
-            .atomic_u64(header_of(s) + WHOLE)?
-            .load(Ordering::Relaxed);
-        if theirs != whole as u64 {
-            return Err(mismatch(member, theirs, whole));
-        }
+        let part = self.contribution(member, s, whole)?;
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         if out.is_empty() {
             return Ok(());
@@ -815,9 +808,7 @@ impl<'e> Shared<'e> {
             Place::Cell => return Ok(part.read_bytes(cell(s) + at, out)?),
             Place::Lent => {}
         }
-        let mut descriptor = [0u64; 3];
-        part.read_bytes(descriptor_of(s), bytemuck::cast_slice_mut(&mut descriptor))?;
-        let [pid, address, bytes] = descriptor;
+        let [pid, address, bytes] = lent(part, s)?;
         if at + out.len() > bytes as usize {
             return Err(Error::BadCall(format!(
                 "group rank {member} lent {bytes} bytes, {} wanted at {at}",
@@ -829,6 +820,24 @@ impl<'e> Shared<'e> {
             address as usize + at,
             out,
         )?)
+    }
+
+    /// `member`'s part, once its whole contribution to the call of step
+    /// `s` proves the `whole` bytes this member expects.
+    ///
+    /// # Errors
+    /// [`Error::BadCall`] when it does not (the members' counts do not
+    /// match); window errors.
+    fn contribution(&self, member: u32, s: u64, whole: usize) -> Result<&Mapping, Error> {
+        // Published before the step's flag, which the caller saw.
+        let part = self.part(member)?;
+        let theirs = part
+            .atomic_u64(header_of(s) + WHOLE)?
+            .load(Ordering::Relaxed);
+        if theirs != whole as u64 {
+            return Err(mismatch(member, theirs, whole));
+        }
+        Ok(part)
     }
 
     /// Writes `data` at byte `at` of the output `member` lent for writing
@@ -848,16 +857,7 @@ impl<'e> Shared<'e> {
         (at, whole, total): (usize, usize, usize),
         data: &[T],
     ) -> Result<(), Error> {
-        let part = self.part(member)?;
-        let theirs = part
-            .atomic_u64(header_of(s) + WHOLE)?
-            .load(Ordering::Relaxed);
-        if theirs != whole as u64 {
-            return Err(mismatch(member, theirs, whole));
-        }
-        let mut descriptor = [0u64; 3];
-        part.read_bytes(descriptor_of(s), bytemuck::cast_slice_mut(&mut descriptor))?;
-        let [pid, address, bytes] = descriptor;
+        let [pid, address, bytes] = lent(self.contribution(member, s, whole)?, s)?;
         let data: &[u8] = bytemuck::cast_slice(data);
         if bytes != total as u64 || at + data.len() > total {
             return Err(Error::BadCall(format!(
@@ -1934,6 +1934,17 @@ fn chunks(range: Range<usize>, per: usize) -> impl Iterator<Item = Range<usize>>
     range
         .step_by(per.max(1))
         .map(move |s| s..(s + per).min(end))
+}
+
+/// The descriptor `[pid, address, bytes]` of what the member whose part
+/// is `part` lent in step `s`.
+///
+/// # Errors
+/// Window errors.
+fn lent(part: &Mapping, s: u64) -> Result<[u64; 3], Error> {
+    let mut descriptor = [0u64; 3];
+    part.read_bytes(descriptor_of(s), bytemuck::cast_slice_mut(&mut descriptor))?;
+    Ok(descriptor)
 }
 
 /// The error of a member that expects `whole` bytes from `member`, which

@@ -51,35 +51,18 @@ pub fn available() -> bool {
 /// [`Error::Io`] when the kernel refuses (no permission, no such process,
 /// an address range the process does not map) or copies less.
 pub fn read(pid: u32, address: usize, out: &mut [u8]) -> Result<()> {
-    let mut done = 0;
-    while done < out.len() {
+    let len = out.len();
+    transfer(pid, address, len, ("reading", "of"), |done, remote| {
         let local = libc::iovec {
             iov_base: out[done..].as_mut_ptr().cast(),
-            iov_len: out.len() - done,
+            iov_len: len - done,
         };
-        let remote = libc::iovec {
-            iov_base: (address + done) as *mut libc::c_void,
-            iov_len: out.len() - done,
-        };
-        // SAFETY: `local` describes the writable rest of `out`, which lives
-        // for the call; the kernel checks `remote` against process `pid`'s
-        // mappings and fails with EFAULT instead of touching anything else;
-        // no pointer is kept after the call.
-        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
-        if n <= 0 {
-            let source = if n == 0 {
-                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "nothing copied")
-            } else {
-                std::io::Error::last_os_error()
-            };
-            return Err(Error::io(
-                format!("reading {} bytes of process {pid}", out.len() - done),
-                source,
-            ));
-        }
-        done += n as usize;
-    }
-    Ok(())
+        // SAFETY: `local` describes the writable rest of `out`, which
+        // lives for the call; the kernel checks `remote` against process
+        // `pid`'s mappings and fails with EFAULT instead of touching
+        // anything else; no pointer is kept after the call.
+        unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, remote, 1, 0) }
+    })
 }
 
 /// Copies `data` to `address` of process `pid`: memory that process
@@ -90,23 +73,45 @@ pub fn read(pid: u32, address: usize, out: &mut [u8]) -> Result<()> {
 /// [`Error::Io`] when the kernel refuses (no permission, no such process,
 /// an address range the process does not map writable) or copies less.
 pub fn write(pid: u32, address: usize, data: &[u8]) -> Result<()> {
+    transfer(
+        pid,
+        address,
+        data.len(),
+        ("writing", "into"),
+        |done, remote| {
+            let local = libc::iovec {
+                iov_base: data[done..].as_ptr().cast_mut().cast(),
+                iov_len: data.len() - done,
+            };
+            // SAFETY: `local` describes the rest of `data`, which lives for
+            // the call and which the kernel only reads; the kernel checks
+            // `remote` against process `pid`'s mappings and fails with EFAULT
+            // instead of touching anything else; no pointer is kept after the
+            // call. This process's own memory is written only where it is
+            // `remote`, which is the case only for a range its caller lent for
+            // writing.
+            unsafe { libc::process_vm_writev(pid as libc::pid_t, &local, 1, remote, 1, 0) }
+        },
+    )
+}
+
+/// Moves `len` bytes between this process and `address` of process
+/// `pid` by calls of `copy(done, remote)` (which may copy less than asked)
+/// until all are moved; `doing` names the direction in errors.
+fn transfer(
+    pid: u32,
+    address: usize,
+    len: usize,
+    (doing, at): (&str, &str),
+    mut copy: impl FnMut(usize, &libc::iovec) -> isize,
+) -> Result<()> {
     let mut done = 0;
-    while done < data.len() {
-        let local = libc::iovec {
-            iov_base: data[done..].as_ptr().cast_mut().cast(),
-            iov_len: data.len() - done,
-        };
+    while done < len {
         let remote = libc::iovec {
             iov_base: (address + done) as *mut libc::c_void,
-            iov_len: data.len() - done,
+            iov_len: len - done,
         };
-        // SAFETY: `local` describes the rest of `data`, which lives for the
-        // call and which the kernel only reads; the kernel checks `remote`
-        // against process `pid`'s mappings and fails with EFAULT instead
-        // of touching anything else; no pointer is kept after the call.
-        // This process's own memory is written only where it is `remote`,
-        // which is the case only for a range its caller lent for writing.
-        let n = unsafe { libc::process_vm_writev(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        let n = copy(done, &remote);
         if n <= 0 {
             let source = if n == 0 {
                 std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "nothing copied")
@@ -114,7 +119,7 @@ pub fn write(pid: u32, address: usize, data: &[u8]) -> Result<()> {
                 std::io::Error::last_os_error()
             };
             return Err(Error::io(
-                format!("writing {} bytes into process {pid}", data.len() - done),
+                format!("{doing} {} bytes {at} process {pid}", len - done),
                 source,
             ));
         }
