@@ -841,11 +841,12 @@ impl<'e> Shared<'e> {
     }
 
     /// Writes `data` at byte `at` of the output `member` lent for writing
-    /// in step `s` ([`Publish::Destination`]), or with `data` empty only
-    /// checks that it may: that `member`'s contribution is the `whole`
-    /// bytes and its output the `total` bytes this member expects, and
-    /// that it has not given the call up (its output may be its caller's
-    /// again).
+    /// in step `s` ([`Publish::Destination`]) once `member`'s contribution
+    /// proves the `whole` bytes and its output the `total` bytes this
+    /// member expects, and it has not given the call up (its output may be
+    /// its caller's again); with `data` empty, checks only the lengths (a
+    /// member checks every peer's before its first write, so that counts
+    /// that do not match fail as such even where a peer gave up first).
     ///
     /// # Errors
     /// [`Error::BadCall`] when the members' counts do not match or
@@ -866,6 +867,9 @@ impl<'e> Shared<'e> {
                 data.len()
             )));
         }
+        if data.is_empty() {
+            return Ok(());
+        }
         // Its released counter passes the step only once it gave the call
         // up ([`Shared::abandon`]): it finishes the call, and goes on to
         // later steps, only after every peer released the step.
@@ -873,9 +877,6 @@ impl<'e> Shared<'e> {
             return Err(Error::BadCall(format!(
                 "group rank {member} gave the call up"
             )));
-        }
-        if data.is_empty() {
-            return Ok(());
         }
         Ok(onesided_fabric::cma::write(
             pid as u32,
@@ -1174,6 +1175,14 @@ enum Op {
     /// Read `peer`'s alltoallv counts, and its block for this member
     /// into `into` of the output where it lies beside them.
     Counts { peer: u32, into: Range<usize> },
+    /// Check that `peer`'s whole contribution is `whole` bytes. A call
+    /// that reads lent pieces of several peers (3 members or more) checks
+    /// them all before its first read: a member whose counts disagree then fails before it
+    /// reads the memory of a peer that already failed and handed it back
+    /// to its caller (3 ranks, allreduce 2.4 MB on one member against
+    /// 800 KB on the others: a member read a peer that had failed first,
+    /// and got `Bad address` instead of the mismatch).
+    Check { peer: u32, whole: usize },
     /// Write this member's input range `from` at byte `at` of the output
     /// `peer` lent for writing ([`Publish::Destination`]), once its
     /// contribution proves `whole` bytes and its output `total`; with
@@ -1463,6 +1472,7 @@ impl<'e> Run<'e> {
                     Op::Wait(p)
                     | Op::Read { peer: p, .. }
                     | Op::Counts { peer: p, .. }
+                    | Op::Check { peer: p, .. }
                     | Op::Push { peer: p, .. } => Some(*p),
                     Op::Local { .. } | Op::LocalFirst { .. } | Op::Uncached { .. } => None,
                 };
@@ -1530,6 +1540,9 @@ impl<'e> Run<'e> {
                 bytemuck::cast_slice(&input[from]),
             ),
             Op::LocalFirst { from, into } => combine()?.call(&mut output[into], &input[from], true),
+            Op::Check { peer, whole } => {
+                shared.contribution(peer, s, whole)?;
+            }
             Op::Push {
                 peer,
                 at,
@@ -1649,6 +1662,10 @@ impl<'e> Run<'e> {
                 if k > steps {
                     return None;
                 }
+                if k == 0 && n > 2 {
+                    let whole = input * size;
+                    ops.extend(others.clone().map(|peer| Op::Check { peer, whole }));
+                }
                 let reads = root.is_none_or(|r| r == me);
                 if k > 0 && reads {
                     for p in others {
@@ -1693,6 +1710,10 @@ impl<'e> Run<'e> {
                 }
                 let range = piece(input, k);
                 if root.is_none_or(|r| r == me) {
+                    if k == 0 && n > 2 && place(range.len()) == Place::Lent {
+                        let whole = input * size;
+                        ops.extend(others.clone().map(|peer| Op::Check { peer, whole }));
+                    }
                     fold(ops, 0, place(range.len()), range.clone(), range.clone());
                 }
                 Some(Publish::Input(range))
@@ -1730,8 +1751,15 @@ impl<'e> Run<'e> {
                         }
                         return Some(Publish::Destination);
                     }
-                    // One step: every member copies its own block and
-                    // reads its peers' whole.
+                    // One step: every member checks its peers'
+                    // contributions (when there are several), copies its
+                    // own block and reads theirs whole.
+                    if n > 2 {
+                        ops.extend(others.clone().map(|peer| Op::Check {
+                            peer,
+                            whole: counts[peer as usize] * size,
+                        }));
+                    }
                     for p in (0..n).map(|i| (me + i) % n) {
                         let into = at[p as usize]..at[p as usize] + counts[p as usize];
                         ops.push(if p == me {
