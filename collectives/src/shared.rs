@@ -840,17 +840,38 @@ impl<'e> Shared<'e> {
         Ok(part)
     }
 
-    /// Writes `data` at byte `at` of the output `member` lent for writing
-    /// in step `s` ([`Publish::Destination`]) once `member`'s contribution
-    /// proves the `whole` bytes and its output the `total` bytes this
-    /// member expects, and it has not given the call up (its output may be
-    /// its caller's again); with `data` empty, checks only the lengths (a
-    /// member checks every peer's before its first write, so that counts
-    /// that do not match fail as such even where a peer gave up first).
+    /// The descriptor of the output `member` lent for writing in step `s`
+    /// ([`Publish::Destination`]), once its contribution proves the
+    /// `whole` bytes and its output the `total` bytes this member expects.
     ///
     /// # Errors
-    /// [`Error::BadCall`] when the members' counts do not match or
-    /// `member` gave the call up; a dead peer; window errors.
+    /// [`Error::BadCall`] when they do not (the members' counts do not
+    /// match); window errors.
+    fn destination(
+        &self,
+        member: u32,
+        s: u64,
+        (whole, total): (usize, usize),
+    ) -> Result<[u64; 3], Error> {
+        let descriptor = lent(self.contribution(member, s, whole)?, s)?;
+        let bytes = descriptor[2];
+        if bytes != total as u64 {
+            return Err(Error::BadCall(format!(
+                "group rank {member} lent an output of {bytes} bytes, where this member \
+                 expects {total}: every member must pass matching counts"
+            )));
+        }
+        Ok(descriptor)
+    }
+
+    /// Writes `data` at byte `at` of the output `member` lent for writing
+    /// in step `s` ([`Shared::destination`] of `whole` and `total`), unless
+    /// it gave the call up (its output may be its caller's again).
+    ///
+    /// # Errors
+    /// [`Error::BadCall`] when the members' counts do not match, `data`
+    /// does not fit, or `member` gave the call up; a dead peer; window
+    /// errors.
     fn push<T: bytemuck::Pod>(
         &self,
         member: u32,
@@ -858,17 +879,13 @@ impl<'e> Shared<'e> {
         (at, whole, total): (usize, usize, usize),
         data: &[T],
     ) -> Result<(), Error> {
-        let [pid, address, bytes] = lent(self.contribution(member, s, whole)?, s)?;
+        let [pid, address, _] = self.destination(member, s, (whole, total))?;
         let data: &[u8] = bytemuck::cast_slice(data);
-        if bytes != total as u64 || at + data.len() > total {
+        if at + data.len() > total {
             return Err(Error::BadCall(format!(
-                "group rank {member} lent an output of {bytes} bytes, where this member \
-                 expects {total} and writes {} at {at}: every member must pass matching counts",
+                "{} bytes at {at} do not fit group rank {member}'s output of {total}",
                 data.len()
             )));
-        }
-        if data.is_empty() {
-            return Ok(());
         }
         // Its released counter passes the step only once it gave the call
         // up ([`Shared::abandon`]): it finishes the call, and goes on to
@@ -1175,18 +1192,17 @@ enum Op {
     /// Read `peer`'s alltoallv counts, and its block for this member
     /// into `into` of the output where it lies beside them.
     Counts { peer: u32, into: Range<usize> },
-    /// Check that `peer`'s whole contribution is `whole` bytes. A call
-    /// that reads lent pieces of several peers (3 members or more) checks
-    /// them all before its first read: a member whose counts disagree then fails before it
-    /// reads the memory of a peer that already failed and handed it back
-    /// to its caller (3 ranks, allreduce 2.4 MB on one member against
-    /// 800 KB on the others: a member read a peer that had failed first,
-    /// and got `Bad address` instead of the mismatch).
-    Check { peer: u32, whole: usize },
+    /// Check that `peer`'s whole contribution is `whole` bytes and, for
+    /// a peer this member writes into, that its output is `total` bytes
+    /// ([`check_first`] puts these before a step's operations).
+    Check {
+        peer: u32,
+        whole: usize,
+        total: Option<usize>,
+    },
     /// Write this member's input range `from` at byte `at` of the output
     /// `peer` lent for writing ([`Publish::Destination`]), once its
-    /// contribution proves `whole` bytes and its output `total`; with
-    /// `from` empty, only the checks.
+    /// contribution proves `whole` bytes and its output `total`.
     Push {
         peer: u32,
         at: usize,
@@ -1393,7 +1409,9 @@ impl<'e> Run<'e> {
             let s = match self.current {
                 Some(s) => s,
                 None => {
-                    let Some(publish) = self.plan::<T>(input.len(), output.len()) else {
+                    let planned = self.plan::<T>(input.len(), output.len());
+                    check_first(&mut shared.ops.borrow_mut());
+                    let Some(publish) = planned else {
                         // What this member lent is read before the call
                         // returns (its buffers are the caller's again).
                         if let Some(p) = shared.unreleased(self.lent)? {
@@ -1540,9 +1558,10 @@ impl<'e> Run<'e> {
                 bytemuck::cast_slice(&input[from]),
             ),
             Op::LocalFirst { from, into } => combine()?.call(&mut output[into], &input[from], true),
-            Op::Check { peer, whole } => {
-                shared.contribution(peer, s, whole)?;
-            }
+            Op::Check { peer, whole, total } => match total {
+                None => drop(shared.contribution(peer, s, whole)?),
+                Some(total) => drop(shared.destination(peer, s, (whole, total))?),
+            },
             Op::Push {
                 peer,
                 at,
@@ -1662,10 +1681,6 @@ impl<'e> Run<'e> {
                 if k > steps {
                     return None;
                 }
-                if k == 0 && n > 2 {
-                    let whole = input * size;
-                    ops.extend(others.clone().map(|peer| Op::Check { peer, whole }));
-                }
                 let reads = root.is_none_or(|r| r == me);
                 if k > 0 && reads {
                     for p in others {
@@ -1710,10 +1725,6 @@ impl<'e> Run<'e> {
                 }
                 let range = piece(input, k);
                 if root.is_none_or(|r| r == me) {
-                    if k == 0 && n > 2 && place(range.len()) == Place::Lent {
-                        let whole = input * size;
-                        ops.extend(others.clone().map(|peer| Op::Check { peer, whole }));
-                    }
                     fold(ops, 0, place(range.len()), range.clone(), range.clone());
                 }
                 Some(Publish::Input(range))
@@ -1727,10 +1738,9 @@ impl<'e> Run<'e> {
                 if root.is_none() && self.shared.gathers_whole::<T>(counts) {
                     let total = counts.iter().sum::<usize>() * size;
                     if total >= PUSH_FROM {
-                        // One step: every member lends its output and
-                        // checks every peer's, then copies its own block
-                        // and writes it into its peers' outputs, in turns
-                        // of `PUSH_TURN` bytes.
+                        // One step: every member lends its output, then
+                        // copies its own block and writes it into its
+                        // peers' outputs, in turns of `PUSH_TURN` bytes.
                         let mine = at[me as usize];
                         let push = |peer: u32, from: Range<usize>| Op::Push {
                             peer,
@@ -1739,7 +1749,6 @@ impl<'e> Run<'e> {
                             whole: counts[peer as usize] * size,
                             total,
                         };
-                        ops.extend(others.clone().map(|p| push(p, 0..0)));
                         let per = (PUSH_TURN / size).max(1);
                         for start in (0..input).step_by(per) {
                             let from = start..(start + per).min(input);
@@ -1751,15 +1760,8 @@ impl<'e> Run<'e> {
                         }
                         return Some(Publish::Destination);
                     }
-                    // One step: every member checks its peers'
-                    // contributions (when there are several), copies its
-                    // own block and reads theirs whole.
-                    if n > 2 {
-                        ops.extend(others.clone().map(|peer| Op::Check {
-                            peer,
-                            whole: counts[peer as usize] * size,
-                        }));
-                    }
+                    // One step: every member copies its own block and
+                    // reads its peers' whole.
                     for p in (0..n).map(|i| (me + i) % n) {
                         let into = at[p as usize]..at[p as usize] + counts[p as usize];
                         ops.push(if p == me {
@@ -1964,6 +1966,42 @@ fn chunks(range: Range<usize>, per: usize) -> impl Iterator<Item = Range<usize>>
         .map(move |s| s..(s + per).min(end))
 }
 
+/// Puts, before a step's operations `ops`, a check of every peer whose
+/// lent memory they read or write ([`Op::Check`]), where they touch
+/// several peers' (3 members or more). A member whose counts disagree
+/// with some peer's then fails before it touches any peer's memory: else
+/// it could read the input of a peer that already failed and handed it
+/// back to its caller (3 ranks, allreduce of 2.4 MB on one member against
+/// 800 KB on the others: `Bad address` instead of the mismatch), or write
+/// at an offset that counts it has not checked yet put wrong. Where a
+/// step touches one peer's memory, its own operation checks it first.
+fn check_first(ops: &mut Vec<Op>) {
+    let mut checks: Vec<Op> = Vec::new();
+    for op in ops.iter() {
+        let (peer, whole, total) = match *op {
+            Op::Read {
+                peer,
+                whole,
+                place: Place::Lent,
+                ..
+            } => (peer, whole, None),
+            Op::Push {
+                peer, whole, total, ..
+            } => (peer, whole, Some(total)),
+            _ => continue,
+        };
+        if !checks
+            .iter()
+            .any(|c| matches!(c, Op::Check { peer: p, .. } if *p == peer))
+        {
+            checks.push(Op::Check { peer, whole, total });
+        }
+    }
+    if checks.len() > 1 {
+        ops.splice(0..0, checks);
+    }
+}
+
 /// The descriptor `[pid, address, bytes]` of what the member whose part
 /// is `part` lent in step `s`.
 ///
@@ -2013,6 +2051,52 @@ fn displacements(counts: &[usize]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steps_that_touch_several_peers_lent_memory_check_them_all_first() {
+        let read = |peer, place| Op::Read {
+            peer,
+            at: 0,
+            into: 0..4,
+            combine: false,
+            place,
+            whole: 32,
+        };
+        let push = |peer| Op::Push {
+            peer,
+            at: 0,
+            from: 0..4,
+            whole: 32,
+            total: 96,
+        };
+        let check = |peer, total| Op::Check {
+            peer,
+            whole: 32,
+            total,
+        };
+        // One peer's, or in cells: as planned.
+        for planned in [
+            vec![read(1, Place::Lent), read(1, Place::Lent)],
+            vec![read(1, Place::Cell), read(2, Place::Cell)],
+            vec![push(1), push(1)],
+        ] {
+            let mut ops = planned.clone();
+            check_first(&mut ops);
+            assert_eq!(ops, planned);
+        }
+        let mut ops = vec![
+            read(2, Place::Lent),
+            read(1, Place::Lent),
+            read(2, Place::Lent),
+        ];
+        check_first(&mut ops);
+        assert_eq!(&ops[..2], &[check(2, None), check(1, None)]);
+        assert_eq!(ops.len(), 5);
+        let mut ops = vec![push(0), push(2), push(0), push(2)];
+        check_first(&mut ops);
+        assert_eq!(&ops[..2], &[check(0, Some(96)), check(2, Some(96))]);
+        assert_eq!(ops.len(), 6);
+    }
 
     #[test]
     fn broadcasts_and_reductions_go_in_small_pieces_up_to_a_cell_then_in_cells() {
