@@ -61,16 +61,17 @@
 //! piece: the publisher writes where it lies (pid, address), readers copy
 //! it straight into their buffers (one copy
 //! instead of two), and a call that lent returns only once every reader
-//! released its last lent step (a call that fails on a member, a dead
-//! peer or a timeout, returns without that wait: as for any collective
-//! that failed somewhere, the others' results are then undefined). A
-//! large allgather lends outputs instead ([`PUSH_FROM`]): each member
-//! checks every peer's contribution and output lengths, then writes its
-//! block straight into their outputs (`process_vm_writev`), and stops at
-//! its next write when that peer gave the call up; a member whose call
-//! fails then waits, within the endpoint's timeout and while its peers
-//! live, until they released or gave up the step, since the error hands
-//! its output back to its caller.
+//! released its last lent step. A call that fails returns so too, within
+//! the endpoint's timeout and while its peers live, once they released
+//! or gave up that step: the error hands its buffers back to its caller,
+//! and a peer may still be reading them in a call that succeeds there (3
+//! ranks, an alltoallv whose counts only rank 1 found wrong: ranks 0 and
+//! 2 read rank 1's lent input after its caller had overwritten it, in 4
+//! runs of 6, when failed calls returned at once). A large allgather
+//! lends outputs instead ([`PUSH_FROM`]): each member checks every peer's
+//! contribution and output lengths, then writes its block straight into
+//! their outputs (`process_vm_writev`), and stops at its next write when
+//! that peer gave the call up.
 //! Reductions combine the members' pieces in rank order (so
 //! non-commutative operations are right), each reader on its own, but
 //! for a reduction among 3 members or more whose inputs are lent: each
@@ -1231,9 +1232,6 @@ pub(crate) struct Run<'e> {
     blocked_on: Option<u32>,
     /// The last step in which this member lent its memory (0: none).
     lent: u64,
-    /// Whether what it lent then is its output, for its peers to write
-    /// into ([`Publish::Destination`]).
-    lent_output: bool,
     finished: bool,
     gave_up: bool,
 }
@@ -1261,7 +1259,6 @@ impl<'e> Run<'e> {
             counts: Vec::new(),
             blocked_on: None,
             lent: 0,
-            lent_output: false,
             finished: false,
             gave_up: false,
         }
@@ -1376,9 +1373,11 @@ impl<'e> Run<'e> {
         let result = self.go_on(input, output, scratch, combine);
         if result.is_err() {
             self.give_up();
-            if self.lent_output {
-                // Peers see it gave up before their next write into its
-                // output, which the error hands back to the caller.
+            if self.lent > 0 {
+                // The error hands what it lent back to the caller: peers
+                // still reading it (an alltoallv's members whose counts
+                // match this one's go on) finish first, and peers writing
+                // into its output see it gave up before their next write.
                 self.shared.outlived(self.lent);
             }
         }
@@ -1468,7 +1467,6 @@ impl<'e> Run<'e> {
                         }
                         Publish::Destination => {
                             shared.publish(s, &output[..], Place::Lent, size_of_val(input))?;
-                            self.lent_output = true;
                             Some(Place::Lent)
                         }
                     };

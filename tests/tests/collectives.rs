@@ -238,4 +238,6 @@ fn counts_that_do_not_match_give_an_error_naming_the_member() {
         out.assert_stdout_has(&format!("rank {r}: large allgatherv mismatch: "));
         out.assert_stdout_has(&format!("rank {r}: mismatch ok"));
     }
+    // Only the member that receives counts it did not expect fails.
+    out.assert_stdout_has("rank 1: alltoallv mismatch: ");
 }

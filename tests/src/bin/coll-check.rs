@@ -410,7 +410,8 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
 /// linear (message) algorithm forced; one of 8192 and 16384 (the root
 /// takes 32 steps, the others fail at their first); allreduces where rank
 /// 1 has 5 and the others 3, then 300000 and 100000; a large allgatherv
-/// whose last member's counts differ (the same total); two nonblocking
+/// whose last member's counts differ (the same total); an alltoallv
+/// whose counts only rank 1 finds wrong ([`alltoallv_mismatch`]); two nonblocking
 /// allreduces dropped unfinished everywhere, the later one first; then a
 /// right allreduce. The caller then drops the Comm and finalizes,
 /// as a program ends: a rank that exited at once took its memory with it
@@ -502,6 +503,7 @@ fn mismatch(comm: &Comm) {
     must(me, "allgatherv", comm.allgatherv(&mine, &mut all, &counts));
     check(me, all == concat, || "allgatherv after a mismatch".into());
     must(me, "force", comm.force(Collective::Allgather, None));
+    alltoallv_mismatch(comm);
     // Nonblocking calls dropped unfinished on every member, the later
     // one first: the calls after them go on.
     let start = |len: usize| comm.iallreduce(vec![1i64; len], vec![0; len], &sum);
@@ -513,6 +515,65 @@ fn mismatch(comm: &Comm) {
     must(me, "allreduce", comm.allreduce(&[1i64], &mut total, &sum));
     check(me, total[0] == i64::from(n), || format!("after: {total:?}"));
     println!("rank {me}: mismatch ok");
+}
+
+/// An alltoallv in shared memory where rank 1 expects fewer elements from
+/// rank 0 than rank 0 sends (800 KB per pair, so every input is lent
+/// beside its counts): rank 1 fails naming rank 0, overwrites its input at
+/// once as its caller may, and the others, which read it, must still get
+/// what rank 1 sent; a right alltoallv follows.
+fn alltoallv_mismatch(comm: &Comm) {
+    const PER: usize = 100_000;
+    let (me, n) = (comm.rank(), comm.group().size() as usize);
+    if n < 2 {
+        return;
+    }
+    must(
+        me,
+        "force",
+        comm.force(Collective::Alltoall, Some("shared")),
+    );
+    let sends = vec![PER; n];
+    let mut input: Vec<i64> = (0..n * PER).map(|i| value(me, i)).collect();
+    let mut output = vec![0i64; n * PER];
+    let want = |r: usize, i: usize| value(r as u32, me as usize * PER + i);
+    let mut recvs = sends.clone();
+    if me == 1 {
+        recvs[0] -= 1000;
+    }
+    let mut short = vec![0i64; recvs.iter().sum()];
+    match comm.alltoallv(&input, &sends, &mut short, &recvs) {
+        Ok(()) => check(me, me != 1, || "a mismatched alltoallv succeeded".into()),
+        Err(e) => {
+            input.fill(i64::MIN);
+            let text = e.to_string();
+            let says = format!(
+                "group rank 0 sends {PER} elements to rank 1, which expects {}",
+                PER - 1000
+            );
+            check(me, me == 1 && text.contains(&says), || {
+                format!("alltoallv: {text}")
+            });
+            println!("rank {me}: alltoallv mismatch: {text}");
+        }
+    }
+    if me != 1 {
+        let from1 = &short[PER..2 * PER];
+        check(
+            me,
+            from1.iter().enumerate().all(|(i, v)| *v == want(1, i)),
+            || "what rank 1 sent beside the counts it failed on".into(),
+        );
+    }
+    input = (0..n * PER).map(|i| value(me, i)).collect();
+    must(
+        me,
+        "alltoallv",
+        comm.alltoallv(&input, &sends, &mut output, &sends),
+    );
+    let right = (0..n * PER).all(|k| output[k] == want(k / PER, k % PER));
+    check(me, right, || "alltoallv after a mismatch".into());
+    must(me, "force", comm.force(Collective::Alltoall, None));
 }
 
 /// `coll-check victim` (under `osrun --ft`): rank 1 dies when rank 0
