@@ -1001,11 +1001,14 @@ impl<'e> Comm<'e> {
     }
 
     /// The one-sided alltoallv: each rank exposes a copy of its input in
-    /// a window, tells each peer where that peer's block starts (a pairwise
-    /// exchange of one number, which also says "my data is in place"),
-    /// then gets its blocks from every peer in one `lock_all` epoch; the
-    /// window's collective free is the closing barrier. On one host the
-    /// gets are copies from the peers' shared memory.
+    /// a window, tells each peer where that peer's block starts and how
+    /// many elements it holds (a pairwise exchange of two numbers, which
+    /// also says "my data is in place"), then gets its blocks from every
+    /// peer in one `lock_all` epoch; the window's collective free is the
+    /// closing barrier. On one host the gets are copies from the peers'
+    /// shared memory. A block whose sender's count differs from the
+    /// receive count is not read, and the call fails naming the sender,
+    /// after the free, which every member reaches.
     fn alltoallv_onesided<T: bytemuck::Pod>(
         &self,
         call: u64,
@@ -1018,35 +1021,44 @@ impl<'e> Comm<'e> {
         let size = size_of::<T>() as u64;
         let window = self.rma.allocate(&self.group, size_of_val(input).max(1))?;
         window.write_local(0, input)?;
-        let mut starts = Vec::with_capacity(n as usize);
+        // Per peer: where its block starts (bytes), and its count.
+        let mut blocks = Vec::with_capacity(2 * n as usize);
         let mut at = 0u64;
         for &c in sends {
-            starts.push(at * size);
+            blocks.extend([at * size, c as u64]);
             at += c as u64;
         }
-        let mut theirs = vec![0u64; n as usize];
-        let ones = vec![1usize; n as usize];
-        let schedule = alg::alltoallv_pairwise(n, self.me, &ones, &ones);
+        let mut theirs = vec![0u64; 2 * n as usize];
+        let twos = vec![2usize; n as usize];
+        let schedule = alg::alltoallv_pairwise(n, self.me, &twos, &twos);
         let exec = Exec::new(
             self.ep,
             &self.group,
             Work::Schedule(schedule),
             call,
-            (&starts[..], &mut theirs[..]),
+            (&blocks[..], &mut theirs[..]),
             None,
             &self.inflight.spare,
         )?;
         self.inflight.wait(exec)?;
+        let mut mismatch = None;
         let epoch = window.lock_all(true)?;
         let mut at = 0;
         for (peer, &count) in recvs.iter().enumerate() {
-            if count > 0 {
-                window.get(peer as u32, theirs[peer], &mut output[at..at + count])?;
+            let (start, sent) = (theirs[2 * peer], theirs[2 * peer + 1]);
+            if sent != count as u64 {
+                mismatch.get_or_insert(Error::BadCall(format!(
+                    "group rank {peer} sends {sent} elements to rank {}, which expects {count}",
+                    self.me
+                )));
+            } else if count > 0 {
+                window.get(peer as u32, start, &mut output[at..at + count])?;
             }
             at += count;
         }
         epoch.unlock()?;
-        Ok(window.free()?)
+        window.free()?;
+        mismatch.map_or(Ok(()), Err)
     }
 
     /// Sends `count` elements of `input` to every group rank (blocks in rank

@@ -9,6 +9,18 @@
 //! their requests in any order, and work between tests without holding
 //! their peers back for longer than that work.
 //!
+//! A receive that brings fewer bytes than the schedule expects (counts
+//! that do not match) does not end the run: it goes on to its last round,
+//! so that its peers are not left waiting for its messages, sending from
+//! its input as usual but nothing (empty messages) from its output or
+//! scratch, which may hold what it should have received; then it fails
+//! naming the sender. Its peers that expected something from those
+//! messages fail alike, and the others complete. A message larger than a
+//! receive expects is the provider's truncation: libfabric 1.17's `shm`
+//! does not report it above its inject size, and `tcp` reports it but
+//! may drop the connection, so such calls end with the endpoint's timeout
+//! (or an error on the connection) instead.
+//!
 //! Each round's copies happen first, then its sends and receives are
 //! posted together (sends from copies: the round's slices as they are at
 //! that moment), and when all have completed its receives (and
@@ -130,6 +142,11 @@ pub(crate) struct Exec<'e, T: bytemuck::Pod, I, O> {
     /// The error that ended it: a failed run fails again when tested
     /// (its buffers may hold anything).
     failed: Option<String>,
+    /// The first receive whose length was not the one expected (counts
+    /// that do not match): the run goes on to its end, so that its peers
+    /// are not left waiting, sending nothing from its output or scratch
+    /// (what it would forward may be wrong), and then fails with it.
+    mismatch: Option<Error>,
     /// A shared-memory run instead of the schedule (which is empty then).
     shared: Option<shared::Run<'e>>,
     /// Held back from posting its first round (see [`Inflight`]).
@@ -165,6 +182,9 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
         while !self.done {
             if self.round >= self.schedule.rounds.len() {
                 self.done = true;
+                if let Some(e) = self.mismatch.take() {
+                    return Err(fail(e));
+                }
                 break;
             }
             if !self.posted {
@@ -226,6 +246,7 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
             posted: false,
             done: false,
             failed: None,
+            mismatch: None,
             held: false,
         })
     }
@@ -261,7 +282,10 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
         for (i, a) in actions.iter().enumerate() {
             let transfer = match a {
                 Action::Send { to, data } => {
-                    let bytes: &[u8] = bytemuck::cast_slice(self.slice(*data));
+                    let bytes: &[u8] = match (&self.mismatch, data.buf) {
+                        (Some(_), Buf::Output | Buf::Scratch) => &[],
+                        _ => bytemuck::cast_slice(self.slice(*data)),
+                    };
                     self.ep.send_start(self.group.job_rank(*to)?, tag, bytes)?
                 }
                 Action::Recv { from, into } | Action::RecvReduce { from, into, .. } => {
@@ -296,6 +320,25 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
         Ok((combine, &mut buf[into.at..into.at + into.len]))
     }
 
+    /// The bytes a completed receive from group rank `from` brought, if
+    /// exactly `len`; else none, and the run notes the first such
+    /// mismatch.
+    fn message<'t>(&mut self, t: &'t Transfer<'_>, from: u32, len: usize) -> Option<&'t [u8]> {
+        let bytes = t.data();
+        if bytes.len() == len {
+            return Some(bytes);
+        }
+        self.mismatch.get_or_insert_with(|| {
+            Error::BadCall(format!(
+                "group rank {from} sent {} bytes where this member expects {len}: every member \
+                 must pass matching counts (a member that received a message of another length \
+                 forwards nothing)",
+                bytes.len()
+            ))
+        });
+        None
+    }
+
     /// Applies the completed round's receives and combinations in order.
     fn finish_round(&mut self) -> Result<(), Error> {
         let actions = self.schedule.rounds[self.round].clone();
@@ -317,7 +360,9 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
                 Action::Recv { from, into } => {
                     let t = data
                         .ok_or_else(|| Error::BadCall("a receive without its transfer".into()))?;
-                    let bytes = message(&t, *from, into.len * size_of::<T>())?;
+                    let Some(bytes) = self.message(&t, *from, into.len * size_of::<T>()) else {
+                        continue;
+                    };
                     bytemuck::cast_slice_mut::<T, u8>(self.slice_mut(*into)).copy_from_slice(bytes);
                 }
                 Action::RecvReduce {
@@ -327,7 +372,9 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
                 } => {
                     let t = data
                         .ok_or_else(|| Error::BadCall("a receive without its transfer".into()))?;
-                    let bytes = message(&t, *from, into.len * size_of::<T>())?;
+                    let Some(bytes) = self.message(&t, *from, into.len * size_of::<T>()) else {
+                        continue;
+                    };
                     let (combine, dest) = self.combining(*into)?;
                     match bytemuck::try_cast_slice::<u8, T>(bytes) {
                         // In place: one pass over the data.
@@ -349,20 +396,6 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
         }
         Ok(())
     }
-}
-
-/// The bytes a completed receive from group rank `from` brought (exactly
-/// `len`).
-fn message<'t>(t: &'t Transfer<'_>, from: u32, len: usize) -> Result<&'t [u8], Error> {
-    let bytes = t.data();
-    if bytes.len() != len {
-        return Err(Error::BadCall(format!(
-            "group rank {from} sent {} bytes where this member expects {len}: every member \
-             must pass matching counts",
-            bytes.len()
-        )));
-    }
-    Ok(bytes)
 }
 
 impl<'e, T, I, O> Exec<'e, T, I, O>

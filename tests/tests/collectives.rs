@@ -222,22 +222,29 @@ fn a_dead_rank_fails_the_collectives_naming_it() {
     }
 }
 
+/// 3 ranks, and 4, where a binomial broadcast relays.
 #[test]
 fn counts_that_do_not_match_give_an_error_naming_the_member() {
     let _serial = serial();
-    let out = Osrun::new(3, "shm", "coll-check").arg("mismatch").run();
-    out.assert_success();
-    for r in 1..3 {
-        out.assert_stdout_has(&format!("rank {r}: bcast mismatch: "));
-        out.assert_stdout_has(&format!("rank {r}: linear bcast mismatch: "));
-        out.assert_stdout_has(&format!("rank {r}: large bcast mismatch: "));
+    for n in [3, 4] {
+        let out = Osrun::new(n, "shm", "coll-check").arg("mismatch").run();
+        out.assert_success();
+        for r in 1..n {
+            out.assert_stdout_has(&format!("rank {r}: bcast mismatch: "));
+            out.assert_stdout_has(&format!("rank {r}: linear bcast mismatch: "));
+            out.assert_stdout_has(&format!("rank {r}: binomial bcast mismatch: "));
+            out.assert_stdout_has(&format!("rank {r}: large bcast mismatch: "));
+        }
+        for r in 0..n {
+            out.assert_stdout_has(&format!("rank {r}: allreduce mismatch: "));
+            out.assert_stdout_has(&format!("rank {r}: large allreduce mismatch: "));
+            out.assert_stdout_has(&format!("rank {r}: large allgatherv mismatch: "));
+            out.assert_stdout_has(&format!("rank {r}: mismatch ok"));
+        }
+        // Only the member that receives fewer elements than it expects
+        // fails, whatever the algorithm.
+        for algorithm in ["shared", "onesided", "pairwise", "linear"] {
+            out.assert_stdout_has(&format!("rank 1: {algorithm} alltoallv mismatch: "));
+        }
     }
-    for r in 0..3 {
-        out.assert_stdout_has(&format!("rank {r}: allreduce mismatch: "));
-        out.assert_stdout_has(&format!("rank {r}: large allreduce mismatch: "));
-        out.assert_stdout_has(&format!("rank {r}: large allgatherv mismatch: "));
-        out.assert_stdout_has(&format!("rank {r}: mismatch ok"));
-    }
-    // Only the member that receives counts it did not expect fails.
-    out.assert_stdout_has("rank 1: alltoallv mismatch: ");
 }
