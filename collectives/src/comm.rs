@@ -523,7 +523,9 @@ impl<'e> Comm<'e> {
     }
 
     /// Records how a call of `algorithm` went (monitoring): its failure,
-    /// or its time when it was timed from `start`.
+    /// or its time when it was timed from `start`. A call the caller got
+    /// wrong ([`Error::BadCall`]: counts that do not match, say) fails by
+    /// any algorithm, and does not count against this one.
     fn monitor(
         &self,
         shape: Shape,
@@ -537,7 +539,7 @@ impl<'e> Comm<'e> {
                 let us = start.elapsed().as_secs_f64() * 1e6;
                 self.observed.borrow_mut().observe(c, algorithm, e, b, us);
             }
-            (Ok(()), None) => {}
+            (Ok(()), None) | (Err(Error::BadCall(_)), _) => {}
             (Err(_), _) => self.observed.borrow_mut().failed(c, algorithm),
         }
         result
@@ -1047,10 +1049,7 @@ impl<'e> Comm<'e> {
         for (peer, &count) in recvs.iter().enumerate() {
             let (start, sent) = (theirs[2 * peer], theirs[2 * peer + 1]);
             if sent != count as u64 {
-                mismatch.get_or_insert(Error::BadCall(format!(
-                    "group rank {peer} sends {sent} elements to rank {}, which expects {count}",
-                    self.me
-                )));
+                mismatch.get_or_insert(Error::sends(peer, sent, self.me, count));
             } else if count > 0 {
                 window.get(peer as u32, start, &mut output[at..at + count])?;
             }

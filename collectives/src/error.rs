@@ -38,3 +38,13 @@ pub enum Error {
     #[error(transparent)]
     Profile(#[from] crate::profile::ProfileError),
 }
+
+impl Error {
+    /// An alltoallv whose group rank `from` sends `sent` elements to
+    /// group rank `to`, which expects `expects`.
+    pub(crate) fn sends(from: usize, sent: u64, to: u32, expects: usize) -> Error {
+        Error::BadCall(format!(
+            "group rank {from} sends {sent} elements to rank {to}, which expects {expects}"
+        ))
+    }
+}

@@ -142,11 +142,12 @@ pub(crate) struct Exec<'e, T: bytemuck::Pod, I, O> {
     /// The error that ended it: a failed run fails again when tested
     /// (its buffers may hold anything).
     failed: Option<String>,
-    /// The first receive whose length was not the one expected (counts
-    /// that do not match): the run goes on to its end, so that its peers
-    /// are not left waiting, sending nothing from its output or scratch
-    /// (what it would forward may be wrong), and then fails with it.
-    mismatch: Option<Error>,
+    /// What the first receive whose length was not the one expected
+    /// (counts that do not match) got wrong: the run goes on to its end,
+    /// so that its peers are not left waiting, sending nothing from its
+    /// output or scratch (what it would forward may be wrong), and then
+    /// fails with it ([`Error::BadCall`]).
+    mismatch: Option<String>,
     /// A shared-memory run instead of the schedule (which is empty then).
     shared: Option<shared::Run<'e>>,
     /// Held back from posting its first round (see [`Inflight`]).
@@ -182,8 +183,8 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
         while !self.done {
             if self.round >= self.schedule.rounds.len() {
                 self.done = true;
-                if let Some(e) = self.mismatch.take() {
-                    return Err(fail(e));
+                if let Some(text) = &self.mismatch {
+                    return Err(fail(Error::BadCall(text.clone())));
                 }
                 break;
             }
@@ -329,12 +330,12 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
             return Some(bytes);
         }
         self.mismatch.get_or_insert_with(|| {
-            Error::BadCall(format!(
+            format!(
                 "group rank {from} sent {} bytes where this member expects {len}: every member \
                  must pass matching counts (a member that received a message of another length \
                  forwards nothing)",
                 bytes.len()
-            ))
+            )
         });
         None
     }
@@ -423,6 +424,12 @@ where
                 .find(|(_, t)| !t.is_done())
                 .map(|(_, t)| t.rank()),
         }
+    }
+
+    /// What a receive of it got wrong (counts that do not match), once
+    /// one did: the call is the caller's mistake.
+    fn mismatch(&self) -> Option<&str> {
+        self.mismatch.as_deref()
     }
 
     /// Whether it is a schedule over messages that has not finished (nor
@@ -664,7 +671,11 @@ impl<'e> Inflight<'e> {
         let (backoff, limit) = (exec.ep.backoff(), exec.ep.timeout());
         let late = drive(backoff, limit, || {
             exec.hold(self.serial && self.exchanging());
-            let done = exec.test()?;
+            // A caller's mistake stays one (not the request's failure).
+            let done = exec.test().map_err(|e| match exec.mismatch() {
+                Some(text) => Error::BadCall(text.into()),
+                None => e.into(),
+            })?;
             if !done {
                 self.progress();
             }

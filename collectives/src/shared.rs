@@ -1944,10 +1944,7 @@ impl<'e> Run<'e> {
         for (p, theirs) in self.counts.iter().enumerate() {
             if let Some(&c) = theirs.get(me) {
                 if c as usize != recvs[p] {
-                    return Err(Error::BadCall(format!(
-                        "group rank {p} sends {c} elements to rank {me}, which expects {}",
-                        recvs[p]
-                    )));
+                    return Err(Error::sends(p, c, self.shared.me, recvs[p]));
                 }
             }
         }

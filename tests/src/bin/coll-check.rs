@@ -522,6 +522,13 @@ fn mismatch(comm: &Comm) {
     let mut total = [0i64];
     must(me, "allreduce", comm.allreduce(&[1i64], &mut total, &sum));
     check(me, total[0] == i64::from(n), || format!("after: {total:?}"));
+    // The caller's mistakes are not the algorithms' failures.
+    let failed: Vec<String> = (comm.observed().failures())
+        .map(|(c, a)| format!("{} {a}", c.name()))
+        .collect();
+    check(me, failed.is_empty(), || {
+        format!("failed algorithms: {failed:?}")
+    });
     println!("rank {me}: mismatch ok");
 }
 
