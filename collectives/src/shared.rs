@@ -742,7 +742,7 @@ impl<'e> Shared<'e> {
         // readers poll is written in one burst (written first, it cost a
         // small allreduce 10% more).
         let word = self.own.atomic_u64(header_of(s) + WHOLE)?;
-        word.store(whole as u64, Ordering::Relaxed);
+        word.store(stamped(s, whole)?, Ordering::Relaxed);
         Ok(())
     }
 
@@ -824,19 +824,27 @@ impl<'e> Shared<'e> {
     }
 
     /// `member`'s part, once its whole contribution to the call of step
-    /// `s` proves the `whole` bytes this member expects.
+    /// `s` proves the `whole` bytes this member expects, published for
+    /// step `s` ([`stamped`]).
     ///
     /// # Errors
     /// [`Error::BadCall`] when it does not (the members' counts do not
-    /// match); window errors.
+    /// match), or when what lies there is not of step `s`: `member` gave
+    /// the call up (a failure there, or its nonblocking call dropped)
+    /// before it published for the step, and its cell's flag went past
+    /// `s` as a later call published there; window errors.
     fn contribution(&self, member: u32, s: u64, whole: usize) -> Result<&Mapping, Error> {
         // Published before the step's flag, which the caller saw.
         let part = self.part(member)?;
         let theirs = part
             .atomic_u64(header_of(s) + WHOLE)?
             .load(Ordering::Relaxed);
-        if theirs != whole as u64 {
-            return Err(mismatch(member, theirs, whole));
+        let want = stamped(s, whole)?;
+        if theirs >> WHOLE_BITS != want >> WHOLE_BITS {
+            return Err(gave_up(member));
+        }
+        if theirs != want {
+            return Err(mismatch(member, theirs & ((1 << WHOLE_BITS) - 1), whole));
         }
         Ok(part)
     }
@@ -892,9 +900,7 @@ impl<'e> Shared<'e> {
         // up ([`Shared::abandon`]): it finishes the call, and goes on to
         // later steps, only after every peer released the step.
         if self.counter(member, RELEASED, s)? > s {
-            return Err(Error::BadCall(format!(
-                "group rank {member} gave the call up"
-            )));
+            return Err(gave_up(member));
         }
         Ok(onesided_fabric::cma::write(
             pid as u32,
@@ -2008,6 +2014,40 @@ fn lent(part: &Mapping, s: u64) -> Result<[u64; 3], Error> {
     Ok(descriptor)
 }
 
+/// Bits of a contribution's bytes in the word a member publishes at
+/// [`WHOLE`] ([`stamped`]): up to 1 TiB.
+const WHOLE_BITS: u32 = 40;
+
+/// The word at [`WHOLE`] of a publication of a contribution of `whole`
+/// bytes in step `s`: the bytes, and above them the step's low 24 bits.
+/// A member that gave a call up (a failure there, or a nonblocking call
+/// dropped) may publish in its next call in the cell of a step its peers
+/// still wait for in this one, and that cell's flag then passes their
+/// step: with the step in the word, they fail ([`Shared::contribution`])
+/// instead of reading the next call's publication as this one's, which a
+/// contribution of the same size let them do. Steps 2^24 apart, 16
+/// calls, share a stamp; a member runs at most [`CELLS`] calls ahead of
+/// a peer.
+///
+/// # Errors
+/// [`Error::BadCall`] for a contribution of 2^40 bytes or more.
+fn stamped(s: u64, whole: usize) -> Result<u64, Error> {
+    if (whole as u64) >> WHOLE_BITS != 0 {
+        return Err(Error::BadCall(format!(
+            "a contribution of {whole} bytes (at most 2^{WHOLE_BITS} - 1 in shared memory)"
+        )));
+    }
+    Ok(s << WHOLE_BITS | whole as u64)
+}
+
+/// The error of a member whose peer `member` gave the call up (out of
+/// line, as [`mismatch`]).
+#[cold]
+#[inline(never)]
+fn gave_up(member: u32) -> Error {
+    Error::BadCall(format!("group rank {member} gave the call up"))
+}
+
 /// The error of a member that expects `whole` bytes from `member`, which
 /// published `theirs` (out of line: the check sits on every call's path).
 #[cold]
@@ -2045,6 +2085,34 @@ fn displacements(counts: &[usize]) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
+    /// A publication's word tells its step's cell-mates in the next calls
+    /// apart (the same cell, the same bytes), and refuses what does not
+    /// fit beside the step.
+    #[test]
+    fn a_publication_of_a_later_call_in_the_same_cell_is_told_apart() {
+        let whole = 600_000;
+        for call in [0, 1, 7, 1 << 20] {
+            for k in [0, 1, 9] {
+                let s = step_of(call, k).unwrap();
+                let word = stamped(s, whole).unwrap();
+                assert_eq!(word & ((1 << WHOLE_BITS) - 1), whole as u64);
+                for later in 1..16 {
+                    for k2 in 0..16 {
+                        let next = step_of(call + later, k2).unwrap();
+                        if cell_of(next) == cell_of(s) {
+                            assert_ne!(stamped(next, whole).unwrap(), word);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(stamped(1, (1 << WHOLE_BITS) - 1).is_ok());
+        assert!(matches!(
+            stamped(1, 1 << WHOLE_BITS),
+            Err(Error::BadCall(_))
+        ));
+    }
+
     use super::*;
 
     #[test]

@@ -234,6 +234,7 @@ fn counts_that_do_not_match_give_an_error_naming_the_member() {
             out.assert_stdout_has(&format!("rank {r}: linear bcast mismatch: "));
             out.assert_stdout_has(&format!("rank {r}: binomial bcast mismatch: "));
             out.assert_stdout_has(&format!("rank {r}: large bcast mismatch: "));
+            out.assert_stdout_has(&format!("rank {r}: abandoned bcast: "));
         }
         for r in 0..n {
             out.assert_stdout_has(&format!("rank {r}: allreduce mismatch: "));

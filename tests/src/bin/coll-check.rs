@@ -412,7 +412,8 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
 /// 1 has 5 and the others 3, then 300000 and 100000; a large allgatherv
 /// whose last member's counts differ (the same total); an alltoallv
 /// whose counts only rank 1 finds wrong, by each algorithm
-/// ([`alltoallv_mismatch`]); two nonblocking
+/// ([`alltoallv_mismatch`]); a broadcast its root gave up
+/// ([`abandoned_bcast`]); two nonblocking
 /// allreduces dropped unfinished everywhere, the later one first; then a
 /// right allreduce. The caller then drops the Comm and finalizes,
 /// as a program ends: a rank that exited at once took its memory with it
@@ -522,6 +523,7 @@ fn mismatch(comm: &Comm) {
     let mut total = [0i64];
     must(me, "allreduce", comm.allreduce(&[1i64], &mut total, &sum));
     check(me, total[0] == i64::from(n), || format!("after: {total:?}"));
+    abandoned_bcast(comm);
     // The caller's mistakes are not the algorithms' failures.
     let failed: Vec<String> = (comm.observed().failures())
         .map(|(c, a)| format!("{} {a}", c.name()))
@@ -530,6 +532,47 @@ fn mismatch(comm: &Comm) {
         format!("failed algorithms: {failed:?}")
     });
     println!("rank {me}: mismatch ok");
+}
+
+/// A broadcast its root gave up before publishing (a nonblocking call
+/// dropped while its barrier was in flight), then eight broadcasts of
+/// the same size, which the root publishes without waiting for its
+/// readers: the eighth goes in the cell of the one given up. The readers'
+/// call fails naming the root, instead of returning the eighth's data as
+/// its own; each later broadcast brings its own value.
+fn abandoned_bcast(comm: &Comm) {
+    let me = comm.rank();
+    if me != 0 {
+        // The root's barrier cannot end before the readers start theirs,
+        // so its broadcast waits its turn and is dropped unpublished.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let first = must(me, "ibarrier", comm.ibarrier());
+    let value = |v: i64| vec![if me == 0 { v } else { 0 }; 8];
+    let dropped = must(me, "ibcast", comm.ibcast(0, value(2)));
+    if me == 0 {
+        drop(dropped);
+        must(me, "ibarrier", first.into_buffers());
+    } else {
+        must(me, "ibarrier", first.into_buffers());
+        match dropped.into_buffers() {
+            Ok(b) => check(me, false, || {
+                format!("a broadcast its root gave up brought {:?}", b.output)
+            }),
+            Err(e) => {
+                let text = e.to_string();
+                check(me, text.contains("group rank 0 gave the call up"), || {
+                    format!("abandoned ibcast: {text}")
+                });
+                println!("rank {me}: abandoned bcast: {text}");
+            }
+        }
+    }
+    for v in 3..11i64 {
+        let mut buf = value(v);
+        must(me, "bcast", comm.bcast(0, &mut buf));
+        check(me, buf == [v; 8], || format!("bcast {v} after: {buf:?}"));
+    }
 }
 
 /// An alltoallv where rank 1 expects more elements from rank 0 than rank
