@@ -426,12 +426,6 @@ where
         }
     }
 
-    /// What a receive of it got wrong (counts that do not match), once
-    /// one did: the call is the caller's mistake.
-    fn mismatch(&self) -> Option<&str> {
-        self.mismatch.as_deref()
-    }
-
     /// Whether it is a schedule over messages that has not finished (nor
     /// failed).
     fn exchanging(&self) -> bool {
@@ -672,8 +666,8 @@ impl<'e> Inflight<'e> {
         let late = drive(backoff, limit, || {
             exec.hold(self.serial && self.exchanging());
             // A caller's mistake stays one (not the request's failure).
-            let done = exec.test().map_err(|e| match exec.mismatch() {
-                Some(text) => Error::BadCall(text.into()),
+            let done = exec.test().map_err(|e| match &exec.mismatch {
+                Some(text) => Error::BadCall(text.clone()),
                 None => e.into(),
             })?;
             if !done {

@@ -407,17 +407,17 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
 /// counts that do not match get an error naming the member that differs,
 /// not its stale bytes, and the Comm goes on: a broadcast where the root
 /// has 10 elements and the others 20, in shared memory and then with the
-/// linear and binomial (message) algorithms forced; one of 8192 and 16384 (the root
-/// takes 32 steps, the others fail at their first); allreduces where rank
-/// 1 has 5 and the others 3, then 300000 and 100000; a large allgatherv
-/// whose last member's counts differ (the same total); an alltoallv
-/// whose counts only rank 1 finds wrong, by each algorithm
-/// ([`alltoallv_mismatch`]); a broadcast its root gave up
-/// ([`abandoned_bcast`]); two nonblocking
-/// allreduces dropped unfinished everywhere, the later one first; then a
-/// right allreduce. The caller then drops the Comm and finalizes,
-/// as a program ends: a rank that exited at once took its memory with it
-/// while a peer that had not read it yet still needed it.
+/// linear and binomial (message) algorithms forced; one of 8192 and 16384
+/// (the root takes 32 steps, the others fail at their first); allreduces
+/// where rank 1 has 5 and the others 3, then 300000 and 100000; a large
+/// allgatherv whose last member's counts differ (the same total); an
+/// alltoallv whose counts only rank 1 finds wrong, by each algorithm
+/// ([`alltoallv_mismatch`]); two nonblocking allreduces dropped
+/// unfinished everywhere, the later one first; then a right allreduce; a
+/// broadcast its root gave up ([`abandoned_bcast`]); and no algorithm
+/// counted as failed for any of it. The caller then drops the Comm and
+/// finalizes, as a program ends: a rank that exited at once took its
+/// memory with it while a peer that had not read it yet still needed it.
 fn mismatch(comm: &Comm) {
     let (me, n) = (comm.rank(), comm.group().size());
     let mut buf = vec![7i64; if me == 0 { 10 } else { 20 }];
