@@ -39,7 +39,7 @@ use crate::handles::Handles;
 use crate::mapping::Mapping;
 use crate::matching::{SourceMatch, MAX_TAG};
 use crate::memory::{register_memory, Access, LocalRegion, MemoryRegion, RemoteMemory};
-use crate::progress::{timeout_from_secs, Backoff, ProgressMode, DEFAULT_MAX_SLEEP};
+use crate::progress::{timeout_from_secs, Backoff, ProgressMode, WaitObject, DEFAULT_MAX_SLEEP};
 use crate::provider::{MrMode, Provider};
 use crate::slots::Slots;
 use crate::spin::{SpinGuard, SpinLock};
@@ -66,6 +66,9 @@ const IDLE_AFTER: Duration = Duration::from_millis(100);
 /// progress, after 100 ms in which nothing happened here, waits up to
 /// 10 ms.
 const IDLE_SLEEP: Duration = Duration::from_millis(10);
+/// How long the background thread blocks on the completion queue's wait
+/// object at a time (it looks for the endpoint's end in between).
+const BLOCK_FOR: Duration = Duration::from_millis(50);
 /// Completion-queue polls a waiting thread makes per lock acquisition.
 const POLLS_PER_LOCK: usize = 8;
 /// How long an operation to a dead peer may still complete on its own.
@@ -542,11 +545,15 @@ impl Shared {
     }
 
     /// A backoff for a wait of this endpoint (see [`Endpoint::backoff`]).
-    pub(crate) fn backoff(&self) -> Backoff {
-        Backoff::with_spin(
+    pub(crate) fn backoff(self: &Arc<Self>) -> Backoff {
+        let backoff = Backoff::with_spin(
             Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed)),
             self.max_sleep,
-        )
+        );
+        match self.cq_fd {
+            Some(_) => backoff.blocking_on(Arc::clone(self) as _),
+            None => backoff,
+        }
     }
 
     /// A transfer buffer of at least `len` bytes (a power of two, at
@@ -591,6 +598,45 @@ impl Shared {
             .find(|r| ptr >= r.start && ptr + len <= r.start + r.len)
             .map(|r| r.desc as *mut c_void)
     }
+}
+
+impl WaitObject for Shared {
+    /// Reads the completion queue; when it is empty and `fi_trywait` says
+    /// the wait object will signal the next event, blocks on its file
+    /// descriptor for at most `max` (without one, sleeps `max`).
+    fn block(&self, max: Duration) {
+        let Some(fd) = self.cq_fd else {
+            return std::thread::sleep(max);
+        };
+        // The caller makes progress itself: the background thread stays
+        // out of its way.
+        self.note_app_progress();
+        let may_block = {
+            let mut core = self.lock();
+            core.poll() == 0 && core.handles.try_wait()
+        };
+        if may_block {
+            wait_readable(fd, max);
+        }
+    }
+}
+
+/// Blocks until `fd` is readable or `max` has passed.
+fn wait_readable(fd: i32, max: Duration) {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let timeout = libc::timespec {
+        tv_sec: max.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: max.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: pfd is one valid pollfd and timeout a valid timespec; the fd
+    // belongs to the CQ, which outlives every waiter (the endpoint's
+    // handles close after its background thread is joined, and waiters
+    // borrow or hold the endpoint's shared state).
+    unsafe { libc::ppoll(&mut pfd, 1, &timeout, ptr::null()) };
 }
 
 /// One reliable-datagram endpoint with its address vector, completion queue
@@ -834,7 +880,7 @@ impl Endpoint {
 
     /// Records each rank's host identity ([`crate::world::host_id`]) and
     /// board name, keeps this process's `board`, and records `host_cpus`,
-    /// the CPUs the ranks on its host may run on together
+    /// the CPUs the ranks on its machine may run on together
     /// ([`crate::world::cpus_together`]); [`crate::World::init`] does, from
     /// the PMI key space.
     pub fn set_hosts(
@@ -850,7 +896,8 @@ impl Endpoint {
         self.host_cpus = host_cpus;
     }
 
-    /// The CPUs the ranks on this process's host may run on together: the
+    /// The CPUs the ranks on this process's machine may run on together
+    /// (several hosts when [`crate::world::HOST_ENV`] makes them): the
     /// same on each of them, so that they can agree on what depends on it
     /// without a message (the host's online CPUs when unknown).
     pub fn host_cpus(&self) -> usize {
@@ -885,7 +932,11 @@ impl Endpoint {
     }
 
     /// A backoff for waits on this endpoint's peers: upper layers' waits use
-    /// it so that every wait of the process follows one discipline.
+    /// it so that every wait of the process follows one discipline. Where
+    /// the completion queue has a wait object, it blocks on it instead of
+    /// sleeping: a wait that a completion, an incoming message or a peer's
+    /// RMA ends wakes as it arrives, and a wait on anything else (shared
+    /// memory a peer writes) looks again as often as a sleeping one.
     pub fn backoff(&self) -> Backoff {
         self.shared.backoff()
     }
@@ -2191,25 +2242,13 @@ fn background_progress(shared: &Shared) {
         let (found, may_block) = {
             let mut core = shared.lock();
             let found = core.poll();
-            let may_block = found == 0 && shared.cq_fd.is_some() && {
-                let mut cq = core.handles.cq_fid();
-                // SAFETY: fabric and CQ are open; fi_trywait reads one fid
-                // pointer from the array.
-                unsafe { sys::fi_trywait(core.handles.fabric, &mut cq, 1) == 0 }
-            };
+            let may_block = found == 0 && shared.cq_fd.is_some() && core.handles.try_wait();
             (found, may_block)
         };
         if found > 0 {
             (sleep, quiet_since) = (FIRST_SLEEP, Instant::now());
         } else if let (true, Some(fd)) = (may_block, shared.cq_fd) {
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: pfd is one valid pollfd; the fd belongs to the CQ, which
-            // outlives this thread (joined before the CQ is closed).
-            unsafe { libc::poll(&mut pfd, 1, 50) };
+            wait_readable(fd, BLOCK_FOR);
         } else if app_busy {
             // Busy, not polling: poll now and then only.
             std::thread::sleep(ACTIVE_CHECK_INTERVAL);

@@ -132,7 +132,7 @@ impl Handles {
                     ptr::null_mut(),
                 ),
             )?;
-            handles.open_cq(provider, progress)?;
+            handles.open_cq(provider)?;
             check(
                 "fi_endpoint",
                 sys::fi_endpoint(handles.domain, info, &mut handles.ep, ptr::null_mut()),
@@ -155,12 +155,12 @@ impl Handles {
     }
 
     /// Opens the completion queue, with a file descriptor to wait on when the
-    /// provider offers one and a background thread will use it.
+    /// provider offers one (not `shm`, whose waits spin in `sched_yield`).
     ///
     /// # Safety
     /// `self.domain` must be open.
-    unsafe fn open_cq(&mut self, provider: Provider, progress: ProgressMode) -> Result<()> {
-        let want_fd = progress == ProgressMode::Background && provider != Provider::Shm;
+    unsafe fn open_cq(&mut self, provider: Provider) -> Result<()> {
+        let want_fd = provider != Provider::Shm;
         let mut attr = sys::fi_cq_attr {
             format: sys::FI_CQ_FORMAT_TAGGED,
             wait_obj: if want_fd {
@@ -250,9 +250,14 @@ impl Handles {
         Ok(addr)
     }
 
-    /// The fabric object's fid (for `fi_trywait`).
-    pub fn cq_fid(&self) -> *mut sys::fid {
-        fid_of(self.cq)
+    /// Whether a thread may block on the completion queue's wait object
+    /// now (`fi_trywait`): false when events are pending, which the next
+    /// read of the queue collects. The caller holds the endpoint lock.
+    pub fn try_wait(&self) -> bool {
+        let mut cq = fid_of(self.cq);
+        // SAFETY: fabric and CQ are open; fi_trywait reads one fid pointer
+        // from the array.
+        unsafe { sys::fi_trywait(self.fabric, &mut cq, 1) == 0 }
     }
 
     /// The endpoint's fid (for `fi_cancel`, `fi_mr_bind`).

@@ -27,9 +27,9 @@ impl World {
     /// Joins the job the environment describes (PMI-1 under `osrun`,
     /// `mpiexec` or Slurm; a singleton otherwise) with the endpoint
     /// configuration of [`EndpointConfig::from_env`]. Every rank publishes
-    /// its host, its board and the CPUs it may run on; waits spin before
-    /// yielding unless the ranks on this host outnumber the CPUs they may
-    /// run on together ([`cpus_together`]: a launcher that binds each rank to
+    /// its host, its machine, its board and the CPUs it may run on; waits
+    /// spin before blocking or yielding unless the ranks on this machine
+    /// outnumber the CPUs they may run on together ([`cpus_together`]: a launcher that binds each rank to
     /// a core of its own still gets spinning waits; under `taskset -c
     /// $PMI_RANK` at 2 ranks, barrier 1.1 -> 0.67 us once the union, not
     /// this process's one CPU, was counted).
@@ -57,12 +57,13 @@ impl World {
         // A board per process: shared memory the processes on its host
         // read instead of exchanging messages (see Endpoint::board_name).
         let board = Mapping::create_shared(BOARD_LEN)?;
-        // Its host, its board and the CPUs it may run on.
+        // Its host, its machine, its board and the CPUs it may run on.
         pmi.put(
             &format!("onesided-host-{rank}"),
             &format!(
-                "{:016x}:{}:{}",
+                "{:016x}:{:016x}:{}:{}",
                 host_id(rank),
+                machine_id(),
                 board.name().unwrap_or_default(),
                 allowed_cpus()
             ),
@@ -80,25 +81,28 @@ impl World {
         }
         endpoint.connect(rank, &names)?;
         let mut hosts = Vec::with_capacity(size as usize);
+        let mut machines = Vec::with_capacity(size as usize);
         let mut boards = Vec::with_capacity(size as usize);
         let mut cpus = Vec::with_capacity(size as usize);
         for r in 0..size {
             let value = pmi.get(&format!("onesided-host-{r}"))?;
-            let (host, rest) = value.split_once(':').unwrap_or((value.as_str(), ""));
-            let (board, allowed) = rest.rsplit_once(':').unwrap_or((rest, ""));
-            hosts.push(u64::from_str_radix(host, 16).map_err(|_| {
-                Error::BadDescriptor(format!("host of rank {r} is not hex: {value:?}"))
-            })?);
-            boards.push(board.to_string());
-            cpus.push(allowed.to_string());
+            let place = Placement::parse(&value).ok_or_else(|| {
+                Error::BadDescriptor(format!("placement of rank {r} is malformed: {value:?}"))
+            })?;
+            hosts.push(place.host);
+            machines.push(place.machine);
+            boards.push(place.board.to_string());
+            cpus.push(place.cpus.to_string());
         }
-        // The CPUs this host's ranks may run on together (the same on each
-        // of them); when the ranks outnumber them, waits yield at once
-        // instead of spinning. A CPU quota of this process's cgroup, which
+        // The CPUs this machine's ranks may run on together (the same on
+        // each of them); when the ranks outnumber them, waits block or
+        // yield at once instead of spinning. Counted by machine, not by
+        // host: ranks that `ONESIDED_HOST` makes hosts of their own still
+        // share its cores. A CPU quota of this process's cgroup, which
         // `available_parallelism` counts and masks do not, bounds them.
-        let here = host_id(rank);
-        let local: Vec<&str> = (hosts.iter().zip(&cpus))
-            .filter(|(&h, _)| h == here)
+        let here = machine_id();
+        let local: Vec<&str> = (machines.iter().zip(&cpus))
+            .filter(|(&m, _)| m == here)
             .map(|(_, c)| c.as_str())
             .collect();
         let host_cpus = cpus_together(&local).unwrap_or_else(online_cpus);
@@ -171,18 +175,53 @@ pub const BOARD_LEN: usize = 32 * 1024;
 /// multi-host paths are tested on one machine).
 pub const HOST_ENV: &str = "ONESIDED_HOST";
 
-/// This host's identity: a hash of its boot id and name (or of
-/// [`HOST_ENV`] with `{rank}` replaced by `rank`). Ranks with the same
-/// identity share the host's cores and can map each other's shared memory
-/// (checked further by the users of that memory).
+/// This host's identity: [`machine_id`], or a hash of [`HOST_ENV`] with
+/// `{rank}` replaced by `rank`. Ranks with the same identity can map each
+/// other's shared memory (checked further by the users of that memory).
 pub fn host_id(rank: u32) -> u64 {
-    let (boot, name) = match std::env::var(HOST_ENV) {
-        Ok(host) => (String::new(), host.replace("{rank}", &rank.to_string())),
-        Err(_) => (
-            std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default(),
-            std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default(),
-        ),
-    };
+    match std::env::var(HOST_ENV) {
+        Ok(host) => identity("", &host.replace("{rank}", &rank.to_string())),
+        Err(_) => machine_id(),
+    }
+}
+
+/// This machine's identity, whatever [`HOST_ENV`] says: a hash of its boot
+/// id and name. Ranks with the same one share its cores.
+pub fn machine_id() -> u64 {
+    identity(
+        &std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default(),
+        &std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default(),
+    )
+}
+
+/// What a rank publishes of its place (`HOST:MACHINE:BOARD:CPUS`, the ids
+/// in hex): its host, its machine, its board's name and the CPUs it may
+/// run on.
+#[derive(Debug, PartialEq, Eq)]
+struct Placement<'a> {
+    host: u64,
+    machine: u64,
+    board: &'a str,
+    cpus: &'a str,
+}
+
+impl Placement<'_> {
+    /// Parses a published placement; `None` when malformed.
+    fn parse(text: &str) -> Option<Placement<'_>> {
+        let (host, rest) = text.split_once(':')?;
+        let (machine, rest) = rest.split_once(':')?;
+        let (board, cpus) = rest.rsplit_once(':')?;
+        Some(Placement {
+            host: u64::from_str_radix(host, 16).ok()?,
+            machine: u64::from_str_radix(machine, 16).ok()?,
+            board,
+            cpus,
+        })
+    }
+}
+
+/// A hash of a boot id and a host name.
+fn identity(boot: &str, name: &str) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for b in boot.trim().bytes().chain([0]).chain(name.trim().bytes()) {
         hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
@@ -312,6 +351,23 @@ pub(crate) fn hex_decode(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placements_parse_and_malformed_ones_are_refused() {
+        assert_eq!(
+            Placement::parse("00000000000000ff:1:/onesided-7-1:0-1"),
+            Some(Placement {
+                host: 255,
+                machine: 1,
+                board: "/onesided-7-1",
+                cpus: "0-1"
+            })
+        );
+        assert_eq!(Placement::parse("1:2::").map(|p| p.board), Some(""));
+        for bad in ["", "1", "1:2", "x:2:b:0", "1:y:b:0", "1:2:b"] {
+            assert_eq!(Placement::parse(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn cpu_lists_parse_and_bound_ranks_per_core() {
