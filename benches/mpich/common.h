@@ -3,6 +3,9 @@
 #ifndef ONESIDED_BENCH_COMMON_H
 #define ONESIDED_BENCH_COMMON_H
 
+/* dladdr and RTLD_DEFAULT; included first by every peer. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <mpi.h>
@@ -39,6 +42,21 @@ static void turn_pass(void) {
     double settle = MPI_Wtime() + 0.010;
     while (MPI_Wtime() < settle) {
     }
+}
+
+/* Rank 0 says what it runs on, as onesided's side does: `loaded mpich
+ * VERSION` and `loaded libfabric MAJOR.MINOR PATH` (the libfabric MPICH
+ * loaded, found by its fi_version symbol). */
+static void print_loaded(int rank) {
+    if (rank != 0) return;
+    printf("loaded mpich %s\n", MPICH_VERSION);
+    unsigned (*version)(void) = (unsigned (*)(void))dlsym(RTLD_DEFAULT, "fi_version");
+    Dl_info info;
+    if (version && dladdr((void *)version, &info) && info.dli_fname) {
+        unsigned v = version();
+        printf("loaded libfabric %u.%u %s\n", v >> 16, v & 0xffff, info.dli_fname);
+    }
+    fflush(stdout);
 }
 
 /* Opens rank's FIFOs of those ONESIDED_BENCH_TURNS names (PATH.go.RANK,

@@ -329,6 +329,7 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     Bench b;
     MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
+    print_loaded(b.rank);
     turns_open(b.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &b.size);
     b.target = (b.rank + 1) % b.size;

@@ -25,6 +25,20 @@ pub struct Args {
     /// Every rank its own host: onesided with `ONESIDED_HOST=node{rank}`,
     /// MPICH with `MPIR_CVAR_NOLOCAL=1` (the provider paths on one machine).
     pub nolocal: bool,
+    /// The libfabric onesided's side loads.
+    pub libfabric: Libfabric,
+}
+
+/// Which libfabric onesided's side of a run loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Libfabric {
+    /// The system's (Debian's 1.17), which onesided is built against.
+    System,
+    /// The one MPICH loads (the wheel's 2.5.1, through `LD_LIBRARY_PATH`;
+    /// libfabric keeps its ABI): the same provider code on both sides,
+    /// the default with `--nolocal`, where the provider's speed is the
+    /// question.
+    Mpich,
 }
 
 /// Rounds when `--rounds` is not given. The speedup is the median of the
@@ -39,7 +53,7 @@ pub struct Args {
 pub const DEFAULT_ROUNDS: u32 = 11;
 
 /// The usage line.
-pub const USAGE: &str = "usage: onesided-bench SUITE[,SUITE...]|all --np N --provider shm|tcp --peer mpich [--json FILE] [--rounds R] [--scale S] [--nolocal]";
+pub const USAGE: &str = "usage: onesided-bench SUITE[,SUITE...]|all --np N --provider shm|tcp --peer mpich [--json FILE] [--rounds R] [--scale S] [--nolocal] [--libfabric mpich|system]";
 
 /// Parses the command line (without the program name).
 ///
@@ -69,7 +83,9 @@ pub fn parse_args(args: &[String], suites: &[&str]) -> Result<Args, String> {
         rounds: DEFAULT_ROUNDS,
         scale: 1.0,
         nolocal: false,
+        libfabric: Libfabric::System,
     };
+    let mut libfabric = None;
     while let Some(flag) = it.next() {
         if flag == "--nolocal" {
             out.nolocal = true;
@@ -92,6 +108,13 @@ pub fn parse_args(args: &[String], suites: &[&str]) -> Result<Args, String> {
             "--provider" if matches!(value.as_str(), "shm" | "tcp") => out.provider = value.clone(),
             "--peer" if value == "mpich" => out.peer = value.clone(),
             "--json" => out.json = Some(value.clone()),
+            "--libfabric" => {
+                libfabric = Some(match value.as_str() {
+                    "mpich" => Libfabric::Mpich,
+                    "system" => Libfabric::System,
+                    _ => return Err(bad(format!("{flag} {value}: expected mpich or system"))),
+                })
+            }
             "--provider" | "--peer" => return Err(bad(format!("{flag} {value}: not supported"))),
             _ => return Err(bad(format!("unknown flag {flag}"))),
         }
@@ -99,7 +122,20 @@ pub fn parse_args(args: &[String], suites: &[&str]) -> Result<Args, String> {
     if out.np < 1 || out.rounds < 1 {
         return Err(bad("--np and --rounds must be at least 1".into()));
     }
+    out.libfabric = libfabric.unwrap_or(match out.nolocal {
+        true => Libfabric::Mpich,
+        false => Libfabric::System,
+    });
     Ok(out)
+}
+
+/// A side's line saying what it runs on, `loaded WHAT VALUE...`
+/// (`loaded libfabric 2.5 /path/libfabric.so.1`, `loaded mpich 5.0.2`):
+/// `(WHAT, VALUE...)`; `None` for any other line.
+pub fn parse_loaded(line: &str) -> Option<(String, String)> {
+    let rest = line.strip_prefix("loaded ")?;
+    let (what, value) = rest.trim().split_once(' ')?;
+    Some((what.to_string(), value.trim().to_string()))
 }
 
 /// One line of a side's output: `SUITE CASE BYTES MEDIAN_US MIN_US MAX_US`.
@@ -240,11 +276,16 @@ mod tests {
                 .scale,
             0.5
         );
-        assert!(
-            parse_args(&args("get --nolocal --np 2"), &SUITES)
-                .unwrap()
-                .nolocal
-        );
+        let nolocal = parse_args(&args("get --nolocal --np 2"), &SUITES).unwrap();
+        assert!(nolocal.nolocal);
+        assert_eq!(nolocal.libfabric, Libfabric::Mpich);
+        let system = "get --libfabric system --nolocal";
+        let system = parse_args(&args(system), &SUITES).unwrap();
+        assert_eq!(system.libfabric, Libfabric::System);
+        let local = parse_args(&args("get"), &SUITES).unwrap();
+        assert_eq!(local.libfabric, Libfabric::System);
+        let mpich = parse_args(&args("get --libfabric mpich"), &SUITES).unwrap();
+        assert_eq!(mpich.libfabric, Libfabric::Mpich);
         for bad in [
             "",
             "nope",
@@ -254,9 +295,25 @@ mod tests {
             "get --peer ompi",
             "get --x 1",
             "get --scale -1",
+            "get --libfabric 2.5",
         ] {
             let e = parse_args(&args(bad), &SUITES).unwrap_err();
             assert!(e.contains("usage"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn loaded_lines_say_what_a_side_runs_on() {
+        assert_eq!(
+            parse_loaded("loaded libfabric 2.5 /v/lib/mpich/libfabric.so.1"),
+            Some(("libfabric".into(), "2.5 /v/lib/mpich/libfabric.so.1".into()))
+        );
+        assert_eq!(
+            parse_loaded("loaded mpich 5.0.2"),
+            Some(("mpich".into(), "5.0.2".into()))
+        );
+        for other in ["loaded", "loaded x", "get x 8 1 1 1", "pid 0 12"] {
+            assert_eq!(parse_loaded(other), None, "{other}");
         }
     }
 

@@ -33,6 +33,51 @@ pub struct Row {
     pub algorithm: Option<String>,
 }
 
+/// Where a run ran: said above its table and in every JSON row.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Setup {
+    /// The CPU model (`/proc/cpuinfo`'s model name).
+    pub cpu: String,
+    /// The cores the run may use.
+    pub cores: usize,
+    /// Ranks per side.
+    pub ranks: u32,
+    /// The fabric provider.
+    pub provider: String,
+    /// Every rank its own host (`--nolocal`).
+    pub nolocal: bool,
+    /// The libfabric onesided's side loaded: `MAJOR.MINOR PATH`.
+    pub onesided_libfabric: String,
+    /// The libfabric MPICH loaded: `MAJOR.MINOR PATH`.
+    pub peer_libfabric: String,
+    /// MPICH's version.
+    pub mpich: String,
+}
+
+impl Setup {
+    /// Whether the ranks outnumber the cores.
+    pub fn oversubscribed(&self) -> bool {
+        self.ranks as usize > self.cores
+    }
+
+    /// The lines above the table, each starting with `# `.
+    pub fn lines(&self) -> String {
+        let unknown = |s: &str| if s.is_empty() { "unknown" } else { s }.to_string();
+        format!(
+            "# {} ({} cores), {} ranks{}, provider {}{}\n# onesided on libfabric {}\n# MPICH {} on libfabric {}\n",
+            unknown(&self.cpu),
+            self.cores,
+            self.ranks,
+            if self.oversubscribed() { " (ranks outnumber cores)" } else { "" },
+            self.provider,
+            if self.nolocal { ", every rank its own host" } else { "" },
+            unknown(&self.onesided_libfabric),
+            unknown(&self.mpich),
+            unknown(&self.peer_libfabric),
+        )
+    }
+}
+
 /// `peer_us / onesided_us` (`f64::NAN` when `onesided_us` is not > 0).
 pub fn speedup(onesided_us: f64, peer_us: f64) -> f64 {
     if onesided_us > 0.0 {
@@ -188,17 +233,20 @@ fn json_num(v: f64) -> String {
     }
 }
 
-/// One JSON object on one line (no trailing newline) with exactly the keys
+/// One JSON object on one line (no trailing newline) with the keys
 /// `suite`, `case`, `ranks`, `provider`, `onesided_us`, `peer_us`, `speedup`,
-/// in that order; a non-finite number is written as `null`.
-pub fn json_line(row: &Row) -> String {
+/// `algorithm` (where onesided chose one), then where it ran: `cpu`,
+/// `cores`, `oversubscribed`, `nolocal`, `onesided_libfabric`,
+/// `peer_libfabric`, `mpich`, in that order; a non-finite number is
+/// written as `null`.
+pub fn json_line(row: &Row, setup: &Setup) -> String {
     let algorithm = row
         .algorithm
         .as_deref()
         .map(|a| format!(",\"algorithm\":{}", json_str(a)))
         .unwrap_or_default();
     format!(
-        "{{\"suite\":{},\"case\":{},\"ranks\":{},\"provider\":{},\"onesided_us\":{},\"peer_us\":{},\"speedup\":{}{algorithm}}}",
+        "{{\"suite\":{},\"case\":{},\"ranks\":{},\"provider\":{},\"onesided_us\":{},\"peer_us\":{},\"speedup\":{}{algorithm},\"cpu\":{},\"cores\":{},\"oversubscribed\":{},\"nolocal\":{},\"onesided_libfabric\":{},\"peer_libfabric\":{},\"mpich\":{}}}",
         json_str(&row.suite),
         json_str(&row.case()),
         row.ranks,
@@ -206,6 +254,13 @@ pub fn json_line(row: &Row) -> String {
         json_num(row.onesided_us),
         json_num(row.peer_us),
         json_num(row.speedup),
+        json_str(&setup.cpu),
+        setup.cores,
+        setup.oversubscribed(),
+        setup.nolocal,
+        json_str(&setup.onesided_libfabric),
+        json_str(&setup.peer_libfabric),
+        json_str(&setup.mpich),
     )
 }
 
@@ -791,20 +846,59 @@ mod tests {
         assert_eq!(fmt_time(f64::NAN), "-");
     }
 
+    fn setup() -> Setup {
+        Setup {
+            cpu: "AMD EPYC".into(),
+            cores: 2,
+            ranks: 3,
+            provider: "tcp".into(),
+            nolocal: true,
+            onesided_libfabric: "2.5 /v/libfabric.so.1".into(),
+            peer_libfabric: "2.5 /v/libfabric.so.1".into(),
+            mpich: "5.0.2".into(),
+        }
+    }
+
     #[test]
     fn json_lines() {
+        const WHERE: &str = r#","cpu":"AMD EPYC","cores":2,"oversubscribed":true,"nolocal":true,"onesided_libfabric":"2.5 /v/libfabric.so.1","peer_libfabric":"2.5 /v/libfabric.so.1","mpich":"5.0.2"}"#;
+        let setup = setup();
         assert_eq!(
-            json_line(&row("get", "lock_all_flush", 4096, 2.0, 3.0)),
-            r#"{"suite":"get","case":"lock_all_flush 4KiB","ranks":4,"provider":"shm","onesided_us":2,"peer_us":3,"speedup":1.5}"#
+            json_line(&row("get", "lock_all_flush", 4096, 2.0, 3.0), &setup),
+            format!(
+                r#"{{"suite":"get","case":"lock_all_flush 4KiB","ranks":4,"provider":"shm","onesided_us":2,"peer_us":3,"speedup":1.5{WHERE}"#
+            )
         );
         let odd = row("get", "a\"b\\c\nd\u{1}", 0, f64::NAN, 0.25);
         assert_eq!(
-            json_line(&odd),
-            r#"{"suite":"get","case":"a\"b\\c\nd\u0001","ranks":4,"provider":"shm","onesided_us":null,"peer_us":0.25,"speedup":null}"#
+            json_line(&odd, &setup),
+            format!(
+                r#"{{"suite":"get","case":"a\"b\\c\nd\u0001","ranks":4,"provider":"shm","onesided_us":null,"peer_us":0.25,"speedup":null{WHERE}"#
+            )
         );
         let mut chosen = row("collectives", "allreduce", 8, 1.0, 2.0);
         chosen.algorithm = Some("ring".into());
-        assert!(json_line(&chosen).ends_with(r#""speedup":2,"algorithm":"ring"}"#));
+        let line = json_line(&chosen, &setup);
+        assert!(
+            line.contains(r#""speedup":2,"algorithm":"ring","cpu""#),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn the_setup_says_where_a_run_ran() {
+        let lines = setup().lines();
+        assert_eq!(
+            lines,
+            "# AMD EPYC (2 cores), 3 ranks (ranks outnumber cores), provider tcp, every rank its own host\n\
+             # onesided on libfabric 2.5 /v/libfabric.so.1\n\
+             # MPICH 5.0.2 on libfabric 2.5 /v/libfabric.so.1\n"
+        );
+        let unknown = Setup::default().lines();
+        assert!(
+            unknown.starts_with("# unknown (0 cores), 0 ranks, provider \n"),
+            "{unknown}"
+        );
     }
 
     fn well_formed(svg: &str) -> bool {

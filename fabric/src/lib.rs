@@ -59,5 +59,5 @@ pub use mapping::Mapping;
 pub use matching::MAX_TAG;
 pub use memory::{Access, MemoryRegion, RemoteMemory};
 pub use progress::ProgressMode;
-pub use provider::{MrMode, Provider};
+pub use provider::{libfabric_loaded, MrMode, Provider};
 pub use world::World;

@@ -7,6 +7,25 @@ use bitflags::bitflags;
 
 use crate::error::Error;
 
+/// The libfabric this process loaded: its version (`MAJOR.MINOR`, as
+/// `fi_version` gives it) and the file it came from (from
+/// `/proc/self/maps`; empty when not found), for reports that must say
+/// which libfabric a measurement ran on.
+pub fn libfabric_loaded() -> (String, String) {
+    // SAFETY: fi_version takes no arguments and returns a constant.
+    let v = unsafe { fabric_sys::fi_version() };
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let path = (maps.lines())
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .find(|path| {
+            path.rsplit('/')
+                .next()
+                .is_some_and(|f| f.starts_with("libfabric.so"))
+        })
+        .unwrap_or_default();
+    (format!("{}.{}", v >> 16, v & 0xffff), path.to_string())
+}
+
 /// A libfabric provider onesided knows how to drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -12,7 +12,11 @@
 //! `CASE mpich-yield`). With
 //! `--nolocal` every rank counts as its own host (onesided:
 //! `ONESIDED_HOST=node{rank}`; MPICH: `MPIR_CVAR_NOLOCAL=1`), so both go
-//! through the provider (rows `CASE nolocal`). Both sides
+//! through the provider (rows `CASE nolocal`), and onesided loads the
+//! libfabric MPICH loads (`--libfabric mpich`, the default there: the same
+//! provider code on both sides; `--libfabric system` for Debian's). The
+//! report starts with where it ran (CPU, cores, each side's libfabric,
+//! MPICH's version), which every JSON row carries too. Both sides
 //! check every value they move; a failure of either side fails the run.
 //! Prints the table, writes JSON lines to FILE and SVG plots under
 //! `target/report/`.
@@ -24,7 +28,7 @@ use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use onesided_bench::driver::{self, Args, Measured, Rounds};
+use onesided_bench::driver::{self, Args, Libfabric, Measured, Rounds};
 use onesided_bench::turns::{self, Turns, TURNS_ENV};
 use onesided_bench::{report, suites};
 
@@ -64,6 +68,10 @@ fn rank(args: &[String]) -> Result<()> {
     let world = onesided_fabric::World::init()?;
     // For harnesses that check what a run leaves behind (not a result line).
     println!("pid {} {}", world.rank(), std::process::id());
+    if world.rank() == 0 {
+        let (version, path) = onesided_fabric::libfabric_loaded();
+        println!("loaded libfabric {version} {path}");
+    }
     let turns = Turns::from_env(world.rank())?;
     suites::run(&world, suite, scale, turns)?;
     Ok(world.finalize()?)
@@ -106,8 +114,16 @@ fn drive(args: &[String]) -> Result<()> {
             return Err("benches/mpich/build.sh failed".into());
         }
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let oversubscribed = args.np as usize > cores;
+    let mut setup = report::Setup {
+        cpu: cpu_model(),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        ranks: args.np,
+        provider: args.provider.clone(),
+        nolocal: args.nolocal,
+        ..report::Setup::default()
+    };
+    let oversubscribed = setup.oversubscribed();
+    let mpich_libfabric = root.join("target/mpich-venv/lib/mpich");
     let mut rows = Vec::new();
     for suite in &args.suites {
         let mut plain = Rounds::default();
@@ -123,7 +139,10 @@ fn drive(args: &[String]) -> Result<()> {
             let peer = peer_of(suite);
             let sides = || {
                 let mut sides = vec![
-                    ("onesided", ours(&args, &osrun, &exe, suite)),
+                    (
+                        "onesided",
+                        ours(&args, (&osrun, &exe), suite, &mpich_libfabric),
+                    ),
                     ("mpich", mpich(&args, &mpiexec, &peer, suite, &[])),
                 ];
                 if oversubscribed {
@@ -142,11 +161,23 @@ fn drive(args: &[String]) -> Result<()> {
                 }
                 result => result?,
             };
-            plain.add(false, &results[0]);
-            yielding.add(false, &results[0]);
-            plain.add(true, &results[1]);
+            for (what, value) in &results[0].loaded {
+                if what == "libfabric" {
+                    setup.onesided_libfabric = value.clone();
+                }
+            }
+            for (what, value) in &results[1].loaded {
+                match what.as_str() {
+                    "libfabric" => setup.peer_libfabric = value.clone(),
+                    "mpich" => setup.mpich = value.clone(),
+                    _ => {}
+                }
+            }
+            plain.add(false, &results[0].measured);
+            yielding.add(false, &results[0].measured);
+            plain.add(true, &results[1].measured);
             if let Some(y) = results.get(2) {
-                yielding.add(true, y);
+                yielding.add(true, &y.measured);
             }
         }
         let nolocal = if args.nolocal { " nolocal" } else { "" };
@@ -156,11 +187,11 @@ fn drive(args: &[String]) -> Result<()> {
             rows.extend(yielding.rows(args.np, &args.provider, &suffix));
         }
     }
-    print!("{}", report::table(&rows));
+    print!("{}{}", setup.lines(), report::table(&rows));
     if let Some(file) = &args.json {
         let mut out = std::fs::File::create(file)?;
         for row in &rows {
-            writeln!(out, "{}", report::json_line(row))?;
+            writeln!(out, "{}", report::json_line(row, &setup))?;
         }
         println!("json: {file}");
     }
@@ -199,8 +230,17 @@ fn peers_stale(sources: &Path, binaries: &[PathBuf], mpiexec: &Path) -> bool {
         })
 }
 
-/// onesided's side of a round: this program in rank mode under `osrun`.
-fn ours(args: &Args, osrun: &Path, exe: &Path, suite: &str) -> Command {
+/// The CPU model, as `/proc/cpuinfo` names it (empty when unknown).
+fn cpu_model() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    (info.lines())
+        .find_map(|l| l.strip_prefix("model name")?.split_once(':'))
+        .map_or_else(String::new, |(_, model)| model.trim().to_string())
+}
+
+/// onesided's side of a round: this program in rank mode under `osrun`,
+/// on MPICH's libfabric (in `mpich_libfabric`) when `args` say so.
+fn ours(args: &Args, (osrun, exe): (&Path, &Path), suite: &str, mpich_libfabric: &Path) -> Command {
     let mut cmd = Command::new(osrun);
     cmd.arg("-n")
         .arg(args.np.to_string())
@@ -214,6 +254,14 @@ fn ours(args: &Args, osrun: &Path, exe: &Path, suite: &str) -> Command {
         .arg(args.scale.to_string());
     if args.nolocal {
         cmd.env(onesided_fabric::world::HOST_ENV, "node{rank}");
+    }
+    if args.libfabric == Libfabric::Mpich {
+        let mut path = std::ffi::OsString::from(mpich_libfabric);
+        if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+            path.push(":");
+            path.push(old);
+        }
+        cmd.env("LD_LIBRARY_PATH", path);
     }
     cmd
 }
@@ -300,11 +348,27 @@ impl Side {
     }
 }
 
+/// What a side printed: its result lines, and what it said it runs on
+/// ([`driver::parse_loaded`]).
+struct Output {
+    measured: Vec<Measured>,
+    loaded: Vec<(String, String)>,
+}
+
+impl Output {
+    fn parse(stdout: &str) -> Output {
+        Output {
+            measured: stdout.lines().filter_map(driver::parse_line).collect(),
+            loaded: stdout.lines().filter_map(driver::parse_loaded).collect(),
+        }
+    }
+}
+
 /// Runs the sides of a round at once, handing turns case by case
-/// ([`onesided_bench::turns`]); each side's result lines, or the first
-/// side's error (with its stderr). Each side runs in its own process
-/// group; a round that takes longer than [`ROUND_TIMEOUT`] is killed.
-fn together(sides: Vec<(&'static str, Command)>, np: u32) -> Result<Vec<Vec<Measured>>> {
+/// ([`onesided_bench::turns`]); each side's output, or the first side's
+/// error (with its stderr). Each side runs in its own process group; a
+/// round that takes longer than [`ROUND_TIMEOUT`] is killed.
+fn together(sides: Vec<(&'static str, Command)>, np: u32) -> Result<Vec<Output>> {
     use std::os::unix::process::CommandExt;
     let dir = tempfile("turns")?;
     std::fs::create_dir_all(&dir)?;
@@ -395,7 +459,7 @@ fn together(sides: Vec<(&'static str, Command)>, np: u32) -> Result<Vec<Vec<Meas
         let _ = std::fs::remove_file(&side.out);
         let _ = std::fs::remove_file(&side.err);
         results.push(match side.status {
-            Some(s) if s.success() => Ok(stdout.lines().filter_map(driver::parse_line).collect()),
+            Some(s) if s.success() => Ok(Output::parse(&stdout)),
             Some(s) => Err(format!("{} side failed ({s}):\n{stderr}", side.name)),
             None => Err(format!("{} side could not be reaped", side.name)),
         });
