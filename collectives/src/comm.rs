@@ -1021,7 +1021,8 @@ impl<'e> Comm<'e> {
     ) -> Result<(), Error> {
         let n = self.group.size();
         let size = size_of::<T>() as u64;
-        let window = self.rma.allocate(&self.group, size_of_val(input).max(1))?;
+        // Peers only read it.
+        let window = (self.rma).allocate_read_only(&self.group, size_of_val(input).max(1))?;
         window.write_local(0, input)?;
         // Per peer: where its block starts (bytes), and its count.
         let mut blocks = Vec::with_capacity(2 * n as usize);

@@ -341,7 +341,9 @@ impl<'e> Shared<'e> {
     /// # Errors
     /// [`Error::Rma`] when the window cannot be made.
     pub(crate) fn new(rma: &'e Rma<'e>, group: &Group, me: u32) -> Result<Shared<'e>, Error> {
-        let window = rma.allocate(group, DATA + SLOT)?;
+        // Members reach it through their mappings alone: the provider
+        // needs no right to write it.
+        let window = rma.allocate_read_only(group, DATA + SLOT)?;
         let own = (window.mapped(me)?)
             .ok_or_else(|| Error::BadCall("this member's own part is not mapped".into()))?;
         let parts = vec![std::cell::OnceCell::new(); group.size() as usize];

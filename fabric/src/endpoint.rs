@@ -481,7 +481,8 @@ pub(crate) struct Shared {
     /// Where the next polling any-source receive starts (fairness).
     next_any_source: std::sync::atomic::AtomicU32,
     pub(crate) local_regions: Mutex<Vec<LocalRegion>>,
-    next_key: AtomicU64,
+    /// Bytes of a key this endpoint's registrations may have.
+    key_size: usize,
     dead: Mutex<HashSet<u32>>,
     any_dead: AtomicBool,
     /// Bumped by every progress call of the application, so the background
@@ -513,8 +514,12 @@ impl Shared {
         self.core.lock()
     }
 
+    /// A key for the next registration: random, so that a process outside
+    /// the job that reaches this endpoint cannot guess one (keys only
+    /// travel to the job's peers); within the provider's key size.
+    /// Ignored where the provider chooses keys (`FI_MR_PROV_KEY`).
     pub(crate) fn next_key(&self) -> u64 {
-        self.next_key.fetch_add(1, Ordering::Relaxed)
+        random_key(self.key_size)
     }
 
     pub(crate) fn mark_dead(&self, rank: u32) {
@@ -618,6 +623,33 @@ impl WaitObject for Shared {
         if may_block {
             wait_readable(fd, max);
         }
+    }
+}
+
+/// A random registration key of `size` bytes (at most 8): from the
+/// kernel's random source (`getrandom`), else from the clock and a
+/// counter hashed (not secret, but no longer sequential).
+fn random_key(size: usize) -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: bytes is 8 writable bytes; getrandom writes at most that.
+    let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    let key = if got == 8 {
+        u64::from_ne_bytes(bytes)
+    } else {
+        static COUNT: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let mut x = nanos ^ COUNT.fetch_add(1, Ordering::Relaxed).rotate_left(32);
+        // splitmix64's finaliser.
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    };
+    match size {
+        8.. => key,
+        0 => 0,
+        n => key & ((1u64 << (8 * n)) - 1),
     }
 }
 
@@ -732,7 +764,7 @@ impl Endpoint {
             spin_ns: AtomicU64::new(crate::progress::DEFAULT_SPIN.as_nanos() as u64),
             source_match: SourceMatch::new(config.provider, unsafe { sys::fi_version() }),
             local_regions: Mutex::new(Vec::new()),
-            next_key: AtomicU64::new(1),
+            key_size: granted.key_size,
             dead: Mutex::new(HashSet::new()),
             any_dead: AtomicBool::new(false),
             app_progress: AtomicU64::new(0),

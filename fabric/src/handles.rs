@@ -22,6 +22,9 @@ pub(crate) struct Granted {
     pub addr_len: usize,
     /// Whether addresses are strings (`FI_ADDR_STR`, as `shm`'s are).
     pub string_names: bool,
+    /// Bytes of a registration key the application may choose
+    /// (`mr_key_size`; 8 on `shm`, `tcp` and `sockets`).
+    pub key_size: usize,
 }
 
 /// The longest string address (`FI_ADDR_STR`) accepted from a peer.
@@ -95,6 +98,7 @@ impl Handles {
                 auto_progress: false,
                 addr_len: 0,
                 string_names: false,
+                key_size: 0,
             },
             cq_fd: None,
         };
@@ -110,6 +114,7 @@ impl Handles {
                 addr_len: attrs.src_addrlen,
                 string_names: attrs.addr_format == sys::FI_ADDR_STR,
                 auto_progress: (*attrs.domain_attr).data_progress == sys::FI_PROGRESS_AUTO,
+                key_size: (*attrs.domain_attr).mr_key_size,
             };
             check(
                 "fi_fabric",
@@ -389,6 +394,7 @@ mod tests {
             auto_progress: false,
             addr_len: 18,
             string_names: true,
+            key_size: 8,
         };
         // A peer whose name is a byte longer than ours (its pid has a
         // digit more: a job that failed so once).

@@ -541,6 +541,18 @@ impl<'e> Rma<'e> {
         Ok(Window::new(self, Memory::Owned(Box::new(exposure)), None))
     }
 
+    /// As [`Rma::allocate`], for a window its peers only read: its memory
+    /// is registered for remote reads alone (least privilege), and `put`
+    /// and the atomics on it fail. Its owner writes it with
+    /// [`Window::write_local`].
+    ///
+    /// # Errors
+    /// As [`Rma::expose`].
+    pub fn allocate_read_only(&self, group: &Group, len: usize) -> Result<Window<'_>, Error> {
+        let exposure = self.expose(group, len, true)?;
+        Ok(Window::new(self, Memory::Owned(Box::new(exposure)), None))
+    }
+
     /// Creates a window over `group` without memory
     /// (`MPI_Win_create_dynamic`); memory comes and goes with
     /// [`Window::attach`] / [`Window::detach`].

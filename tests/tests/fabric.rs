@@ -465,20 +465,34 @@ fn survivors(pids: &[u32]) -> Vec<u32> {
 }
 
 #[test]
-fn ranks_die_with_osrun() {
+fn a_sigkilled_osrun_leaves_no_process_and_no_file() {
     let _serial = serial();
     let (mut osrun, pids) = sleeping_job();
+    let leftovers = || -> Vec<String> {
+        pids.iter()
+            .flat_map(|&p| onesided_tests::shm_files_of(p))
+            .collect()
+    };
+    let before = leftovers();
     onesided_tests::kill(i64::from(osrun.id()));
     let _ = osrun.wait();
     let left = survivors(&pids);
-    // osrun died before it could clean up after its ranks: do it here.
-    for &p in &pids {
-        for f in onesided_tests::shm_files_of(p) {
-            let _ = std::fs::remove_file(format!("/dev/shm/{f}"));
-        }
+    // Its janitor removes the ranks' files once they are gone.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !leftovers().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let files = leftovers();
+    for f in &files {
+        let _ = std::fs::remove_file(format!("/dev/shm/{f}"));
     }
     assert_eq!(pids.len(), 2);
+    assert!(!before.is_empty(), "the shm ranks had no files to leave");
     assert!(left.is_empty(), "ranks {left:?} outlived osrun");
+    assert!(
+        files.is_empty(),
+        "a SIGKILLed osrun left {files:?} in /dev/shm"
+    );
 }
 
 #[test]

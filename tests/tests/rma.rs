@@ -98,3 +98,16 @@ fn the_benchmark_rank_side_checks_every_value_it_moves() {
         }
     }
 }
+
+#[test]
+fn an_outsider_guessing_registration_keys_completes_no_write() {
+    let _serial = serial();
+    let out = Osrun::new(2, "tcp", "rma-check")
+        .arg("guarded")
+        .env("ONESIDED_HOST", "node{rank}")
+        .env("ONESIDED_TIMEOUT", "50")
+        .run();
+    out.assert_success();
+    assert_eq!(out.count("writes completed"), 2, "{out}");
+    assert_eq!(out.count("guarded ok"), 2, "{out}");
+}

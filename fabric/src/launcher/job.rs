@@ -12,6 +12,7 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use super::args::Options;
+use super::janitor::{self, Janitor};
 use super::server::{Action, ClientId, PmiServer, SpawnCommand};
 use crate::pmi::wire::{Message, WireError};
 use crate::world::EVENT_FD_ENV;
@@ -53,6 +54,8 @@ struct Job<'a> {
     events: mpsc::Sender<Event>,
     first_failure: Option<i32>,
     ending: bool,
+    /// Told every process's pid (`None` when it could not start).
+    janitor: Option<Janitor>,
 }
 
 /// Prints `osrun: MESSAGE` on standard error. A standard error that is
@@ -90,6 +93,13 @@ pub fn run(options: &Options) -> i32 {
         events: sender,
         first_failure: None,
         ending: false,
+        janitor: Janitor::start()
+            .map_err(|e| {
+                say(&format!(
+                    "{e}: a SIGKILL of osrun would leave files in /dev/shm"
+                ))
+            })
+            .ok(),
     };
     let start = SpawnCommand {
         count: options.processes,
@@ -332,6 +342,9 @@ impl Job<'_> {
         drop(theirs);
         let notices = notices.map(|(ours, _theirs)| ours);
         let pid = child.id();
+        if let Some(janitor) = &mut self.janitor {
+            janitor.watch(pid);
+        }
         self.server.add_client(client, group);
         let reader = ours.try_clone().map_err(|e| format!("socket: {e}"))?;
         let events = self.events.clone();
@@ -380,7 +393,7 @@ impl Job<'_> {
         p.exited = true;
         let group = p.group;
         let (label, pid) = (p.label.clone(), p.pid);
-        remove_shm_leftovers(pid);
+        janitor::remove_shm_leftovers(pid);
         let actions = self.server.remove_client(client);
         self.perform(actions);
         let code = match (status.code(), status.signal()) {
@@ -582,21 +595,4 @@ fn check_libfabric() -> Result<(), String> {
     // SAFETY: handle came from dlopen above and is closed once.
     unsafe { libc::dlclose(handle) };
     Ok(())
-}
-
-/// Removes the files process `pid` left in `/dev/shm`: the `shm` provider's
-/// (libfabric 1.17 names them `PID:DOMAIN:ENDPOINT`) and onesided's shared
-/// memory (`onesided-PID-N`).
-fn remove_shm_leftovers(pid: u32) {
-    let Ok(entries) = std::fs::read_dir("/dev/shm") else {
-        return;
-    };
-    let prefixes = [format!("{pid}:"), format!("onesided-{pid}-")];
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if prefixes.iter().any(|p| name.starts_with(p.as_str())) {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
 }

@@ -5,6 +5,8 @@
 //! - [`args`]: the command line.
 //! - [`server`]: the PMI-1 server as a pure state machine.
 //! - [`job`]: processes, sockets and the event loop.
+//! - [`janitor`]: the process that cleans up after a job whose `osrun` was
+//!   killed.
 //!
 //! Decisions: each process gets its PMI connection as an inherited socket
 //! (`PMI_FD`); `osrun` listens on no port, so only processes it started can
@@ -18,8 +20,10 @@
 //! process exits, the `shm` provider's files it left in `/dev/shm` are
 //! removed. Ranks die with `osrun` (`PR_SET_PDEATHSIG`), however it ends;
 //! on SIGTERM, SIGINT or SIGHUP it kills them itself, removes their files
-//! and exits with 128 + the signal.
+//! and exits with 128 + the signal; killed by SIGKILL, it leaves the
+//! removal to its janitor.
 
 pub mod args;
+pub mod janitor;
 pub mod job;
 pub mod server;

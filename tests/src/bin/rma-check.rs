@@ -10,7 +10,8 @@
 //! `dynamic` (attach/detach), `typed` (accumulate, fetch_and_op,
 //! compare_and_swap on every element type, contention), `requests`
 //! (rget/rput, flush, request sets), `misuse` (every checked error leaves
-//! target memory unchanged). Run with `ONESIDED_HOST=node{rank}` to take
+//! target memory unchanged), `guarded` (an outsider's writes with guessed
+//! keys complete none and change nothing). Run with `ONESIDED_HOST=node{rank}` to take
 //! the multi-host (provider) paths on one machine.
 
 use std::process::exit;
@@ -789,6 +790,90 @@ fn window_victim(world: &World) {
     }
 }
 
+/// Windows that outsiders must not write: every rank exposes 64 KiB of its
+/// pattern and allocates a window of 64 KiB more, and reads its
+/// neighbour's (so every registration is in use). Rank 0 then gathers the
+/// ranks' endpoint addresses and runs the `intruder` program (beside this
+/// one: a process outside the job, with an endpoint of its own) against
+/// each, with keys 0-4095 at offsets 0 and 64 KiB - 8: none of its writes
+/// may complete (the others wait in a barrier meanwhile: run with an
+/// `ONESIDED_TIMEOUT` of a minute). Then every byte must still be its pattern, and an
+/// exclusive lock, a put and an unlock on the neighbour must work (the
+/// lock words are intact).
+fn guarded(world: &World) {
+    const LEN: usize = 64 << 10;
+    const TAG_NAME: u64 = 41;
+    let (me, n, rma) = rma_setup(world);
+    let ep = world.endpoint();
+    let group = Group::world(n);
+    let right = (me + 1) % n;
+    let x = must(me, "expose", rma.expose(&group, LEN, false));
+    must(me, "fill", x.write(0, &bytes_of(me, 0, LEN)));
+    let created = rma.create(&x);
+    let allocated = must(me, "allocate", rma.allocate(&group, LEN));
+    must(me, "fill", allocated.write_local(0, &bytes_of(me, 0, LEN)));
+    barrier(me, &rma, &group);
+    for w in [&created, &allocated] {
+        let epoch = must(me, "lock_all", w.lock_all(false));
+        let mut got = vec![0u8; 64];
+        must(me, "get", w.get(right, 0, &mut got));
+        check(me, got == bytes_of(right, 0, 64), || "get before".into());
+        must(me, "unlock_all", epoch.unlock());
+    }
+    let name = must(me, "name", ep.name());
+    if me != 0 {
+        must(me, "send name", ep.send(0, TAG_NAME, &name));
+    } else {
+        let intruder = must(me, "own path", std::env::current_exe()).with_file_name("intruder");
+        for r in 0..n {
+            let mut theirs = vec![0u8; 256];
+            let name = match r {
+                0 => name.clone(),
+                _ => {
+                    let got = must(me, "name", ep.recv(Some(r), TAG_NAME, &mut theirs));
+                    theirs[..got.len].to_vec()
+                }
+            };
+            let hex: String = name.iter().map(|b| format!("{b:02x}")).collect();
+            let out = must(
+                me,
+                "run the intruder",
+                std::process::Command::new(&intruder)
+                    .args([hex.as_str(), "4096", "0", "65528"])
+                    .output(),
+            );
+            let text = String::from_utf8_lossy(&out.stdout);
+            check(me, out.status.success(), || {
+                format!("intruder: {}{}", text, String::from_utf8_lossy(&out.stderr))
+            });
+            check(
+                me,
+                text.contains("intruder: 0 of 8192 writes completed"),
+                || format!("the intruder's writes into rank {r} completed:\n{text}"),
+            );
+            println!("rank 0: into rank {r}, {}", text.trim());
+        }
+    }
+    barrier(me, &rma, &group);
+    let mut mine = vec![0u8; LEN];
+    must(me, "read", x.read(0, &mut mine));
+    check(me, mine == bytes_of(me, 0, LEN), || {
+        "exposure changed".into()
+    });
+    must(me, "read", allocated.read_local(0, &mut mine));
+    check(me, mine == bytes_of(me, 0, LEN), || "window changed".into());
+    barrier(me, &rma, &group);
+    for w in [&created, &allocated] {
+        let epoch = must(me, "lock", w.lock(right, LockKind::Exclusive, false));
+        must(me, "put", w.put(right, 0, &bytes_of(right, 0, 8)));
+        must(me, "unlock", epoch.unlock());
+    }
+    barrier(me, &rma, &group);
+    must(me, "free", created.free());
+    must(me, "free", allocated.free());
+    println!("guarded ok");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = args.first().map(String::as_str).unwrap_or("");
@@ -806,6 +891,7 @@ fn main() {
         "typed" => typed(&world),
         "requests" => requests(&world),
         "misuse" => misuse(&world),
+        "guarded" => guarded(&world),
         other => fail(world.rank(), &format!("unknown mode {other:?}")),
     }
     if mode != "window-victim" {
