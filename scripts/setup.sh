@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs what onesided needs to build and test on Debian 12: libfabric's
 # headers, pkg-config and a C compiler (for fabric-sys), MPICH's Hydra
-# launcher (for the PMI compatibility test), kill(1) and unshare(1), and
-# python3-venv (the benchmarks install MPICH 5.0.2 from PyPI into a venv
+# launcher (for the PMI compatibility test), kill(1) and unshare(1), ip(8)
+# (iproute2: the two-host test's network namespaces), and python3-venv (the benchmarks install MPICH 5.0.2 from PyPI into a venv
 # under target/). Run as
 # root it installs what is missing; otherwise it names what to install.
 # Sourced by scripts/main.sh and scripts/test.sh.
 set -euo pipefail
 
-packages=(libfabric-dev pkg-config gcc libc6-dev mpich procps util-linux python3-venv)
+packages=(libfabric-dev pkg-config gcc libc6-dev mpich procps util-linux iproute2 python3-venv)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -871,7 +871,7 @@ fn guarded(world: &World) {
     barrier(me, &rma, &group);
     must(me, "free", created.free());
     must(me, "free", allocated.free());
-    println!("guarded ok");
+    println!("rank {me}: guarded ok");
 }
 
 fn main() {
