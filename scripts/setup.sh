@@ -2,9 +2,10 @@
 # Installs what onesided needs to build and test on Debian 12: libfabric's
 # headers, pkg-config and a C compiler (for fabric-sys), MPICH's Hydra
 # launcher (for the PMI compatibility test), kill(1) and unshare(1), ip(8)
-# (iproute2: the two-host test's network namespaces), and python3-venv (the benchmarks install MPICH 5.0.2 from PyPI into a venv
-# under target/). Run as
-# root it installs what is missing; otherwise it names what to install.
+# (iproute2: the two-host test's network namespaces), and python3-venv
+# (the benchmarks install MPICH 5.0.2 from PyPI into a venv under
+# target/). Run as root it installs what is missing; otherwise it names
+# what to install.
 # Sourced by scripts/main.sh and scripts/test.sh.
 set -euo pipefail
 
