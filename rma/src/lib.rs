@@ -48,5 +48,6 @@ pub use lock::LockKind;
 pub use request::{test_all, wait_all, wait_any, Request};
 pub use transfer::{Rget, Rput};
 pub use window::{
-    Epoch, Exposure, FastMap, Fnv, Rma, Window, ATTACH_SHIFT, BARRIER_NOTICE, DESCRIBE, FREE_NOTICE,
+    Epoch, Exposure, FastMap, Fnv, Rma, Window, ATTACH_SHIFT, BARRIER_NOTICE, DESCRIBE,
+    RELEASE_NOTICE,
 };

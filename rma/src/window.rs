@@ -19,14 +19,23 @@
 //!   the same order everywhere knows its peers' displacements without
 //!   asking (MPI programs exchange `MPI_Get_address` results); an origin
 //!   learns a peer's attachments on its first access to them.
-//! - [`Window::free`] is collective: it returns once every member has
-//!   freed the window, so no peer still accesses this process's memory.
-//!   With a peer on the same host it costs a store and a load in shared
-//!   memory; with another it costs one notice each way.
+//! - [`Window::free`] completes this process's operations and costs
+//!   nothing else, on one host and across hosts: **no message**, no wait.
+//!   The memory's safety is the exposure's business: releasing an
+//!   exposure (dropping it; an allocated or dynamic window's own, with the
+//!   window) sends each other member a notice and returns, and its memory
+//!   is reused (or deregistered) only once every member has released it
+//!   too, so no peer's access can reach memory that now means something
+//!   else. Until then it stays described and registered. Dropping the
+//!   [`Rma`] waits for those releases, within the endpoint's timeout.
+//!   Unlike `MPI_Win_free`, freeing does not wait for the peers: a program
+//!   that gives an exposure's bytes another meaning while peers may still
+//!   access them through their windows synchronises first (an
+//!   [`Rma::ibarrier`]), as it would between any two epochs.
 //!
 //! # Memory and paths
-//! Every exposure has a header region (128 bytes: the lock word at 0, the
-//! region's nonce at 8, the count of windows freed over it at 64), always
+//! Every exposure has a header region (128 bytes: the lock word at 0 and
+//! the region's nonce at 8), always
 //! open to remote atomics, and a data region registered with exactly the
 //! rights asked for (a read-only exposure is registered for remote reads
 //! only). Both are named shared memory: a peer on the same host maps them
@@ -68,19 +77,16 @@ use crate::{Error, Group};
 
 /// Control service answering "what is exposure (or dynamic window) X".
 pub const DESCRIBE: u16 = 0x0101;
-/// Control service recording "rank R frees window W".
-pub const FREE_NOTICE: u16 = 0x0102;
+/// Control service recording "rank R released exposure X".
+pub const RELEASE_NOTICE: u16 = 0x0102;
 /// Control service recording "rank R reached round K of barrier B".
 pub const BARRIER_NOTICE: u16 = 0x0103;
 
 /// Bytes of an exposure's header region: two cache lines.
 const HEADER: usize = 128;
-/// Header offsets: lock word and nonce on the first line, the count of
-/// windows freed on the second (peers poll it in `free` while the lock
-/// word is still busy).
+/// Header offsets: the lock word and the region's nonce.
 const LOCK_WORD: usize = 0;
 const NONCE: usize = 8;
-const FREED: usize = 64;
 
 /// Longest description a peer is asked for (a dynamic window's attachments
 /// must fit: about a thousand).
@@ -141,7 +147,6 @@ enum Described {
         header: RemoteMemory,
         data: RemoteMemory,
         nonce: u64,
-        base: u64,
         /// Shared-memory names: header, data.
         names: (String, String),
     },
@@ -156,14 +161,12 @@ impl Described {
                 header,
                 data,
                 nonce,
-                base,
                 names,
             } => {
                 out.push(1);
                 out.extend_from_slice(&header.to_bytes());
                 out.extend_from_slice(&data.to_bytes());
                 out.extend_from_slice(&nonce.to_le_bytes());
-                out.extend_from_slice(&base.to_le_bytes());
                 out.extend_from_slice(names.0.as_bytes());
                 out.push(0);
                 out.extend_from_slice(names.1.as_bytes());
@@ -188,12 +191,11 @@ impl Described {
         const R: usize = RemoteMemory::ENCODED_LEN;
         let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
         match reply.split_first() {
-            Some((1, rest)) if rest.len() >= 2 * R + 16 => {
+            Some((1, rest)) if rest.len() >= 2 * R + 8 => {
                 let header = RemoteMemory::from_bytes(&rest[..R])?;
                 let data = RemoteMemory::from_bytes(&rest[R..2 * R])?;
                 let nonce = word(&rest[2 * R..2 * R + 8]);
-                let base = word(&rest[2 * R + 8..2 * R + 16]);
-                let names = std::str::from_utf8(&rest[2 * R + 16..])
+                let names = std::str::from_utf8(&rest[2 * R + 8..])
                     .map_err(|_| bad("names are not UTF-8"))?;
                 let (h, d) = names.split_once('\0').ok_or_else(|| bad("names"))?;
                 if header.len < HEADER as u64 {
@@ -203,7 +205,6 @@ impl Described {
                     header,
                     data,
                     nonce,
-                    base,
                     names: (h.to_string(), d.to_string()),
                 })
             }
@@ -236,8 +237,8 @@ impl Described {
 struct Served {
     /// This process's exposures and dynamic windows, as peers ask for them.
     described: FastMap<u64, Described>,
-    /// Free notices received: (window, from rank).
-    freeing: FastSet<(u64, u32)>,
+    /// Release notices received: (exposure, from rank).
+    released: FastSet<(u64, u32)>,
     /// Barrier notices received: (barrier, round, from rank).
     pub(crate) barriers: FastSet<(u64, u32, u32)>,
 }
@@ -260,7 +261,20 @@ struct Peer {
     data: RemoteMemory,
     /// Its memory mapped here, when it lives on this host: header, data.
     maps: Option<(Rc<Mapping>, Option<Rc<Mapping>>)>,
-    base: u64,
+}
+
+/// An exposure this process released, kept (and still described to
+/// peers) until every other member has released it too: then no peer
+/// accesses it any more, and its memory goes back to the pool.
+struct Releasing {
+    id: u64,
+    /// The members (job ranks) not heard from yet.
+    waiting: Vec<u32>,
+    header: Option<MemoryRegion>,
+    data: Option<MemoryRegion>,
+    /// A dynamic window's number and its attachments' regions, described
+    /// and kept until then too.
+    dynamic: Option<(u64, Vec<MemoryRegion>)>,
 }
 
 /// The RMA state of one endpoint: its exposures as served to peers, and
@@ -283,6 +297,8 @@ pub struct Rma<'e> {
     /// Regions peers may still access: kept, never reused, while the `Rma`
     /// lives.
     retired: RefCell<Vec<MemoryRegion>>,
+    /// Exposures released here that peers may still access.
+    releasing: RefCell<Vec<Releasing>>,
     /// Collective objects created per (member list, kind).
     created: RefCell<FastMap<(u64, u8), u64>>,
     /// This process's exposures, for peers on this host to read.
@@ -317,9 +333,9 @@ impl<'e> Rma<'e> {
                 .unwrap_or_default()
         })?;
         let notices = Arc::clone(&served);
-        ep.serve(FREE_NOTICE, move |from, request| {
+        ep.serve(RELEASE_NOTICE, move |from, request| {
             if let Ok(id) = request.try_into().map(u64::from_le_bytes) {
-                lock_state(&notices).freeing.insert((id, from));
+                lock_state(&notices).released.insert((id, from));
             }
             Vec::new()
         })?;
@@ -348,6 +364,7 @@ impl<'e> Rma<'e> {
             pool: RefCell::default(),
             headers: RefCell::default(),
             retired: RefCell::default(),
+            releasing: RefCell::default(),
             created: RefCell::default(),
             directory,
             boards: RefCell::default(),
@@ -450,7 +467,7 @@ impl<'e> Rma<'e> {
         len: usize,
         read_only: bool,
     ) -> Result<Exposure<'_>, Error> {
-        let me = self.member(group)?;
+        self.member(group)?;
         let access = if read_only {
             Access::REMOTE_READ
         } else {
@@ -471,7 +488,6 @@ impl<'e> Rma<'e> {
         let nonce = nonce();
         header.write_bytes(LOCK_WORD, &0u64.to_le_bytes())?;
         header.write_bytes(NONCE, &nonce.to_le_bytes())?;
-        let base = header.atomic_u64(FREED)?.load(Ordering::Acquire);
         let id = self.next_id(group, Kind::Exposure);
         let described = Described::Exposure {
             header: header.remote(),
@@ -489,7 +505,6 @@ impl<'e> Rma<'e> {
                 },
             ),
             nonce,
-            base,
             names: (
                 header.shared_name().unwrap_or_default().to_string(),
                 data.as_ref()
@@ -502,15 +517,14 @@ impl<'e> Rma<'e> {
             rma: self,
             id,
             group: group.clone(),
-            me,
             header: Some(header),
             data,
             len,
-            base,
             windows: Cell::new(0),
             freed: Cell::new(0),
             tainted: Cell::new(false),
             described: RefCell::new(Some(described)),
+            dynamic: RefCell::new(None),
         })
     }
 
@@ -518,10 +532,11 @@ impl<'e> Rma<'e> {
     /// exposure's group. Every member calls it, in the same order for the
     /// windows of one exposure.
     ///
-    /// Cost: **no message**, no registration. The first window over an
-    /// exposure fetches each peer's descriptor on first access (one round
-    /// trip per peer); every later one reuses them: re-creating a window
-    /// over memory already exposed costs no traffic.
+    /// Cost: **no message**, no registration, on one host and across
+    /// hosts. The first window over an exposure fetches each peer's
+    /// descriptor on first access (one round trip per peer, once per
+    /// exposure); every later one reuses them: re-creating a window over
+    /// memory already exposed, and freeing it, costs no traffic.
     pub fn create<'a>(&'a self, exposure: &'a Exposure<'a>) -> Window<'a> {
         Window::new(self, Memory::Borrowed(exposure), None)
     }
@@ -532,7 +547,9 @@ impl<'e> Rma<'e> {
     /// the same group; members may ask for different lengths.
     ///
     /// Cost: one local registration (none when a pooled one fits); no
-    /// message; the first access to each peer costs one round trip.
+    /// message, on one host and across hosts; the first access to each
+    /// peer costs one round trip. Its `free` releases the memory: a notice
+    /// to each other member, no wait (see [`Window::free`]).
     ///
     /// # Errors
     /// As [`Rma::expose`].
@@ -558,6 +575,8 @@ impl<'e> Rma<'e> {
     /// [`Window::attach`] / [`Window::detach`].
     ///
     /// Cost: a small registration for the lock word (pooled); no message.
+    /// Its `free` sends a notice to each other member, no wait, as an
+    /// allocated window's.
     ///
     /// # Errors
     /// As [`Rma::expose`].
@@ -602,6 +621,7 @@ impl<'e> Rma<'e> {
         len: usize,
         access: Access,
     ) -> Result<MemoryRegion, Error> {
+        self.collect_releases();
         let pooled = {
             let mut pool = pool.borrow_mut();
             let best = pool
@@ -616,6 +636,93 @@ impl<'e> Rma<'e> {
             Some(region) => Ok(region),
             None => Ok(self.ep.register_shared(len.max(1), access)?),
         }
+    }
+
+    /// Releases exposure `id` of `group` (its memory `header` and `data`,
+    /// and a dynamic window's `dynamic` number and attachments): tells
+    /// every other member (a notice each, no wait) and keeps it, still
+    /// described, until they all have released it too
+    /// ([`Rma::collect_releases`]); `tainted` memory (a window over it
+    /// was dropped in an unknown state) is never reused.
+    fn release(
+        &self,
+        id: u64,
+        group: &Group,
+        (header, data): (Option<MemoryRegion>, Option<MemoryRegion>),
+        dynamic: Option<(u64, Vec<MemoryRegion>)>,
+        tainted: bool,
+    ) {
+        let me = self.ep.rank();
+        let waiting: Vec<u32> = (group.members().iter().copied())
+            .filter(|&r| r != me && !self.ep.is_dead(r))
+            .filter(|&r| self.ep.notify(r, RELEASE_NOTICE, &id.to_le_bytes()).is_ok())
+            .collect();
+        if tainted {
+            self.forget(id);
+            let mut retired = self.retired.borrow_mut();
+            retired.extend(header);
+            retired.extend(data);
+            if let Some((window, regions)) = dynamic {
+                self.forget_dynamic(window);
+                retired.extend(regions);
+            }
+            lock_state(&self.served).released.retain(|(x, _)| *x != id);
+            return;
+        }
+        self.releasing.borrow_mut().push(Releasing {
+            id,
+            waiting,
+            header,
+            data,
+            dynamic,
+        });
+        self.collect_releases();
+    }
+
+    /// Finishes the releases every other member has released too (or has
+    /// died): forgets them and pools their memory. Returns how many are
+    /// still waiting.
+    fn collect_releases(&self) -> usize {
+        if self.releasing.borrow().is_empty() {
+            return 0;
+        }
+        self.ep.progress();
+        let done: Vec<Releasing> = {
+            let mut served = lock_state(&self.served);
+            let mut releasing = self.releasing.borrow_mut();
+            for r in releasing.iter_mut() {
+                r.waiting.retain(|&rank| {
+                    !served.released.remove(&(r.id, rank)) && !self.ep.is_dead(rank)
+                });
+            }
+            let (done, waiting) = std::mem::take(&mut *releasing)
+                .into_iter()
+                .partition(|r| r.waiting.is_empty());
+            *releasing = waiting;
+            done
+        };
+        for r in done {
+            self.forget(r.id);
+            if let Some(h) = r.header {
+                Rma::pool(&self.headers, h);
+            }
+            if let Some(d) = r.data {
+                Rma::pool(&self.pool, d);
+            }
+            if let Some((window, _regions)) = r.dynamic {
+                self.forget_dynamic(window);
+            }
+        }
+        self.releasing.borrow().len()
+    }
+
+    /// A dynamic window's description goes away with it.
+    fn forget_dynamic(&self, window: u64) {
+        lock_state(&self.served).described.remove(&window);
+        self.directory.withdraw(window);
+        self.attachments
+            .borrow_mut()
+            .retain(|(_, x), _| *x != window);
     }
 
     /// Keeps a region in `pool` for the next exposures (a few at most).
@@ -708,7 +815,6 @@ impl<'e> Rma<'e> {
             header,
             data,
             nonce,
-            base,
             names,
         } = self.look_up(rank, id)?
         else {
@@ -740,12 +846,7 @@ impl<'e> Rma<'e> {
         } else {
             None
         };
-        let peer = Rc::new(Peer {
-            header,
-            data,
-            maps,
-            base,
-        });
+        let peer = Rc::new(Peer { header, data, maps });
         self.peers.borrow_mut().insert((rank, id), Rc::clone(&peer));
         Ok(peer)
     }
@@ -784,8 +885,13 @@ impl<'e> Rma<'e> {
 }
 
 impl Drop for Rma<'_> {
+    /// Waits, within the endpoint's timeout and while they live, until
+    /// the other members released this process's released exposures too
+    /// (they may still be accessing them), then stops serving.
     fn drop(&mut self) {
-        for service in [DESCRIBE, FREE_NOTICE, BARRIER_NOTICE] {
+        let (mut backoff, limit) = (self.ep.backoff(), self.ep.timeout());
+        while self.collect_releases() > 0 && backoff.pause() <= limit {}
+        for service in [DESCRIBE, RELEASE_NOTICE, BARRIER_NOTICE] {
             self.ep.unserve(service);
         }
     }
@@ -817,20 +923,18 @@ fn collective_id(group: &Group, kind: u8, n: u64) -> u64 {
 }
 
 /// Memory of this process open to a group ([`Rma::expose`]): windows are
-/// created over it ([`Rma::create`]) as often as wanted. Dropped once its
-/// windows are freed, its registration goes back to the pool (or, when a
-/// window over it was dropped without `free`, is kept unused, since peers
-/// may still access it).
+/// created over it ([`Rma::create`]) as often as wanted. Dropping it
+/// releases it: a notice to each other member, no wait; its registration
+/// goes back to the pool once every member has released it too (or, when
+/// a window over it was dropped without `free`, is kept unused, since
+/// peers may still access it).
 pub struct Exposure<'a> {
     rma: &'a Rma<'a>,
     id: u64,
     group: Group,
-    me: u32,
     header: Option<MemoryRegion>,
     data: Option<MemoryRegion>,
     len: usize,
-    /// The header's freed count when this exposure began.
-    base: u64,
     /// Windows created over it, and freed.
     windows: Cell<u64>,
     freed: Cell<u64>,
@@ -838,6 +942,9 @@ pub struct Exposure<'a> {
     tainted: Cell<bool>,
     /// Its description, until the first window over it publishes it.
     described: RefCell<Option<Described>>,
+    /// The dynamic window it served (its number and its attachments'
+    /// regions), once freed: released with it.
+    dynamic: RefCell<Option<(u64, Vec<MemoryRegion>)>>,
 }
 
 impl Exposure<'_> {
@@ -904,23 +1011,14 @@ impl Exposure<'_> {
 }
 
 impl Drop for Exposure<'_> {
+    /// Releases it ([`Rma::release`]): a notice to each other member, no
+    /// wait.
     fn drop(&mut self) {
-        self.rma.forget(self.id);
-        let (header, data) = (self.header.take(), self.data.take());
-        if self.tainted.get() || self.freed.get() != self.windows.get() {
-            let mut retired = self.rma.retired.borrow_mut();
-            retired.extend(header);
-            retired.extend(data);
-        } else {
-            // A header keeps its freed count for good: headers are pooled
-            // apart from data.
-            if let Some(h) = header {
-                Rma::pool(&self.rma.headers, h);
-            }
-            if let Some(d) = data {
-                Rma::pool(&self.rma.pool, d);
-            }
-        }
+        let memory = (self.header.take(), self.data.take());
+        let tainted = self.tainted.get() || self.freed.get() != self.windows.get();
+        let dynamic = self.dynamic.take();
+        self.rma
+            .release(self.id, &self.group, memory, dynamic, tainted);
     }
 }
 
@@ -952,6 +1050,9 @@ pub struct Window<'a> {
     inflight: RefCell<Vec<Rc<Inflight<'a>>>>,
     /// Members' parts of the exposure, by group rank, once looked up.
     parts: RefCell<Vec<Option<Rc<Peer>>>>,
+    /// In a `lock_all` epoch that takes locks: whether this process holds
+    /// each member's shared lock yet (empty otherwise).
+    shared_locks: RefCell<Vec<bool>>,
     freed: bool,
 }
 
@@ -970,7 +1071,8 @@ pub struct Epoch<'w, 'a> {
     window: &'w Window<'a>,
     /// The locked target, or `None` for `lock_all`.
     target: Option<u32>,
-    /// The lock taken on the target's lock word (none with `nocheck`).
+    /// The lock taken on the target's lock word (none with `nocheck`, and
+    /// for `lock_all`, whose locks the window takes and tracks).
     held: Option<LockKind>,
     open: bool,
 }
@@ -1010,6 +1112,7 @@ impl<'a> Window<'a> {
             epochs: RefCell::default(),
             inflight: RefCell::default(),
             parts: RefCell::new(vec![None; members]),
+            shared_locks: RefCell::default(),
             freed: false,
         }
     }
@@ -1207,22 +1310,25 @@ impl<'a> Window<'a> {
     /// `nocheck`, no lock word is touched. Its [`Epoch::unlock`] is
     /// `MPI_Win_unlock_all`.
     ///
+    /// Each member's shared lock is taken before the first access to it in
+    /// the epoch (as MPI allows), not here: opening the epoch costs no
+    /// message, and a member never accessed costs none. A process that
+    /// holds exclusive locks on several members while another's epoch
+    /// waits for one of them can leave both waiting until the timeout.
+    ///
     /// # Errors
-    /// [`Error::EpochConflict`], or [`Error::Fabric`] from the atomics.
+    /// [`Error::EpochConflict`].
     pub fn lock_all(&self, nocheck: bool) -> Result<Epoch<'_, 'a>, Error> {
         self.alive()?;
         self.epochs.borrow_mut().lock_all()?;
         self.forget_attachments();
         if !nocheck {
-            if let Err(e) = self.acquire_all() {
-                let _ = self.epochs.borrow_mut().unlock_all();
-                return Err(e);
-            }
+            *self.shared_locks.borrow_mut() = vec![false; self.group().size() as usize];
         }
         Ok(Epoch {
             window: self,
             target: None,
-            held: (!nocheck).then_some(LockKind::Shared),
+            held: None,
             open: true,
         })
     }
@@ -1275,36 +1381,16 @@ impl<'a> Window<'a> {
         })
     }
 
-    /// Shared locks on every member. Holding some while waiting for another
-    /// could wait on a process that waits for one held here, so a refusal
-    /// releases them all before backing off and starting over.
-    fn acquire_all(&self) -> Result<(), Error> {
-        let mut backoff = self.rma.ep.backoff();
-        'attempt: loop {
-            for target in 0..self.group().size() {
-                let granted = match self.try_acquire(target, LockKind::Shared) {
-                    Ok(granted) => granted,
-                    Err(e) => {
-                        for held in 0..target {
-                            let _ = self.release(held, LockKind::Shared);
-                        }
-                        return Err(e);
-                    }
-                };
-                if !granted {
-                    for held in 0..target {
-                        self.release(held, LockKind::Shared)?;
-                    }
-                    if backoff.pause() > self.rma.ep.timeout() {
-                        // Name the member whose lock stayed refused.
-                        let rank = self.group().job_rank(target)?;
-                        return Err(self.timeout("window lock_all (locked by another)", rank));
-                    }
-                    continue 'attempt;
-                }
+    /// In a `lock_all` epoch, takes `target`'s shared lock before the
+    /// first access to it.
+    fn lock_lazily(&self, target: u32) -> Result<(), Error> {
+        if self.shared_locks.borrow().get(target as usize) == Some(&false) {
+            self.acquire(target, LockKind::Shared)?;
+            if let Some(held) = self.shared_locks.borrow_mut().get_mut(target as usize) {
+                *held = true;
             }
-            return Ok(());
         }
+        Ok(())
     }
 
     fn acquire(&self, target: u32, kind: LockKind) -> Result<(), Error> {
@@ -1355,6 +1441,7 @@ impl<'a> Window<'a> {
             // Its mapped memory would still answer: say it is gone.
             return Err(onesided_fabric::Error::PeerDead { op: what, rank }.into());
         }
+        self.lock_lazily(target)?;
         let out_of_range = |size: u64| -> Error {
             Error::OutOfRange {
                 what,
@@ -1722,105 +1809,33 @@ impl<'a> Window<'a> {
         Ok(())
     }
 
-    /// Frees the window: every member calls it once its epochs are closed;
-    /// it returns when every member has called it, so no peer still uses
-    /// this process's memory.
-    ///
-    /// Members free the windows of one exposure in the same order (as MPI
-    /// requires of collective calls): the `k`-th free here matches the
-    /// `k`-th free of each peer, whichever windows they are. Regions still
-    /// attached to a dynamic window are deregistered with it.
-    ///
-    /// Cost: with each member on this host, a store here and a load of its
-    /// exposure's header (after reading its description from its board if
-    /// this process never accessed it); with each other member, one notice
-    /// each way. Dead members are skipped.
+    /// Frees the window: completes this process's operations on it
+    /// (`MPI_Win_free`), at no other cost: **no message**, no wait. Peers
+    /// may still access the exposure through their own windows until they
+    /// free them: synchronise (an [`Rma::ibarrier`]) before giving the
+    /// exposure's bytes another meaning. The memory itself is safe: an
+    /// exposure keeps it until released, and releasing waits for the
+    /// other members' releases before its memory is reused (see
+    /// [`Exposure`]). An allocated or dynamic window releases the exposure
+    /// it owns (a notice to each other member; regions still attached to
+    /// a dynamic window stay registered and described until then).
     ///
     /// # Errors
     /// [`Error::TransferFailed`] when a request-based operation failed (the
-    /// window is freed all the same, its memory never reused);
-    /// [`Error::Fabric`] when a member cannot be told or does not answer in
-    /// time (naming it).
+    /// window is freed all the same, its memory never reused).
     pub fn free(mut self) -> Result<(), Error> {
         self.alive()?;
         let completed = self.complete(None);
-        let ep = self.rma.ep;
+        let attached = self.attached.take();
         let exposure = self.exposure();
-        let me = exposure.me;
-        let others: Vec<u32> = (0..exposure.group.size())
-            .filter(|&g| g != me)
-            .filter_map(|g| exposure.group.job_rank(g).ok())
-            .filter(|&r| !ep.is_dead(r))
-            .collect();
-        let (near, far): (Vec<u32>, Vec<u32>) =
-            others.into_iter().partition(|&r| self.rma.same_host(r));
-        for &rank in &far {
-            ep.notify(rank, FREE_NOTICE, &self.id.to_le_bytes())?;
+        exposure.freed.set(exposure.freed.get() + 1);
+        if let Some(attached) = attached {
+            let (list, _) = attached.into_inner();
+            let regions = list.into_iter().map(|a| a.region).collect();
+            *exposure.dynamic.borrow_mut() = Some((self.id, regions));
         }
-        // This is the k-th free over the exposure. Descriptors first: a peer
-        // cannot finish its free (and reuse its memory) before this
-        // process's count below says it is done.
-        let k = exposure.freed.get() + 1;
-        let mut near_done = Vec::with_capacity(near.len());
-        for &rank in &near {
-            let peer = self.rma.peer(rank, exposure.id)?;
-            let header = peer.maps.as_ref().map(|(h, _)| Rc::clone(h));
-            near_done.push((rank, header, peer.base + k));
-        }
-        // This free is done here: peers on this host see the count.
-        exposure
-            .header()?
-            .atomic_u64(FREED)?
-            .store(exposure.base + k, Ordering::Release);
-        // The first member (job rank) that has not freed it yet, if any.
-        let late = || -> Option<u32> {
-            let near = near_done.iter().find(|(rank, header, goal)| {
-                !ep.is_dead(*rank)
-                    && header
-                        .as_ref()
-                        .and_then(|h| h.atomic_u64(FREED).ok())
-                        .is_none_or(|w| w.load(Ordering::Acquire) < *goal)
-            });
-            if let Some((rank, _, _)) = near {
-                return Some(*rank);
-            }
-            if far.is_empty() {
-                return None;
-            }
-            ep.progress();
-            let served = lock_state(&self.rma.served);
-            far.iter()
-                .find(|r| !served.freeing.contains(&(self.id, **r)) && !ep.is_dead(**r))
-                .copied()
-        };
-        let mut backoff = ep.backoff();
-        while let Some(rank) = late() {
-            if backoff.pause() > ep.timeout() {
-                return Err(self.timeout("window free (waiting for this rank)", rank));
-            }
-        }
-        if !far.is_empty() {
-            let mut served = lock_state(&self.rma.served);
-            for r in &far {
-                served.freeing.remove(&(self.id, *r));
-            }
-        }
-        exposure.freed.set(k);
         self.freed = true;
-        self.forget_dynamic();
         completed
-    }
-
-    /// A dynamic window's description goes away with it.
-    fn forget_dynamic(&self) {
-        if self.attached.is_some() {
-            lock_state(&self.rma.served).described.remove(&self.id);
-            self.rma.directory.withdraw(self.id);
-            self.rma
-                .attachments
-                .borrow_mut()
-                .retain(|(_, x), _| *x != self.id);
-        }
     }
 }
 
@@ -1830,14 +1845,12 @@ impl Drop for Window<'_> {
     /// `Rma` lives), and a dynamic window's attachments are kept likewise.
     fn drop(&mut self) {
         if !self.freed {
-            self.forget_dynamic();
             self.exposure().tainted.set(true);
-            if let Some(attached) = self.attached.take() {
+            let attached = self.attached.take();
+            if let Some(attached) = attached {
                 let (list, _) = attached.into_inner();
-                self.rma
-                    .retired
-                    .borrow_mut()
-                    .extend(list.into_iter().map(|a| a.region));
+                let regions = list.into_iter().map(|a| a.region).collect();
+                *self.exposure().dynamic.borrow_mut() = Some((self.id, regions));
             }
         }
         // Failures taint the exposure; nobody is left to tell.
@@ -1874,17 +1887,16 @@ impl Epoch<'_, '_> {
                 }
             }
             None => {
+                let held = std::mem::take(&mut *window.shared_locks.borrow_mut());
                 window.epochs.borrow_mut().unlock_all()?;
-                if self.held.is_some() {
-                    let mut first_error = None;
-                    for target in 0..window.group().size() {
-                        if let Err(e) = window.release(target, LockKind::Shared) {
-                            first_error.get_or_insert(e);
-                        }
+                let mut first_error = None;
+                for (target, _) in (0u32..).zip(held).filter(|(_, held)| *held) {
+                    if let Err(e) = window.release(target, LockKind::Shared) {
+                        first_error.get_or_insert(e);
                     }
-                    if let Some(e) = first_error {
-                        return Err(e);
-                    }
+                }
+                if let Some(e) = first_error {
+                    return Err(e);
                 }
             }
         }
@@ -1924,18 +1936,13 @@ mod tests {
             header: r(1),
             data: r(2),
             nonce: 3,
-            base: 4,
             names: ("/a".into(), "/b".into()),
         };
         match Described::decode(&x.encode()).unwrap() {
             Described::Exposure {
-                data,
-                nonce,
-                base,
-                names,
-                ..
+                data, nonce, names, ..
             } => {
-                assert_eq!((data.base, nonce, base), (2, 3, 4));
+                assert_eq!((data.base, nonce), (2, 3));
                 assert_eq!(names, ("/a".to_string(), "/b".to_string()));
             }
             Described::Attachments(_) => panic!("wrong kind"),

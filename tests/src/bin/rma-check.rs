@@ -627,6 +627,19 @@ fn window(world: &mut World) {
             || "double lock".into(),
         );
         must(me, "unlock", epoch.unlock());
+        // A lock_all epoch holds rank 0's shared lock from its first
+        // access on: no exclusive writer changes the counter meanwhile.
+        let all = must(me, "lock_all", win.lock_all(false));
+        let (mut first, mut again) = ([0u8; 8], [0u8; 8]);
+        must(me, "get", win.get(0, 0, &mut first));
+        for _ in 0..20 {
+            std::thread::yield_now();
+            must(me, "get", win.get(0, 0, &mut again));
+            check(me, first == again, || {
+                format!("the counter moved in a lock_all epoch: {first:?} {again:?}")
+            });
+        }
+        must(me, "unlock_all", all.unlock());
     }
     must(me, "barrier", world.barrier());
     if me == 0 {
