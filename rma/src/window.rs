@@ -57,8 +57,8 @@
 //! by `flush`, `unlock`, `fence` and `free`; their errors are reported by
 //! their requests.
 //!
-//! Control-plane services of this crate: [`DESCRIBE`], [`FREE_NOTICE`] and
-//! [`BARRIER_NOTICE`].
+//! Control-plane services of this crate: [`DESCRIBE`], [`RELEASE_NOTICE`],
+//! [`BARRIER_NOTICE`] and [`DESCRIPTION_NOTICE`].
 
 use onesided_fabric::{Access, Endpoint, Mapping, MemoryRegion, RemoteMemory};
 use std::cell::{Cell, RefCell};
@@ -81,6 +81,10 @@ pub const DESCRIBE: u16 = 0x0101;
 pub const RELEASE_NOTICE: u16 = 0x0102;
 /// Control service recording "rank R reached round K of barrier B".
 pub const BARRIER_NOTICE: u16 = 0x0103;
+/// Control service recording "rank R describes X so" (a description
+/// pushed to members on other hosts, so that their first access needs no
+/// round trip; empty: too long, ask).
+pub const DESCRIPTION_NOTICE: u16 = 0x0104;
 
 /// Bytes of an exposure's header region: two cache lines.
 const HEADER: usize = 128;
@@ -241,6 +245,9 @@ struct Served {
     released: FastSet<(u64, u32)>,
     /// Barrier notices received: (barrier, round, from rank).
     pub(crate) barriers: FastSet<(u64, u32, u32)>,
+    /// Descriptions pushed by peers elsewhere, encoded: (exposure or
+    /// dynamic window, from rank); empty when too long to push.
+    pushed: FastMap<(u64, u32), Vec<u8>>,
 }
 
 /// A dynamic window's attachments at a peer: (displacement, descriptor).
@@ -352,6 +359,16 @@ impl<'e> Rma<'e> {
                     .map(u32::from_le_bytes),
             ) {
                 lock_state(&arrivals).barriers.insert((id, round, from));
+            }
+            Vec::new()
+        })?;
+        let pushes = Arc::clone(&served);
+        ep.serve(DESCRIPTION_NOTICE, move |from, request| {
+            if let Some((id, description)) = request.split_first_chunk::<8>() {
+                let id = u64::from_le_bytes(*id);
+                lock_state(&pushes)
+                    .pushed
+                    .insert((id, from), description.to_vec());
             }
             Vec::new()
         })?;
@@ -718,11 +735,39 @@ impl<'e> Rma<'e> {
 
     /// A dynamic window's description goes away with it.
     fn forget_dynamic(&self, window: u64) {
-        lock_state(&self.served).described.remove(&window);
+        {
+            let mut served = lock_state(&self.served);
+            served.described.remove(&window);
+            served.pushed.retain(|(x, _), _| *x != window);
+        }
         self.directory.withdraw(window);
         self.attachments
             .borrow_mut()
             .retain(|(_, x), _| *x != window);
+    }
+
+    /// Sends `described` (of exposure or dynamic window `id`) to the
+    /// members of `group` on other hosts, a notice each, no wait: their
+    /// first access finds it instead of asking (members on this host read
+    /// the board). A description too long for a notice goes as an empty
+    /// one, which says "ask".
+    fn push(&self, group: &Group, id: u64, described: &Described) {
+        let me = self.ep.rank();
+        let mut far = (group.members().iter().copied())
+            .filter(|&r| r != me && !self.same_host(r) && !self.ep.is_dead(r))
+            .peekable();
+        if far.peek().is_none() {
+            return;
+        }
+        let mut body = id.to_le_bytes().to_vec();
+        let encoded = described.encode();
+        if body.len() + encoded.len() <= onesided_fabric::control::MAX_REQUEST {
+            body.extend_from_slice(&encoded);
+        }
+        for rank in far {
+            // A member that misses it asks.
+            let _ = self.ep.notify(rank, DESCRIPTION_NOTICE, &body);
+        }
     }
 
     /// Keeps a region in `pool` for the next exposures (a few at most).
@@ -739,7 +784,11 @@ impl<'e> Rma<'e> {
     /// next exposures) unless there are many no exposure uses.
     fn forget(&self, id: u64) {
         const MAPPINGS_KEPT: usize = 64;
-        lock_state(&self.served).described.remove(&id);
+        {
+            let mut served = lock_state(&self.served);
+            served.described.remove(&id);
+            served.pushed.retain(|(x, _), _| *x != id);
+        }
         self.directory.withdraw(id);
         self.peers.borrow_mut().retain(|(_, x), _| *x != id);
         self.attachments.borrow_mut().retain(|(_, x), _| *x != id);
@@ -750,25 +799,38 @@ impl<'e> Rma<'e> {
     }
 
     /// The description of `id` (an exposure or a dynamic window) at
-    /// `rank`: read from its board when it is on this host, else (or when
-    /// the board says to ask, or after a while without finding it there)
-    /// asked over the control plane; retried until the peer has created
-    /// it (creation is collective: it will come) or the timeout.
-    fn look_up(&self, rank: u32, id: u64) -> Result<Described, Error> {
-        /// How long to look on a board alone before asking too.
-        const BOARD_ONLY: std::time::Duration = std::time::Duration::from_millis(20);
+    /// `rank`: read from its board when it is on this host, or from what
+    /// it pushed here when it is elsewhere; asked over the control plane
+    /// when `fresh`, when the board or the push says to ask, or after a
+    /// while without finding it; retried until the peer has created it
+    /// (creation is collective: it will come) or the timeout.
+    fn look_up(&self, rank: u32, id: u64, fresh: bool) -> Result<Described, Error> {
+        /// How long to look where the peer publishes (its board, or what it
+        /// pushed) alone before asking too.
+        const PUBLISHED_ONLY: std::time::Duration = std::time::Duration::from_millis(20);
         let me = rank == self.ep.rank();
         let board = self.board(rank);
         let mut backoff = self.ep.backoff();
         let mut waited = std::time::Duration::ZERO;
         loop {
-            let mut ask = board.is_none() || waited > BOARD_ONLY;
-            if let Some(board) = &board {
-                match directory::lookup(board, id) {
+            let mut ask = fresh || waited > PUBLISHED_ONLY;
+            match &board {
+                Some(board) => match directory::lookup(board, id) {
                     directory::Found::Description(bytes) => return Described::decode(&bytes),
                     directory::Found::AskOwner => ask = true,
                     directory::Found::Nothing => {}
+                },
+                // Nothing is published for it here.
+                None if !me && self.same_host(rank) => ask = true,
+                None if !fresh && !me => {
+                    self.ep.progress();
+                    match lock_state(&self.served).pushed.get(&(id, rank)) {
+                        Some(bytes) if !bytes.is_empty() => return Described::decode(bytes),
+                        Some(_) => ask = true,
+                        None => {}
+                    }
                 }
+                None => {}
             }
             if me {
                 // Its own is on its board or served here, or gone.
@@ -816,7 +878,7 @@ impl<'e> Rma<'e> {
             data,
             nonce,
             names,
-        } = self.look_up(rank, id)?
+        } = self.look_up(rank, id, false)?
         else {
             return Err(onesided_fabric::Error::BadDescriptor(format!(
                 "rank {rank} described an exposure as a dynamic window"
@@ -859,7 +921,7 @@ impl<'e> Rma<'e> {
                 return Ok(Rc::clone(list));
             }
         }
-        let Described::Attachments(list) = self.look_up(rank, id)? else {
+        let Described::Attachments(list) = self.look_up(rank, id, refresh)? else {
             return Err(onesided_fabric::Error::BadDescriptor(format!(
                 "rank {rank} described a dynamic window as an exposure"
             ))
@@ -891,7 +953,7 @@ impl Drop for Rma<'_> {
     fn drop(&mut self) {
         let (mut backoff, limit) = (self.ep.backoff(), self.ep.timeout());
         while self.collect_releases() > 0 && backoff.pause() <= limit {}
-        for service in [DESCRIBE, RELEASE_NOTICE, BARRIER_NOTICE] {
+        for service in [DESCRIBE, RELEASE_NOTICE, BARRIER_NOTICE, DESCRIPTION_NOTICE] {
             self.ep.unserve(service);
         }
     }
@@ -1096,6 +1158,7 @@ impl<'a> Window<'a> {
             let on_board = rma.board(rma.ep.rank()).is_some()
                 && rma.directory.publish(exposure.id, &described.encode());
             if !(on_board && local_atomics) {
+                rma.push(&exposure.group, exposure.id, &described);
                 lock_state(&rma.served)
                     .described
                     .insert(exposure.id, described);
@@ -1273,6 +1336,7 @@ impl<'a> Window<'a> {
         let described = Described::Attachments(list);
         self.rma.directory.withdraw(self.id);
         self.rma.directory.publish(self.id, &described.encode());
+        self.rma.push(self.group(), self.id, &described);
         lock_state(&self.rma.served)
             .described
             .insert(self.id, described);
