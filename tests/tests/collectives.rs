@@ -174,6 +174,28 @@ fn onesided_tune_writes_a_profile_the_library_uses() {
 }
 
 #[test]
+fn onesided_tune_nolocal_profiles_a_rank_per_host() {
+    let _serial = serial();
+    let file =
+        std::env::temp_dir().join(format!("onesided-nolocal-{}.profile", std::process::id()));
+    let mut tune = std::process::Command::new(onesided_tests::binary("onesided-tune"));
+    tune.args(["--np", "2", "--provider", "tcp", "--nolocal"])
+        .args(["--scale", "0.05", "--max-bytes", "512", "--out"])
+        .arg(&file);
+    let out = onesided_tests::run(tune, std::time::Duration::from_secs(120));
+    out.assert_success();
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let profile = onesided_collectives::Profile::parse(&text, "tuned").unwrap();
+    assert!(!profile.entries().is_empty(), "{text}");
+    for e in profile.entries() {
+        assert_eq!(e.geometry.ranks_per_host, 1, "{text}");
+        // Shared memory runs only when every member is on one host.
+        assert_ne!(e.algorithm, "shared", "{text}");
+    }
+}
+
+#[test]
 fn calls_complete_with_the_next_best_when_an_algorithm_fails() {
     let _serial = serial();
     // The defaults' choices fail on every rank: each call falls back to

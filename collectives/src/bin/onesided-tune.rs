@@ -1,7 +1,9 @@
-//! `onesided-tune --np N --provider shm|tcp --out FILE [--scale S] [--max-bytes B] [--check]`
+//! `onesided-tune --np N --provider shm|tcp --out FILE [--scale S] [--max-bytes B] [--check] [--nolocal]`
 //!
 //! Profiles every algorithm of every collective on N ranks of this host
-//! (launching itself under `osrun`, which must sit beside it): message
+//! (launching itself under `osrun`, which must sit beside it; with
+//! `--nolocal` every rank its own host, `ONESIDED_HOST=node{rank}`: the
+//! geometry of a cluster with a rank per host, through the provider): message
 //! sizes 8 B to 32 MiB per rank (alltoall to 2 MiB per pair), elements
 //! `f64` (and `i32` for the reductions), repetitions scaled by size over
 //! buffers made once per point, each timed after a barrier until the
@@ -34,7 +36,7 @@ use onesided_rma::Group;
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 const USAGE: &str = "usage: onesided-tune --np N --provider shm|tcp --out FILE [--scale S] \
-                     [--max-bytes B] [--check]";
+                     [--max-bytes B] [--check] [--nolocal]";
 const SIZES: [usize; 8] = [8, 64, 512, 4096, 32768, 262_144, 2 << 20, 32 << 20];
 
 fn main() -> ExitCode {
@@ -60,11 +62,12 @@ fn main() -> ExitCode {
 fn drive(args: &[String]) -> Result<()> {
     let (mut np, mut provider, mut out, mut scale) = (None, "shm".to_string(), None, 1.0f64);
     let mut max_bytes: usize = 32 << 20;
-    let mut check = false;
+    let (mut check, mut nolocal) = (false, false);
     let mut it = args.iter();
     while let Some(flag) = it.next() {
-        if flag == "--check" {
-            check = true;
+        if flag == "--check" || flag == "--nolocal" {
+            check |= flag == "--check";
+            nolocal |= flag == "--nolocal";
             continue;
         }
         let value = it.next().ok_or(format!("{flag} needs a value\n{USAGE}"))?;
@@ -117,6 +120,9 @@ fn drive(args: &[String]) -> Result<()> {
             Some(p) => cmd.env(onesided_collectives::select::PROFILE_ENV, p),
             None => cmd.env_remove(onesided_collectives::select::PROFILE_ENV),
         };
+        if nolocal {
+            cmd.env(onesided_fabric::world::HOST_ENV, "node{rank}");
+        }
         let output = cmd
             .output()
             .map_err(|e| format!("cannot run {}: {e}", osrun.display()))?;
