@@ -1387,7 +1387,10 @@ impl<'a> Window<'a> {
         self.epochs.borrow_mut().lock_all()?;
         self.forget_attachments();
         if !nocheck {
-            *self.shared_locks.borrow_mut() = vec![false; self.group().size() as usize];
+            // Its capacity stays from epoch to epoch: no allocation.
+            let mut locks = self.shared_locks.borrow_mut();
+            locks.clear();
+            locks.resize(self.group().size() as usize, false);
         }
         Ok(Epoch {
             window: self,
@@ -1951,14 +1954,17 @@ impl Epoch<'_, '_> {
                 }
             }
             None => {
-                let held = std::mem::take(&mut *window.shared_locks.borrow_mut());
-                window.epochs.borrow_mut().unlock_all()?;
-                let mut first_error = None;
-                for (target, _) in (0u32..).zip(held).filter(|(_, held)| *held) {
+                // Taken out and put back empty: its capacity is kept.
+                let mut held = std::mem::take(&mut *window.shared_locks.borrow_mut());
+                let unlocked = window.epochs.borrow_mut().unlock_all();
+                let mut first_error = unlocked.err();
+                for (target, _) in (0u32..).zip(&held).filter(|(_, h)| **h) {
                     if let Err(e) = window.release(target, LockKind::Shared) {
                         first_error.get_or_insert(e);
                     }
                 }
+                held.clear();
+                *window.shared_locks.borrow_mut() = held;
                 if let Some(e) = first_error {
                     return Err(e);
                 }
