@@ -652,26 +652,13 @@ impl WaitObject for Shared {
     }
 }
 
-/// A random registration key of `size` bytes (at most 8): from the
-/// kernel's random source (`getrandom`), else from the clock and a
-/// counter hashed (not secret, but no longer sequential).
+/// A random registration key of `size` bytes (at most 8): SipHash under
+/// the standard library's per-thread random keys (drawn from the kernel
+/// at a thread's first use; every `RandomState` steps one of them), so
+/// that nobody without those keys can tell one, nor one from another.
 fn random_key(size: usize) -> u64 {
-    let mut bytes = [0u8; 8];
-    // SAFETY: bytes is 8 writable bytes; getrandom writes at most that.
-    let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    let key = if got == 8 {
-        u64::from_ne_bytes(bytes)
-    } else {
-        static COUNT: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let mut x = nanos ^ COUNT.fetch_add(1, Ordering::Relaxed).rotate_left(32);
-        // splitmix64's finaliser.
-        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        x ^ (x >> 31)
-    };
+    use std::hash::BuildHasher;
+    let key = std::collections::hash_map::RandomState::new().hash_one(0u64);
     match size {
         8.. => key,
         0 => 0,
@@ -2597,6 +2584,15 @@ mod tests {
             ..EndpointConfig::default()
         };
         Endpoint::open(&config).expect("shm endpoint")
+    }
+
+    #[test]
+    fn registration_keys_differ_and_fit_the_key_size() {
+        let keys: std::collections::HashSet<u64> = (0..1000).map(|_| random_key(8)).collect();
+        assert_eq!(keys.len(), 1000);
+        assert!(keys.iter().any(|&k| k > u64::from(u32::MAX)));
+        assert!((0..100).all(|_| random_key(2) <= 0xffff));
+        assert_eq!(random_key(0), 0);
     }
 
     #[test]
