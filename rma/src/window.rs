@@ -75,6 +75,12 @@ use crate::lock::{self, Atomic, LockKind, Outcome};
 use crate::transfer::{Inflight, Rget, Rput};
 use crate::{Error, Group};
 
+mod description;
+mod release;
+
+use description::{Attached, Attachments, Described};
+use release::Releasing;
+
 /// Control service answering "what is exposure (or dynamic window) X".
 pub const DESCRIBE: u16 = 0x0101;
 /// Control service recording "rank R released exposure X".
@@ -144,98 +150,6 @@ pub type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
 /// A set with [`Fnv`] hashing.
 pub(crate) type FastSet<K> = HashSet<K, std::hash::BuildHasherDefault<Fnv>>;
 
-/// What a peer is told about an exposure or a dynamic window.
-#[derive(Clone)]
-enum Described {
-    Exposure {
-        header: RemoteMemory,
-        data: RemoteMemory,
-        nonce: u64,
-        /// Shared-memory names: header, data.
-        names: (String, String),
-    },
-    Attachments(Attachments),
-}
-
-impl Described {
-    fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(256);
-        match self {
-            Described::Exposure {
-                header,
-                data,
-                nonce,
-                names,
-            } => {
-                out.push(1);
-                out.extend_from_slice(&header.to_bytes());
-                out.extend_from_slice(&data.to_bytes());
-                out.extend_from_slice(&nonce.to_le_bytes());
-                out.extend_from_slice(names.0.as_bytes());
-                out.push(0);
-                out.extend_from_slice(names.1.as_bytes());
-            }
-            Described::Attachments(list) => {
-                out.push(2);
-                for a in list {
-                    out.extend_from_slice(&a.disp.to_le_bytes());
-                    out.extend_from_slice(&a.remote.to_bytes());
-                    let name = a.name.as_bytes();
-                    out.push(name.len().min(255) as u8);
-                    out.extend_from_slice(&name[..name.len().min(255)]);
-                }
-            }
-        }
-        out
-    }
-
-    fn decode(reply: &[u8]) -> Result<Described, Error> {
-        let bad =
-            |why: &str| onesided_fabric::Error::BadDescriptor(format!("window description: {why}"));
-        const R: usize = RemoteMemory::ENCODED_LEN;
-        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
-        match reply.split_first() {
-            Some((1, rest)) if rest.len() >= 2 * R + 8 => {
-                let header = RemoteMemory::from_bytes(&rest[..R])?;
-                let data = RemoteMemory::from_bytes(&rest[R..2 * R])?;
-                let nonce = word(&rest[2 * R..2 * R + 8]);
-                let names = std::str::from_utf8(&rest[2 * R + 8..])
-                    .map_err(|_| bad("names are not UTF-8"))?;
-                let (h, d) = names.split_once('\0').ok_or_else(|| bad("names"))?;
-                if header.len < HEADER as u64 {
-                    return Err(bad("header region too short").into());
-                }
-                Ok(Described::Exposure {
-                    header,
-                    data,
-                    nonce,
-                    names: (h.to_string(), d.to_string()),
-                })
-            }
-            Some((2, mut rest)) => {
-                let mut list = Vec::new();
-                while !rest.is_empty() {
-                    let (fixed, more) = rest
-                        .split_at_checked(8 + R + 1)
-                        .ok_or_else(|| bad("attachment too short"))?;
-                    let (name, more) = more
-                        .split_at_checked(usize::from(fixed[8 + R]))
-                        .ok_or_else(|| bad("attachment name too short"))?;
-                    list.push(Attached {
-                        disp: word(&fixed[..8]),
-                        remote: RemoteMemory::from_bytes(&fixed[8..8 + R])?,
-                        name: String::from_utf8(name.to_vec())
-                            .map_err(|_| bad("attachment name is not UTF-8"))?,
-                    });
-                    rest = more;
-                }
-                Ok(Described::Attachments(list))
-            }
-            _ => Err(bad("malformed reply").into()),
-        }
-    }
-}
-
 /// What the control-plane handlers of one process share with its windows.
 #[derive(Default)]
 struct Served {
@@ -250,38 +164,12 @@ struct Served {
     pushed: FastMap<(u64, u32), Vec<u8>>,
 }
 
-/// A dynamic window's attachments at a peer: (displacement, descriptor).
-type Attachments = Vec<Attached>;
-
-/// One attachment of a dynamic window, as peers see it.
-#[derive(Clone, Debug)]
-struct Attached {
-    disp: u64,
-    remote: RemoteMemory,
-    /// Its shared-memory name (empty when it has none).
-    name: String,
-}
-
 /// A peer's part of an exposure, as cached here.
 struct Peer {
     header: RemoteMemory,
     data: RemoteMemory,
     /// Its memory mapped here, when it lives on this host: header, data.
     maps: Option<(Rc<Mapping>, Option<Rc<Mapping>>)>,
-}
-
-/// An exposure this process released, kept (and still described to
-/// peers) until every other member has released it too: then no peer
-/// accesses it any more, and its memory goes back to the pool.
-struct Releasing {
-    id: u64,
-    /// The members (job ranks) not heard from yet.
-    waiting: Vec<u32>,
-    header: Option<MemoryRegion>,
-    data: Option<MemoryRegion>,
-    /// A dynamic window's number and its attachments' regions, described
-    /// and kept until then too.
-    dynamic: Option<(u64, Vec<MemoryRegion>)>,
 }
 
 /// The RMA state of one endpoint: its exposures as served to peers, and
@@ -655,121 +543,6 @@ impl<'e> Rma<'e> {
         }
     }
 
-    /// Releases exposure `id` of `group` (its memory `header` and `data`,
-    /// and a dynamic window's `dynamic` number and attachments): tells
-    /// every other member (a notice each, no wait) and keeps it, still
-    /// described, until they all have released it too
-    /// ([`Rma::collect_releases`]); `tainted` memory (a window over it
-    /// was dropped in an unknown state) is never reused.
-    fn release(
-        &self,
-        id: u64,
-        group: &Group,
-        (header, data): (Option<MemoryRegion>, Option<MemoryRegion>),
-        dynamic: Option<(u64, Vec<MemoryRegion>)>,
-        tainted: bool,
-    ) {
-        let me = self.ep.rank();
-        let waiting: Vec<u32> = (group.members().iter().copied())
-            .filter(|&r| r != me && !self.ep.is_dead(r))
-            .filter(|&r| self.ep.notify(r, RELEASE_NOTICE, &id.to_le_bytes()).is_ok())
-            .collect();
-        if tainted {
-            self.forget(id);
-            let mut retired = self.retired.borrow_mut();
-            retired.extend(header);
-            retired.extend(data);
-            if let Some((window, regions)) = dynamic {
-                self.forget_dynamic(window);
-                retired.extend(regions);
-            }
-            lock_state(&self.served).released.retain(|(x, _)| *x != id);
-            return;
-        }
-        self.releasing.borrow_mut().push(Releasing {
-            id,
-            waiting,
-            header,
-            data,
-            dynamic,
-        });
-        self.collect_releases();
-    }
-
-    /// Finishes the releases every other member has released too (or has
-    /// died): forgets them and pools their memory. Returns how many are
-    /// still waiting.
-    fn collect_releases(&self) -> usize {
-        if self.releasing.borrow().is_empty() {
-            return 0;
-        }
-        self.ep.progress();
-        let done: Vec<Releasing> = {
-            let mut served = lock_state(&self.served);
-            let mut releasing = self.releasing.borrow_mut();
-            for r in releasing.iter_mut() {
-                r.waiting.retain(|&rank| {
-                    !served.released.remove(&(r.id, rank)) && !self.ep.is_dead(rank)
-                });
-            }
-            let (done, waiting) = std::mem::take(&mut *releasing)
-                .into_iter()
-                .partition(|r| r.waiting.is_empty());
-            *releasing = waiting;
-            done
-        };
-        for r in done {
-            self.forget(r.id);
-            if let Some(h) = r.header {
-                Rma::pool(&self.headers, h);
-            }
-            if let Some(d) = r.data {
-                Rma::pool(&self.pool, d);
-            }
-            if let Some((window, _regions)) = r.dynamic {
-                self.forget_dynamic(window);
-            }
-        }
-        self.releasing.borrow().len()
-    }
-
-    /// A dynamic window's description goes away with it.
-    fn forget_dynamic(&self, window: u64) {
-        {
-            let mut served = lock_state(&self.served);
-            served.described.remove(&window);
-            served.pushed.retain(|(x, _), _| *x != window);
-        }
-        self.directory.withdraw(window);
-        self.attachments
-            .borrow_mut()
-            .retain(|(_, x), _| *x != window);
-    }
-
-    /// Sends `described` (of exposure or dynamic window `id`) to the
-    /// members of `group` on other hosts, a notice each, no wait: their
-    /// first access finds it instead of asking (members on this host read
-    /// the board). A description too long for a notice goes as an empty
-    /// one, which says "ask".
-    fn push(&self, group: &Group, id: u64, described: &Described) {
-        let me = self.ep.rank();
-        let mut far = (group.members().iter().copied())
-            .filter(|&r| r != me && !self.same_host(r) && !self.ep.is_dead(r))
-            .peekable();
-        if far.peek().is_none() {
-            return;
-        }
-        let mut body = id.to_le_bytes().to_vec();
-        let encoded = described.encode();
-        if body.len() + encoded.len() <= onesided_fabric::control::MAX_REQUEST {
-            body.extend_from_slice(&encoded);
-        }
-        for rank in far {
-            // A member that misses it asks.
-            let _ = self.ep.notify(rank, DESCRIPTION_NOTICE, &body);
-        }
-    }
-
     /// Keeps a region in `pool` for the next exposures (a few at most).
     fn pool(pool: &RefCell<Vec<MemoryRegion>>, region: MemoryRegion) {
         const POOLED: usize = 32;
@@ -1073,7 +846,7 @@ impl Exposure<'_> {
 }
 
 impl Drop for Exposure<'_> {
-    /// Releases it ([`Rma::release`]): a notice to each other member, no
+    /// Releases it: a notice to each other member, no
     /// wait.
     fn drop(&mut self) {
         let memory = (self.header.take(), self.data.take());
@@ -1992,52 +1765,5 @@ mod tests {
         assert_ne!(collective_id(&a, 0, 1), collective_id(&b, 0, 1));
         assert_ne!(collective_id(&a, 0, 1), collective_id(&a, 1, 1));
         assert_eq!(collective_id(&a, 0, 3), collective_id(&a.clone(), 0, 3));
-    }
-
-    #[test]
-    fn descriptions_round_trip_and_reject_garbage() {
-        let r = |base| RemoteMemory {
-            base,
-            key: 7,
-            len: HEADER as u64,
-            access: Access::REMOTE_READ,
-        };
-        let x = Described::Exposure {
-            header: r(1),
-            data: r(2),
-            nonce: 3,
-            names: ("/a".into(), "/b".into()),
-        };
-        match Described::decode(&x.encode()).unwrap() {
-            Described::Exposure {
-                data, nonce, names, ..
-            } => {
-                assert_eq!((data.base, nonce), (2, 3));
-                assert_eq!(names, ("/a".to_string(), "/b".to_string()));
-            }
-            Described::Attachments(_) => panic!("wrong kind"),
-        }
-        let d = Described::Attachments(vec![
-            Attached {
-                disp: 1 << 40,
-                remote: r(9),
-                name: "/x".into(),
-            },
-            Attached {
-                disp: 2 << 40,
-                remote: r(10),
-                name: String::new(),
-            },
-        ]);
-        match Described::decode(&d.encode()).unwrap() {
-            Described::Attachments(list) => {
-                assert_eq!((list[0].disp, list[0].name.as_str()), (1 << 40, "/x"));
-                assert_eq!((list[1].remote.base, list[1].name.as_str()), (10, ""));
-            }
-            Described::Exposure { .. } => panic!("wrong kind"),
-        }
-        for garbage in [&[][..], &[1, 2, 3], &[2, 0], &[9; 100]] {
-            assert!(Described::decode(garbage).is_err());
-        }
     }
 }

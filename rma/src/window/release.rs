@@ -1,0 +1,139 @@
+//! Releasing exposures: a notice to every other member, no wait, and the
+//! memory kept (still described) until they all have released it too;
+//! and pushing descriptions to the members on other hosts.
+
+use onesided_fabric::MemoryRegion;
+
+use super::{lock_state, Described, Rma, DESCRIPTION_NOTICE, RELEASE_NOTICE};
+use crate::Group;
+
+/// An exposure this process released, kept (and still described to
+/// peers) until every other member has released it too: then no peer
+/// accesses it any more, and its memory goes back to the pool.
+pub(super) struct Releasing {
+    id: u64,
+    /// The members (job ranks) not heard from yet.
+    waiting: Vec<u32>,
+    header: Option<MemoryRegion>,
+    data: Option<MemoryRegion>,
+    /// A dynamic window's number and its attachments' regions, described
+    /// and kept until then too.
+    dynamic: Option<(u64, Vec<MemoryRegion>)>,
+}
+
+impl Rma<'_> {
+    /// Releases exposure `id` of `group` (its memory `header` and `data`,
+    /// and a dynamic window's `dynamic` number and attachments): tells
+    /// every other member (a notice each, no wait) and keeps it, still
+    /// described, until they all have released it too
+    /// ([`Rma::collect_releases`]); `tainted` memory (a window over it
+    /// was dropped in an unknown state) is never reused.
+    pub(super) fn release(
+        &self,
+        id: u64,
+        group: &Group,
+        (header, data): (Option<MemoryRegion>, Option<MemoryRegion>),
+        dynamic: Option<(u64, Vec<MemoryRegion>)>,
+        tainted: bool,
+    ) {
+        let me = self.ep.rank();
+        let waiting: Vec<u32> = (group.members().iter().copied())
+            .filter(|&r| r != me && !self.ep.is_dead(r))
+            .filter(|&r| self.ep.notify(r, RELEASE_NOTICE, &id.to_le_bytes()).is_ok())
+            .collect();
+        if tainted {
+            self.forget(id);
+            let mut retired = self.retired.borrow_mut();
+            retired.extend(header);
+            retired.extend(data);
+            if let Some((window, regions)) = dynamic {
+                self.forget_dynamic(window);
+                retired.extend(regions);
+            }
+            lock_state(&self.served).released.retain(|(x, _)| *x != id);
+            return;
+        }
+        self.releasing.borrow_mut().push(Releasing {
+            id,
+            waiting,
+            header,
+            data,
+            dynamic,
+        });
+        self.collect_releases();
+    }
+
+    /// Finishes the releases every other member has released too (or has
+    /// died): forgets them and pools their memory. Returns how many are
+    /// still waiting.
+    pub(super) fn collect_releases(&self) -> usize {
+        if self.releasing.borrow().is_empty() {
+            return 0;
+        }
+        self.ep.progress();
+        let done: Vec<Releasing> = {
+            let mut served = lock_state(&self.served);
+            let mut releasing = self.releasing.borrow_mut();
+            for r in releasing.iter_mut() {
+                r.waiting.retain(|&rank| {
+                    !served.released.remove(&(r.id, rank)) && !self.ep.is_dead(rank)
+                });
+            }
+            let (done, waiting) = std::mem::take(&mut *releasing)
+                .into_iter()
+                .partition(|r| r.waiting.is_empty());
+            *releasing = waiting;
+            done
+        };
+        for r in done {
+            self.forget(r.id);
+            if let Some(h) = r.header {
+                Rma::pool(&self.headers, h);
+            }
+            if let Some(d) = r.data {
+                Rma::pool(&self.pool, d);
+            }
+            if let Some((window, _regions)) = r.dynamic {
+                self.forget_dynamic(window);
+            }
+        }
+        self.releasing.borrow().len()
+    }
+
+    /// A dynamic window's description goes away with it.
+    fn forget_dynamic(&self, window: u64) {
+        {
+            let mut served = lock_state(&self.served);
+            served.described.remove(&window);
+            served.pushed.retain(|(x, _), _| *x != window);
+        }
+        self.directory.withdraw(window);
+        self.attachments
+            .borrow_mut()
+            .retain(|(_, x), _| *x != window);
+    }
+
+    /// Sends `described` (of exposure or dynamic window `id`) to the
+    /// members of `group` on other hosts, a notice each, no wait: their
+    /// first access finds it instead of asking (members on this host read
+    /// the board). A description too long for a notice goes as an empty
+    /// one, which says "ask".
+    pub(super) fn push(&self, group: &Group, id: u64, described: &Described) {
+        let me = self.ep.rank();
+        let mut far = (group.members().iter().copied())
+            .filter(|&r| r != me && !self.same_host(r) && !self.ep.is_dead(r))
+            .peekable();
+        if far.peek().is_none() {
+            return;
+        }
+        let mut body = id.to_le_bytes().to_vec();
+        let encoded = described.encode();
+        if body.len() + encoded.len() <= onesided_fabric::control::MAX_REQUEST {
+            body.extend_from_slice(&encoded);
+        }
+        for rank in far {
+            // A member that misses it asks.
+            let _ = self.ep.notify(rank, DESCRIPTION_NOTICE, &body);
+        }
+    }
+}
