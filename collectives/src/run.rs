@@ -91,6 +91,20 @@ pub(crate) fn check(schedule: &Schedule, input: usize, output: usize) -> Result<
     Ok(())
 }
 
+/// Disjoint slices `from` (to read) and `to` (to write) of one buffer;
+/// `None` when they overlap.
+fn split<T>(buf: &mut [T], from: Slice, to: Slice) -> Option<(&[T], &mut [T])> {
+    if from.at + from.len <= to.at {
+        let (low, high) = buf.split_at_mut(to.at);
+        Some((&low[from.at..from.at + from.len], &mut high[..to.len]))
+    } else if to.at + to.len <= from.at {
+        let (low, high) = buf.split_at_mut(from.at);
+        Some((&high[..from.len], &mut low[to.at..to.at + to.len]))
+    } else {
+        None
+    }
+}
+
 /// A reduction's operation as the executors apply it, for element types
 /// they know only as `Pod`: the operation and its application for `T`,
 /// made without an allocation (a call of a few bytes costs about as much
@@ -270,17 +284,52 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
         &mut buf[s.at..s.at + s.len]
     }
 
+    /// Slice `from` to read and slice `to` to write at once (split
+    /// borrows, no copy between them); `None` when both lie in one buffer
+    /// and overlap.
+    fn pair(&mut self, from: Slice, to: Slice) -> Option<(&[T], &mut [T])> {
+        let Exec {
+            input,
+            output,
+            scratch,
+            ..
+        } = self;
+        let (src, dest): (&[T], &mut [T]) = match (from.buf, to.buf) {
+            (Buf::Input, Buf::Scratch) => (I::as_ref(input), scratch),
+            (Buf::Input, _) => (I::as_ref(input), O::as_mut(output)),
+            (Buf::Output, Buf::Scratch) => (O::as_ref(output), scratch),
+            (Buf::Scratch, Buf::Input | Buf::Output) => (scratch, O::as_mut(output)),
+            // One buffer (`to` is never the input: checked in `new`).
+            (Buf::Output, _) => return split(O::as_mut(output), from, to),
+            (Buf::Scratch, Buf::Scratch) => return split(scratch, from, to),
+        };
+        Some((
+            &src[from.at..from.at + from.len],
+            &mut dest[to.at..to.at + to.len],
+        ))
+    }
+
     /// Copies, then posts the round's messages.
     fn post(&mut self) -> Result<(), Error> {
         let actions = self.schedule.rounds[self.round].clone();
         for a in &actions {
             if let Action::Copy { from, to } = a {
-                let data = self.slice(*from).to_vec();
-                self.slice_mut(*to).copy_from_slice(&data);
+                match self.pair(*from, *to) {
+                    Some((src, dest)) => dest.copy_from_slice(src),
+                    None => {
+                        let data = self.slice(*from).to_vec();
+                        self.slice_mut(*to).copy_from_slice(&data);
+                    }
+                }
             }
         }
         let tag = tag(self.call, self.round);
-        for (i, a) in actions.iter().enumerate() {
+        // Receives first: a message that arrives before its receive is
+        // posted is buffered by the provider and copied once more.
+        let receives_first = (actions.iter().enumerate())
+            .filter(|(_, a)| !matches!(a, Action::Send { .. }))
+            .chain((actions.iter().enumerate()).filter(|(_, a)| matches!(a, Action::Send { .. })));
+        for (i, a) in receives_first {
             let transfer = match a {
                 Action::Send { to, data } => {
                     let bytes: &[u8] = match (&self.mismatch, data.buf) {
@@ -297,6 +346,8 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
             };
             self.pending.push((i, transfer));
         }
+        // `finish_round` takes the transfers in action order.
+        self.pending.sort_unstable_by_key(|(i, _)| *i);
         self.posted = true;
         Ok(())
     }
@@ -388,9 +439,16 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
                     }
                 }
                 Action::Reduce { from, into } => {
-                    let right = self.slice(*from).to_vec();
-                    let (combine, dest) = self.combining(*into)?;
-                    combine.call(dest, &right, false);
+                    let combine = (self.combine.take())
+                        .ok_or_else(|| Error::BadCall("a reduction without an operation".into()))?;
+                    match self.pair(*from, *into) {
+                        Some((right, dest)) => combine.call(dest, right, false),
+                        None => {
+                            let right = self.slice(*from).to_vec();
+                            combine.call(self.slice_mut(*into), &right, false);
+                        }
+                    }
+                    self.combine = Some(combine);
                 }
                 _ => {}
             }
@@ -808,5 +866,26 @@ impl<T: bytemuck::Pod> Request for Run<'_, '_, T> {
 
     fn backoff(&self) -> onesided_fabric::progress::Backoff {
         self.exec.borrow().ep.backoff()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_gives_disjoint_slices_of_one_buffer_and_refuses_overlaps() {
+        let mut buf: Vec<u32> = (0..10).collect();
+        let s = |at, len| Slice::new(Buf::Output, at, len);
+        let (from, to) = split(&mut buf, s(0, 3), s(5, 3)).unwrap();
+        to.copy_from_slice(from);
+        assert_eq!(buf, [0, 1, 2, 3, 4, 0, 1, 2, 8, 9]);
+        let (from, to) = split(&mut buf, s(7, 3), s(0, 3)).unwrap();
+        to.copy_from_slice(from);
+        assert_eq!(buf, [2, 8, 9, 3, 4, 0, 1, 2, 8, 9]);
+        assert!(split(&mut buf, s(2, 3), s(4, 3)).is_none());
+        assert!(split(&mut buf, s(4, 3), s(2, 3)).is_none());
+        // Adjacent is disjoint.
+        assert!(split(&mut buf, s(0, 5), s(5, 5)).is_some());
     }
 }
