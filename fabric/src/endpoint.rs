@@ -44,8 +44,10 @@ use crate::provider::{MrMode, Provider};
 use crate::slots::Slots;
 use crate::spin::{SpinGuard, SpinLock};
 
+mod receives;
 mod waiting;
 
+pub use receives::Incoming;
 use waiting::background_progress;
 
 /// Largest job an endpoint supports: a message's wire tag carries the
