@@ -375,29 +375,33 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
     /// The receives of `actions` (by index) that land straight in the
     /// buffers ([`Exec::receive_in_place`]): in a blocking call with
     /// nothing else in flight, plain receives of [`DIRECT_FROM`] bytes or
-    /// more whose slices overlap no other receive of the round. What a
-    /// member receives so is its own business: its peers send as always.
+    /// more from a peer with no other receive in the round, whose slices
+    /// overlap no other receive's. What a member receives so is its own
+    /// business: its peers send as always.
     fn direct_receives(&self, actions: &[Action]) -> Vec<usize> {
         if !self.direct || self.mismatch.is_some() || !self.ep.queues_large_unexpected() {
             return Vec::new();
         }
-        let targets: Vec<(usize, Slice)> = (actions.iter().enumerate())
+        let targets: Vec<(usize, u32, Slice)> = (actions.iter().enumerate())
             .filter_map(|(i, a)| match a {
-                Action::Recv { into, .. } | Action::RecvReduce { into, .. } => Some((i, *into)),
+                Action::Recv { from, into } | Action::RecvReduce { from, into, .. } => {
+                    Some((i, *from, *into))
+                }
                 _ => None,
             })
             .collect();
         let apart =
             |a: &Slice, b: &Slice| a.buf != b.buf || a.at + a.len <= b.at || b.at + b.len <= a.at;
+        // A peer's messages of one round match its receives in the order
+        // posted: one with several receives keeps them all on one path.
         (targets.iter())
-            .filter(|(i, into)| {
+            .filter(|(i, from, into)| {
                 matches!(actions[*i], Action::Recv { .. })
                     && into.len * size_of::<T>() >= DIRECT_FROM
-                    && targets
-                        .iter()
-                        .all(|(j, other)| j == i || apart(into, other))
+                    && (targets.iter())
+                        .all(|(j, other, slice)| j == i || (other != from && apart(into, slice)))
             })
-            .map(|(i, _)| *i)
+            .map(|(i, ..)| *i)
             .collect()
     }
 
