@@ -249,11 +249,11 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
                     Ok(true) => {}
                     Ok(false) => return Ok(false),
                     // Counts that do not match, as a message too short.
-                    Err(onesided_fabric::Error::Truncated { capacity, .. }) => {
-                        if let Action::Recv { from, .. } | Action::RecvReduce { from, .. } =
+                    Err(onesided_fabric::Error::Truncated { .. }) => {
+                        if let Action::Recv { from, into } | Action::RecvReduce { from, into, .. } =
                             self.schedule.rounds[self.round][*i]
                         {
-                            self.note_longer(from, capacity);
+                            self.note_longer(from, into.len * size_of::<T>());
                         }
                     }
                     Err(e) => return Err(e.into()),
@@ -902,7 +902,7 @@ impl<'e> Inflight<'e> {
         O: AsRef<[T]> + AsMut<[T]>,
     {
         let (backoff, limit) = (exec.ep.backoff(), exec.ep.timeout());
-        // Nothing else to advance while it blocks in an exchange.
+        // Nothing else to advance while its receives in place block.
         exec.direct = self.idle();
         let late = drive(backoff, limit, || {
             exec.hold(self.serial && self.exchanging());

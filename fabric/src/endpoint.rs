@@ -153,6 +153,25 @@ pub struct Received {
     pub len: usize,
 }
 
+/// A receive's truncation as reported: the completion carries the bytes
+/// that did not fit into `capacity`, the error the message's whole length.
+fn truncated(e: Error, capacity: usize) -> Error {
+    match e {
+        Error::Truncated {
+            rank,
+            tag,
+            len: overflow,
+            ..
+        } => Error::Truncated {
+            rank,
+            tag,
+            len: capacity + overflow,
+            capacity,
+        },
+        e => e,
+    }
+}
+
 fn check_tag(tag: u64) -> Result<()> {
     if tag > MAX_TAG {
         return Err(Error::OutOfRange {
@@ -1448,21 +1467,7 @@ impl Endpoint {
                 self.wait("recv", peer, posted, OnTimeout::Cancel)
             }
         };
-        let done = done.map_err(|e| match e {
-            // The completion reports the bytes that did not fit.
-            Error::Truncated {
-                rank,
-                tag,
-                len: overflow,
-                ..
-            } => Error::Truncated {
-                rank,
-                tag,
-                len: capacity + overflow,
-                capacity,
-            },
-            e => e,
-        })?;
+        let done = done.map_err(|e| truncated(e, capacity))?;
         Ok(Received {
             from: done.data as u32,
             tag: SourceMatch::user_tag(done.tag),

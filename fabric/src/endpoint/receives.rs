@@ -15,8 +15,8 @@ use std::ffi::c_void;
 
 use fabric_sys as sys;
 
-use super::{check_tag, Endpoint, OnTimeout, Posted};
-use crate::error::{Error, Result};
+use super::{check_tag, truncated, Endpoint, OnTimeout, Posted};
+use crate::error::Result;
 use crate::matching::SourceMatch;
 
 /// A receive from `from` with `tag` into `buf`, for
@@ -38,12 +38,11 @@ impl Endpoint {
     /// [`Endpoint::send_start`]) or come from other processes.
     ///
     /// # Errors
-    /// The first failure: [`Error::InvalidRank`] or [`Error::OutOfRange`]
-    /// for a tag above [`crate::MAX_TAG`] (checked before anything is
-    /// posted), [`Error::Truncated`] for a message larger than its buffer,
-    /// [`Error::PeerDead`], [`Error::Timeout`], [`Error::Completion`]. It
-    /// returns only after every posted receive has completed or been
-    /// cancelled.
+    /// The first failure, as [`Endpoint::recv`] reports it: an invalid rank
+    /// or a tag above [`crate::MAX_TAG`] (checked before anything is
+    /// posted), a message larger than its buffer, a dead peer, the timeout,
+    /// a failed completion. It returns only after every posted receive has
+    /// completed or been cancelled.
     pub fn recv_many(&self, recvs: &mut [Incoming<'_>]) -> Result<Vec<usize>> {
         for r in recvs.iter() {
             check_tag(r.tag)?;
@@ -95,19 +94,5 @@ impl Endpoint {
             Some(e) => Err(e),
             None => Ok(lens),
         }
-    }
-}
-
-/// A truncation as [`Endpoint::recv`] reports it: the completion carries
-/// the overflow, the error the message's whole length.
-fn truncated(e: Error, capacity: usize) -> Error {
-    match e {
-        Error::Truncated { rank, tag, len, .. } => Error::Truncated {
-            rank,
-            tag,
-            len: capacity + len,
-            capacity,
-        },
-        e => e,
     }
 }

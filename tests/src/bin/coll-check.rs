@@ -442,10 +442,10 @@ fn mismatch(comm: &Comm, truncates: bool) {
             }
         }
     }
-    // Large messages land straight in the members' buffers: too little or
-    // too much fails as above, a caller's mistake, not the algorithm's; a
-    // right call follows. (libfabric < 1.19's shm never completes a
-    // truncated large receive: too much is left out there.)
+    // Too much fails as too little does, a caller's mistake, not the
+    // algorithm's, through pooled buffers (small) and for messages that
+    // land straight in the members' buffers (large); a right call follows.
+    // Too much only where the provider gets over it (`truncates`).
     must(me, "force", comm.force(Collective::Bcast, Some("linear")));
     let too_much = (
         16384,
@@ -457,17 +457,20 @@ fn mismatch(comm: &Comm, truncates: bool) {
         16384,
         "sent 65536 bytes where this member expects 131072",
     );
-    for (root, others, says) in [Some(too_little), truncates.then_some(too_much)]
-        .into_iter()
-        .flatten()
-    {
+    let too_much_small = (20, 10, "sent more than the 80 bytes this member expects");
+    let cases = [
+        Some(too_little),
+        truncates.then_some(too_much),
+        truncates.then_some(too_much_small),
+    ];
+    for (root, others, says) in cases.into_iter().flatten() {
         let mut big = vec![7i64; if me == 0 { root } else { others }];
         match comm.bcast(0, &mut big) {
-            Ok(()) => check(me, me == 0, || "a mismatched direct bcast succeeded".into()),
+            Ok(()) => check(me, me == 0, || "a mismatched linear bcast succeeded".into()),
             Err(e) => {
                 let text = e.to_string();
-                check(me, text.contains(says), || format!("direct bcast: {text}"));
-                println!("rank {me}: direct bcast mismatch: {text}");
+                check(me, text.contains(says), || format!("linear bcast: {text}"));
+                println!("rank {me}: linear bcast {root}/{others} mismatch: {text}");
             }
         }
     }
@@ -716,7 +719,14 @@ fn main() {
     match std::env::args().nth(1).as_deref() {
         Some("victim") => victim(&comm, ep),
         Some("mismatch") => {
-            mismatch(&comm, ep.queues_large_unexpected());
+            // libfabric before 1.19 does not get over a truncated receive:
+            // its shm never completes a large one, and its tcp;ofi_rxm
+            // loses the next large message after a small one.
+            let (version, _) = onesided_fabric::libfabric_loaded();
+            let version: Vec<u32> = (version.split('.'))
+                .map(|p| p.parse().unwrap_or(0))
+                .collect();
+            mismatch(&comm, version >= vec![1, 19]);
             drop(comm);
             drop(rma);
             return finalize(world);
