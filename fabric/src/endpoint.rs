@@ -215,8 +215,14 @@ pub(crate) struct Core {
     /// Storage of operations given up on, kept until their completions
     /// arrive (or the endpoint closes).
     retained: Vec<(u64, Kept)>,
+    /// Operations of [`Endpoint::add_detached`] not completed yet.
+    detached: usize,
     control: ControlState,
 }
+
+/// The storage of an [`Endpoint::add_detached`] operation, kept in
+/// `Core::retained` until it completes.
+struct Detached(#[allow(dead_code)] Arc<[AtomicU64; 2]>);
 
 /// Storage an abandoned operation may still use.
 type Kept = Box<dyn std::any::Any + Send>;
@@ -327,7 +333,14 @@ impl Core {
         // Completions of operations given up on find no slot: release what
         // they kept.
         if !self.slots.finish(token, outcome) && !self.retained.is_empty() {
-            self.retained.retain(|(t, _)| *t != token);
+            let detached = &mut self.detached;
+            self.retained.retain(|(t, kept)| {
+                let this = *t == token;
+                if this && (**kept).is::<Detached>() {
+                    *detached -= 1;
+                }
+                !this
+            });
         }
     }
 
@@ -499,6 +512,7 @@ pub(crate) struct Shared {
     max_sleep: Duration,
     cq_fd: Option<i32>,
     auto_progress: bool,
+    send_after_atomic: bool,
     /// Buffers of finished transfers, for the next ones.
     buffers: Mutex<Vec<Box<[u8]>>>,
     /// Elements per atomic, by (compare / fetch / plain, datatype, op), as
@@ -751,6 +765,7 @@ impl Endpoint {
             max_sleep: config.max_sleep,
             cq_fd: handles.cq_fd,
             auto_progress: granted.auto_progress,
+            send_after_atomic: granted.send_after_atomic,
             atomic_counts: std::array::from_fn(|_| std::sync::atomic::AtomicUsize::new(0)),
             buffers: Mutex::new(Vec::new()),
             core: SpinLock::new(Core {
@@ -759,6 +774,7 @@ impl Endpoint {
                 rank: 0,
                 slots: Slots::default(),
                 retained: Vec::new(),
+                detached: 0,
                 control: ControlState::default(),
             }),
         });
@@ -854,6 +870,14 @@ impl Endpoint {
     /// at a time.
     pub fn queues_large_unexpected(&self) -> bool {
         self.shared.source_match.queues_large_unexpected
+    }
+
+    /// Whether a message to a peer is processed there after every atomic
+    /// posted to it before (`FI_ORDER_SAW`, transmit and receive): then a
+    /// notice may follow an atomic still in flight (as a lock release)
+    /// without waiting for it.
+    pub fn orders_send_after_atomic(&self) -> bool {
+        self.shared.send_after_atomic
     }
 
     /// Whether the provider moves data without calls into it (tcp with
@@ -1899,6 +1923,92 @@ impl Endpoint {
             Some(&mut previous),
         )?;
         Ok(u64::from_le_bytes(previous))
+    }
+
+    /// Atomically adds `value` to the u64 at `offset` of `at`'s region
+    /// `remote`, without waiting: the operation is posted and left to the
+    /// endpoint, which takes its completion (an error, such as a dead
+    /// target's, is dropped). [`Endpoint::settle_detached`] waits for every
+    /// such operation.
+    ///
+    /// # Errors
+    /// As [`Endpoint::atomic`] (checked before anything is posted), and a
+    /// failed post.
+    pub fn add_detached(
+        &self,
+        at: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        value: u64,
+    ) -> Result<()> {
+        if self.shared.mr_mode.contains(MrMode::LOCAL) {
+            // Its temporary registration would have to outlive the call:
+            // wait instead.
+            return self.fetch_add(at, remote, offset, value).map(drop);
+        }
+        let name = "atomic";
+        let address = Self::atomic_target(remote, offset, 8, 8, name, at)?;
+        self.atomic_count(Datatype::U64, Some(AtomicOp::Sum), true)?;
+        // [operand, previous value]: the fetching form, as in
+        // Endpoint::atomic, so that completion means "applied".
+        let words: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(value), AtomicU64::new(0)]);
+        let base = words.as_ptr().cast::<u8>().cast_mut();
+        let posted = self.post(name, at, (base, 16), true, |core, addr, ctx, desc| {
+            // SAFETY: `words` (operand, then room for the previous value;
+            // AtomicU64 has u64's layout) is kept by the endpoint until the
+            // completion arrives (below), and desc covers it; the target
+            // word lies in the peer's registration (checked).
+            unsafe {
+                sys::fi_fetch_atomic(
+                    core.handles.ep,
+                    base.cast(),
+                    1,
+                    desc,
+                    base.wrapping_add(8).cast(),
+                    desc,
+                    addr,
+                    address,
+                    remote.key,
+                    Datatype::U64.fi(),
+                    AtomicOp::Sum.fi(),
+                    ctx,
+                )
+            }
+        })?;
+        // No temporary registration was made (no FI_MR_LOCAL).
+        let Posted {
+            token, mut core, ..
+        } = posted;
+        core.forget(token, OnTimeout::Release(Box::new(Detached(words))));
+        core.detached += 1;
+        Ok(())
+    }
+
+    /// Waits until every operation of [`Endpoint::add_detached`] has
+    /// completed, making progress.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] when some are still in flight after the endpoint's
+    /// timeout.
+    pub fn settle_detached(&self) -> Result<()> {
+        let mut backoff = self.shared.backoff();
+        loop {
+            {
+                let mut core = self.shared.lock();
+                core.poll();
+                if core.detached == 0 {
+                    return Ok(());
+                }
+            }
+            self.shared.note_app_progress();
+            if backoff.pause() > self.shared.timeout {
+                return Err(Error::Timeout {
+                    op: "detached atomics",
+                    rank: self.rank,
+                    after: self.shared.timeout,
+                });
+            }
+        }
     }
 
     /// Atomically replaces the u64 at `offset` of `at`'s region `remote` with

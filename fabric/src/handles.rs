@@ -25,6 +25,9 @@ pub(crate) struct Granted {
     /// Bytes of a registration key the application may choose
     /// (`mr_key_size`; 8 on `shm`, `tcp` and `sockets`).
     pub key_size: usize,
+    /// Sends are transmitted and processed after earlier atomics to the
+    /// same peer (`FI_ORDER_SAW` in both the transmit and receive order).
+    pub send_after_atomic: bool,
 }
 
 /// The longest string address (`FI_ADDR_STR`) accepted from a peer.
@@ -99,6 +102,7 @@ impl Handles {
                 addr_len: 0,
                 string_names: false,
                 key_size: 0,
+                send_after_atomic: false,
             },
             cq_fd: None,
         };
@@ -115,6 +119,10 @@ impl Handles {
                 string_names: attrs.addr_format == sys::FI_ADDR_STR,
                 auto_progress: (*attrs.domain_attr).data_progress == sys::FI_PROGRESS_AUTO,
                 key_size: (*attrs.domain_attr).mr_key_size,
+                send_after_atomic: ((*attrs.tx_attr).msg_order
+                    & (*attrs.rx_attr).msg_order
+                    & sys::FI_ORDER_SAW)
+                    != 0,
             };
             check(
                 "fi_fabric",
@@ -395,6 +403,7 @@ mod tests {
             addr_len: 18,
             string_names: true,
             key_size: 8,
+            send_after_atomic: false,
         };
         // A peer whose name is a byte longer than ours (its pid has a
         // digit more: a job that failed so once).

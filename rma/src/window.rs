@@ -725,6 +725,8 @@ impl Drop for Rma<'_> {
     /// (they may still be accessing them), then stops serving.
     fn drop(&mut self) {
         let (mut backoff, limit) = (self.ep.backoff(), self.ep.timeout());
+        // Lock releases still in flight land first.
+        let _ = self.ep.settle_detached();
         while self.collect_releases() > 0 && backoff.pause() <= limit {}
         for service in [DESCRIBE, RELEASE_NOTICE, BARRIER_NOTICE, DESCRIPTION_NOTICE] {
             self.ep.unserve(service);
@@ -888,6 +890,9 @@ pub struct Window<'a> {
     /// In a `lock_all` epoch that takes locks: whether this process holds
     /// each member's shared lock yet (empty otherwise).
     shared_locks: RefCell<Vec<bool>>,
+    /// An access through the provider failed in the current epoch: its
+    /// lock releases wait, so that closing it reports a dead target.
+    access_failed: Cell<bool>,
     freed: bool,
 }
 
@@ -949,6 +954,7 @@ impl<'a> Window<'a> {
             inflight: RefCell::default(),
             parts: RefCell::new(vec![None; members]),
             shared_locks: RefCell::default(),
+            access_failed: Cell::new(false),
             freed: false,
         }
     }
@@ -1261,8 +1267,38 @@ impl<'a> Window<'a> {
         })
     }
 
-    fn release(&self, target: u32, kind: LockKind) -> Result<(), Error> {
-        self.lock_word(target, lock::release(kind)).map(drop)
+    /// A provider access's result; a failure is noted for the epoch's
+    /// lock releases.
+    fn through<T>(&self, result: onesided_fabric::Result<T>) -> Result<T, Error> {
+        result.map_err(|e| {
+            self.access_failed.set(true);
+            e.into()
+        })
+    }
+
+    /// Releases `kind` on `target`'s lock word. Through the provider the
+    /// release is posted and left in flight ([`Endpoint::add_detached`]),
+    /// so closing an epoch there costs no round trip, unless an access or
+    /// a request `failed` in the epoch: then the release waits, and fails
+    /// with the target's error. Leaving it in flight is safe: a
+    /// release only lowers the word, so a late one makes other processes'
+    /// requests retry, never grants one wrongly, and this process's own
+    /// later requests only add to it. The word's memory must not be reused
+    /// while a release is on its way: its owner reuses it once every member
+    /// has sent its release notice, and a notice follows the atomics in the
+    /// provider's order (`FI_ORDER_SAW`) or waits for them
+    /// ([`Rma::release`], `Drop for Rma`). A release that fails (its
+    /// target died) is dropped: the epoch is over here.
+    fn release(&self, target: u32, kind: LockKind, failed: bool) -> Result<(), Error> {
+        match lock::release(kind) {
+            Atomic::FetchAdd(delta) if !self.local_atomics && !failed => {
+                let rank = self.group().job_rank(target)?;
+                let peer = self.part(target, rank)?;
+                let ep = self.rma.ep;
+                Ok(ep.add_detached(rank, &peer.header, LOCK_WORD as u64, delta)?)
+            }
+            atomic => self.lock_word(target, atomic).map(drop),
+        }
     }
 
     /// Where `len` bytes at `offset` of `target`'s part are, after checking
@@ -1352,7 +1388,7 @@ impl<'a> Window<'a> {
                     .permits(Access::REMOTE_READ, "window get", p.rank)?;
                 Ok(map.read_bytes(p.at as usize, buf)?)
             }
-            None => Ok(self.rma.ep.read(p.rank, &p.remote, p.at, buf)?),
+            None => self.through(self.rma.ep.read(p.rank, &p.remote, p.at, buf)),
         }
     }
 
@@ -1370,7 +1406,7 @@ impl<'a> Window<'a> {
                     .permits(Access::REMOTE_WRITE, "window put", p.rank)?;
                 Ok(map.write_bytes(p.at as usize, data)?)
             }
-            None => Ok(self.rma.ep.write_delivered(p.rank, &p.remote, p.at, data)?),
+            None => self.through(self.rma.ep.write_delivered(p.rank, &p.remote, p.at, data)),
         }
     }
 
@@ -1515,7 +1551,7 @@ impl<'a> Window<'a> {
                 }
                 Ok(())
             }
-            _ => Ok(self.rma.ep.atomic(
+            _ => self.through(self.rma.ep.atomic(
                 p.rank,
                 &p.remote,
                 p.at,
@@ -1523,7 +1559,7 @@ impl<'a> Window<'a> {
                 op.atomic(),
                 bytemuck::cast_slice(values),
                 fetch.map(bytemuck::cast_slice_mut),
-            )?),
+            )),
         }
     }
 
@@ -1554,7 +1590,7 @@ impl<'a> Window<'a> {
             return Ok(from_bits(previous));
         }
         let mut previous = T::zeroed();
-        self.rma.ep.compare_swap_element(
+        self.through(self.rma.ep.compare_swap_element(
             p.rank,
             &p.remote,
             p.at,
@@ -1562,7 +1598,7 @@ impl<'a> Window<'a> {
             bytemuck::bytes_of(&compare),
             bytemuck::bytes_of(&new),
             bytemuck::bytes_of_mut(&mut previous),
-        )?;
+        ))?;
         Ok(previous)
     }
 
@@ -1701,7 +1737,8 @@ impl Drop for Window<'_> {
 impl Epoch<'_, '_> {
     /// Closes the epoch (`MPI_Win_unlock`, or `MPI_Win_unlock_all` for a
     /// `lock_all` epoch): completes its operations, then releases its
-    /// lock(s).
+    /// lock(s). On a member of another host the release is posted and not
+    /// waited for: closing costs no round trip (see `Window::release`).
     ///
     /// # Errors
     /// [`Error::TransferFailed`] when a request-based operation failed (the
@@ -1719,11 +1756,12 @@ impl Epoch<'_, '_> {
         self.open = false;
         let window = self.window;
         let completed = window.complete(self.target);
+        let failed = window.access_failed.replace(false) || completed.is_err();
         match self.target {
             Some(target) => {
                 window.epochs.borrow_mut().unlock(target)?;
                 if let Some(kind) = self.held {
-                    window.release(target, kind)?;
+                    window.release(target, kind, failed)?;
                 }
             }
             None => {
@@ -1732,7 +1770,7 @@ impl Epoch<'_, '_> {
                 let unlocked = window.epochs.borrow_mut().unlock_all();
                 let mut first_error = unlocked.err();
                 for (target, _) in (0u32..).zip(&held).filter(|(_, h)| **h) {
-                    if let Err(e) = window.release(target, LockKind::Shared) {
+                    if let Err(e) = window.release(target, LockKind::Shared, failed) {
                         first_error.get_or_insert(e);
                     }
                 }

@@ -37,6 +37,11 @@ impl Rma<'_> {
         tainted: bool,
     ) {
         let me = self.ep.rank();
+        if !self.ep.orders_send_after_atomic() {
+            // A notice lets its member reuse its part's memory, lock word
+            // included: this process's lock releases on it land first.
+            let _ = self.ep.settle_detached();
+        }
         let waiting: Vec<u32> = (group.members().iter().copied())
             .filter(|&r| r != me && !self.ep.is_dead(r))
             .filter(|&r| self.ep.notify(r, RELEASE_NOTICE, &id.to_le_bytes()).is_ok())
