@@ -2414,6 +2414,9 @@ impl Transfer<'_> {
         }
         let mut core = self.ep.shared.lock();
         core.poll();
+        // The application polls: the background thread stays out of its
+        // way (see Endpoint::progress).
+        self.ep.shared.note_app_progress();
         let Some(outcome) = core.slots.take_done(self.token) else {
             return Ok(false);
         };
