@@ -32,6 +32,15 @@
 //!   that gives an exposure's bytes another meaning while peers may still
 //!   access them through their windows synchronises first (an
 //!   [`Rma::ibarrier`]), as it would between any two epochs.
+//! - Passive epochs: [`Window::lock`] takes the target's lock word (one
+//!   atomic round trip through the provider); [`Window::lock_all`] costs
+//!   no message, each member's shared lock being taken at the first access
+//!   to it; [`Epoch::unlock`] posts the releases and does not wait for
+//!   them across hosts (see `Window::release`), so an epoch on a member
+//!   elsewhere costs one round trip beyond its accesses. The release
+//!   notice of an exposure then waits for this process's releases still in
+//!   flight, unless the provider orders messages after atomics (`shm` and
+//!   `sockets` do; `tcp` does not).
 //!
 //! # Memory and paths
 //! Every exposure has a header region (128 bytes: the lock word at 0 and
