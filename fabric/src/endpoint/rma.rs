@@ -1,0 +1,222 @@
+//! One-sided reads and writes of peers' registered memory, blocking or
+//! as transfers.
+
+use super::*;
+
+impl Endpoint {
+    /// Reads `buf.len()` bytes at `offset` of `from`'s region `remote` into
+    /// `buf`.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] when the bytes lie outside the region and
+    /// [`Error::NotPermitted`] when the region does not allow the access (in
+    /// both cases nothing is posted); [`Error::InvalidRank`],
+    /// [`Error::PeerDead`], [`Error::Timeout`], [`Error::Completion`].
+    pub fn read(
+        &self,
+        from: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<()> {
+        remote.permits(Access::REMOTE_READ, "read", from)?;
+        let address = remote.address_of(offset, buf.len() as u64, "read")?;
+        let key = remote.key;
+        let len = buf.len();
+        let ptr = buf.as_mut_ptr();
+        let posted = self.post("read", from, (ptr, len), true, |core, addr, ctx, desc| {
+            // SAFETY: buf stays mutably borrowed until the completion is
+            // waited for below; address..address+len lies in the peer's
+            // registration (checked against its descriptor).
+            unsafe {
+                sys::fi_read(
+                    core.handles.ep,
+                    ptr.cast(),
+                    len,
+                    desc,
+                    addr,
+                    address,
+                    key,
+                    ctx,
+                )
+            }
+        })?;
+        self.wait("read", from, posted, OnTimeout::Wait).map(drop)
+    }
+
+    /// Writes `data` at `offset` of `to`'s region `remote`; returns when
+    /// `data` may be reused (not necessarily in the target's memory yet: see
+    /// [`Endpoint::write_delivered`]).
+    ///
+    /// # Errors
+    /// As [`Endpoint::read`].
+    pub fn write(&self, to: u32, remote: &RemoteMemory, offset: u64, data: &[u8]) -> Result<()> {
+        self.write_with("write", to, remote, offset, data, 0)
+    }
+
+    /// Writes `data` at `offset` of `to`'s region `remote`; returns when the
+    /// bytes are in the target's memory (`FI_DELIVERY_COMPLETE`).
+    ///
+    /// # Errors
+    /// As [`Endpoint::read`].
+    pub fn write_delivered(
+        &self,
+        to: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<()> {
+        self.write_with(
+            "write_delivered",
+            to,
+            remote,
+            offset,
+            data,
+            sys::FI_DELIVERY_COMPLETE,
+        )
+    }
+
+    fn write_with(
+        &self,
+        op: &'static str,
+        to: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        data: &[u8],
+        flags: u64,
+    ) -> Result<()> {
+        remote.permits(Access::REMOTE_WRITE, op, to)?;
+        let address = remote.address_of(offset, data.len() as u64, op)?;
+        let key = remote.key;
+        let posted = self.post(
+            op,
+            to,
+            (data.as_ptr(), data.len()),
+            true,
+            |core, addr, ctx, desc| {
+                let (ptr, len) = (data.as_ptr(), data.len());
+                // SAFETY: data stays borrowed until the completion is waited
+                // for below; the range lies in the peer's registration.
+                unsafe { post_write(core, (ptr, len), desc, addr, (address, key), ctx, flags) }
+            },
+        )?;
+        self.wait(op, to, posted, OnTimeout::Wait).map(drop)
+    }
+
+    /// Starts reading `len` bytes at `offset` of `from`'s region `remote`
+    /// into a buffer the endpoint owns; complete it with
+    /// [`Transfer::test`] or [`Transfer::wait`], then take the bytes with
+    /// [`Transfer::data`].
+    ///
+    /// # Errors
+    /// As [`Endpoint::read`] (checked before anything is posted).
+    pub fn read_start(
+        &self,
+        from: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        len: usize,
+    ) -> Result<Transfer<'_>> {
+        remote.permits(Access::REMOTE_READ, "read", from)?;
+        let address = remote.address_of(offset, len as u64, "read")?;
+        let buffer = RawBuffer::new(self.shared.take_buffer(len));
+        let ptr = buffer.ptr();
+        self.start("read", from, buffer, len, |core, addr, ctx, desc| {
+            // SAFETY: the buffer is owned by the Transfer (or, once given up,
+            // by the endpoint) until the completion arrives; the remote range
+            // lies in the peer's registration (checked).
+            unsafe {
+                sys::fi_read(
+                    core.handles.ep,
+                    ptr.cast(),
+                    len,
+                    desc,
+                    addr,
+                    address,
+                    remote.key,
+                    ctx,
+                )
+            }
+        })
+    }
+
+    /// Starts writing a copy of `data` at `offset` of `to`'s region
+    /// `remote`; the transfer completes when the bytes are in the target's
+    /// memory (`FI_DELIVERY_COMPLETE`).
+    ///
+    /// # Errors
+    /// As [`Endpoint::read`].
+    pub fn write_start(
+        &self,
+        to: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<Transfer<'_>> {
+        let op = "write_delivered";
+        remote.permits(Access::REMOTE_WRITE, op, to)?;
+        let address = remote.address_of(offset, data.len() as u64, op)?;
+        let mut filled = self.shared.take_buffer(data.len());
+        filled[..data.len()].copy_from_slice(data);
+        let buffer = RawBuffer::new(filled);
+        let (ptr, len) = (buffer.ptr(), data.len());
+        let key = remote.key;
+        self.start(op, to, buffer, len, |core, addr, ctx, desc| {
+            // SAFETY: the buffer is owned by the Transfer (or the endpoint)
+            // until the completion arrives; the range lies in the peer's
+            // registration.
+            unsafe {
+                post_write(
+                    core,
+                    (ptr, len),
+                    desc,
+                    addr,
+                    (address, key),
+                    ctx,
+                    sys::FI_DELIVERY_COMPLETE,
+                )
+            }
+        })
+    }
+}
+
+/// Posts an RMA write of `data` (pointer, length) to `remote` (address, key)
+/// at `addr` with `flags` (plus `FI_COMPLETION`); libfabric's return code.
+///
+/// # Safety
+/// The endpoint in `core` is open; `data` stays valid and unmodified until
+/// the operation's completion arrives; `desc` is its descriptor or null.
+unsafe fn post_write(
+    core: &Core,
+    data: (*const u8, usize),
+    desc: *mut c_void,
+    addr: sys::fi_addr_t,
+    remote: (u64, u64),
+    ctx: *mut c_void,
+    flags: u64,
+) -> isize {
+    let mut iov = libc::iovec {
+        iov_base: data.0 as *mut c_void,
+        iov_len: data.1,
+    };
+    let mut desc = desc;
+    let rma_iov = sys::fi_rma_iov {
+        addr: remote.0,
+        len: data.1,
+        key: remote.1,
+    };
+    let msg = sys::fi_msg_rma {
+        msg_iov: (&mut iov as *mut libc::iovec).cast(),
+        desc: &mut desc,
+        iov_count: 1,
+        addr,
+        rma_iov: &rma_iov,
+        rma_iov_count: 1,
+        context: ctx,
+        data: 0,
+    };
+    // SAFETY: msg and what it points to live across the call (the provider
+    // copies the description); the caller keeps the data valid until the
+    // completion.
+    unsafe { sys::fi_writemsg(core.handles.ep, &msg, flags | sys::FI_COMPLETION) }
+}

@@ -1,0 +1,350 @@
+//! Operations in flight over endpoint-owned buffers: starting them
+//! (messages; reads and writes start in `rma`), testing, waiting, and
+//! handing a buffer back to the endpoint when one is given up.
+
+use super::*;
+
+impl Endpoint {
+    /// Starts sending a copy of `data` to `to` with `tag` (at most
+    /// [`MAX_TAG`]); the transfer completes when the provider is done with
+    /// it (as [`Endpoint::send`] returns).
+    ///
+    /// # Errors
+    /// As [`Endpoint::send`] (checked before anything is posted).
+    pub fn send_start(&self, to: u32, tag: u64, data: &[u8]) -> Result<Transfer<'_>> {
+        check_tag(tag)?;
+        let me = u64::from(self.rank);
+        let wire = SourceMatch::wire_tag(tag, self.rank);
+        let mut filled = self.shared.take_buffer(data.len());
+        filled[..data.len()].copy_from_slice(data);
+        let buffer = RawBuffer::new(filled);
+        let (ptr, len) = (buffer.ptr(), data.len());
+        self.start_always("send", to, buffer, len, |core, addr, ctx, desc| {
+            // SAFETY: the buffer is owned by the Transfer (or the endpoint)
+            // until the completion arrives; desc is its descriptor or null.
+            unsafe {
+                sys::fi_tsenddata(core.handles.ep, ptr.cast(), len, desc, me, addr, wire, ctx)
+            }
+        })
+    }
+
+    /// Starts receiving a message of at most `len` bytes from `from` with
+    /// `tag` into a buffer the endpoint owns; once complete,
+    /// [`Transfer::data`] holds the message. Dropped before it completes,
+    /// the receive is cancelled.
+    ///
+    /// # Errors
+    /// As [`Endpoint::recv`] (checked before anything is posted).
+    pub fn recv_start(&self, from: u32, tag: u64, len: usize) -> Result<Transfer<'_>> {
+        check_tag(tag)?;
+        let (wire, ignore) = SourceMatch::receive(tag, Some(from));
+        let buffer = RawBuffer::new(self.shared.take_buffer(len));
+        let ptr = buffer.ptr();
+        self.start_always("recv", from, buffer, len, |core, _addr, ctx, desc| {
+            // SAFETY: the buffer is owned by the Transfer (or, once given up,
+            // by the endpoint, after cancelling the receive) until the
+            // completion arrives.
+            unsafe {
+                sys::fi_trecv(
+                    core.handles.ep,
+                    ptr.cast(),
+                    len,
+                    desc,
+                    sys::FI_ADDR_UNSPEC,
+                    wire,
+                    ignore,
+                    ctx,
+                )
+            }
+        })
+    }
+
+    /// [`Endpoint::start`] that posts even an empty transfer (messages of
+    /// zero bytes still travel).
+    pub(super) fn start_always(
+        &self,
+        op: &'static str,
+        rank: u32,
+        buffer: RawBuffer,
+        len: usize,
+        post: impl FnMut(&Core, sys::fi_addr_t, *mut c_void, *mut c_void) -> isize,
+    ) -> Result<Transfer<'_>> {
+        let posted = match self.post(op, rank, (buffer.ptr(), len), true, post) {
+            Ok(posted) => posted,
+            Err(e) => {
+                self.shared.give_buffer(buffer.into_box());
+                return Err(e);
+            }
+        };
+        let Posted { token, desc, core } = posted;
+        drop(core);
+        Ok(Transfer {
+            ep: self,
+            op,
+            rank,
+            token,
+            buffer: Some(buffer),
+            len,
+            receive: op == "recv",
+            desc: Some(desc),
+            done: false,
+            dead_seen: None,
+        })
+    }
+
+    /// Posts a transfer over the first `len` bytes of `buffer` (an empty
+    /// RMA transfer completes at once, without posting).
+    pub(super) fn start(
+        &self,
+        op: &'static str,
+        rank: u32,
+        buffer: RawBuffer,
+        len: usize,
+        post: impl FnMut(&Core, sys::fi_addr_t, *mut c_void, *mut c_void) -> isize,
+    ) -> Result<Transfer<'_>> {
+        if len > 0 {
+            return self.start_always(op, rank, buffer, len, post);
+        }
+        self.check_peer(rank, op)?;
+        Ok(Transfer {
+            ep: self,
+            op,
+            rank,
+            token: 0,
+            buffer: Some(buffer),
+            len,
+            receive: false,
+            desc: None,
+            done: true,
+            dead_seen: None,
+        })
+    }
+}
+
+/// A read, write, send or receive in flight over a buffer the endpoint
+/// owns ([`Endpoint::read_start`], [`Endpoint::write_start`],
+/// [`Endpoint::send_start`], [`Endpoint::recv_start`]). Dropped before it
+/// completes, it hands its buffer to the endpoint until the provider is
+/// done with it (a receive is cancelled first).
+pub struct Transfer<'e> {
+    ep: &'e Endpoint,
+    op: &'static str,
+    rank: u32,
+    token: u64,
+    /// Taken when the transfer is given up (or returned to the pool).
+    buffer: Option<RawBuffer>,
+    /// Bytes of `buffer` the transfer moves (for a receive: at most, then
+    /// as received).
+    len: usize,
+    /// A posted receive (cancelled when dropped early).
+    receive: bool,
+    /// The temporary registration (verbs-style providers), closed on
+    /// completion.
+    desc: Option<LocalDesc>,
+    done: bool,
+    /// When the peer was first seen reported dead (by
+    /// [`Transfer::test_alive`]).
+    dead_seen: Option<std::time::Instant>,
+}
+
+impl Transfer<'_> {
+    /// As [`Transfer::test`], for callers that test without waiting here:
+    /// once the peer has been reported dead for longer than a short grace
+    /// period (in which the provider may still complete the transfer),
+    /// [`Error::PeerDead`].
+    ///
+    /// # Errors
+    /// As [`Transfer::test`]; [`Error::PeerDead`].
+    pub fn test_alive(&mut self) -> Result<bool> {
+        if self.test()? {
+            return Ok(true);
+        }
+        if self.ep.shared.is_dead(self.rank) {
+            let seen = *self.dead_seen.get_or_insert_with(std::time::Instant::now);
+            if seen.elapsed() > DEAD_PEER_GRACE {
+                return Err(Error::PeerDead {
+                    op: self.op,
+                    rank: self.rank,
+                });
+            }
+        }
+        Ok(false)
+    }
+
+    /// Makes progress; whether the transfer has completed.
+    ///
+    /// # Errors
+    /// The transfer's completion error ([`Error::Completion`]); it counts as
+    /// completed.
+    pub fn test(&mut self) -> Result<bool> {
+        if self.done {
+            return Ok(true);
+        }
+        let mut core = self.ep.shared.lock();
+        core.poll();
+        // The application polls: the background thread stays out of its
+        // way (see Endpoint::progress).
+        self.ep.shared.note_app_progress();
+        let Some(outcome) = core.slots.take_done(self.token) else {
+            return Ok(false);
+        };
+        self.done = true;
+        if let Some(desc) = self.desc.take() {
+            desc.close();
+        }
+        drop(core);
+        let capacity = self.len;
+        let finished = match self.ep.outcome(self.op, self.rank, outcome) {
+            Ok(finished) => finished,
+            Err(e) => {
+                // A failed transfer holds no data.
+                self.len = 0;
+                return Err(match e {
+                    Error::Truncated { rank, tag, len, .. } => Error::Truncated {
+                        rank,
+                        tag,
+                        len: len + capacity,
+                        capacity,
+                    },
+                    other => other,
+                });
+            }
+        };
+        if self.receive {
+            self.len = finished.len.min(self.len);
+        }
+        Ok(true)
+    }
+
+    /// Waits for the transfer, backing off between tests.
+    ///
+    /// # Errors
+    /// As [`Transfer::test`]; [`Error::PeerDead`] when the peer dies,
+    /// [`Error::Timeout`] after the endpoint's timeout (the transfer stays
+    /// in flight; dropping it leaves its buffer to the endpoint).
+    pub fn wait(&mut self) -> Result<()> {
+        let mut backoff = self.ep.shared.backoff();
+        let mut limit = self.ep.shared.timeout;
+        let mut dead_seen = false;
+        while !self.test()? {
+            self.ep.shared.note_app_progress();
+            let waited = backoff.pause();
+            if !dead_seen && self.ep.shared.is_dead(self.rank) {
+                dead_seen = true;
+                limit = waited + DEAD_PEER_GRACE;
+            }
+            if waited > limit {
+                return Err(if dead_seen {
+                    Error::PeerDead {
+                        op: self.op,
+                        rank: self.rank,
+                    }
+                } else {
+                    Error::Timeout {
+                        op: self.op,
+                        rank: self.rank,
+                        after: self.ep.shared.timeout,
+                    }
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The peer's rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// Whether the transfer has completed (as last tested).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The transfer's bytes once it has completed: what a read or a receive
+    /// brought (empty before completion).
+    pub fn data(&self) -> &[u8] {
+        match (&self.buffer, self.done) {
+            // SAFETY: the transfer has completed, so the provider no longer
+            // writes the buffer; it holds at least `len` initialised bytes
+            // and lives as long as self.
+            (Some(buffer), true) => unsafe { buffer.slice(self.len) },
+            _ => &[],
+        }
+    }
+}
+
+impl Drop for Transfer<'_> {
+    fn drop(&mut self) {
+        let Some(buffer) = self.buffer.take() else {
+            return;
+        };
+        if !self.done {
+            let mut core = self.ep.shared.lock();
+            core.poll();
+            if core.slots.take_done(self.token).is_some() {
+                // Completed, just not tested.
+                self.done = true;
+                if let Some(desc) = self.desc.take() {
+                    desc.close();
+                }
+            } else {
+                if self.receive {
+                    // SAFETY: the endpoint is open; token is the context of
+                    // a receive this endpoint posted. Its buffer stays with
+                    // the endpoint until the (cancellation) completion.
+                    unsafe { sys::fi_cancel(core.handles.ep_fid(), self.token as *mut c_void) };
+                }
+                core.forget(self.token, OnTimeout::Release(Box::new(buffer)));
+                // A temporary registration stays open: the provider may hold
+                // it.
+                return;
+            }
+        }
+        self.ep.shared.give_buffer(buffer.into_box());
+    }
+}
+
+/// A transfer buffer held as a raw allocation: the provider writes it
+/// through a pointer while the transfer is in flight, so no `Box` (which
+/// asserts unique access wherever it moves) holds it meanwhile.
+pub(super) struct RawBuffer(NonNull<[u8]>);
+
+// SAFETY: it owns its allocation, as the Box<[u8]> it came from did.
+unsafe impl Send for RawBuffer {}
+
+impl RawBuffer {
+    pub(super) fn new(buffer: Box<[u8]>) -> RawBuffer {
+        RawBuffer(NonNull::from(Box::leak(buffer)))
+    }
+
+    pub(super) fn ptr(&self) -> *mut u8 {
+        self.0.as_ptr().cast()
+    }
+
+    /// The first `len` bytes (at most the whole buffer).
+    ///
+    /// # Safety
+    /// Nothing may write the buffer meanwhile (no transfer in flight).
+    pub(super) unsafe fn slice(&self, len: usize) -> &[u8] {
+        // SAFETY: the allocation holds self.0.len() initialised bytes; the
+        // caller promises no concurrent writer.
+        unsafe { std::slice::from_raw_parts(self.ptr(), len.min(self.0.len())) }
+    }
+
+    pub(super) fn into_box(self) -> Box<[u8]> {
+        let raw = self.0.as_ptr();
+        std::mem::forget(self);
+        // SAFETY: raw came from Box::leak in RawBuffer::new and is owned
+        // here alone.
+        unsafe { Box::from_raw(raw) }
+    }
+}
+
+impl Drop for RawBuffer {
+    fn drop(&mut self) {
+        // SAFETY: as in into_box; dropped only once no operation uses it
+        // (completed, or the endpoint closed).
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
