@@ -1,0 +1,307 @@
+//! The data path: where a target's bytes are, and get, put, their
+//! request forms and the atomics.
+
+use super::*;
+
+impl<'a> Window<'a> {
+    /// Where `len` bytes at `offset` of `target`'s part are, after checking
+    /// the window, the epoch, the peer and the bounds (in that order).
+    fn place(
+        &self,
+        target: u32,
+        offset: u64,
+        len: usize,
+        what: &'static str,
+    ) -> Result<Place, Error> {
+        let rank = self.group().job_rank(target)?;
+        self.alive()?;
+        self.epochs.borrow().check_access(target)?;
+        if self.rma.ep.is_dead(rank) {
+            // Its mapped memory would still answer: say it is gone.
+            return Err(onesided_fabric::Error::PeerDead { op: what, rank }.into());
+        }
+        self.lock_lazily(target)?;
+        let out_of_range = |size: u64| -> Error {
+            Error::OutOfRange {
+                what,
+                target,
+                window: self.id,
+                offset,
+                len: len as u64,
+                size,
+            }
+        };
+        let end = offset
+            .checked_add(len as u64)
+            .ok_or_else(|| out_of_range(0))?;
+        if self.attached.is_some() {
+            let find = |list: &[Attached]| {
+                list.iter()
+                    .find(|a| offset >= a.disp && end <= a.disp + a.remote.len)
+                    .cloned()
+            };
+            let mut found = find(&self.rma.attached(rank, self.id, false)?);
+            if found.is_none() {
+                // Attached since last asked?
+                found = find(&self.rma.attached(rank, self.id, true)?);
+            }
+            let a = found.ok_or_else(|| out_of_range(0))?;
+            // On this host, memory from `register_shared` is mapped.
+            let map = (self.rma.same_host(rank) && !a.name.is_empty())
+                .then(|| self.rma.map(&a.name, a.remote.len as usize))
+                .flatten();
+            return Ok(Place {
+                rank,
+                remote: a.remote,
+                map,
+                at: offset - a.disp,
+            });
+        }
+        let peer = self.part(target, rank)?;
+        if end > peer.data.len {
+            return Err(out_of_range(peer.data.len));
+        }
+        Ok(Place {
+            rank,
+            remote: peer.data,
+            map: peer.maps.as_ref().and_then(|(_, d)| d.clone()),
+            at: offset,
+        })
+    }
+
+    /// Reads elements at byte `offset` of group rank `target`'s part into
+    /// `buf`.
+    ///
+    /// # Errors
+    /// [`Error::NotInGroup`]; [`Error::NoEpoch`] outside an epoch covering
+    /// `target`; [`Error::OutOfRange`] outside its part; [`Error::Fabric`]
+    /// (a dead peer, forbidden access, ...). Nothing is posted on a checked
+    /// error.
+    pub fn get<T: bytemuck::Pod>(
+        &self,
+        target: u32,
+        offset: u64,
+        buf: &mut [T],
+    ) -> Result<(), Error> {
+        let buf: &mut [u8] = bytemuck::cast_slice_mut(buf);
+        let p = self.place(target, offset, buf.len(), "window get")?;
+        match &p.map {
+            Some(map) => {
+                p.remote
+                    .permits(Access::REMOTE_READ, "window get", p.rank)?;
+                Ok(map.read_bytes(p.at as usize, buf)?)
+            }
+            None => self.through(self.rma.ep.read(p.rank, &p.remote, p.at, buf)),
+        }
+    }
+
+    /// Writes `data` at byte `offset` of group rank `target`'s part;
+    /// complete at the target when it returns.
+    ///
+    /// # Errors
+    /// As [`Window::get`].
+    pub fn put<T: bytemuck::Pod>(&self, target: u32, offset: u64, data: &[T]) -> Result<(), Error> {
+        let data: &[u8] = bytemuck::cast_slice(data);
+        let p = self.place(target, offset, data.len(), "window put")?;
+        match &p.map {
+            Some(map) => {
+                p.remote
+                    .permits(Access::REMOTE_WRITE, "window put", p.rank)?;
+                Ok(map.write_bytes(p.at as usize, data)?)
+            }
+            None => self.through(self.rma.ep.write_delivered(p.rank, &p.remote, p.at, data)),
+        }
+    }
+
+    /// Starts reading `buf.len()` elements at byte `offset` of `target`'s
+    /// part; the bytes reach `buf` when the request completes (`test` /
+    /// `wait`; after a `flush` or `unlock` it completes at once).
+    ///
+    /// # Errors
+    /// As [`Window::get`] (checked before anything is posted).
+    pub fn rget<'w, 'b, T: bytemuck::Pod>(
+        &'w self,
+        target: u32,
+        offset: u64,
+        buf: &'b mut [T],
+    ) -> Result<Rget<'w, 'b, 'a>, Error> {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
+        let p = self.place(target, offset, bytes.len(), "window rget")?;
+        if let Some(map) = &p.map {
+            p.remote
+                .permits(Access::REMOTE_READ, "window rget", p.rank)?;
+            map.read_bytes(p.at as usize, bytes)?;
+            return Ok(Rget::new(self, None, bytes));
+        }
+        let transfer = self
+            .rma
+            .ep
+            .read_start(p.rank, &p.remote, p.at, bytes.len())?;
+        let inflight = self.track(target, transfer);
+        Ok(Rget::new(self, Some(inflight), bytes))
+    }
+
+    /// Starts writing `data` at byte `offset` of `target`'s part (`data`
+    /// is copied: the caller may reuse it at once); the request completes
+    /// when the bytes are in the target's memory.
+    ///
+    /// # Errors
+    /// As [`Window::get`].
+    pub fn rput<T: bytemuck::Pod>(
+        &self,
+        target: u32,
+        offset: u64,
+        data: &[T],
+    ) -> Result<Rput<'_, 'a>, Error> {
+        let data: &[u8] = bytemuck::cast_slice(data);
+        let p = self.place(target, offset, data.len(), "window rput")?;
+        if let Some(map) = &p.map {
+            p.remote
+                .permits(Access::REMOTE_WRITE, "window rput", p.rank)?;
+            map.write_bytes(p.at as usize, data)?;
+            return Ok(Rput::new(self, None));
+        }
+        let transfer = self.rma.ep.write_start(p.rank, &p.remote, p.at, data)?;
+        Ok(Rput::new(self, Some(self.track(target, transfer))))
+    }
+
+    fn track(&self, target: u32, transfer: onesided_fabric::Transfer<'a>) -> Rc<Inflight<'a>> {
+        let inflight = Rc::new(Inflight::new(target, transfer));
+        let mut list = self.inflight.borrow_mut();
+        list.retain(|i| !i.is_done());
+        list.push(Rc::clone(&inflight));
+        inflight
+    }
+
+    pub(crate) fn endpoint(&self) -> &'a Endpoint {
+        self.rma.ep
+    }
+
+    /// Applies `op` with `values` to the elements at byte `offset` of
+    /// `target`'s part, each element atomically (`MPI_Accumulate`).
+    ///
+    /// # Errors
+    /// As [`Window::get`], and `Misaligned` for an offset that is not a
+    /// multiple of the element size.
+    pub fn accumulate<T: Element>(
+        &self,
+        target: u32,
+        offset: u64,
+        values: &[T],
+        op: Op,
+    ) -> Result<(), Error> {
+        self.atomic(target, offset, values, op, None, "window accumulate")
+    }
+
+    /// Applies `op` with `value` to the element at byte `offset` of
+    /// `target`'s part atomically; returns its previous value
+    /// (`MPI_Fetch_and_op`; with [`Op::NoOp`], an atomic read).
+    ///
+    /// # Errors
+    /// As [`Window::accumulate`].
+    pub fn fetch_and_op<T: Element>(
+        &self,
+        target: u32,
+        offset: u64,
+        value: T,
+        op: Op,
+    ) -> Result<T, Error> {
+        let mut previous = [T::zeroed()];
+        self.atomic(
+            target,
+            offset,
+            &[value],
+            op,
+            Some(&mut previous),
+            "window fetch_and_op",
+        )?;
+        Ok(previous[0])
+    }
+
+    fn atomic<T: Element>(
+        &self,
+        target: u32,
+        offset: u64,
+        values: &[T],
+        op: Op,
+        fetch: Option<&mut [T]>,
+        what: &'static str,
+    ) -> Result<(), Error> {
+        let size = size_of::<T>();
+        let p = self.place(target, offset, size_of_val(values), what)?;
+        if !offset.is_multiple_of(size as u64) {
+            return Err(onesided_fabric::Error::Misaligned { what, offset }.into());
+        }
+        match (&p.map, self.local_atomics) {
+            (Some(map), true) => {
+                p.remote
+                    .permits(Access::REMOTE_READ | Access::REMOTE_WRITE, what, p.rank)?;
+                let mut fetch = fetch;
+                for (i, v) in values.iter().enumerate() {
+                    let x = bits(*v);
+                    let at = p.at as usize + i * size;
+                    let previous = map.update(at, size, |t| {
+                        Some(onesided_fabric::atomic::apply(
+                            T::DATATYPE,
+                            op.atomic(),
+                            t,
+                            x,
+                        ))
+                    })?;
+                    if let Some(f) = fetch.as_deref_mut() {
+                        f[i] = from_bits(previous);
+                    }
+                }
+                Ok(())
+            }
+            _ => self.through(self.rma.ep.atomic(
+                p.rank,
+                &p.remote,
+                p.at,
+                T::DATATYPE,
+                op.atomic(),
+                bytemuck::cast_slice(values),
+                fetch.map(bytemuck::cast_slice_mut),
+            )),
+        }
+    }
+
+    /// Replaces the element at byte `offset` of `target`'s part with `new`
+    /// if it equals `compare` (bitwise), atomically; returns its previous
+    /// value (`MPI_Compare_and_swap`).
+    ///
+    /// # Errors
+    /// As [`Window::accumulate`].
+    pub fn compare_and_swap<T: Element>(
+        &self,
+        target: u32,
+        offset: u64,
+        compare: T,
+        new: T,
+    ) -> Result<T, Error> {
+        let what = "window compare_and_swap";
+        let size = size_of::<T>();
+        let p = self.place(target, offset, size, what)?;
+        if !offset.is_multiple_of(size as u64) {
+            return Err(onesided_fabric::Error::Misaligned { what, offset }.into());
+        }
+        if let (Some(map), true) = (&p.map, self.local_atomics) {
+            p.remote
+                .permits(Access::REMOTE_READ | Access::REMOTE_WRITE, what, p.rank)?;
+            let (c, n) = (bits(compare), bits(new));
+            let previous = map.update(p.at as usize, size, |t| (t == c).then_some(n))?;
+            return Ok(from_bits(previous));
+        }
+        let mut previous = T::zeroed();
+        self.through(self.rma.ep.compare_swap_element(
+            p.rank,
+            &p.remote,
+            p.at,
+            T::DATATYPE,
+            bytemuck::bytes_of(&compare),
+            bytemuck::bytes_of(&new),
+            bytemuck::bytes_of_mut(&mut previous),
+        ))?;
+        Ok(previous)
+    }
+}
