@@ -1,0 +1,743 @@
+//! A shared-memory call in flight: the state machine that plans each
+//! step ([`Run::plan`]) and runs the steps, in its turn.
+
+use super::*;
+
+/// A shared-memory call in flight: a state machine over its steps.
+pub(crate) struct Run<'e> {
+    shared: Rc<Shared<'e>>,
+    shape: Shape,
+    /// The Comm's number of the call (its steps are numbered from it).
+    call: u64,
+    ticket: u64,
+    /// The call's next step (0-based within the call).
+    k: usize,
+    /// The step number of the step in progress (published), and how many
+    /// of its operations are done.
+    current: Option<u64>,
+    done_ops: usize,
+    /// Alltoallv: every member's counts, once read.
+    counts: Vec<Vec<u64>>,
+    /// The peer the last `advance` stopped at.
+    blocked_on: Option<u32>,
+    /// The last step in which this member lent its memory (0: none).
+    lent: u64,
+    finished: bool,
+    gave_up: bool,
+}
+
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        self.give_up();
+    }
+}
+
+impl<'e> Run<'e> {
+    /// Call `call` (the Comm's number of it: later calls have larger
+    /// ones) of `shape`, after the calls made before it.
+    pub(crate) fn new(shared: Rc<Shared<'e>>, shape: Shape, call: u64) -> Run<'e> {
+        let ticket = shared.tickets.get();
+        shared.tickets.set(ticket + 1);
+        Run {
+            shared,
+            shape,
+            call,
+            ticket,
+            k: 0,
+            current: None,
+            done_ops: 0,
+            counts: Vec::new(),
+            blocked_on: None,
+            lent: 0,
+            finished: false,
+            gave_up: false,
+        }
+    }
+
+    /// Elements of scratch it needs (reductions read peers' pieces
+    /// there) for an input of `input` elements.
+    pub(crate) fn scratch<T>(&self, input: usize) -> usize {
+        let per = CELL / size_of::<T>().max(1);
+        match self.shape {
+            // What it reduces, then what it combines in.
+            _ if self.accumulator::<T>(input).is_some() => 2 * per.min(input),
+            Shape::Reduce { .. } | Shape::ReduceScatter { .. } => per.min(input),
+            _ => 0,
+        }
+    }
+
+    /// The elements at the start of its scratch that a member off the
+    /// root of a split reduce of `input` elements ([`Shared::splits`])
+    /// reduces its blocks into, standing for its output (a block of a
+    /// chunk is at most a cell); `None` for any other member or call.
+    fn accumulator<T>(&self, input: usize) -> Option<usize> {
+        match self.shape {
+            Shape::Reduce { root: Some(r), .. }
+                if r != self.shared.me && self.shared.splits(Some(r), input * size_of::<T>()) =>
+            {
+                Some((CELL / size_of::<T>().max(1)).min(input))
+            }
+            _ => None,
+        }
+    }
+
+    /// Where the run is (step of the call, operations done): changes
+    /// whenever it moves on.
+    pub(crate) fn mark(&self) -> u64 {
+        ((self.k as u64) << 32) | (self.done_ops as u64) << 1 | u64::from(self.current.is_some())
+    }
+
+    /// Where a piece of `elements` is published: the rule publishers and
+    /// readers of a call apply alike. Small pieces go inline; large ones
+    /// are lent, except a broadcast's and a reduction's to one root: the
+    /// publishers' copies into cells then overlap with the root's reading
+    /// and combining, and a broadcast's readers take the root's pieces
+    /// from the shared cache. A lent piece is read at the same speed in
+    /// both of the machine's modes, a cell's are not: 2 ranks, 2 MiB
+    /// each, medians of 15 calls per job, gather to a root 209-312 us
+    /// through cells and 219-291 us lent in the fast mode, 626 and 221 us
+    /// in the slow one; a scatter (also publishing only what its peers
+    /// read, see `scattered`) 327-379 and 1317-1594 us through cells,
+    /// 206-274 and 235 us lent.
+    fn place<T>(&self, elements: usize) -> Place {
+        let bytes = elements * size_of::<T>();
+        let lendable = match &self.shape {
+            Shape::Reduce { root, .. } => root.is_none(),
+            Shape::Alltoall { .. }
+            | Shape::ReduceScatter { .. }
+            | Shape::Scatter { .. }
+            | Shape::Gather { .. } => true,
+            Shape::Barrier | Shape::Bcast { .. } => false,
+        };
+        if lendable && self.shared.cma && bytes >= LEND {
+            Place::Lent
+        } else {
+            Shared::unlent::<T>(elements)
+        }
+    }
+
+    /// Whether peers may still read this member's memory (it lent pieces
+    /// and the call has not finished): its buffers must then outlive it.
+    pub(crate) fn lends(&self) -> bool {
+        self.lent > 0 && !self.finished
+    }
+
+    /// Gives up the run after an error, or unfinished when dropped (a
+    /// timeout, a nonblocking call dropped): [`Shared::abandon`]s its
+    /// call when it is its turn (at once, or once the calls before it are
+    /// done), so that this member's later calls go on. A run given up
+    /// fails if advanced again.
+    fn give_up(&mut self) {
+        if self.finished || self.gave_up {
+            return;
+        }
+        self.gave_up = true;
+        if self.shared.serving.get() == self.ticket {
+            self.shared.abandon(self.call);
+            self.shared.pass_turn(self.ticket);
+        } else {
+            (self.shared.skipped.borrow_mut()).push((self.ticket, self.call));
+        }
+    }
+
+    /// The member the run was last blocked on (group rank).
+    pub(crate) fn waiting_for(&self) -> Option<u32> {
+        self.blocked_on
+    }
+
+    /// Goes as far as the peers allow; whether the call is done.
+    ///
+    /// # Errors
+    /// A dead peer; window errors; [`Error::BadCall`] when the members'
+    /// alltoallv counts disagree.
+    pub(crate) fn advance<T: bytemuck::Pod>(
+        &mut self,
+        input: &[T],
+        output: &mut [T],
+        scratch: &mut [T],
+        combine: Option<&Combine<T>>,
+    ) -> Result<bool, Error> {
+        if self.gave_up {
+            return Err(Error::BadCall("advancing a call that failed".into()));
+        }
+        let result = self.go_on(input, output, scratch, combine);
+        if result.is_err() {
+            self.give_up();
+            if self.lent > 0 {
+                // The error hands what it lent back to the caller: peers
+                // still reading it (an alltoallv's members whose counts
+                // match this one's go on) finish first, and peers writing
+                // into its output see it gave up before their next write.
+                self.shared.outlived(self.lent);
+            }
+        }
+        result
+    }
+
+    /// [`Run::advance`] but for what an error leaves.
+    fn go_on<T: bytemuck::Pod>(
+        &mut self,
+        input: &[T],
+        output: &mut [T],
+        scratch: &mut [T],
+        combine: Option<&Combine<T>>,
+    ) -> Result<bool, Error> {
+        let shared = Rc::clone(&self.shared);
+        if self.finished {
+            return Ok(true);
+        }
+        shared.ep.note_busy();
+        if shared.serving.get() != self.ticket {
+            return Ok(false);
+        }
+        let (output, scratch) = match self.accumulator::<T>(input.len()) {
+            Some(len) => scratch.split_at_mut(len),
+            None => (output, scratch),
+        };
+        loop {
+            let s = match self.current {
+                Some(s) => s,
+                None => {
+                    let planned = self.plan::<T>(input.len(), output.len());
+                    check_first(&mut shared.ops.borrow_mut());
+                    let Some(publish) = planned else {
+                        // What this member lent is read before the call
+                        // returns (its buffers are the caller's again).
+                        if let Some(p) = shared.unreleased(self.lent)? {
+                            self.blocked_on = Some(p);
+                            return Ok(false);
+                        }
+                        self.finished = true;
+                        shared.pass_turn(self.ticket);
+                        return Ok(true);
+                    };
+                    let s = step_of(self.call, self.k)?;
+                    if publish != Publish::Nothing {
+                        // Nobody still reads the cell's previous contents.
+                        if let Some(p) = shared.unreleased(shared.last_in(s))? {
+                            self.blocked_on = Some(p);
+                            return Ok(false);
+                        }
+                        shared.publishing(s);
+                    }
+                    let place = match publish {
+                        Publish::Nothing => None,
+                        Publish::Input(r) => {
+                            let place = self.place::<T>(r.len());
+                            shared.publish(s, &input[r], place, size_of_val(input))?;
+                            Some(place)
+                        }
+                        Publish::Output(r) => {
+                            let place = self.place::<T>(r.len());
+                            shared.publish(s, &output[r], place, size_of_val(output))?;
+                            Some(place)
+                        }
+                        Publish::Reduced(r) => {
+                            let place = Shared::unlent::<T>(r.len());
+                            shared.publish(s, &output[r], place, size_of_val(input))?;
+                            Some(place)
+                        }
+                        Publish::Split(reduced) => {
+                            shared.put(s, input, (Place::Lent, 0))?;
+                            let piece = reduced.map_or(&output[..0], |r| &output[r]);
+                            let place = Shared::unlent::<T>(piece.len());
+                            shared.publish(s, piece, place, size_of_val(input))?;
+                            Some(Place::Lent)
+                        }
+                        Publish::Counts => {
+                            // This member's, set when the step was planned.
+                            let counts = &self.counts[shared.me as usize];
+                            let beside = shared.beside_counts(size_of_val(input));
+                            if let Some(at) = beside {
+                                shared.put(s, input, at)?;
+                            }
+                            let place = counts_place(counts.len());
+                            shared.publish(s, counts, place, size_of_val(&counts[..]))?;
+                            beside.map(|(place, _)| place)
+                        }
+                        Publish::Destination => {
+                            shared.publish(s, &output[..], Place::Lent, size_of_val(input))?;
+                            Some(Place::Lent)
+                        }
+                    };
+                    if place == Some(Place::Lent) {
+                        self.lent = s;
+                    }
+                    shared.arrive(s)?;
+                    self.current = Some(s);
+                    self.done_ops = 0;
+                    s
+                }
+            };
+            loop {
+                // The run whose turn it is plans into the Comm's list.
+                let Some(op) = shared.ops.borrow().get(self.done_ops).cloned() else {
+                    break;
+                };
+                let peer = match &op {
+                    Op::Wait(p)
+                    | Op::Read { peer: p, .. }
+                    | Op::Counts { peer: p, .. }
+                    | Op::Check { peer: p, .. }
+                    | Op::Push { peer: p, .. } => Some(*p),
+                    Op::Local { .. } | Op::LocalFirst { .. } | Op::Uncached { .. } => None,
+                };
+                if let Some(p) = peer {
+                    if !shared.arrived(p, s)? {
+                        self.blocked_on = Some(p);
+                        return Ok(false);
+                    }
+                }
+                self.apply(op, s, input, output, scratch, combine)?;
+                self.done_ops += 1;
+            }
+            shared.store(RELEASED, s)?;
+            self.current = None;
+            self.k += 1;
+            if self.k == 1 {
+                self.check_counts()?;
+            }
+        }
+    }
+
+    /// Carries out `op` of step `s`.
+    fn apply<T: bytemuck::Pod>(
+        &mut self,
+        op: Op,
+        s: u64,
+        input: &[T],
+        output: &mut [T],
+        scratch: &mut [T],
+        combine: Option<&Combine<T>>,
+    ) -> Result<(), Error> {
+        let shared = &self.shared;
+        let combine =
+            || combine.ok_or_else(|| Error::BadCall("a reduction without an operation".into()));
+        match op {
+            Op::Wait(_) => {}
+            Op::Read {
+                peer,
+                at,
+                into,
+                combine: false,
+                place,
+                whole,
+            } => shared.read_piece(peer, s, (at, place, whole), &mut output[into])?,
+            Op::Read {
+                peer,
+                at,
+                into,
+                place,
+                whole,
+                ..
+            } => {
+                let theirs = &mut scratch[..into.len()];
+                shared.read_piece(peer, s, (at, place, whole), theirs)?;
+                combine()?.call(&mut output[into], theirs, false);
+            }
+            Op::Local {
+                from,
+                into,
+                combine: false,
+            } => output[into].copy_from_slice(&input[from]),
+            Op::Local { from, into, .. } => combine()?.call(&mut output[into], &input[from], false),
+            Op::Uncached { from, into } => onesided_fabric::uncached::copy(
+                bytemuck::cast_slice_mut(&mut output[into]),
+                bytemuck::cast_slice(&input[from]),
+            ),
+            Op::LocalFirst { from, into } => combine()?.call(&mut output[into], &input[from], true),
+            Op::Check { peer, whole, total } => match total {
+                None => drop(shared.contribution(peer, s, whole)?),
+                Some(total) => drop(shared.destination(peer, s, (whole, total))?),
+            },
+            Op::Push {
+                peer,
+                at,
+                from,
+                whole,
+                total,
+            } => shared.push(peer, s, (at, whole, total), &input[from])?,
+            Op::Counts { peer: p, into } => {
+                let mut theirs = vec![0u64; self.shared.n as usize];
+                let place = counts_place(theirs.len());
+                let whole = size_of_val(&theirs[..]);
+                shared.read_piece(p, s, (0, place, whole), &mut theirs)?;
+                // This member's block, when p put its input beside its
+                // counts and they match (else `check_counts` fails the
+                // call once the step is released).
+                let me = shared.me as usize;
+                let total = theirs.iter().sum::<u64>() as usize * size_of::<T>();
+                let beside = shared.beside_counts(total);
+                if let (Some((place, at)), true) = (beside, theirs[me] == into.len() as u64) {
+                    let from = theirs[..me].iter().sum::<u64>() as usize * size_of::<T>();
+                    shared.read_piece(p, s, (at + from, place, whole), &mut output[into])?;
+                }
+                self.counts[p as usize] = theirs;
+            }
+        }
+        Ok(())
+    }
+
+    /// Plans the call's step `self.k` into the Comm's list of operations
+    /// (this run's turn); what it publishes,
+    /// or `None` when the call has no more steps.
+    fn plan<T>(&mut self, input: usize, output: usize) -> Option<Publish> {
+        let (me, n, k) = (self.shared.me, self.shared.n, self.k);
+        let size = size_of::<T>();
+        let piece_bytes = self.shared.piece_bytes::<T>(&self.shape, input, output);
+        let per = (piece_bytes / size.max(1)).max(1);
+        let pieces = |len: usize| len.div_ceil(per);
+        let piece = |len: usize, k: usize| (k * per).min(len)..((k + 1) * per).min(len);
+        let others = (0..n).filter(move |&p| p != me);
+        let shared = Rc::clone(&self.shared);
+        let mut ops = shared.ops.borrow_mut();
+        let ops = &mut *ops;
+        ops.clear();
+        // Reads of every member's piece `range` (this member's from its
+        // input at `from`) into `into`, combined in rank order (see
+        // `fold_order`).
+        let place = |elements: usize| self.place::<T>(elements);
+        let left_in_place = matches!(
+            self.shape,
+            Shape::Reduce {
+                left_in_place: true,
+                ..
+            }
+        );
+        let fold = |ops: &mut Vec<Op>,
+                    at: usize,
+                    from_place: Place,
+                    from: Range<usize>,
+                    into: Range<usize>| {
+            for (i, p) in fold_order(n, me, left_in_place).enumerate() {
+                let combine = i > 0;
+                ops.push(if p == me && p < i as u32 {
+                    Op::LocalFirst {
+                        from: from.clone(),
+                        into: into.clone(),
+                    }
+                } else if p == me {
+                    Op::Local {
+                        from: from.clone(),
+                        into: into.clone(),
+                        combine,
+                    }
+                } else {
+                    Op::Read {
+                        peer: p,
+                        at,
+                        into: into.clone(),
+                        combine,
+                        place: from_place,
+                        whole: input * size,
+                    }
+                });
+            }
+        };
+        match &self.shape {
+            Shape::Barrier => {
+                if k > 0 {
+                    return None;
+                }
+                ops.extend(others.map(Op::Wait));
+                Some(Publish::Nothing)
+            }
+            Shape::Bcast { root } => {
+                if k >= pieces(output) {
+                    return None;
+                }
+                let range = piece(output, k);
+                if me == *root {
+                    return Some(Publish::Output(range));
+                }
+                ops.push(Op::Read {
+                    peer: *root,
+                    at: 0,
+                    place: place(range.len()),
+                    into: range,
+                    combine: false,
+                    whole: output * size,
+                });
+                Some(Publish::Nothing)
+            }
+            Shape::Reduce { root, .. } if self.shared.splits(*root, input * size) => {
+                // Step k < C: every member lends its input and reduces its
+                // block of chunk k (into its output, or its scratch off
+                // the root of a reduce), and publishes its reduced block
+                // of chunk k - 1, which the members that want it read.
+                let (sub, steps) = split_plan(input, n, size);
+                if k > steps {
+                    return None;
+                }
+                let reads = root.is_none_or(|r| r == me);
+                if k > 0 && reads {
+                    for p in others {
+                        let r = sub(k - 1, p);
+                        if !r.is_empty() {
+                            ops.push(Op::Read {
+                                peer: p,
+                                at: 0,
+                                into: r.clone(),
+                                combine: false,
+                                place: Shared::unlent::<T>(r.len()),
+                                whole: input * size,
+                            });
+                        }
+                    }
+                }
+                // A member that does not read accumulates (see
+                // `Run::accumulator`): its blocks go at the start.
+                let at_home = |r: Range<usize>| if reads { r } else { 0..r.len() };
+                let reduced = (k > 0 && root != &Some(me))
+                    .then(|| sub(k - 1, me))
+                    .filter(|r| !r.is_empty())
+                    .map(at_home);
+                if k < steps {
+                    let mine = sub(k, me);
+                    if !mine.is_empty() {
+                        fold(
+                            ops,
+                            mine.start * size,
+                            Place::Lent,
+                            mine.clone(),
+                            at_home(mine),
+                        );
+                    }
+                    return Some(Publish::Split(reduced));
+                }
+                Some(reduced.map_or(Publish::Nothing, Publish::Reduced))
+            }
+            Shape::Reduce { root, .. } => {
+                if k >= pieces(input) {
+                    return None;
+                }
+                let range = piece(input, k);
+                if root.is_none_or(|r| r == me) {
+                    fold(ops, 0, place(range.len()), range.clone(), range.clone());
+                }
+                Some(Publish::Input(range))
+            }
+            Shape::Gather { root, counts } => {
+                let most = counts.iter().copied().max().unwrap_or(0);
+                if k >= pieces(most) {
+                    return None;
+                }
+                let at = displacements(counts);
+                if root.is_none() && self.shared.gathers_whole::<T>(counts) {
+                    let total = counts.iter().sum::<usize>() * size;
+                    if total >= PUSH_FROM {
+                        // One step: every member lends its output, then
+                        // copies its own block and writes it into its
+                        // peers' outputs, in turns of `PUSH_TURN` bytes.
+                        let mine = at[me as usize];
+                        let push = |peer: u32, from: Range<usize>| Op::Push {
+                            peer,
+                            at: (mine + from.start) * size,
+                            from,
+                            whole: counts[peer as usize] * size,
+                            total,
+                        };
+                        let per = (PUSH_TURN / size).max(1);
+                        for start in (0..input).step_by(per) {
+                            let from = start..(start + per).min(input);
+                            ops.push(Op::Uncached {
+                                from: from.clone(),
+                                into: mine + from.start..mine + from.end,
+                            });
+                            ops.extend(others.clone().map(|p| push(p, from.clone())));
+                        }
+                        return Some(Publish::Destination);
+                    }
+                    // One step: every member copies its own block and
+                    // reads its peers' whole.
+                    for p in (0..n).map(|i| (me + i) % n) {
+                        let into = at[p as usize]..at[p as usize] + counts[p as usize];
+                        ops.push(if p == me {
+                            Op::Local {
+                                from: 0..input,
+                                into,
+                                combine: false,
+                            }
+                        } else {
+                            Op::Read {
+                                peer: p,
+                                at: 0,
+                                into,
+                                combine: false,
+                                place: Place::Lent,
+                                whole: counts[p as usize] * size,
+                            }
+                        });
+                    }
+                } else if root.is_none_or(|r| r == me) {
+                    if k == 0 {
+                        let into = at[me as usize]..at[me as usize] + input;
+                        ops.push(Op::Local {
+                            from: 0..input,
+                            into,
+                            combine: false,
+                        });
+                    }
+                    for p in others.filter(|&p| k < pieces(counts[p as usize])) {
+                        let r = piece(counts[p as usize], k);
+                        let start = at[p as usize] + r.start;
+                        ops.push(Op::Read {
+                            peer: p,
+                            at: 0,
+                            into: start..start + r.len(),
+                            combine: false,
+                            place: place(r.len()),
+                            whole: counts[p as usize] * size,
+                        });
+                    }
+                }
+                Some(Publish::Input(piece(input, k)))
+            }
+            Shape::Scatter { root, counts } => {
+                // The root publishes what its peers read (`scattered`),
+                // and copies its own block at its last step, while they
+                // read the last piece.
+                let span = scattered(counts, *root);
+                let steps = pieces(span.len()).max(usize::from(counts[*root as usize] > 0));
+                if k >= steps {
+                    return None;
+                }
+                let at = displacements(counts);
+                let mine = at[me as usize]..at[me as usize] + counts[me as usize];
+                let within = piece(span.len(), k);
+                let range = span.start + within.start..span.start + within.end;
+                if me == *root {
+                    if k + 1 == steps {
+                        ops.push(Op::Local {
+                            from: mine.clone(),
+                            into: 0..mine.len(),
+                            combine: false,
+                        });
+                    }
+                    return Some(Publish::Input(range));
+                }
+                let (lo, hi) = (range.start.max(mine.start), range.end.min(mine.end));
+                if lo < hi {
+                    ops.push(Op::Read {
+                        peer: *root,
+                        at: (lo - range.start) * size_of::<T>(),
+                        into: lo - mine.start..hi - mine.start,
+                        combine: false,
+                        place: place(range.len()),
+                        whole: counts.iter().sum::<usize>() * size,
+                    });
+                }
+                Some(Publish::Nothing)
+            }
+            Shape::Alltoall { sends, recvs } => {
+                let into = displacements(recvs);
+                if k == 0 {
+                    let own = displacements(sends)[me as usize];
+                    let len = sends[me as usize].min(recvs[me as usize]);
+                    ops.push(Op::Local {
+                        from: own..own + len,
+                        into: into[me as usize]..into[me as usize] + len,
+                        combine: false,
+                    });
+                    self.counts = vec![Vec::new(); n as usize];
+                    self.counts[me as usize] = sends.iter().map(|&c| c as u64).collect();
+                    ops.extend(others.map(|peer| Op::Counts {
+                        peer,
+                        into: into[peer as usize]..into[peer as usize] + recvs[peer as usize],
+                    }));
+                    return Some(Publish::Counts);
+                }
+                // The inputs that did not go beside their counts, in
+                // pieces of a cell, one step each.
+                let late = |p: &u32| {
+                    let total = self.counts[*p as usize].iter().sum::<u64>() as usize;
+                    (self.shared.beside_counts(total * size).is_none()).then_some(total)
+                };
+                let longest = (0..n).filter_map(|p| late(&p)).max().unwrap_or(0);
+                let j = k - 1;
+                if j >= pieces(longest) {
+                    return None;
+                }
+                for p in others {
+                    let Some(total) = late(&p) else { continue };
+                    // Where p's block for this member starts in p's input.
+                    let theirs = &self.counts[p as usize];
+                    let from = theirs[..me as usize].iter().sum::<u64>() as usize;
+                    let range = piece(total, j);
+                    let block = from..from + recvs[p as usize];
+                    let (lo, hi) = (range.start.max(block.start), range.end.min(block.end));
+                    if lo < hi {
+                        let to = into[p as usize] + (lo - block.start);
+                        ops.push(Op::Read {
+                            peer: p,
+                            at: (lo - range.start) * size,
+                            into: to..to + (hi - lo),
+                            combine: false,
+                            place: place(range.len()),
+                            whole: total * size,
+                        });
+                    }
+                }
+                Some(match late(&me) {
+                    Some(_) => Publish::Input(piece(input, j)),
+                    None => Publish::Nothing,
+                })
+            }
+            // The input lent whole: one step, each member reading its
+            // block from every peer (a piece at a time per step would
+            // have the members read their blocks one after the other).
+            Shape::ReduceScatter { counts } if self.shared.lends_whole(input * size) => {
+                if k > 0 {
+                    return None;
+                }
+                let at = displacements(counts)[me as usize];
+                for c in chunks(at..at + counts[me as usize], per) {
+                    let into = c.start - at..c.end - at;
+                    fold(ops, c.start * size, Place::Lent, c, into);
+                }
+                Some(Publish::Input(0..input))
+            }
+            Shape::ReduceScatter { counts } => {
+                if k >= pieces(input) {
+                    return None;
+                }
+                let at = displacements(counts);
+                let want = at[me as usize]..at[me as usize] + counts[me as usize];
+                let range = piece(input, k);
+                let (lo, hi) = (range.start.max(want.start), range.end.min(want.end));
+                if lo < hi {
+                    let bytes = (lo - range.start) * size_of::<T>();
+                    let from_place = place(range.len());
+                    fold(
+                        ops,
+                        bytes,
+                        from_place,
+                        lo..hi,
+                        lo - want.start..hi - want.start,
+                    );
+                }
+                Some(Publish::Input(range))
+            }
+        }
+    }
+
+    /// Checks the alltoallv counts (once read) against this member's
+    /// receive counts.
+    ///
+    /// # Errors
+    /// [`Error::BadCall`] naming the member that disagrees.
+    fn check_counts(&self) -> Result<(), Error> {
+        let Shape::Alltoall { recvs, .. } = &self.shape else {
+            return Ok(());
+        };
+        let me = self.shared.me as usize;
+        for (p, theirs) in self.counts.iter().enumerate() {
+            if let Some(&c) = theirs.get(me) {
+                if c as usize != recvs[p] {
+                    return Err(Error::sends(p, c, self.shared.me, recvs[p]));
+                }
+            }
+        }
+        Ok(())
+    }
+}
