@@ -58,4 +58,3 @@ pub use op::{Builtin, Op, Reducible};
 pub use profile::{Collective, Geometry, Profile, ProfileError};
 pub use run::{Buffers, Run};
 pub use select::Selector;
-pub use shared::{CELL, SLOT};

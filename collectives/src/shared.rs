@@ -128,7 +128,7 @@ mod run;
 pub(crate) use run::Run;
 
 /// Bytes of each member's data slot.
-pub const SLOT: usize = 2 << 20;
+pub(crate) const SLOT: usize = 2 << 20;
 
 /// Cells of a slot: the steps publish in them in turn ([`cell_of`]), so
 /// a member runs up to `CELLS` steps ahead of its slowest reader (a root's
@@ -137,7 +137,7 @@ pub const SLOT: usize = 2 << 20;
 const CELLS: u64 = 8;
 
 /// Bytes of a cell: the pieces large contributions go in.
-pub const CELL: usize = SLOT / CELLS as usize;
+pub(crate) const CELL: usize = SLOT / CELLS as usize;
 
 /// Byte offsets in a member's part of the window: its `released`
 /// counter, the headers of its cells (a pair of cache lines each: the step

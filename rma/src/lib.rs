@@ -47,7 +47,4 @@ pub use group::Group;
 pub use lock::LockKind;
 pub use request::{test_all, wait_all, wait_any, Request};
 pub use transfer::{Rget, Rput};
-pub use window::{
-    Epoch, Exposure, FastMap, Fnv, Rma, Window, ATTACH_SHIFT, BARRIER_NOTICE, DESCRIBE,
-    RELEASE_NOTICE,
-};
+pub use window::{Epoch, Exposure, FastMap, Fnv, Rma, Window};

@@ -66,8 +66,8 @@
 //! by `flush`, `unlock`, `fence` and `free`; their errors are reported by
 //! their requests.
 //!
-//! Control-plane services of this crate: [`DESCRIBE`], [`RELEASE_NOTICE`],
-//! [`BARRIER_NOTICE`] and [`DESCRIPTION_NOTICE`].
+//! Control-plane services of this crate: `DESCRIBE`, `RELEASE_NOTICE`,
+//! `BARRIER_NOTICE` and `DESCRIPTION_NOTICE` (0x0101-0x0104).
 //!
 //! Here: the [`Rma`] registry, [`Exposure`] and the [`Window`] type. Its
 //! operations live in submodules: `access` (the data path and atomics),
@@ -101,15 +101,15 @@ use description::{Attached, Attachments, Described};
 use release::Releasing;
 
 /// Control service answering "what is exposure (or dynamic window) X".
-pub const DESCRIBE: u16 = 0x0101;
+pub(crate) const DESCRIBE: u16 = 0x0101;
 /// Control service recording "rank R released exposure X".
-pub const RELEASE_NOTICE: u16 = 0x0102;
+pub(crate) const RELEASE_NOTICE: u16 = 0x0102;
 /// Control service recording "rank R reached round K of barrier B".
-pub const BARRIER_NOTICE: u16 = 0x0103;
+pub(crate) const BARRIER_NOTICE: u16 = 0x0103;
 /// Control service recording "rank R describes X so" (a description
 /// pushed to members on other hosts, so that their first access needs no
 /// round trip; empty: too long, ask).
-pub const DESCRIPTION_NOTICE: u16 = 0x0104;
+pub(crate) const DESCRIPTION_NOTICE: u16 = 0x0104;
 
 /// Bytes of an exposure's header region: two cache lines.
 const HEADER: usize = 128;
@@ -126,7 +126,7 @@ const MAX_DESCRIPTION: usize = 64 * 1024;
 const MAX_ATTACHMENTS: usize = 1000;
 
 /// Bits of a dynamic window's displacement below the attachment number.
-pub const ATTACH_SHIFT: u32 = 40;
+pub(crate) const ATTACH_SHIFT: u32 = 40;
 
 /// Kinds of collective objects numbered per group.
 #[derive(Clone, Copy)]
