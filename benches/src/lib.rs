@@ -18,6 +18,7 @@
 //! median of the rounds' ratios (pair by pair); onesided runs on the
 //! system's libfabric and MPICH on the one in its wheel. Collectives are
 //! timed window-based from a common start (see `windowed` in [`suites`]).
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod driver;

@@ -40,6 +40,7 @@
 //! messages already posted). A program that computes for long between
 //! tests delays its peers by that long, never deadlocks them.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod algorithms;

@@ -4,3 +4,5 @@
 //! registered data, block distribution arithmetic from NS to NT processes, the
 //! COL / RMA1 / RMA2 methods, the blocking, background-thread, nonblocking and
 //! wait-targets strategies, and Merge process management through the launcher.
+
+#![forbid(unsafe_code)]

@@ -4,3 +4,5 @@
 //! user-defined reducer bodies, futures (`is_done`, `get`), concurrent
 //! reductions by id, performance-aware pairing, one-sided data fetch between
 //! workers, ping-based failure detection, on-disk replicas and recovery.
+
+#![forbid(unsafe_code)]

@@ -26,6 +26,7 @@
 //! One [`Rma`] per endpoint for the life of the process (windows and
 //! barriers are numbered per group, on the endpoint's board).
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod barrier;

@@ -12,6 +12,8 @@
 //! executable; build them first (`cargo build --workspace --bins
 //! --examples`, which the README's test command does).
 
+#![forbid(unsafe_code)]
+
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;

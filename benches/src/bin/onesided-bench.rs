@@ -21,6 +21,8 @@
 //! Prints the table, writes JSON lines to FILE and SVG plots under
 //! `target/report/`.
 
+#![forbid(unsafe_code)]
+
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -25,6 +25,8 @@
 //! within 30% of each other: a point's time is the median of three (or
 //! seven) measurements spread over the job.
 
+#![forbid(unsafe_code)]
+
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 

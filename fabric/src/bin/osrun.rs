@@ -2,6 +2,8 @@
 //! starts N processes of PROGRAM on this host and serves them PMI-1. See
 //! `onesided_fabric::launcher`.
 
+#![forbid(unsafe_code)]
+
 use onesided_fabric::launcher::{args, janitor, job};
 
 fn main() {

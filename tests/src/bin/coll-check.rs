@@ -10,6 +10,8 @@
 //! `coll-check every` first forces every algorithm of every collective in
 //! turn.
 
+#![forbid(unsafe_code)]
+
 use std::process::exit;
 
 use onesided_collectives::{Builtin, Collective, Comm, Op};

@@ -10,6 +10,8 @@
 //! rounds), `victim` (rank 1 is SIGKILLed while rank 0 reads from it),
 //! `spawn` (rank 0 spawns two more processes), `abort`, `sleep SECS`.
 
+#![forbid(unsafe_code)]
+
 use std::process::exit;
 use std::time::{Duration, Instant};
 

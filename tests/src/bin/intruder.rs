@@ -6,6 +6,8 @@
 //! `intruder: N of M writes completed` and exits 0; a write that completes
 //! is a registration outsiders can write to.
 
+#![forbid(unsafe_code)]
+
 use std::process::exit;
 use std::time::Duration;
 

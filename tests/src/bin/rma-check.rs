@@ -14,6 +14,8 @@
 //! keys complete none and change nothing). Run with `ONESIDED_HOST=node{rank}` to take
 //! the multi-host (provider) paths on one machine.
 
+#![forbid(unsafe_code)]
+
 use std::process::exit;
 use std::time::{Duration, Instant};
 
