@@ -26,9 +26,10 @@ use onesided_fabric::Endpoint;
 use onesided_rma::{FastMap, Group, Rma};
 
 use crate::algorithms as alg;
+use crate::op::Combine;
 use crate::op::{Op, Reducible};
 use crate::profile::{Collective, Geometry};
-use crate::run::{Combine, Exec, Inflight, Run, Work};
+use crate::run::{Exec, Inflight, Run, Work};
 use crate::schedule::Schedule;
 use crate::select::Selector;
 use crate::shared::{self, Shared};

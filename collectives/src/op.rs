@@ -189,6 +189,39 @@ fn each<T: Reducible>(b: Builtin, inout: &mut [T], other: &[T], operands: impl F
     }
 }
 
+/// A reduction's operation as the executors apply it, for element types
+/// they know only as `Pod`: the operation and its application for `T`,
+/// made without an allocation (a call of a few bytes costs about as much
+/// as one).
+pub(crate) struct Combine<T> {
+    op: Op<T>,
+    apply: fn(&Op<T>, &mut [T], &[T], bool),
+}
+
+impl<T: Reducible> Combine<T> {
+    /// Applies `op` (checked: [`Op::check`]).
+    pub(crate) fn new(op: &Op<T>) -> Combine<T> {
+        Combine {
+            op: op.clone(),
+            apply: |op, inout, other, other_first| {
+                if other_first {
+                    op.apply_left(inout, other)
+                } else {
+                    op.apply(inout, other)
+                }
+            },
+        }
+    }
+}
+
+impl<T> Combine<T> {
+    /// Sets `inout` to `inout op other`, or to `other op inout` when
+    /// `other_first`.
+    pub(crate) fn call(&self, inout: &mut [T], other: &[T], other_first: bool) {
+        (self.apply)(&self.op, inout, other, other_first)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,6 +38,7 @@ use std::time::Duration;
 use onesided_fabric::{Endpoint, Incoming, Transfer};
 use onesided_rma::{Group, Request};
 
+use crate::op::Combine;
 use crate::schedule::{Action, Buf, Schedule, Slice};
 use crate::shared;
 use crate::Error;
@@ -132,39 +133,6 @@ fn split<T>(buf: &mut [T], from: Slice, to: Slice) -> Option<(&[T], &mut [T])> {
         Some((&high[..from.len], &mut low[to.at..to.at + to.len]))
     } else {
         None
-    }
-}
-
-/// A reduction's operation as the executors apply it, for element types
-/// they know only as `Pod`: the operation and its application for `T`,
-/// made without an allocation (a call of a few bytes costs about as much
-/// as one).
-pub(crate) struct Combine<T> {
-    op: crate::Op<T>,
-    apply: fn(&crate::Op<T>, &mut [T], &[T], bool),
-}
-
-impl<T: crate::Reducible> Combine<T> {
-    /// Applies `op` (checked: [`crate::Op::check`]).
-    pub(crate) fn new(op: &crate::Op<T>) -> Combine<T> {
-        Combine {
-            op: op.clone(),
-            apply: |op, inout, other, other_first| {
-                if other_first {
-                    op.apply_left(inout, other)
-                } else {
-                    op.apply(inout, other)
-                }
-            },
-        }
-    }
-}
-
-impl<T> Combine<T> {
-    /// Sets `inout` to `inout op other`, or to `other op inout` when
-    /// `other_first`.
-    pub(crate) fn call(&self, inout: &mut [T], other: &[T], other_first: bool) {
-        (self.apply)(&self.op, inout, other, other_first)
     }
 }
 

@@ -120,7 +120,7 @@ use std::sync::atomic::Ordering;
 use onesided_fabric::{Endpoint, Mapping};
 use onesided_rma::{Group, Rma, Window};
 
-use crate::run::Combine;
+use crate::op::Combine;
 use crate::Error;
 
 mod plan;
