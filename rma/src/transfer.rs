@@ -4,6 +4,7 @@
 //! can complete it), and the requests themselves.
 
 use std::cell::RefCell;
+use std::marker::PhantomData;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -11,7 +12,9 @@ use onesided_fabric::progress::Backoff;
 use onesided_fabric::Transfer;
 
 use crate::request::Request;
-use crate::{Error, Window};
+use onesided_fabric::Endpoint;
+
+use crate::Error;
 
 /// A transfer to a target, and its outcome once completed.
 pub(crate) struct Inflight<'a> {
@@ -85,10 +88,12 @@ impl<'a> Inflight<'a> {
     }
 }
 
-/// A request-based read ([`Window::rget`]): the bytes reach the caller's
-/// buffer when it completes.
+/// A request-based read ([`crate::Window::rget`]): the bytes reach the
+/// caller's buffer when it completes. It borrows its window for `'w`
+/// (which may not be freed meanwhile) without naming it.
 pub struct Rget<'w, 'b, 'a> {
-    window: &'w Window<'a>,
+    ep: &'a Endpoint,
+    window: PhantomData<&'w ()>,
     /// `None`: completed (copied already, or finished).
     inflight: Option<Rc<Inflight<'a>>>,
     buf: &'b mut [u8],
@@ -96,12 +101,13 @@ pub struct Rget<'w, 'b, 'a> {
 
 impl<'w, 'b, 'a> Rget<'w, 'b, 'a> {
     pub(crate) fn new(
-        window: &'w Window<'a>,
+        ep: &'a Endpoint,
         inflight: Option<Rc<Inflight<'a>>>,
         buf: &'b mut [u8],
     ) -> Rget<'w, 'b, 'a> {
         Rget {
-            window,
+            ep,
+            window: PhantomData,
             inflight,
             buf,
         }
@@ -125,24 +131,30 @@ impl Request for Rget<'_, '_, '_> {
     }
 
     fn timeout(&self) -> Duration {
-        self.window.endpoint().timeout()
+        self.ep.timeout()
     }
 
     fn backoff(&self) -> Backoff {
-        self.window.endpoint().backoff()
+        self.ep.backoff()
     }
 }
 
-/// A request-based write ([`Window::rput`]): complete when the bytes are
-/// in the target's memory.
+/// A request-based write ([`crate::Window::rput`]): complete when the
+/// bytes are in the target's memory. It borrows its window for `'w`, as
+/// [`Rget`] does.
 pub struct Rput<'w, 'a> {
-    window: &'w Window<'a>,
+    ep: &'a Endpoint,
+    window: PhantomData<&'w ()>,
     inflight: Option<Rc<Inflight<'a>>>,
 }
 
 impl<'w, 'a> Rput<'w, 'a> {
-    pub(crate) fn new(window: &'w Window<'a>, inflight: Option<Rc<Inflight<'a>>>) -> Rput<'w, 'a> {
-        Rput { window, inflight }
+    pub(crate) fn new(ep: &'a Endpoint, inflight: Option<Rc<Inflight<'a>>>) -> Rput<'w, 'a> {
+        Rput {
+            ep,
+            window: PhantomData,
+            inflight,
+        }
     }
 }
 
@@ -161,10 +173,10 @@ impl Request for Rput<'_, '_> {
     }
 
     fn timeout(&self) -> Duration {
-        self.window.endpoint().timeout()
+        self.ep.timeout()
     }
 
     fn backoff(&self) -> Backoff {
-        self.window.endpoint().backoff()
+        self.ep.backoff()
     }
 }

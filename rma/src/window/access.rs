@@ -131,14 +131,14 @@ impl<'a> Window<'a> {
             p.remote
                 .permits(Access::REMOTE_READ, "window rget", p.rank)?;
             map.read_bytes(p.at as usize, bytes)?;
-            return Ok(Rget::new(self, None, bytes));
+            return Ok(Rget::new(self.rma.ep, None, bytes));
         }
         let transfer = self
             .rma
             .ep
             .read_start(p.rank, &p.remote, p.at, bytes.len())?;
         let inflight = self.track(target, transfer);
-        Ok(Rget::new(self, Some(inflight), bytes))
+        Ok(Rget::new(self.rma.ep, Some(inflight), bytes))
     }
 
     /// Starts writing `data` at byte `offset` of `target`'s part (`data`
@@ -159,10 +159,10 @@ impl<'a> Window<'a> {
             p.remote
                 .permits(Access::REMOTE_WRITE, "window rput", p.rank)?;
             map.write_bytes(p.at as usize, data)?;
-            return Ok(Rput::new(self, None));
+            return Ok(Rput::new(self.rma.ep, None));
         }
         let transfer = self.rma.ep.write_start(p.rank, &p.remote, p.at, data)?;
-        Ok(Rput::new(self, Some(self.track(target, transfer))))
+        Ok(Rput::new(self.rma.ep, Some(self.track(target, transfer))))
     }
 
     fn track(&self, target: u32, transfer: onesided_fabric::Transfer<'a>) -> Rc<Inflight<'a>> {
@@ -171,10 +171,6 @@ impl<'a> Window<'a> {
         list.retain(|i| !i.is_done());
         list.push(Rc::clone(&inflight));
         inflight
-    }
-
-    pub(crate) fn endpoint(&self) -> &'a Endpoint {
-        self.rma.ep
     }
 
     /// Applies `op` with `values` to the elements at byte `offset` of
