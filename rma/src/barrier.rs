@@ -8,15 +8,40 @@
 //! here (so a counter never runs ahead of an unfinished barrier);
 //! barriers started while an earlier one is in flight use notices.
 
+use std::rc::Rc;
 use std::time::Duration;
 
+use onesided_fabric::{Endpoint, Mapping};
+
 use crate::request::{dissemination, Request};
-use crate::window::BARRIER_NOTICE;
-use crate::{Error, Group, Rma};
+use crate::{Error, Group};
+
+/// Control service recording "rank R reached round K of barrier B".
+pub(crate) const BARRIER_NOTICE: u16 = 0x0103;
+
+/// What a barrier needs of its [`crate::Rma`], which implements it: the
+/// endpoint, the boards of peers on this host, this process's own counters
+/// and the notices received. (A trait, so that this module does not depend
+/// on the one holding the `Rma`.)
+pub(crate) trait Signals<'e> {
+    /// The endpoint.
+    fn endpoint(&self) -> &'e Endpoint;
+    /// `rank`'s board, mapped, when it shares this host.
+    fn board(&self, rank: u32) -> Option<Rc<Mapping>>;
+    /// How many of `group`'s barriers have completed here in order.
+    fn barriers_done(&self, group: u64) -> u64;
+    /// Records barrier `seq` of `group` as completed here.
+    fn barrier_done(&self, group: u64, seq: u64);
+    /// Raises this process's counter for `group` to `value`; whether the
+    /// board had room for it.
+    fn signal(&self, group: u64, value: u64) -> bool;
+    /// Removes the notice (barrier, round, from); whether it was there.
+    fn take_barrier_notice(&self, id: u64, round: u32, from: u32) -> bool;
+}
 
 /// A nonblocking barrier in flight.
 pub struct Barrier<'r, 'e> {
-    rma: &'r Rma<'e>,
+    rma: &'r dyn Signals<'e>,
     group: Group,
     me: u32,
     id: u64,
@@ -28,7 +53,7 @@ pub struct Barrier<'r, 'e> {
 
 impl<'r, 'e> Barrier<'r, 'e> {
     pub(crate) fn new(
-        rma: &'r Rma<'e>,
+        rma: &'r dyn Signals<'e>,
         group: Group,
         me: u32,
         id: u64,
@@ -56,7 +81,7 @@ impl<'r, 'e> Barrier<'r, 'e> {
 impl Request for Barrier<'_, '_> {
     fn test(&mut self) -> Result<bool, Error> {
         let n = self.group.size();
-        let ep = self.rma.ep;
+        let ep = self.rma.endpoint();
         let key = self.group.key();
         loop {
             if self.round >= dissemination::rounds(n) {
@@ -101,10 +126,10 @@ impl Request for Barrier<'_, '_> {
     }
 
     fn timeout(&self) -> Duration {
-        self.rma.ep.timeout()
+        self.rma.endpoint().timeout()
     }
 
     fn backoff(&self) -> onesided_fabric::progress::Backoff {
-        self.rma.ep.backoff()
+        self.rma.endpoint().backoff()
     }
 }

@@ -82,7 +82,7 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::barrier::Barrier;
+use crate::barrier::{Barrier, Signals, BARRIER_NOTICE};
 use crate::directory::{self, Directory};
 use crate::element::{bits, from_bits, Element, Op};
 use crate::epoch::Epochs;
@@ -104,8 +104,6 @@ use release::Releasing;
 pub(crate) const DESCRIBE: u16 = 0x0101;
 /// Control service recording "rank R released exposure X".
 pub(crate) const RELEASE_NOTICE: u16 = 0x0102;
-/// Control service recording "rank R reached round K of barrier B".
-pub(crate) const BARRIER_NOTICE: u16 = 0x0103;
 /// Control service recording "rank R describes X so" (a description
 /// pushed to members on other hosts, so that their first access needs no
 /// round trip; empty: too long, ask).
@@ -337,29 +335,6 @@ impl<'e> Rma<'e> {
         board
     }
 
-    /// How many of `group`'s barriers have completed here in order.
-    pub(crate) fn barriers_done(&self, group: u64) -> u64 {
-        self.barriers_done.borrow().get(&group).map_or(0, |d| d.0)
-    }
-
-    /// Records that barrier `seq` of `group` completed here (barriers
-    /// completed out of order wait until the ones before them complete).
-    pub(crate) fn barrier_done(&self, group: u64, seq: u64) {
-        let mut done = self.barriers_done.borrow_mut();
-        let (upto, ahead) = done.entry(group).or_default();
-        if seq > *upto {
-            ahead.insert(seq);
-        }
-        while ahead.remove(&(*upto + 1)) {
-            *upto += 1;
-        }
-    }
-
-    /// Sets this process's counter of `group` (see [`Directory::signal`]).
-    pub(crate) fn signal(&self, group: u64, value: u64) -> bool {
-        self.directory.signal(group, value)
-    }
-
     /// Whether `rank` shares this process's host (and its shared memory).
     pub(crate) fn same_host(&self, rank: u32) -> bool {
         match (self.ep.host_of(rank), self.ep.host_of(self.ep.rank())) {
@@ -529,12 +504,6 @@ impl<'e> Rma<'e> {
         let me = self.member(group)?;
         let (id, seq) = self.next(group, Kind::Barrier);
         Ok(Barrier::new(self, group.clone(), me, id, seq))
-    }
-
-    /// Removes the barrier notice (barrier, round, from); whether it was
-    /// there.
-    pub(crate) fn take_barrier_notice(&self, id: u64, round: u32, from: u32) -> bool {
-        lock_state(&self.served).barriers.remove(&(id, round, from))
     }
 
     /// A registered shared region of at least `len` bytes with `access`:
@@ -735,6 +704,41 @@ impl<'e> Rma<'e> {
         let mapping = Rc::new(Mapping::open_shared(name, len).ok()?);
         mappings.insert(name.to_string(), Rc::clone(&mapping));
         Some(mapping)
+    }
+}
+impl<'e> Signals<'e> for Rma<'e> {
+    fn endpoint(&self) -> &'e Endpoint {
+        self.ep
+    }
+
+    fn board(&self, rank: u32) -> Option<Rc<Mapping>> {
+        Rma::board(self, rank)
+    }
+
+    fn barriers_done(&self, group: u64) -> u64 {
+        self.barriers_done.borrow().get(&group).map_or(0, |d| d.0)
+    }
+
+    /// Barriers completed out of order wait until the ones before them
+    /// complete.
+    fn barrier_done(&self, group: u64, seq: u64) {
+        let mut done = self.barriers_done.borrow_mut();
+        let (upto, ahead) = done.entry(group).or_default();
+        if seq > *upto {
+            ahead.insert(seq);
+        }
+        while ahead.remove(&(*upto + 1)) {
+            *upto += 1;
+        }
+    }
+
+    /// See [`Directory::signal`].
+    fn signal(&self, group: u64, value: u64) -> bool {
+        self.directory.signal(group, value)
+    }
+
+    fn take_barrier_notice(&self, id: u64, round: u32, from: u32) -> bool {
+        lock_state(&self.served).barriers.remove(&(id, round, from))
     }
 }
 
