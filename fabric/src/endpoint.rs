@@ -1063,6 +1063,21 @@ impl Endpoint {
         }
     }
 
+    /// Backs off once after a look that found nothing (noting that the
+    /// application polls); [`Error::Timeout`] for `op`, naming this rank,
+    /// once `backoff` has waited past the endpoint's timeout.
+    fn pause_within_timeout(&self, backoff: &mut Backoff, op: &'static str) -> Result<()> {
+        self.shared.note_app_progress();
+        if backoff.pause() > self.shared.timeout {
+            return Err(Error::Timeout {
+                op,
+                rank: self.rank,
+                after: self.shared.timeout,
+            });
+        }
+        Ok(())
+    }
+
     /// Waits for a posted operation to `rank`, making progress; `on_timeout`
     /// says what may happen when the endpoint's timeout passes.
     #[inline(always)]

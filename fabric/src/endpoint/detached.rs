@@ -10,7 +10,7 @@ use fabric_sys as sys;
 
 use super::{Endpoint, OnTimeout, Posted};
 use crate::atomic::{AtomicOp, Datatype};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::memory::RemoteMemory;
 use crate::provider::MrMode;
 
@@ -82,8 +82,8 @@ impl Endpoint {
     /// completed, making progress.
     ///
     /// # Errors
-    /// [`Error::Timeout`] when some are still in flight after the endpoint's
-    /// timeout.
+    /// [`Error::Timeout`](crate::Error::Timeout) when some are still in
+    /// flight after the endpoint's timeout.
     pub fn settle_detached(&self) -> Result<()> {
         let mut backoff = self.shared.backoff();
         loop {
@@ -94,14 +94,7 @@ impl Endpoint {
                     return Ok(());
                 }
             }
-            self.shared.note_app_progress();
-            if backoff.pause() > self.shared.timeout {
-                return Err(Error::Timeout {
-                    op: "detached atomics",
-                    rank: self.rank,
-                    after: self.shared.timeout,
-                });
-            }
+            self.pause_within_timeout(&mut backoff, "detached atomics")?;
         }
     }
 }

@@ -301,14 +301,7 @@ impl Endpoint {
                     result => return result,
                 }
             }
-            self.shared.note_app_progress();
-            if backoff.pause() > self.shared.timeout {
-                return Err(Error::Timeout {
-                    op: "recv",
-                    rank: self.rank,
-                    after: self.shared.timeout,
-                });
-            }
+            self.pause_within_timeout(&mut backoff, "recv")?;
         }
     }
 }
