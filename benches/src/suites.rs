@@ -33,20 +33,20 @@ pub fn pattern(rank: u32, i: usize) -> u8 {
     ((i as u64 * 31 + u64::from(rank) * 17 + 5) % 251) as u8
 }
 
-struct Bench<'a> {
+struct Bench {
     suite: &'static str,
     rank: u32,
     target: u32,
     source: u32,
     scale: f64,
-    rma: Rma<'a>,
+    rma: Rma,
     group: Group,
     /// This rank's turns, when the driver hands them out
     /// ([`crate::turns`]).
     turns: std::cell::RefCell<Option<Turns>>,
 }
 
-impl Bench<'_> {
+impl Bench {
     fn reps(&self, base: usize) -> usize {
         ((base as f64 * self.scale).round() as usize).max(5)
     }

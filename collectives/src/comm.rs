@@ -19,7 +19,7 @@
 
 use std::cell::{Cell, Ref, RefCell};
 use std::collections::HashSet;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 use onesided_fabric::Endpoint;
@@ -35,11 +35,15 @@ use crate::select::Selector;
 use crate::shared::{self, Shared};
 use crate::Error;
 
-/// Collectives over one group, for this process.
-pub struct Comm<'e> {
-    ep: &'e Endpoint,
+/// Collectives over one group, for this process: an owned handle (it
+/// keeps its `Rma` and endpoint alive). It is `Send`, not `Sync`: a thread
+/// may be given a Comm of its own (make one per thread, in the same order
+/// on every member, as `MPI_Comm_dup`), whose calls then run beside the
+/// other threads' Comms.
+pub struct Comm {
+    ep: Endpoint,
     /// The windows of one-sided algorithms.
-    rma: &'e Rma<'e>,
+    rma: Rma,
     group: Group,
     me: u32,
     geometry: Geometry,
@@ -53,9 +57,9 @@ pub struct Comm<'e> {
     ran: [Cell<Option<&'static str>>; Collective::ALL.len()],
     /// Algorithms made to fail ([`FAULT_ENV`]).
     faults: HashSet<(Collective, &'static str)>,
-    inflight: Inflight<'e>,
+    inflight: Inflight,
     /// Shared-memory state, made at the first call that uses it.
-    shared: std::cell::OnceCell<Rc<Shared<'e>>>,
+    shared: std::cell::OnceCell<Arc<Shared>>,
     calls: Cell<u64>,
     /// What tells this Comm's messages from others': the group, the
     /// Comm's number among this process's Comms, and the selection source
@@ -67,7 +71,7 @@ pub struct Comm<'e> {
     forced: Cell<[Option<&'static str>; Collective::ALL.len()]>,
 }
 
-impl<'e> Comm<'e> {
+impl Comm {
     /// Collectives over `group` (which this process must belong to), with
     /// the profile of `ONESIDED_PROFILE`; a bad one gives one warning on
     /// standard error per process (also in [`Comm::warning`]) and the
@@ -75,8 +79,8 @@ impl<'e> Comm<'e> {
     ///
     /// # Errors
     /// [`Error::BadCall`] when this process is not a member.
-    pub fn new(rma: &'e Rma<'e>, group: Group) -> Result<Comm<'e>, Error> {
-        let ep = rma.endpoint();
+    pub fn new(rma: &Rma, group: Group) -> Result<Comm, Error> {
+        let ep = rma.endpoint().clone();
         let me = group.group_rank(ep.rank()).ok_or_else(|| {
             Error::BadCall(format!("rank {} is not a member of the group", ep.rank()))
         })?;
@@ -106,7 +110,7 @@ impl<'e> Comm<'e> {
         }
         Ok(Comm {
             ep,
-            rma,
+            rma: rma.clone(),
             me,
             geometry,
             observed: RefCell::new(choices.clone()),
@@ -361,7 +365,7 @@ impl<'e> Comm<'e> {
     /// Chooses the call's algorithm and makes its plan with `build`,
     /// checked: a schedule fits the buffers, the shared algorithm has every
     /// member on this host.
-    fn prepare<T: bytemuck::Pod>(
+    fn prepare<T: bytemuck::Pod + Send>(
         &self,
         checked: Checked<T, impl Fn(&'static str) -> Plan>,
         (input, output): (&[T], &[T]),
@@ -397,7 +401,7 @@ impl<'e> Comm<'e> {
     /// Runs a call to completion over the caller's buffers (advancing the
     /// nonblocking runs in flight meanwhile), recording its time (or its
     /// failure) under its algorithm (monitoring).
-    fn finish<T: bytemuck::Pod>(
+    fn finish<T: bytemuck::Pod + Send>(
         &self,
         call: Call<T>,
         input: &[T],
@@ -416,14 +420,14 @@ impl<'e> Comm<'e> {
                 self.alltoallv_onesided(number, input, &sends, output, &recvs)
             }
             Plan::Shared(how) if self.inflight.idle() => self.shared().and_then(|shared| {
-                let run = shared::Run::new(Rc::clone(shared), how, self.calls.get());
+                let run = shared::Run::new(Arc::clone(shared), how, self.calls.get());
                 let combine = combine.as_ref();
-                (self.inflight).wait_shared(self.ep, &self.group, run, (input, output), combine)
+                (self.inflight).wait_shared(&self.ep, &self.group, run, (input, output), combine)
             }),
             plan => self.work(plan).and_then(|work| {
                 let spare = &self.inflight.spare;
                 let buffers = (input, output);
-                let exec = Exec::new(self.ep, &self.group, work, number, buffers, combine, spare)?;
+                let exec = Exec::new(&self.ep, &self.group, work, number, buffers, combine, spare)?;
                 self.inflight.wait(exec)
             }),
         };
@@ -443,7 +447,7 @@ impl<'e> Comm<'e> {
     /// more without; a barrier 20 ns less through one, 80-89 ns less
     /// without. The first call goes the long way: it makes the
     /// shared-memory state.
-    fn blocking<T: bytemuck::Pod>(
+    fn blocking<T: bytemuck::Pod + Send>(
         &self,
         checked: Checked<T, impl Fn(&'static str) -> Plan>,
         input: &[T],
@@ -475,7 +479,7 @@ impl<'e> Comm<'e> {
 
     /// Runs a blocking call: chooses its algorithm and makes its plan
     /// ([`Comm::prepare`]), then runs it ([`Comm::finish`]).
-    fn the_long_way<T: bytemuck::Pod>(
+    fn the_long_way<T: bytemuck::Pod + Send>(
         &self,
         checked: Checked<T, impl Fn(&'static str) -> Plan>,
         input: &[T],
@@ -500,11 +504,11 @@ impl<'e> Comm<'e> {
     ///
     /// # Errors
     /// [`Error::BadCall`] for the one-sided alltoallv (not an executor's).
-    fn work(&self, plan: Plan) -> Result<Work<'e>, Error> {
+    fn work(&self, plan: Plan) -> Result<Work, Error> {
         match plan {
             Plan::Schedule(schedule) => Ok(Work::Schedule(schedule)),
             Plan::Shared(how) => Ok(Work::Shared(shared::Run::new(
-                Rc::clone(self.shared()?),
+                Arc::clone(self.shared()?),
                 how,
                 self.calls.get(),
             ))),
@@ -515,11 +519,11 @@ impl<'e> Comm<'e> {
     }
 
     /// This Comm's shared-memory state, made at its first use.
-    fn shared(&self) -> Result<&Rc<Shared<'e>>, Error> {
+    fn shared(&self) -> Result<&Arc<Shared>, Error> {
         if let Some(shared) = self.shared.get() {
             return Ok(shared);
         }
-        let made = Rc::new(Shared::new(self.rma, &self.group, self.me)?);
+        let made = Arc::new(Shared::new(&self.rma, &self.group, self.me)?);
         Ok(self.shared.get_or_init(|| made))
     }
 
@@ -547,17 +551,17 @@ impl<'e> Comm<'e> {
     }
 
     /// Starts a call as a nonblocking run over the buffers handed to it.
-    fn spawn<T: bytemuck::Pod>(
+    fn spawn<T: bytemuck::Pod + Send>(
         &self,
         call: Call<T>,
         input: Vec<T>,
         output: Vec<T>,
-    ) -> Result<Run<'_, 'e, T>, Error> {
+    ) -> Result<Run<'_, T>, Error> {
         let work = self.work(call.plan)?;
         let buffers = (input, output);
         let spare = &self.inflight.spare;
         let exec = Exec::new(
-            self.ep,
+            &self.ep,
             &self.group,
             work,
             call.number,
@@ -646,7 +650,7 @@ impl<'e> Comm<'e> {
     ///
     /// # Errors
     /// [`Error::NoAlgorithm`]; fabric errors posting its first round.
-    pub fn ibarrier(&self) -> Result<Run<'_, 'e, u8>, Error> {
+    pub fn ibarrier(&self) -> Result<Run<'_, u8>, Error> {
         let call = self.prepare(self.barrier_call(false), (&[], &[]))?;
         self.spawn(call, Vec::new(), Vec::new())
     }
@@ -659,7 +663,7 @@ impl<'e> Comm<'e> {
         self.blocking(self.barrier_call(true), &[], &mut [])
     }
 
-    fn bcast_call<T: bytemuck::Pod>(
+    fn bcast_call<T: bytemuck::Pod + Send>(
         &self,
         root: u32,
         buf: &[T],
@@ -686,11 +690,11 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// [`Error::BadCall`] for a root outside the group; as
     /// [`Comm::ibarrier`].
-    pub fn ibcast<T: bytemuck::Pod>(
+    pub fn ibcast<T: bytemuck::Pod + Send>(
         &self,
         root: u32,
         buf: Vec<T>,
-    ) -> Result<Run<'_, 'e, T>, Error> {
+    ) -> Result<Run<'_, T>, Error> {
         let call = self.prepare(self.bcast_call(root, &buf, false)?, (&[], &buf))?;
         self.spawn(call, Vec::new(), buf)
     }
@@ -699,7 +703,7 @@ impl<'e> Comm<'e> {
     ///
     /// # Errors
     /// As [`Comm::ibcast`], and waiting errors.
-    pub fn bcast<T: bytemuck::Pod>(&self, root: u32, buf: &mut [T]) -> Result<(), Error> {
+    pub fn bcast<T: bytemuck::Pod + Send>(&self, root: u32, buf: &mut [T]) -> Result<(), Error> {
         self.blocking(self.bcast_call(root, buf, true)?, &[], buf)
     }
 
@@ -766,7 +770,7 @@ impl<'e> Comm<'e> {
         input: Vec<T>,
         output: Vec<T>,
         op: &Op<T>,
-    ) -> Result<Run<'_, 'e, T>, Error> {
+    ) -> Result<Run<'_, T>, Error> {
         let checked = self.reduce_call(Some(root), &input, &output, op, false)?;
         let call = self.prepare(checked, (&input, &output))?;
         self.spawn(call, input, output)
@@ -797,7 +801,7 @@ impl<'e> Comm<'e> {
         input: Vec<T>,
         output: Vec<T>,
         op: &Op<T>,
-    ) -> Result<Run<'_, 'e, T>, Error> {
+    ) -> Result<Run<'_, T>, Error> {
         let checked = self.reduce_call(None, &input, &output, op, false)?;
         let call = self.prepare(checked, (&input, &output))?;
         self.spawn(call, input, output)
@@ -819,7 +823,7 @@ impl<'e> Comm<'e> {
 
     /// Gatherv (`gather`) or scatterv: `counts[r]` elements of rank `r`,
     /// laid end to end at `root`.
-    fn rooted_v<T: bytemuck::Pod>(
+    fn rooted_v<T: bytemuck::Pod + Send>(
         &self,
         gather: bool,
         root: u32,
@@ -874,7 +878,7 @@ impl<'e> Comm<'e> {
     /// # Errors
     /// [`Error::BadCall`] when `counts` does not have one count per member
     /// or the buffers do not match it; waiting errors.
-    pub fn gatherv<T: bytemuck::Pod>(
+    pub fn gatherv<T: bytemuck::Pod + Send>(
         &self,
         root: u32,
         input: &[T],
@@ -889,7 +893,7 @@ impl<'e> Comm<'e> {
     ///
     /// # Errors
     /// As [`Comm::gatherv`].
-    pub fn scatterv<T: bytemuck::Pod>(
+    pub fn scatterv<T: bytemuck::Pod + Send>(
         &self,
         root: u32,
         input: &[T],
@@ -899,7 +903,7 @@ impl<'e> Comm<'e> {
         self.rooted_v(false, root, input, output, counts)
     }
 
-    fn allgatherv_call<T: bytemuck::Pod>(
+    fn allgatherv_call<T: bytemuck::Pod + Send>(
         &self,
         input: &[T],
         output: &[T],
@@ -938,12 +942,12 @@ impl<'e> Comm<'e> {
     ///
     /// # Errors
     /// As [`Comm::gatherv`].
-    pub fn iallgatherv<T: bytemuck::Pod>(
+    pub fn iallgatherv<T: bytemuck::Pod + Send>(
         &self,
         input: Vec<T>,
         output: Vec<T>,
         counts: &[usize],
-    ) -> Result<Run<'_, 'e, T>, Error> {
+    ) -> Result<Run<'_, T>, Error> {
         let call = self.allgatherv_call(&input, &output, counts, false)?;
         self.spawn(call, input, output)
     }
@@ -952,7 +956,7 @@ impl<'e> Comm<'e> {
     ///
     /// # Errors
     /// As [`Comm::gatherv`].
-    pub fn allgatherv<T: bytemuck::Pod>(
+    pub fn allgatherv<T: bytemuck::Pod + Send>(
         &self,
         input: &[T],
         output: &mut [T],
@@ -965,7 +969,7 @@ impl<'e> Comm<'e> {
     /// Alltoall (`by_size`: every count the same, the algorithm chosen by
     /// size) or alltoallv (counts differ per rank, so the algorithm cannot
     /// depend on them: the first left, pairwise, unless forced).
-    fn exchange<T: bytemuck::Pod>(
+    fn exchange<T: bytemuck::Pod + Send>(
         &self,
         number: u64,
         input: &[T],
@@ -1012,7 +1016,7 @@ impl<'e> Comm<'e> {
     /// shared memory. A block whose sender's count differs from the
     /// receive count is not read, and the call fails naming the sender,
     /// after the free, which every member reaches.
-    fn alltoallv_onesided<T: bytemuck::Pod>(
+    fn alltoallv_onesided<T: bytemuck::Pod + Send>(
         &self,
         call: u64,
         input: &[T],
@@ -1036,7 +1040,7 @@ impl<'e> Comm<'e> {
         let twos = vec![2usize; n as usize];
         let schedule = alg::alltoallv_pairwise(n, self.me, &twos, &twos);
         let exec = Exec::new(
-            self.ep,
+            &self.ep,
             &self.group,
             Work::Schedule(schedule),
             call,
@@ -1068,7 +1072,7 @@ impl<'e> Comm<'e> {
     ///
     /// # Errors
     /// As [`Comm::gatherv`].
-    pub fn alltoall<T: bytemuck::Pod>(
+    pub fn alltoall<T: bytemuck::Pod + Send>(
         &self,
         input: &[T],
         output: &mut [T],
@@ -1087,7 +1091,7 @@ impl<'e> Comm<'e> {
     ///
     /// # Errors
     /// As [`Comm::gatherv`].
-    pub fn alltoallv<T: bytemuck::Pod>(
+    pub fn alltoallv<T: bytemuck::Pod + Send>(
         &self,
         input: &[T],
         sends: &[usize],
@@ -1198,7 +1202,7 @@ impl<T, B: Fn(&'static str) -> Plan> Checked<T, B> {
 
 /// A call ready to run over its buffers: its number, what chose its
 /// algorithm, and this rank's plan.
-struct Call<T: bytemuck::Pod> {
+struct Call<T: bytemuck::Pod + Send> {
     number: u64,
     shape: Shape,
     algorithm: &'static str,

@@ -59,3 +59,13 @@ pub use op::{Builtin, Op, Reducible};
 pub use profile::{Collective, Geometry, Profile, ProfileError};
 pub use run::{Buffers, Run};
 pub use select::Selector;
+
+#[cfg(test)]
+mod tests {
+    /// Compiles only while a Comm can be given to another thread.
+    #[test]
+    fn a_comm_can_move_to_another_thread() {
+        fn send<T: Send>() {}
+        send::<crate::Comm>();
+    }
+}

@@ -33,7 +33,7 @@ pub enum Builtin {
 }
 
 /// An element type reductions work on.
-pub trait Reducible: bytemuck::Pod + PartialOrd {
+pub trait Reducible: bytemuck::Pod + PartialOrd + Send + Sync {
     /// Its name in profiles (`i32`, `f64`, ...).
     const NAME: &'static str;
 

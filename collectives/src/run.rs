@@ -32,7 +32,7 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::rc::{Rc, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use onesided_fabric::{Endpoint, Incoming, Transfer};
@@ -137,8 +137,8 @@ fn split<T>(buf: &mut [T], from: Slice, to: Slice) -> Option<(&[T], &mut [T])> {
 }
 
 /// A schedule being executed over input `I` and output `O`.
-pub(crate) struct Exec<'e, T: bytemuck::Pod, I, O> {
-    ep: &'e Endpoint,
+pub(crate) struct Exec<T: bytemuck::Pod + Send, I, O> {
+    ep: Endpoint,
     group: Group,
     schedule: Schedule,
     call: u64,
@@ -148,7 +148,7 @@ pub(crate) struct Exec<'e, T: bytemuck::Pod, I, O> {
     combine: Option<Combine<T>>,
     round: usize,
     /// The round's transfers, with the index of their action.
-    pending: Vec<(usize, Transfer<'e>)>,
+    pending: Vec<(usize, Transfer)>,
     posted: bool,
     done: bool,
     /// The error that ended it: a failed run fails again when tested
@@ -161,7 +161,7 @@ pub(crate) struct Exec<'e, T: bytemuck::Pod, I, O> {
     /// fails with it ([`Error::BadCall`]).
     mismatch: Option<String>,
     /// A shared-memory run instead of the schedule (which is empty then).
-    shared: Option<shared::Run<'e>>,
+    shared: Option<shared::Run>,
     /// Held back from posting its first round (see [`Inflight`]).
     held: bool,
     /// A blocking call with nothing else in flight: its large receives
@@ -173,14 +173,14 @@ pub(crate) struct Exec<'e, T: bytemuck::Pod, I, O> {
 
 /// What an [`Exec`] runs: a schedule over messages, or a shared-memory
 /// run.
-pub(crate) enum Work<'e> {
+pub(crate) enum Work {
     /// A schedule over tagged messages.
     Schedule(Schedule),
     /// Steps through shared memory.
-    Shared(shared::Run<'e>),
+    Shared(shared::Run),
 }
 
-impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T, I, O> {
+impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T, I, O> {
     /// Runs rounds as far as their messages allow; whether all are done.
     fn advance(&mut self) -> Result<bool, onesided_rma::Error> {
         let fail = |e: Error| onesided_rma::Error::Collective(e.to_string());
@@ -241,14 +241,14 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
     /// [`Error::BadCall`] when the schedule has too many rounds or a slice
     /// lies outside its buffer (nothing is posted).
     pub(crate) fn new(
-        ep: &'e Endpoint,
+        ep: &Endpoint,
         group: &Group,
-        work: Work<'e>,
+        work: Work,
         call: u64,
         (input, mut output): (I, O),
         combine: Option<Combine<T>>,
         spare: &Spare,
-    ) -> Result<Exec<'e, T, I, O>, Error> {
+    ) -> Result<Exec<T, I, O>, Error> {
         let (schedule, shared) = match work {
             Work::Schedule(schedule) => {
                 check(&schedule, input.as_ref().len(), output.as_mut().len())?;
@@ -261,7 +261,7 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
             None => schedule.scratch,
         };
         Ok(Exec {
-            ep,
+            ep: ep.clone(),
             group: group.clone(),
             shared,
             scratch: spare.zeroed(scratch),
@@ -503,7 +503,7 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
     /// The bytes a completed receive from group rank `from` brought, if
     /// exactly `len`; else none, and the run notes the first such
     /// mismatch.
-    fn message<'t>(&mut self, t: &'t Transfer<'_>, from: u32, len: usize) -> Option<&'t [u8]> {
+    fn message<'t>(&mut self, t: &'t Transfer, from: u32, len: usize) -> Option<&'t [u8]> {
         let bytes = t.data();
         self.note_length(from, bytes.len(), len).then_some(bytes)
     }
@@ -606,9 +606,9 @@ impl<'e, T: bytemuck::Pod, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<'e, T
     }
 }
 
-impl<'e, T, I, O> Exec<'e, T, I, O>
+impl<T, I, O> Exec<T, I, O>
 where
-    T: bytemuck::Pod,
+    T: bytemuck::Pod + Send,
     I: AsRef<[T]>,
     O: AsRef<[T]> + AsMut<[T]>,
 {
@@ -661,7 +661,7 @@ where
 /// a page fault per page (a 2 MiB buffer, about as long as moving it).
 #[derive(Default)]
 pub(crate) struct Spare {
-    buffers: RefCell<Vec<Box<dyn Any>>>,
+    buffers: RefCell<Vec<Box<dyn Any + Send>>>,
 }
 
 impl Spare {
@@ -670,7 +670,7 @@ impl Spare {
 
     /// A vector of `T` from the kept ones (the largest, with what it
     /// held), else a new one.
-    fn take<T: bytemuck::Pod>(&self) -> Vec<T> {
+    fn take<T: bytemuck::Pod + Send>(&self) -> Vec<T> {
         let mut buffers = self.buffers.borrow_mut();
         let best = buffers
             .iter()
@@ -683,7 +683,7 @@ impl Spare {
     }
 
     /// `len` zeroed elements.
-    pub(crate) fn zeroed<T: bytemuck::Pod>(&self, len: usize) -> Vec<T> {
+    pub(crate) fn zeroed<T: bytemuck::Pod + Send>(&self, len: usize) -> Vec<T> {
         if len == 0 {
             return Vec::new();
         }
@@ -694,7 +694,7 @@ impl Spare {
     }
 
     /// Keeps `v` for a later call (unless enough are kept).
-    pub(crate) fn give<T: bytemuck::Pod>(&self, v: Vec<T>) {
+    pub(crate) fn give<T: bytemuck::Pod + Send>(&self, v: Vec<T>) {
         let mut buffers = self.buffers.borrow_mut();
         if v.capacity() > 0 && buffers.len() < Self::KEEP {
             buffers.push(Box::new(v));
@@ -703,7 +703,7 @@ impl Spare {
 }
 
 /// A run the [`Inflight`] list can advance.
-pub(crate) trait Advance {
+pub(crate) trait Advance: Send {
     /// As [`Exec::test`].
     fn test(&mut self) -> Result<bool, onesided_rma::Error>;
     /// As [`Exec::exchanging`].
@@ -712,7 +712,7 @@ pub(crate) trait Advance {
     fn hold(&mut self, held: bool);
 }
 
-impl<T: bytemuck::Pod> Advance for Exec<'_, T, Vec<T>, Vec<T>> {
+impl<T: bytemuck::Pod + Send> Advance for Exec<T, Vec<T>, Vec<T>> {
     fn test(&mut self) -> Result<bool, onesided_rma::Error> {
         Exec::test(self)
     }
@@ -727,7 +727,12 @@ impl<T: bytemuck::Pod> Advance for Exec<'_, T, Vec<T>, Vec<T>> {
 }
 
 /// A nonblocking run, shared by its request and its Comm's list.
-type Shared<'e, T> = Rc<RefCell<Exec<'e, T, Vec<T>, Vec<T>>>>;
+type Shared<T> = Arc<Mutex<Exec<T, Vec<T>, Vec<T>>>>;
+
+/// `m` locked; a run whose test panicked is still reachable.
+fn locked<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// A Comm's nonblocking runs in flight, oldest first.
 ///
@@ -742,17 +747,17 @@ type Shared<'e, T> = Rc<RefCell<Exec<'e, T, Vec<T>, Vec<T>>>>;
 /// are not held. Runs of different Comms are not ordered so: on that
 /// provider, a program that overlaps nonblocking collectives of two Comms
 /// over large messages can still meet the provider's hang.
-pub(crate) struct Inflight<'e> {
-    runs: RefCell<Vec<Weak<RefCell<dyn Advance + 'e>>>>,
+pub(crate) struct Inflight {
+    runs: RefCell<Vec<Weak<Mutex<dyn Advance>>>>,
     /// Whether runs over messages go one after the other.
     serial: bool,
     /// Buffers for the Comm's calls.
     pub(crate) spare: Spare,
 }
 
-impl<'e> Inflight<'e> {
+impl Inflight {
     /// An empty list for a Comm over `ep`.
-    pub(crate) fn new(ep: &Endpoint) -> Inflight<'e> {
+    pub(crate) fn new(ep: &Endpoint) -> Inflight {
         Inflight {
             runs: RefCell::default(),
             serial: !ep.queues_large_unexpected(),
@@ -770,7 +775,7 @@ impl<'e> Inflight<'e> {
         let mut older = false;
         for weak in runs {
             let Some(run) = weak.upgrade() else { continue };
-            let busy = match run.try_borrow_mut() {
+            let busy = match run.try_lock() {
                 Ok(mut r) => {
                     r.hold(self.serial && older);
                     let busy = matches!(r.test(), Ok(false));
@@ -795,14 +800,14 @@ impl<'e> Inflight<'e> {
 
     /// Starts `exec` as a nonblocking run: listed, then advanced with the
     /// others (which posts its first round).
-    pub(crate) fn start<T: bytemuck::Pod + 'e>(
+    pub(crate) fn start<T: bytemuck::Pod + Send>(
         &self,
-        exec: Exec<'e, T, Vec<T>, Vec<T>>,
-    ) -> Run<'_, 'e, T> {
-        let shared: Shared<'e, T> = Rc::new(RefCell::new(exec));
-        let weak: Weak<RefCell<dyn Advance + 'e>> = {
-            let dynamic: Rc<RefCell<dyn Advance + 'e>> = shared.clone();
-            Rc::downgrade(&dynamic)
+        exec: Exec<T, Vec<T>, Vec<T>>,
+    ) -> Run<'_, T> {
+        let shared: Shared<T> = Arc::new(Mutex::new(exec));
+        let weak: Weak<Mutex<dyn Advance>> = {
+            let dynamic: Arc<Mutex<dyn Advance>> = shared.clone();
+            Arc::downgrade(&dynamic)
         };
         self.runs.borrow_mut().push(weak);
         self.progress();
@@ -830,18 +835,18 @@ impl<'e> Inflight<'e> {
     fn exchanging(&self) -> bool {
         self.runs.borrow().iter().any(|weak| {
             weak.upgrade()
-                .is_some_and(|run| run.try_borrow().map_or(true, |r| r.exchanging()))
+                .is_some_and(|run| run.try_lock().map_or(true, |r| r.exchanging()))
         })
     }
 
     /// Runs a blocking call's shared-memory `run` over the caller's
     /// buffers when no run is in flight: no executor, nothing else to
     /// advance.
-    pub(crate) fn wait_shared<T: bytemuck::Pod>(
+    pub(crate) fn wait_shared<T: bytemuck::Pod + Send>(
         &self,
         ep: &Endpoint,
         group: &Group,
-        mut run: shared::Run<'e>,
+        mut run: shared::Run,
         (input, output): (&[T], &mut [T]),
         combine: Option<&Combine<T>>,
     ) -> Result<(), Error> {
@@ -863,9 +868,9 @@ impl<'e> Inflight<'e> {
 
     /// Runs `exec` (a blocking call's) to completion, advancing the runs
     /// in flight too; keeps its scratch for later calls.
-    pub(crate) fn wait<T, I, O>(&self, mut exec: Exec<'e, T, I, O>) -> Result<(), Error>
+    pub(crate) fn wait<T, I, O>(&self, mut exec: Exec<T, I, O>) -> Result<(), Error>
     where
-        T: bytemuck::Pod,
+        T: bytemuck::Pod + Send,
         I: AsRef<[T]>,
         O: AsRef<[T]> + AsMut<[T]>,
     {
@@ -934,9 +939,9 @@ fn drive<E>(
 /// from its Comm (any call into the Comm advances it) for as long as it
 /// is in flight, and a borrow cannot promise that, since a request can be
 /// leaked with `mem::forget` without ending its borrows.
-pub struct Run<'a, 'e, T: bytemuck::Pod> {
-    inflight: &'a Inflight<'e>,
-    exec: Shared<'e, T>,
+pub struct Run<'a, T: bytemuck::Pod + Send> {
+    inflight: &'a Inflight,
+    exec: Shared<T>,
     done: bool,
 }
 
@@ -951,7 +956,7 @@ pub struct Buffers<T> {
     pub output: Vec<T>,
 }
 
-impl<T: bytemuck::Pod> Run<'_, '_, T> {
+impl<T: bytemuck::Pod + Send> Run<'_, T> {
     /// Waits for the call to complete (returns at once if it has) and
     /// hands back its buffers.
     ///
@@ -960,7 +965,7 @@ impl<T: bytemuck::Pod> Run<'_, '_, T> {
     /// it) or its peers did not move within the timeout.
     pub fn into_buffers(mut self) -> Result<Buffers<T>, Error> {
         self.wait()?;
-        let mut exec = self.exec.borrow_mut();
+        let mut exec = locked(&self.exec);
         Ok(Buffers {
             input: std::mem::take(&mut exec.input),
             output: std::mem::take(&mut exec.output),
@@ -968,12 +973,12 @@ impl<T: bytemuck::Pod> Run<'_, '_, T> {
     }
 }
 
-impl<T: bytemuck::Pod> Drop for Run<'_, '_, T> {
+impl<T: bytemuck::Pod + Send> Drop for Run<'_, T> {
     /// A run dropped while peers may still copy its lent buffers out of
     /// this process leaves them allocated (never reused), so that those
     /// copies read its data, not whatever would reuse the memory.
     fn drop(&mut self) {
-        let Ok(mut exec) = self.exec.try_borrow_mut() else {
+        let Ok(mut exec) = self.exec.try_lock() else {
             return;
         };
         if !self.done && exec.shared.as_ref().is_some_and(shared::Run::lends) {
@@ -983,12 +988,12 @@ impl<T: bytemuck::Pod> Drop for Run<'_, '_, T> {
     }
 }
 
-impl<T: bytemuck::Pod> Request for Run<'_, '_, T> {
+impl<T: bytemuck::Pod + Send> Request for Run<'_, T> {
     fn test(&mut self) -> Result<bool, onesided_rma::Error> {
         if self.done {
             return Ok(true);
         }
-        let mut exec = self.exec.borrow_mut();
+        let mut exec = locked(&self.exec);
         let finished = exec.test()?;
         if finished {
             let scratch = std::mem::take(&mut exec.scratch);
@@ -1002,13 +1007,13 @@ impl<T: bytemuck::Pod> Request for Run<'_, '_, T> {
     }
 
     fn timeout(&self) -> Duration {
-        self.exec.borrow().ep.timeout()
+        locked(&self.exec).ep.timeout()
     }
 
     /// As [`Request::wait`], backing off afresh whenever the run moves on.
     fn wait(&mut self) -> Result<(), onesided_rma::Error> {
         let (backoff, limit) = (self.backoff(), self.timeout());
-        let step = || Ok::<_, onesided_rma::Error>((self.test()?, self.exec.borrow().mark()));
+        let step = || Ok::<_, onesided_rma::Error>((self.test()?, locked(&self.exec).mark()));
         match drive(backoff, limit, step)? {
             None => Ok(()),
             Some(_) => Err(onesided_rma::Error::RequestTimeout(limit)),
@@ -1016,7 +1021,7 @@ impl<T: bytemuck::Pod> Request for Run<'_, '_, T> {
     }
 
     fn backoff(&self) -> onesided_fabric::progress::Backoff {
-        self.exec.borrow().ep.backoff()
+        locked(&self.exec).ep.backoff()
     }
 }
 

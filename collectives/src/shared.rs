@@ -112,10 +112,9 @@
 //! the plans' vocabulary and the step arithmetic, pure, and
 //! `shared/run.rs` the [`Run`] state machine.
 
-use std::cell::{Cell, RefCell};
 use std::ops::Range;
-use std::rc::Rc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use onesided_fabric::{Endpoint, Mapping};
 use onesided_rma::{Group, Rma, Window};
@@ -311,19 +310,23 @@ pub(crate) enum Shape {
     ReduceScatter { counts: Vec<usize> },
 }
 
-/// One member's shared-memory state for a Comm.
-pub(crate) struct Shared<'e> {
-    ep: &'e Endpoint,
+/// One member's shared-memory state for a Comm. Its Comm and the Comm's
+/// runs in flight share it (an `Arc`, so that a Comm can move to another
+/// thread); only the Comm's thread reaches it, so its locks are never
+/// contended.
+pub(crate) struct Shared {
+    ep: Endpoint,
     group: Group,
     me: u32,
     n: u32,
-    window: Window<'e>,
+    /// Reached only to learn a peer's part.
+    window: Mutex<Window>,
     /// The operations of the current step of the run whose turn it is.
-    ops: RefCell<Vec<Op>>,
+    ops: Mutex<Vec<Op>>,
     /// The members' parts as mapped here, learned at first use, and this
     /// member's own (which every step writes).
-    parts: Vec<std::cell::OnceCell<Rc<Mapping>>>,
-    own: Rc<Mapping>,
+    parts: Vec<OnceLock<Arc<Mapping>>>,
+    own: Arc<Mapping>,
     /// Whether pieces may be lent (the same on every member of a host).
     cma: bool,
     /// Whether the job's ranks on this host have a core each
@@ -333,52 +336,73 @@ pub(crate) struct Shared<'e> {
     own_cores: bool,
     /// The last step this member published in, in each cell (the latest
     /// of them is its last publication).
-    in_cell: [Cell<u64>; CELLS as usize],
+    in_cell: [Counter; CELLS as usize],
     /// A step every peer was last seen to have released.
-    released: Cell<u64>,
+    released: Counter,
     /// What quick reductions combine peers' pieces through.
-    spill: RefCell<Box<Spill>>,
+    spill: Mutex<Box<Spill>>,
     /// Tickets given to calls, and the ticket whose turn it is.
-    tickets: Cell<u64>,
-    serving: Cell<u64>,
+    tickets: Counter,
+    serving: Counter,
     /// Runs given up before their turn came (dropped unfinished): ticket
     /// and call, abandoned when their turn comes.
-    skipped: RefCell<Vec<(u64, u64)>>,
+    skipped: Mutex<Vec<(u64, u64)>>,
 }
 
-impl<'e> Shared<'e> {
+/// A number of [`Shared`]'s, read and written by one thread at a time (a
+/// `Cell` that may be shared: relaxed loads and stores, plain moves).
+#[derive(Default)]
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set(&self, value: u64) {
+        self.0.store(value, Ordering::Relaxed);
+    }
+}
+
+/// `m` locked (a panic while it was held does not matter here: the run
+/// that panicked is given up).
+pub(crate) fn locked<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Shared {
     /// Makes this member's window (no message: every member's first
     /// shared call makes it, in the same order).
     ///
     /// # Errors
     /// [`Error::Rma`] when the window cannot be made.
-    pub(crate) fn new(rma: &'e Rma<'e>, group: &Group, me: u32) -> Result<Shared<'e>, Error> {
+    pub(crate) fn new(rma: &Rma, group: &Group, me: u32) -> Result<Shared, Error> {
         // Members reach it through their mappings alone: the provider
         // needs no right to write it.
         let window = rma.allocate_read_only(group, DATA + SLOT)?;
         let own = (window.mapped(me)?)
             .ok_or_else(|| Error::BadCall("this member's own part is not mapped".into()))?;
-        let parts = vec![std::cell::OnceCell::new(); group.size() as usize];
+        let parts = vec![OnceLock::new(); group.size() as usize];
         if let Some(slot) = parts.get(me as usize) {
-            let _ = slot.set(Rc::clone(&own));
+            let _ = slot.set(Arc::clone(&own));
         }
         Ok(Shared {
-            ep: rma.endpoint(),
+            ep: rma.endpoint().clone(),
             group: group.clone(),
             me,
             n: group.size(),
-            window,
+            window: Mutex::new(window),
             parts,
             own,
-            ops: RefCell::default(),
+            ops: Mutex::default(),
             in_cell: Default::default(),
-            released: Cell::new(0),
-            spill: RefCell::default(),
+            released: Counter::default(),
+            spill: Mutex::default(),
             cma: onesided_fabric::cma::available(),
             own_cores: rma.endpoint().host_ranks() <= rma.endpoint().host_cpus(),
-            tickets: Cell::new(0),
-            serving: Cell::new(0),
-            skipped: RefCell::default(),
+            tickets: Counter::default(),
+            serving: Counter::default(),
+            skipped: Mutex::default(),
         })
     }
 
@@ -606,7 +630,7 @@ impl<'e> Shared<'e> {
     /// ticket's call goes on, or is abandoned if its run was given up.
     fn pass_turn(&self, ticket: u64) {
         let mut next = ticket + 1;
-        let mut skipped = self.skipped.borrow_mut();
+        let mut skipped = locked(&self.skipped);
         while let Some(i) = skipped.iter().position(|&(t, _)| t == next) {
             let (_, call) = skipped.swap_remove(i);
             self.abandon(call);
@@ -678,7 +702,7 @@ impl<'e> Shared<'e> {
             } if root.is_none_or(|r| r == me) => {
                 let combine = combine
                     .ok_or_else(|| Error::BadCall("a reduction without an operation".into()))?;
-                let mut spill = (self.spill.try_borrow_mut())
+                let mut spill = (self.spill.try_lock())
                     .map_err(|_| Error::BadCall("a reduction operation called its Comm".into()))?;
                 let theirs = bytemuck::try_cast_slice_mut::<_, T>(&mut spill.0)
                     .map_err(|e| Error::BadCall(format!("a quick reduction: {e}")))?;
@@ -734,8 +758,7 @@ impl<'e> Shared<'e> {
         if let Some(part) = slot.get() {
             return Ok(part);
         }
-        let mapped = self
-            .window
+        let mapped = locked(&self.window)
             .mapped(member)?
             .ok_or_else(|| Error::BadCall(format!("group rank {member} is not on this host")))?;
         Ok(slot.get_or_init(|| mapped))
@@ -939,14 +962,14 @@ impl<'e> Shared<'e> {
     }
 }
 
-impl Drop for Shared<'_> {
+impl Drop for Shared {
     /// Peers may not have read this member's last publication yet (a
     /// member that finished its part of a call goes on): waits, within
     /// the endpoint's timeout and while they live, until every peer
     /// released that step, so the memory outlives their reads. Dropped
     /// without a collective free, the window's memory is never reused.
     fn drop(&mut self) {
-        let last = self.in_cell.iter().map(Cell::get).max().unwrap_or(0);
+        let last = self.in_cell.iter().map(Counter::get).max().unwrap_or(0);
         if last > 0 {
             self.outlived(last);
         }

@@ -595,7 +595,19 @@ fn random_key(size: usize) -> u64 {
 /// One reliable-datagram endpoint with its address vector, completion queue
 /// and progress engine. Ranks are the order in which peer names were given
 /// to [`Endpoint::connect`].
+///
+/// A handle: clones share the one endpoint (an `Arc`), so that windows,
+/// communicators and transfers own theirs instead of borrowing it, and a
+/// thread can be given its own. The endpoint closes when the last handle
+/// goes. It is `Send` and `Sync`: its completion core is behind a lock, and
+/// the progress thread already serves it beside the application.
+#[derive(Clone)]
 pub struct Endpoint {
+    inner: Arc<Inner>,
+}
+
+/// What the handles of one endpoint share.
+struct Inner {
     shared: Arc<Shared>,
     rank: u32,
     size: u32,
@@ -643,6 +655,13 @@ struct LocalDesc {
     desc: *mut c_void,
     temporary: *mut sys::fid_mr,
 }
+
+// SAFETY: the descriptor and the temporary registration are handles of the
+// domain, not tied to a thread. A LocalDesc moves with its Transfer, which
+// closes it only while holding the endpoint's lock; that lock serialises
+// every call on the domain (opened with FI_THREAD_DOMAIN), whichever
+// thread takes it.
+unsafe impl Send for LocalDesc {}
 
 impl LocalDesc {
     /// No descriptor (the provider does not want local ones).
@@ -721,14 +740,16 @@ impl Endpoint {
             }
         };
         Ok(Endpoint {
-            shared,
-            rank: 0,
-            size: 1,
-            background,
-            hosts: Vec::new(),
-            boards: Vec::new(),
-            host_cpus: crate::world::online_cpus(),
-            _board: None,
+            inner: Arc::new(Inner {
+                shared,
+                rank: 0,
+                size: 1,
+                background,
+                hosts: Vec::new(),
+                boards: Vec::new(),
+                host_cpus: crate::world::online_cpus(),
+                _board: None,
+            }),
         })
     }
 
@@ -737,7 +758,7 @@ impl Endpoint {
     /// # Errors
     /// [`Error::Fabric`] when `fi_getname` fails.
     pub fn name(&self) -> Result<Vec<u8>> {
-        self.shared.lock().handles.name()
+        self.inner.shared.lock().handles.name()
     }
 
     /// Learns every rank's address: `names[r]` is rank `r`'s
@@ -747,8 +768,9 @@ impl Endpoint {
     /// # Errors
     /// [`Error::InvalidRank`] when `rank` is not below `names.len()` or there
     /// are more than [`MAX_RANKS`] names; [`Error::Fabric`] when
-    /// `fi_av_insert` refuses a name.
+    /// `fi_av_insert` refuses a name; [`Error::StillShared`] when other handles of the endpoint exist.
     pub fn connect(&mut self, rank: u32, names: &[Vec<u8>]) -> Result<()> {
+        let inner = self.unique("connect")?;
         let size = u32::try_from(names.len())
             .ok()
             .filter(|&n| n <= MAX_RANKS)
@@ -759,7 +781,7 @@ impl Endpoint {
         if rank >= size {
             return Err(Error::InvalidRank { rank, size });
         }
-        let mut core = self.shared.lock();
+        let mut core = inner.shared.lock();
         let own_len = core.handles.name()?.len();
         let mut addrs = Vec::with_capacity(names.len());
         for name in names {
@@ -768,29 +790,40 @@ impl Endpoint {
         core.addrs = addrs;
         core.rank = rank;
         drop(core);
-        self.rank = rank;
-        self.size = size;
+        inner.rank = rank;
+        inner.size = size;
         Ok(())
+    }
+
+    /// The endpoint's state, when this is its only handle.
+    fn unique(&mut self, op: &'static str) -> Result<&mut Inner> {
+        let handles = Arc::strong_count(&self.inner) - 1;
+        Arc::get_mut(&mut self.inner).ok_or(Error::StillShared { op, handles })
+    }
+
+    /// How many handles of this endpoint exist, this one included.
+    pub fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
     }
 
     /// This process's rank.
     pub fn rank(&self) -> u32 {
-        self.rank
+        self.inner.rank
     }
 
     /// Number of ranks.
     pub fn size(&self) -> u32 {
-        self.size
+        self.inner.size
     }
 
     /// The provider in use.
     pub fn provider(&self) -> Provider {
-        self.shared.provider
+        self.inner.shared.provider
     }
 
     /// The `mr_mode` bits the provider granted, which this endpoint honours.
     pub fn mr_mode(&self) -> MrMode {
-        self.shared.mr_mode
+        self.inner.shared.mr_mode
     }
 
     /// Whether a receiver may hold several unexpected messages larger
@@ -799,7 +832,7 @@ impl Endpoint {
     /// with four ranks); callers there keep such exchanges in flight one
     /// at a time.
     pub fn queues_large_unexpected(&self) -> bool {
-        self.shared.source_match.queues_large_unexpected
+        self.inner.shared.source_match.queues_large_unexpected
     }
 
     /// Whether a message to a peer is processed there after every atomic
@@ -807,29 +840,30 @@ impl Endpoint {
     /// notice may follow an atomic still in flight (as a lock release)
     /// without waiting for it.
     pub fn orders_send_after_atomic(&self) -> bool {
-        self.shared.send_after_atomic
+        self.inner.shared.send_after_atomic
     }
 
     /// Whether the provider moves data without calls into it (tcp with
     /// `FI_PROGRESS_AUTO`).
     pub fn auto_progress(&self) -> bool {
-        self.shared.auto_progress
+        self.inner.shared.auto_progress
     }
 
     /// Records that `rank` has died: operations waiting on it fail with
     /// [`Error::PeerDead`], and new ones to it fail at once.
     pub fn mark_dead(&self, rank: u32) {
-        self.shared.mark_dead(rank);
+        self.inner.shared.mark_dead(rank);
     }
 
     /// Whether `rank` is known to have died (a cheap check while none has).
     pub fn is_dead(&self, rank: u32) -> bool {
-        self.shared.is_dead(rank)
+        self.inner.shared.is_dead(rank)
     }
 
     /// The ranks known to have died, in increasing order.
     pub fn dead_ranks(&self) -> Vec<u32> {
         let mut dead: Vec<u32> = self
+            .inner
             .shared
             .dead
             .lock()
@@ -846,17 +880,22 @@ impl Endpoint {
     /// the CPUs the ranks on its machine may run on together
     /// ([`crate::world::cpus_together`]); [`crate::World::init`] does, from
     /// the PMI key space.
+    ///
+    /// # Errors
+    /// [`Error::StillShared`] when other handles of the endpoint exist.
     pub fn set_hosts(
         &mut self,
         hosts: Vec<u64>,
         boards: Vec<String>,
         board: Mapping,
         host_cpus: usize,
-    ) {
-        self.hosts = hosts;
-        self.boards = boards;
-        self._board = Some(Mutex::new(board));
-        self.host_cpus = host_cpus;
+    ) -> Result<()> {
+        let inner = self.unique("set hosts")?;
+        inner.hosts = hosts;
+        inner.boards = boards;
+        inner._board = Some(Mutex::new(board));
+        inner.host_cpus = host_cpus;
+        Ok(())
     }
 
     /// The CPUs the ranks on this process's machine may run on together
@@ -864,15 +903,15 @@ impl Endpoint {
     /// same on each of them, so that they can agree on what depends on it
     /// without a message (the host's online CPUs when unknown).
     pub fn host_cpus(&self) -> usize {
-        self.host_cpus
+        self.inner.host_cpus
     }
 
     /// The ranks on this process's host (all of them when hosts are
     /// unknown).
     pub fn host_ranks(&self) -> usize {
-        match self.host_of(self.rank) {
-            Some(here) => self.hosts.iter().filter(|&&h| h == here).count(),
-            None => self.size as usize,
+        match self.host_of(self.inner.rank) {
+            Some(here) => self.inner.hosts.iter().filter(|&&h| h == here).count(),
+            None => self.inner.size as usize,
         }
     }
 
@@ -882,7 +921,8 @@ impl Endpoint {
     /// directory of windows and its barrier counters there). `None` when
     /// unknown (an endpoint opened without [`crate::World`]).
     pub fn board_name(&self, rank: u32) -> Option<&str> {
-        self.boards
+        self.inner
+            .boards
             .get(rank as usize)
             .map(String::as_str)
             .filter(|n| !n.is_empty())
@@ -891,7 +931,7 @@ impl Endpoint {
     /// The host identity of `rank`, when known: ranks with the same one
     /// share a host and can map each other's shared memory.
     pub fn host_of(&self, rank: u32) -> Option<u64> {
-        self.hosts.get(rank as usize).copied()
+        self.inner.hosts.get(rank as usize).copied()
     }
 
     /// A backoff for waits on this endpoint's peers: upper layers' waits use
@@ -901,7 +941,7 @@ impl Endpoint {
     /// RMA ends wakes as it arrives, and a wait on anything else (shared
     /// memory a peer writes) looks again as often as a sleeping one.
     pub fn backoff(&self) -> Backoff {
-        self.shared.backoff()
+        self.inner.shared.backoff()
     }
 
     /// Sets how long waits spin before yielding: [`World::init`] sets zero
@@ -910,7 +950,7 @@ impl Endpoint {
     ///
     /// [`World::init`]: crate::World::init
     pub fn set_spin(&self, spin: Duration) {
-        self.shared.spin_ns.store(
+        self.inner.shared.spin_ns.store(
             spin.as_nanos().min(u128::from(u64::MAX)) as u64,
             Ordering::Relaxed,
         );
@@ -920,7 +960,7 @@ impl Endpoint {
     /// ([`EndpointConfig::timeout`]); upper layers bound their own waits by
     /// it too.
     pub fn timeout(&self) -> Duration {
-        self.shared.timeout
+        self.inner.shared.timeout
     }
 
     /// Tells the background progress thread that the application is busy
@@ -934,7 +974,7 @@ impl Endpoint {
     /// not an atomic add (a locked instruction per call): the thread only
     /// looks for a change, which threads racing here still make.
     pub fn note_busy(&self) {
-        let busy = &self.shared.app_busy;
+        let busy = &self.inner.shared.app_busy;
         busy.store(
             busy.load(Ordering::Relaxed).wrapping_add(1),
             Ordering::Relaxed,
@@ -944,8 +984,8 @@ impl Endpoint {
     /// Makes progress once: reads the completion queue, which also drives
     /// the provider's data movement. Returns the completions read.
     pub fn progress(&self) -> usize {
-        self.shared.note_app_progress();
-        self.shared.lock().poll()
+        self.inner.shared.note_app_progress();
+        self.inner.shared.lock().poll()
     }
 
     /// Registers `len` bytes of fresh zeroed memory for `access` by peers.
@@ -954,7 +994,11 @@ impl Endpoint {
     /// [`Error::Fabric`] when `fi_mr_reg` (or, under `FI_MR_ENDPOINT`,
     /// binding it) fails; [`Error::Io`] when memory runs out.
     pub fn register(&self, len: usize, access: Access) -> Result<MemoryRegion> {
-        MemoryRegion::register(Arc::clone(&self.shared), Mapping::anonymous(len)?, access)
+        MemoryRegion::register(
+            Arc::clone(&self.inner.shared),
+            Mapping::anonymous(len)?,
+            access,
+        )
     }
 
     /// As [`Endpoint::register`], in named shared memory that processes on
@@ -966,20 +1010,20 @@ impl Endpoint {
     /// As [`Endpoint::register`].
     pub fn register_shared(&self, len: usize, access: Access) -> Result<MemoryRegion> {
         MemoryRegion::register(
-            Arc::clone(&self.shared),
+            Arc::clone(&self.inner.shared),
             Mapping::create_shared(len)?,
             access,
         )
     }
 
     fn check_peer(&self, rank: u32, op: &'static str) -> Result<()> {
-        if rank >= self.size {
+        if rank >= self.inner.size {
             return Err(Error::InvalidRank {
                 rank,
-                size: self.size,
+                size: self.inner.size,
             });
         }
-        if self.shared.is_dead(rank) {
+        if self.inner.shared.is_dead(rank) {
             return Err(Error::PeerDead { op, rank });
         }
         Ok(())
@@ -989,7 +1033,7 @@ impl Endpoint {
     #[cold]
     fn local_desc(&self, core: &Core, ptr: *const u8, len: usize) -> Result<LocalDesc> {
         let mut out = LocalDesc::NONE;
-        if let Some(desc) = self.shared.local_desc(ptr as usize, len) {
+        if let Some(desc) = self.inner.shared.local_desc(ptr as usize, len) {
             out.desc = desc;
             return Ok(out);
         }
@@ -1002,8 +1046,8 @@ impl Endpoint {
                 ptr,
                 len,
                 sys::FI_READ | sys::FI_WRITE | sys::FI_SEND | sys::FI_RECV,
-                self.shared.next_key(),
-                self.shared.mr_mode,
+                self.inner.shared.next_key(),
+                self.inner.shared.mr_mode,
             )
         }?;
         out.temporary = mr;
@@ -1028,9 +1072,9 @@ impl Endpoint {
         self.check_peer(rank, op)?;
         let mut backoff: Option<Backoff> = None;
         loop {
-            let mut core = self.shared.lock();
+            let mut core = self.inner.shared.lock();
             let addr = core.addr(rank)?;
-            let desc = if self.shared.mr_mode.contains(MrMode::LOCAL) {
+            let desc = if self.inner.shared.mr_mode.contains(MrMode::LOCAL) {
                 self.local_desc(&core, buffer.0, buffer.1)?
             } else {
                 LocalDesc::NONE
@@ -1048,16 +1092,18 @@ impl Endpoint {
             // The provider's queues are full: make progress, then retry.
             core.poll();
             drop(core);
-            self.shared.note_app_progress();
-            if self.shared.is_dead(rank) {
+            self.inner.shared.note_app_progress();
+            if self.inner.shared.is_dead(rank) {
                 return Err(Error::PeerDead { op, rank });
             }
-            let waited = backoff.get_or_insert_with(|| self.shared.backoff()).pause();
-            if waited > self.shared.timeout {
+            let waited = backoff
+                .get_or_insert_with(|| self.inner.shared.backoff())
+                .pause();
+            if waited > self.inner.shared.timeout {
                 return Err(Error::Timeout {
                     op,
                     rank,
-                    after: self.shared.timeout,
+                    after: self.inner.shared.timeout,
                 });
             }
         }
@@ -1067,12 +1113,12 @@ impl Endpoint {
     /// application polls); [`Error::Timeout`] for `op`, naming this rank,
     /// once `backoff` has waited past the endpoint's timeout.
     fn pause_within_timeout(&self, backoff: &mut Backoff, op: &'static str) -> Result<()> {
-        self.shared.note_app_progress();
-        if backoff.pause() > self.shared.timeout {
+        self.inner.shared.note_app_progress();
+        if backoff.pause() > self.inner.shared.timeout {
             return Err(Error::Timeout {
                 op,
-                rank: self.rank,
-                after: self.shared.timeout,
+                rank: self.inner.rank,
+                after: self.inner.shared.timeout,
             });
         }
         Ok(())
@@ -1097,7 +1143,7 @@ impl Endpoint {
         // An abandoned operation keeps its temporary registration: the
         // provider may still hold it.
         if !desc.temporary.is_null() && !abandoned {
-            let _core = self.shared.lock();
+            let _core = self.inner.shared.lock();
             desc.close();
         }
         result
@@ -1145,13 +1191,13 @@ impl Endpoint {
         token: u64,
         mut on_timeout: OnTimeout,
     ) -> Result<Finished> {
-        let mut backoff = self.shared.backoff();
-        let mut limit = Some(self.shared.timeout);
+        let mut backoff = self.inner.shared.backoff();
+        let mut limit = Some(self.inner.shared.timeout);
         let mut dead_seen = false;
         let mut polls: u32 = 0;
         loop {
             {
-                let mut core = self.shared.lock();
+                let mut core = self.inner.shared.lock();
                 for _ in 0..POLLS_PER_LOCK {
                     if core.poll() > 0 {
                         break;
@@ -1163,17 +1209,17 @@ impl Endpoint {
             }
             polls = polls.wrapping_add(1);
             if polls % 64 == 1 {
-                self.shared.note_app_progress();
+                self.inner.shared.note_app_progress();
             }
             let waited = backoff.pause();
-            if !dead_seen && self.shared.is_dead(rank) {
+            if !dead_seen && self.inner.shared.is_dead(rank) {
                 dead_seen = true;
                 limit = Some(waited + DEAD_PEER_GRACE);
             }
             if limit.is_none_or(|limit| waited <= limit) {
                 continue;
             }
-            let mut core = self.shared.lock();
+            let mut core = self.inner.shared.lock();
             let given_up = if dead_seen {
                 if matches!(on_timeout, OnTimeout::Cancel) {
                     // SAFETY: the endpoint is open; token is the context of a
@@ -1207,7 +1253,7 @@ impl Endpoint {
                 Error::Timeout {
                     op,
                     rank,
-                    after: self.shared.timeout,
+                    after: self.inner.shared.timeout,
                 }
             };
             return Err(given_up);
@@ -1239,11 +1285,11 @@ impl Endpoint {
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
+        &self.inner.shared
     }
 }
 
-impl Drop for Endpoint {
+impl Drop for Inner {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
         if let Some(thread) = self.background.take() {

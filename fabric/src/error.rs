@@ -158,6 +158,15 @@ pub enum Error {
         /// The server's message.
         message: Box<str>,
     },
+    /// A call that needs the only handle of the endpoint (connecting,
+    /// finalizing) while others are still held.
+    #[error("{op}: {handles} other handle(s) of the endpoint are still held (windows, communicators, exposures or clones); drop them first")]
+    StillShared {
+        /// What was refused.
+        op: &'static str,
+        /// How many other handles there are.
+        handles: usize,
+    },
     /// An I/O error outside libfabric (sockets, pipes, processes).
     #[error("{what}: {source}")]
     Io {

@@ -30,10 +30,15 @@ pub struct Mapping {
 }
 
 // SAFETY: the mapping owns its pages; moving it to another thread moves
-// that ownership. It is not Sync: two threads copying into overlapping bytes
-// would race (other processes write outside this process's Rust code, as
-// RMA semantics allow).
+// that ownership.
 unsafe impl Send for Mapping {}
+// SAFETY: no method hands out a reference to the bytes: `&self` methods
+// copy through raw pointers (bounds checked) or use atomics, exactly as
+// other processes mapping the same pages do. Threads of this process
+// copying into overlapping bytes at once mix old and new bytes, as
+// conflicting RMA accesses from other processes already may (MPI leaves
+// their result undefined); nothing else is shared.
+unsafe impl Sync for Mapping {}
 
 fn page_size(len: usize) -> Result<usize> {
     len.max(1)

@@ -130,8 +130,8 @@ impl RemoteMemory {
 /// Peers write into the region at any time, so it hands out no Rust
 /// references to its bytes: read and write it by copying
 /// ([`MemoryRegion::read_bytes`], [`MemoryRegion::write_bytes`]) or through
-/// atomics ([`MemoryRegion::atomic_u64`]). It can move between threads but
-/// not be shared by them.
+/// atomics ([`MemoryRegion::atomic_u64`]). Threads may share it as
+/// processes do.
 pub struct MemoryRegion {
     // Declared first: the registration is closed before the pages go.
     mr: *mut sys::fid_mr,
@@ -144,9 +144,12 @@ pub struct MemoryRegion {
 
 // SAFETY: the region owns its mapping (Send) and its registration handle,
 // which is used only in register() and Drop, both under the endpoint's lock,
-// so the region may move to another thread. It is not Sync, like its
-// mapping.
+// so the region may move to another thread.
 unsafe impl Send for MemoryRegion {}
+// SAFETY: `&self` methods only read the plain fields or go through the
+// mapping's copies and atomics (Sync, see Mapping); the registration
+// handle is not touched through `&self`.
+unsafe impl Sync for MemoryRegion {}
 
 impl MemoryRegion {
     pub(crate) fn register(

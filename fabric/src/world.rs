@@ -116,7 +116,7 @@ impl World {
         if local.len() > usable {
             endpoint.set_spin(std::time::Duration::ZERO);
         }
-        endpoint.set_hosts(hosts, boards, board, host_cpus);
+        endpoint.set_hosts(hosts, boards, board, host_cpus)?;
         watch_failure_notices(Arc::downgrade(endpoint.shared()))?;
         Ok(World {
             endpoint,
@@ -134,7 +134,8 @@ impl World {
         self.endpoint.size()
     }
 
-    /// The endpoint, connected to every rank.
+    /// The endpoint, connected to every rank (clone it for a handle of
+    /// one's own).
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
@@ -154,11 +155,23 @@ impl World {
     }
 
     /// Waits for every rank, closes the endpoint, and tells the process
-    /// manager this process is done.
+    /// manager this process is done. Every other handle of the endpoint
+    /// (an `Rma`, its windows and exposures, communicators, clones) must be
+    /// dropped first: finalize refuses otherwise, rather than close an
+    /// endpoint that something still uses.
     ///
     /// # Errors
-    /// As [`Pmi::barrier`] and [`Pmi::finalize`].
+    /// [`Error::StillShared`] when other handles of the endpoint are held
+    /// (then nothing is waited for and the process manager is not told);
+    /// as [`Pmi::barrier`] and [`Pmi::finalize`].
     pub fn finalize(self) -> Result<()> {
+        let others = self.endpoint.handles() - 1;
+        if others > 0 {
+            return Err(Error::StillShared {
+                op: "finalize",
+                handles: others,
+            });
+        }
         let mut pmi = self.pmi.into_inner().unwrap_or_else(|p| p.into_inner());
         pmi.barrier()?;
         drop(self.endpoint);

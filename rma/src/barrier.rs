@@ -8,7 +8,7 @@
 //! here (so a counter never runs ahead of an unfinished barrier);
 //! barriers started while an earlier one is in flight use notices.
 
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use onesided_fabric::{Endpoint, Mapping};
@@ -23,11 +23,11 @@ pub(crate) const BARRIER_NOTICE: u16 = 0x0103;
 /// endpoint, the boards of peers on this host, this process's own counters
 /// and the notices received. (A trait, so that this module does not depend
 /// on the one holding the `Rma`.)
-pub(crate) trait Signals<'e> {
+pub(crate) trait Signals: Send + Sync {
     /// The endpoint.
-    fn endpoint(&self) -> &'e Endpoint;
+    fn endpoint(&self) -> &Endpoint;
     /// `rank`'s board, mapped, when it shares this host.
-    fn board(&self, rank: u32) -> Option<Rc<Mapping>>;
+    fn board(&self, rank: u32) -> Option<Arc<Mapping>>;
     /// How many of `group`'s barriers have completed here in order.
     fn barriers_done(&self, group: u64) -> u64;
     /// Records barrier `seq` of `group` as completed here.
@@ -39,9 +39,10 @@ pub(crate) trait Signals<'e> {
     fn take_barrier_notice(&self, id: u64, round: u32, from: u32) -> bool;
 }
 
-/// A nonblocking barrier in flight.
-pub struct Barrier<'r, 'e> {
-    rma: &'r dyn Signals<'e>,
+/// A nonblocking barrier in flight: an owned request (it keeps its `Rma`
+/// alive), which may move to another thread.
+pub struct Barrier {
+    rma: Arc<dyn Signals>,
     group: Group,
     me: u32,
     id: u64,
@@ -51,14 +52,8 @@ pub struct Barrier<'r, 'e> {
     signalled: bool,
 }
 
-impl<'r, 'e> Barrier<'r, 'e> {
-    pub(crate) fn new(
-        rma: &'r dyn Signals<'e>,
-        group: Group,
-        me: u32,
-        id: u64,
-        seq: u64,
-    ) -> Barrier<'r, 'e> {
+impl Barrier {
+    pub(crate) fn new(rma: Arc<dyn Signals>, group: Group, me: u32, id: u64, seq: u64) -> Barrier {
         Barrier {
             rma,
             group,
@@ -78,7 +73,7 @@ impl<'r, 'e> Barrier<'r, 'e> {
     }
 }
 
-impl Request for Barrier<'_, '_> {
+impl Request for Barrier {
     fn test(&mut self) -> Result<bool, Error> {
         let n = self.group.size();
         let ep = self.rma.endpoint();

@@ -19,9 +19,9 @@
 //! all taken the entry is not published and readers fall back to messages
 //! (after a while).
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{fence, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use onesided_fabric::{world::BOARD_LEN, Endpoint, Mapping};
 
@@ -54,9 +54,9 @@ fn slots(key: u64) -> impl Iterator<Item = usize> {
 pub(crate) struct Directory {
     map: Mapping,
     /// Directory slots in use, by id.
-    used: RefCell<HashMap<u64, usize>>,
+    used: Mutex<HashMap<u64, usize>>,
     /// Counter slots claimed, by group key (kept for good).
-    groups: RefCell<HashMap<u64, usize>>,
+    groups: Mutex<HashMap<u64, usize>>,
 }
 
 impl Directory {
@@ -79,8 +79,8 @@ impl Directory {
         }
         Ok(Directory {
             map,
-            used: RefCell::default(),
-            groups: RefCell::default(),
+            used: Mutex::default(),
+            groups: Mutex::default(),
         })
     }
 
@@ -91,7 +91,7 @@ impl Directory {
         if id == 0 {
             return false;
         }
-        let mut used = self.used.borrow_mut();
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
         let slot = match used.get(&id) {
             Some(&slot) => slot,
             None => match slots(id).find(|s| !used.values().any(|u| u == s)) {
@@ -116,7 +116,12 @@ impl Directory {
 
     /// Withdraws `id` (if published).
     pub(crate) fn withdraw(&self, id: u64) {
-        if let Some(slot) = self.used.borrow_mut().remove(&id) {
+        if let Some(slot) = self
+            .used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id)
+        {
             self.write_slot(slot, 0, |_, _| Ok(()));
         }
     }
@@ -147,7 +152,7 @@ impl Directory {
         if group == 0 {
             return false;
         }
-        let mut groups = self.groups.borrow_mut();
+        let mut groups = self.groups.lock().unwrap_or_else(PoisonError::into_inner);
         let slot = match groups.get(&group) {
             Some(&slot) => slot,
             None => {
@@ -236,8 +241,8 @@ mod tests {
     fn standalone() -> Directory {
         Directory {
             map: Mapping::create_shared(LEN).unwrap(),
-            used: RefCell::default(),
-            groups: RefCell::default(),
+            used: Mutex::default(),
+            groups: Mutex::default(),
         }
     }
 

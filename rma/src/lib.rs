@@ -49,3 +49,18 @@ pub use lock::LockKind;
 pub use request::{test_all, wait_all, wait_any, Request};
 pub use transfer::{Rget, Rput};
 pub use window::{Epoch, Exposure, FastMap, Fnv, Rma, Window};
+
+#[cfg(test)]
+mod tests {
+    /// Compiles only while the handles can be given to other threads.
+    #[test]
+    fn handles_can_move_to_other_threads() {
+        fn send<T: Send>() {}
+        fn shared<T: Send + Sync>() {}
+        shared::<crate::Rma>();
+        shared::<crate::Exposure>();
+        send::<crate::Window>();
+        send::<crate::Barrier>();
+        shared::<onesided_fabric::Endpoint>();
+    }
+}

@@ -3,9 +3,7 @@
 //! request and its window (so that `flush`, `unlock`, `fence` and `free`
 //! can complete it), and the requests themselves.
 
-use std::cell::RefCell;
-use std::marker::PhantomData;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use onesided_fabric::progress::Backoff;
@@ -17,25 +15,29 @@ use onesided_fabric::Endpoint;
 use crate::Error;
 
 /// A transfer to a target, and its outcome once completed.
-pub(crate) struct Inflight<'a> {
+pub(crate) struct Inflight {
     target: u32,
-    state: RefCell<State<'a>>,
+    state: Mutex<State>,
 }
 
-enum State<'a> {
-    Running(Transfer<'a>),
+enum State {
+    Running(Transfer),
     /// Completed; the outcome waits for its request.
-    Done(Result<Transfer<'a>, Error>),
+    Done(Result<Transfer, Error>),
     /// The request has taken the outcome.
     Taken,
 }
 
-impl<'a> Inflight<'a> {
-    pub(crate) fn new(target: u32, transfer: Transfer<'a>) -> Inflight<'a> {
+impl Inflight {
+    pub(crate) fn new(target: u32, transfer: Transfer) -> Inflight {
         Inflight {
             target,
-            state: RefCell::new(State::Running(transfer)),
+            state: Mutex::new(State::Running(transfer)),
         }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn target(&self) -> u32 {
@@ -43,12 +45,12 @@ impl<'a> Inflight<'a> {
     }
 
     pub(crate) fn is_done(&self) -> bool {
-        !matches!(*self.state.borrow(), State::Running(_))
+        !matches!(*self.state(), State::Running(_))
     }
 
     /// Tests the transfer once (`wait`: waits for it), keeping its outcome.
     fn step(&self, wait: bool) {
-        let mut state = self.state.borrow_mut();
+        let mut state = self.state();
         let State::Running(transfer) = &mut *state else {
             return;
         };
@@ -72,13 +74,13 @@ impl<'a> Inflight<'a> {
     /// whether it succeeded (or its outcome was taken already).
     pub(crate) fn finish(&self) -> bool {
         self.step(true);
-        !matches!(&*self.state.borrow(), State::Done(Err(_)))
+        !matches!(&*self.state(), State::Done(Err(_)))
     }
 
     /// Tests once; the outcome, the first time it is there.
-    fn take(&self) -> Option<Result<Transfer<'a>, Error>> {
+    fn take(&self) -> Option<Result<Transfer, Error>> {
         self.step(false);
-        let mut state = self.state.borrow_mut();
+        let mut state = self.state();
         if let State::Done(_) = &*state {
             if let State::Done(outcome) = std::mem::replace(&mut *state, State::Taken) {
                 return Some(outcome);
@@ -90,31 +92,25 @@ impl<'a> Inflight<'a> {
 
 /// A request-based read ([`crate::Window::rget`]): the bytes reach the
 /// caller's buffer when it completes. It borrows its window for `'w`
-/// (which may not be freed meanwhile) without naming it.
-pub struct Rget<'w, 'b, 'a> {
-    ep: &'a Endpoint,
-    window: PhantomData<&'w ()>,
+/// (which may not be freed meanwhile) through the window's endpoint.
+pub struct Rget<'w, 'b> {
+    ep: &'w Endpoint,
     /// `None`: completed (copied already, or finished).
-    inflight: Option<Rc<Inflight<'a>>>,
+    inflight: Option<Arc<Inflight>>,
     buf: &'b mut [u8],
 }
 
-impl<'w, 'b, 'a> Rget<'w, 'b, 'a> {
+impl<'w, 'b> Rget<'w, 'b> {
     pub(crate) fn new(
-        ep: &'a Endpoint,
-        inflight: Option<Rc<Inflight<'a>>>,
+        ep: &'w Endpoint,
+        inflight: Option<Arc<Inflight>>,
         buf: &'b mut [u8],
-    ) -> Rget<'w, 'b, 'a> {
-        Rget {
-            ep,
-            window: PhantomData,
-            inflight,
-            buf,
-        }
+    ) -> Rget<'w, 'b> {
+        Rget { ep, inflight, buf }
     }
 }
 
-impl Request for Rget<'_, '_, '_> {
+impl Request for Rget<'_, '_> {
     fn test(&mut self) -> Result<bool, Error> {
         let Some(inflight) = &self.inflight else {
             return Ok(true);
@@ -142,23 +138,18 @@ impl Request for Rget<'_, '_, '_> {
 /// A request-based write ([`crate::Window::rput`]): complete when the
 /// bytes are in the target's memory. It borrows its window for `'w`, as
 /// [`Rget`] does.
-pub struct Rput<'w, 'a> {
-    ep: &'a Endpoint,
-    window: PhantomData<&'w ()>,
-    inflight: Option<Rc<Inflight<'a>>>,
+pub struct Rput<'w> {
+    ep: &'w Endpoint,
+    inflight: Option<Arc<Inflight>>,
 }
 
-impl<'w, 'a> Rput<'w, 'a> {
-    pub(crate) fn new(ep: &'a Endpoint, inflight: Option<Rc<Inflight<'a>>>) -> Rput<'w, 'a> {
-        Rput {
-            ep,
-            window: PhantomData,
-            inflight,
-        }
+impl<'w> Rput<'w> {
+    pub(crate) fn new(ep: &'w Endpoint, inflight: Option<Arc<Inflight>>) -> Rput<'w> {
+        Rput { ep, inflight }
     }
 }
 
-impl Request for Rput<'_, '_> {
+impl Request for Rput<'_> {
     fn test(&mut self) -> Result<bool, Error> {
         let Some(inflight) = &self.inflight else {
             return Ok(true);

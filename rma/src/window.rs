@@ -78,8 +78,8 @@
 use onesided_fabric::{Access, Endpoint, Mapping, MemoryRegion, RemoteMemory};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
 use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::barrier::{Barrier, Signals, BARRIER_NOTICE};
@@ -186,43 +186,53 @@ struct Peer {
     header: RemoteMemory,
     data: RemoteMemory,
     /// Its memory mapped here, when it lives on this host: header, data.
-    maps: Option<(Rc<Mapping>, Option<Rc<Mapping>>)>,
+    maps: Option<(Arc<Mapping>, Option<Arc<Mapping>>)>,
 }
 
 /// The RMA state of one endpoint: its exposures as served to peers, and
-/// the peers' descriptors (and shared memory) as cached here. It and its
-/// windows belong to the thread that made them (peers' memory is mapped
-/// here and copied to and from without locks); the endpoint's progress
-/// thread serves peers meanwhile.
-pub struct Rma<'e> {
-    pub(crate) ep: &'e Endpoint,
+/// the peers' descriptors (and shared memory) as cached here. A handle:
+/// clones share it, and its windows and exposures hold it too, so that it
+/// lives (and keeps serving) until the last of them is dropped, whatever
+/// the order. It is `Send`: a thread may be given a clone (and windows of
+/// its own); peers' memory is mapped here and copied to and from without
+/// locks, and the registry behind the handle is locked only when a window
+/// first meets a peer, exposes or releases. The endpoint's progress thread
+/// serves peers meanwhile.
+#[derive(Clone)]
+pub struct Rma {
+    state: Arc<State>,
+}
+
+/// What the handles of one [`Rma`] share.
+pub(crate) struct State {
+    pub(crate) ep: Endpoint,
     served: Arc<Mutex<Served>>,
-    peers: RefCell<FastMap<(u32, u64), Rc<Peer>>>,
-    attachments: RefCell<FastMap<(u32, u64), Rc<Attachments>>>,
+    peers: Mutex<FastMap<(u32, u64), Arc<Peer>>>,
+    attachments: Mutex<FastMap<(u32, u64), Arc<Attachments>>>,
     /// Peers' shared memory mapped here, by name: kept across windows,
     /// since freed regions are reused.
-    mappings: RefCell<FastMap<String, Rc<Mapping>>>,
+    mappings: Mutex<FastMap<String, Arc<Mapping>>>,
     /// Registered data regions ready for the next exposures.
-    pool: RefCell<Vec<MemoryRegion>>,
+    pool: Mutex<Vec<MemoryRegion>>,
     /// Registered header regions ready for the next exposures.
-    headers: RefCell<Vec<MemoryRegion>>,
+    headers: Mutex<Vec<MemoryRegion>>,
     /// Regions peers may still access: kept, never reused, while the `Rma`
     /// lives.
-    retired: RefCell<Vec<MemoryRegion>>,
+    retired: Mutex<Vec<MemoryRegion>>,
     /// Exposures released here that peers may still access.
-    releasing: RefCell<Vec<Releasing>>,
+    releasing: Mutex<Vec<Releasing>>,
     /// Collective objects created per (member list, kind).
-    created: RefCell<FastMap<(u64, u8), u64>>,
+    created: Mutex<FastMap<(u64, u8), u64>>,
     /// This process's exposures, for peers on this host to read.
     directory: Directory,
     /// Per group key: barriers completed in order, and those completed
     /// ahead of an earlier one.
-    barriers_done: RefCell<FastMap<u64, (u64, FastSet<u64>)>>,
+    barriers_done: Mutex<FastMap<u64, (u64, FastSet<u64>)>>,
     /// Boards of peers on this host, mapped on first use (`None`: none).
-    boards: RefCell<FastMap<u32, Option<Rc<Mapping>>>>,
+    boards: Mutex<FastMap<u32, Option<Arc<Mapping>>>>,
 }
 
-impl<'e> Rma<'e> {
+impl Rma {
     /// Starts serving this process's windows on `ep`. One `Rma` per
     /// endpoint for the life of the process: windows and barriers are
     /// numbered per group, and those numbers live on the endpoint's board.
@@ -230,7 +240,7 @@ impl<'e> Rma<'e> {
     /// # Errors
     /// [`Error::Fabric`] when the services are served already on `ep`;
     /// [`Error::EpochConflict`] when an `Rma` was made on `ep` before.
-    pub fn new(ep: &'e Endpoint) -> Result<Rma<'e>, Error> {
+    pub fn new(ep: &Endpoint) -> Result<Rma, Error> {
         let directory = Directory::new(ep)?;
         let served = Arc::new(Mutex::new(Served::default()));
         let describe = Arc::clone(&served);
@@ -278,69 +288,27 @@ impl<'e> Rma<'e> {
             Vec::new()
         })?;
         Ok(Rma {
-            ep,
-            served,
-            peers: RefCell::default(),
-            attachments: RefCell::default(),
-            mappings: RefCell::default(),
-            pool: RefCell::default(),
-            headers: RefCell::default(),
-            retired: RefCell::default(),
-            releasing: RefCell::default(),
-            created: RefCell::default(),
-            directory,
-            boards: RefCell::default(),
-            barriers_done: RefCell::default(),
+            state: Arc::new(State {
+                ep: ep.clone(),
+                served,
+                peers: Mutex::default(),
+                attachments: Mutex::default(),
+                mappings: Mutex::default(),
+                pool: Mutex::default(),
+                headers: Mutex::default(),
+                retired: Mutex::default(),
+                releasing: Mutex::default(),
+                created: Mutex::default(),
+                directory,
+                boards: Mutex::default(),
+                barriers_done: Mutex::default(),
+            }),
         })
     }
 
     /// The endpoint.
-    pub fn endpoint(&self) -> &'e Endpoint {
-        self.ep
-    }
-
-    /// This process's group rank in `group`.
-    fn member(&self, group: &Group) -> Result<u32, Error> {
-        group
-            .group_rank(self.ep.rank())
-            .ok_or_else(|| Error::BadGroup(format!("rank {} is not a member", self.ep.rank())))
-    }
-
-    /// The number of the next collective object of `kind` over `group`,
-    /// the same on every member that creates them in the same order.
-    pub(crate) fn next_id(&self, group: &Group, kind: Kind) -> u64 {
-        self.next(group, kind).0
-    }
-
-    /// The id and the sequence number (from 1) of the next collective
-    /// object of `kind` over `group`.
-    fn next(&self, group: &Group, kind: Kind) -> (u64, u64) {
-        let mut created = self.created.borrow_mut();
-        let n = created.entry((group.key(), kind as u8)).or_insert(0);
-        *n += 1;
-        (collective_id(group, kind as u8, *n), *n)
-    }
-
-    /// `rank`'s board, when it is on this host and has one.
-    pub(crate) fn board(&self, rank: u32) -> Option<Rc<Mapping>> {
-        if let Some(known) = self.boards.borrow().get(&rank) {
-            return known.clone();
-        }
-        let board = self
-            .same_host(rank)
-            .then(|| self.ep.board_name(rank))
-            .flatten()
-            .and_then(|name| self.map(name, directory::LEN));
-        self.boards.borrow_mut().insert(rank, board.clone());
-        board
-    }
-
-    /// Whether `rank` shares this process's host (and its shared memory).
-    pub(crate) fn same_host(&self, rank: u32) -> bool {
-        match (self.ep.host_of(rank), self.ep.host_of(self.ep.rank())) {
-            (Some(a), Some(b)) => a == b,
-            _ => false,
-        }
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.state.ep
     }
 
     /// Opens `len` bytes of this process's memory to `group` (which it must
@@ -360,25 +328,20 @@ impl<'e> Rma<'e> {
     /// # Errors
     /// [`Error::BadGroup`] when this process is not a member;
     /// [`Error::Fabric`] when registering fails.
-    pub fn expose(
-        &self,
-        group: &Group,
-        len: usize,
-        read_only: bool,
-    ) -> Result<Exposure<'_>, Error> {
-        self.member(group)?;
+    pub fn expose(&self, group: &Group, len: usize, read_only: bool) -> Result<Exposure, Error> {
+        self.state.member(group)?;
         let access = if read_only {
             Access::REMOTE_READ
         } else {
             Access::REMOTE_READ | Access::REMOTE_WRITE
         };
-        let header = self.region(
-            &self.headers,
+        let header = self.state.region(
+            &self.state.headers,
             HEADER,
             Access::REMOTE_READ | Access::REMOTE_WRITE,
         )?;
         let data = if len > 0 {
-            Some(self.region(&self.pool, len, access)?)
+            Some(self.state.region(&self.state.pool, len, access)?)
         } else {
             None
         };
@@ -387,7 +350,7 @@ impl<'e> Rma<'e> {
         let nonce = nonce();
         header.write_bytes(LOCK_WORD, &0u64.to_le_bytes())?;
         header.write_bytes(NONCE, &nonce.to_le_bytes())?;
-        let id = self.next_id(group, Kind::Exposure);
+        let id = self.state.next_id(group, Kind::Exposure);
         let described = Described::Exposure {
             header: header.remote(),
             // Peers see this exposure's length, not the (pooled) region's.
@@ -413,17 +376,19 @@ impl<'e> Rma<'e> {
             ),
         };
         Ok(Exposure {
-            rma: self,
-            id,
-            group: group.clone(),
-            header: Some(header),
-            data,
-            len,
-            windows: Cell::new(0),
-            freed: Cell::new(0),
-            tainted: Cell::new(false),
-            described: RefCell::new(Some(described)),
-            dynamic: RefCell::new(None),
+            state: Arc::new(Exposed {
+                rma: Arc::clone(&self.state),
+                id,
+                group: group.clone(),
+                header: Some(header),
+                data,
+                len,
+                windows: AtomicU64::new(0),
+                freed: AtomicU64::new(0),
+                tainted: AtomicBool::new(false),
+                described: Mutex::new(Some(described)),
+                dynamic: Mutex::new(None),
+            }),
         })
     }
 
@@ -436,8 +401,8 @@ impl<'e> Rma<'e> {
     /// descriptor on first access (one round trip per peer, once per
     /// exposure); every later one reuses them: re-creating a window over
     /// memory already exposed, and freeing it, costs no traffic.
-    pub fn create<'a>(&'a self, exposure: &'a Exposure<'a>) -> Window<'a> {
-        Window::new(self, Memory::Borrowed(exposure), None)
+    pub fn create(&self, exposure: &Exposure) -> Window {
+        Window::new(Arc::clone(&exposure.state), None)
     }
 
     /// Creates a window of `len` bytes of new memory over `group` (as
@@ -452,9 +417,9 @@ impl<'e> Rma<'e> {
     ///
     /// # Errors
     /// As [`Rma::expose`].
-    pub fn allocate(&self, group: &Group, len: usize) -> Result<Window<'_>, Error> {
+    pub fn allocate(&self, group: &Group, len: usize) -> Result<Window, Error> {
         let exposure = self.expose(group, len, false)?;
-        Ok(Window::new(self, Memory::Owned(Box::new(exposure)), None))
+        Ok(Window::new(exposure.state, None))
     }
 
     /// As [`Rma::allocate`], for a window its peers only read: its memory
@@ -464,9 +429,9 @@ impl<'e> Rma<'e> {
     ///
     /// # Errors
     /// As [`Rma::expose`].
-    pub fn allocate_read_only(&self, group: &Group, len: usize) -> Result<Window<'_>, Error> {
+    pub fn allocate_read_only(&self, group: &Group, len: usize) -> Result<Window, Error> {
         let exposure = self.expose(group, len, true)?;
-        Ok(Window::new(self, Memory::Owned(Box::new(exposure)), None))
+        Ok(Window::new(exposure.state, None))
     }
 
     /// Creates a window over `group` without memory
@@ -479,13 +444,9 @@ impl<'e> Rma<'e> {
     ///
     /// # Errors
     /// As [`Rma::expose`].
-    pub fn create_dynamic(&self, group: &Group) -> Result<Window<'_>, Error> {
+    pub fn create_dynamic(&self, group: &Group) -> Result<Window, Error> {
         let exposure = self.expose(group, 0, false)?;
-        let window = Window::new(
-            self,
-            Memory::Owned(Box::new(exposure)),
-            Some(RefCell::default()),
-        );
+        let window = Window::new(exposure.state, Some(RefCell::default()));
         window.describe_attachments(&[]);
         Ok(window)
     }
@@ -500,23 +461,75 @@ impl<'e> Rma<'e> {
     ///
     /// # Errors
     /// [`Error::BadGroup`] when this process is not a member.
-    pub fn ibarrier(&self, group: &Group) -> Result<Barrier<'_, 'e>, Error> {
-        let me = self.member(group)?;
-        let (id, seq) = self.next(group, Kind::Barrier);
-        Ok(Barrier::new(self, group.clone(), me, id, seq))
+    pub fn ibarrier(&self, group: &Group) -> Result<Barrier, Error> {
+        State::ibarrier(&self.state, group)
+    }
+}
+
+impl State {
+    /// See [`Rma::ibarrier`].
+    fn ibarrier(this: &Arc<State>, group: &Group) -> Result<Barrier, Error> {
+        let me = this.member(group)?;
+        let (id, seq) = this.next(group, Kind::Barrier);
+        let signals: Arc<dyn Signals> = this.clone();
+        Ok(Barrier::new(signals, group.clone(), me, id, seq))
+    }
+
+    /// This process's group rank in `group`.
+    fn member(&self, group: &Group) -> Result<u32, Error> {
+        group
+            .group_rank(self.ep.rank())
+            .ok_or_else(|| Error::BadGroup(format!("rank {} is not a member", self.ep.rank())))
+    }
+
+    /// The number of the next collective object of `kind` over `group`,
+    /// the same on every member that creates them in the same order.
+    pub(crate) fn next_id(&self, group: &Group, kind: Kind) -> u64 {
+        self.next(group, kind).0
+    }
+
+    /// The id and the sequence number (from 1) of the next collective
+    /// object of `kind` over `group`.
+    fn next(&self, group: &Group, kind: Kind) -> (u64, u64) {
+        let mut created = lock_state(&self.created);
+        let n = created.entry((group.key(), kind as u8)).or_insert(0);
+        *n += 1;
+        (collective_id(group, kind as u8, *n), *n)
+    }
+
+    /// `rank`'s board, when it is on this host and has one.
+    pub(crate) fn board(&self, rank: u32) -> Option<Arc<Mapping>> {
+        if let Some(known) = lock_state(&self.boards).get(&rank) {
+            return known.clone();
+        }
+        let board = self
+            .same_host(rank)
+            .then(|| self.ep.board_name(rank))
+            .flatten()
+            .and_then(|name| self.map(name, directory::LEN));
+        lock_state(&self.boards).insert(rank, board.clone());
+        board
+    }
+
+    /// Whether `rank` shares this process's host (and its shared memory).
+    pub(crate) fn same_host(&self, rank: u32) -> bool {
+        match (self.ep.host_of(rank), self.ep.host_of(self.ep.rank())) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        }
     }
 
     /// A registered shared region of at least `len` bytes with `access`:
     /// the smallest that fits from `pool`, else a new one.
     fn region(
         &self,
-        pool: &RefCell<Vec<MemoryRegion>>,
+        pool: &Mutex<Vec<MemoryRegion>>,
         len: usize,
         access: Access,
     ) -> Result<MemoryRegion, Error> {
         self.collect_releases();
         let pooled = {
-            let mut pool = pool.borrow_mut();
+            let mut pool = lock_state(pool);
             let best = pool
                 .iter()
                 .enumerate()
@@ -532,9 +545,9 @@ impl<'e> Rma<'e> {
     }
 
     /// Keeps a region in `pool` for the next exposures (a few at most).
-    fn pool(pool: &RefCell<Vec<MemoryRegion>>, region: MemoryRegion) {
+    fn pool(pool: &Mutex<Vec<MemoryRegion>>, region: MemoryRegion) {
         const POOLED: usize = 32;
-        let mut pool = pool.borrow_mut();
+        let mut pool = lock_state(pool);
         if pool.len() < POOLED {
             pool.push(region);
         }
@@ -551,11 +564,11 @@ impl<'e> Rma<'e> {
             served.pushed.retain(|(x, _), _| *x != id);
         }
         self.directory.withdraw(id);
-        self.peers.borrow_mut().retain(|(_, x), _| *x != id);
-        self.attachments.borrow_mut().retain(|(_, x), _| *x != id);
-        let mut mappings = self.mappings.borrow_mut();
+        lock_state(&self.peers).retain(|(_, x), _| *x != id);
+        lock_state(&self.attachments).retain(|(_, x), _| *x != id);
+        let mut mappings = lock_state(&self.mappings);
         if mappings.len() > MAPPINGS_KEPT {
-            mappings.retain(|_, m| Rc::strong_count(m) > 1);
+            mappings.retain(|_, m| Arc::strong_count(m) > 1);
         }
     }
 
@@ -630,9 +643,9 @@ impl<'e> Rma<'e> {
 
     /// How to reach exposure `id` at job rank `rank`: cached, else asked
     /// of the peer and mapped when the peer is on this host.
-    fn peer(&self, rank: u32, id: u64) -> Result<Rc<Peer>, Error> {
-        if let Some(peer) = self.peers.borrow().get(&(rank, id)) {
-            return Ok(Rc::clone(peer));
+    fn peer(&self, rank: u32, id: u64) -> Result<Arc<Peer>, Error> {
+        if let Some(peer) = lock_state(&self.peers).get(&(rank, id)) {
+            return Ok(Arc::clone(peer));
         }
         let Described::Exposure {
             header,
@@ -669,17 +682,17 @@ impl<'e> Rma<'e> {
         } else {
             None
         };
-        let peer = Rc::new(Peer { header, data, maps });
-        self.peers.borrow_mut().insert((rank, id), Rc::clone(&peer));
+        let peer = Arc::new(Peer { header, data, maps });
+        lock_state(&self.peers).insert((rank, id), Arc::clone(&peer));
         Ok(peer)
     }
 
     /// The attachments of dynamic window `id` at `rank`: cached, or asked
     /// again when `refresh`.
-    fn attached(&self, rank: u32, id: u64, refresh: bool) -> Result<Rc<Attachments>, Error> {
+    fn attached(&self, rank: u32, id: u64, refresh: bool) -> Result<Arc<Attachments>, Error> {
         if !refresh {
-            if let Some(list) = self.attachments.borrow().get(&(rank, id)) {
-                return Ok(Rc::clone(list));
+            if let Some(list) = lock_state(&self.attachments).get(&(rank, id)) {
+                return Ok(Arc::clone(list));
             }
         }
         let Described::Attachments(list) = self.look_up(rank, id, refresh)? else {
@@ -688,41 +701,41 @@ impl<'e> Rma<'e> {
             ))
             .into());
         };
-        let list = Rc::new(list);
-        self.attachments
-            .borrow_mut()
-            .insert((rank, id), Rc::clone(&list));
+        let list = Arc::new(list);
+        lock_state(&self.attachments).insert((rank, id), Arc::clone(&list));
         Ok(list)
     }
 
     /// A peer's shared memory `name` of at least `len` bytes, mapped once.
-    fn map(&self, name: &str, len: usize) -> Option<Rc<Mapping>> {
-        let mut mappings = self.mappings.borrow_mut();
+    fn map(&self, name: &str, len: usize) -> Option<Arc<Mapping>> {
+        let mut mappings = lock_state(&self.mappings);
         if let Some(m) = mappings.get(name).filter(|m| m.len() >= len) {
-            return Some(Rc::clone(m));
+            return Some(Arc::clone(m));
         }
-        let mapping = Rc::new(Mapping::open_shared(name, len).ok()?);
-        mappings.insert(name.to_string(), Rc::clone(&mapping));
+        let mapping = Arc::new(Mapping::open_shared(name, len).ok()?);
+        mappings.insert(name.to_string(), Arc::clone(&mapping));
         Some(mapping)
     }
 }
-impl<'e> Signals<'e> for Rma<'e> {
-    fn endpoint(&self) -> &'e Endpoint {
-        self.ep
+impl Signals for State {
+    fn endpoint(&self) -> &Endpoint {
+        &self.ep
     }
 
-    fn board(&self, rank: u32) -> Option<Rc<Mapping>> {
-        Rma::board(self, rank)
+    fn board(&self, rank: u32) -> Option<Arc<Mapping>> {
+        State::board(self, rank)
     }
 
     fn barriers_done(&self, group: u64) -> u64 {
-        self.barriers_done.borrow().get(&group).map_or(0, |d| d.0)
+        lock_state(&self.barriers_done)
+            .get(&group)
+            .map_or(0, |d| d.0)
     }
 
     /// Barriers completed out of order wait until the ones before them
     /// complete.
     fn barrier_done(&self, group: u64, seq: u64) {
-        let mut done = self.barriers_done.borrow_mut();
+        let mut done = lock_state(&self.barriers_done);
         let (upto, ahead) = done.entry(group).or_default();
         if seq > *upto {
             ahead.insert(seq);
@@ -742,8 +755,9 @@ impl<'e> Signals<'e> for Rma<'e> {
     }
 }
 
-impl Drop for Rma<'_> {
-    /// Waits, within the endpoint's timeout and while they live, until
+impl Drop for State {
+    /// When the last handle goes (the `Rma`'s clones, its windows and
+    /// exposures), waits, within the endpoint's timeout and while they live, until
     /// the other members released this process's released exposures too
     /// (they may still be accessing them), then stops serving.
     fn drop(&mut self) {
@@ -783,44 +797,50 @@ fn collective_id(group: &Group, kind: u8, n: u64) -> u64 {
 }
 
 /// Memory of this process open to a group ([`Rma::expose`]): windows are
-/// created over it ([`Rma::create`]) as often as wanted. Dropping it
-/// releases it: a notice to each other member, no wait; its registration
-/// goes back to the pool once every member has released it too (or, when
-/// a window over it was dropped without `free`, is kept unused, since
-/// peers may still access it).
-pub struct Exposure<'a> {
-    rma: &'a Rma<'a>,
+/// created over it ([`Rma::create`]) as often as wanted, and keep it as
+/// long as they live. It is released when the last of them and this
+/// handle are gone: a notice to each other member, no wait; its
+/// registration goes back to the pool once every member has released it
+/// too (or, when a window over it was dropped without `free`, is kept
+/// unused, since peers may still access it).
+pub struct Exposure {
+    state: Arc<Exposed>,
+}
+
+/// An exposure's state, shared by its handle and its windows.
+struct Exposed {
+    rma: Arc<State>,
     id: u64,
     group: Group,
     header: Option<MemoryRegion>,
     data: Option<MemoryRegion>,
     len: usize,
     /// Windows created over it, and freed.
-    windows: Cell<u64>,
-    freed: Cell<u64>,
+    windows: AtomicU64,
+    freed: AtomicU64,
     /// A window over it was dropped without `free`.
-    tainted: Cell<bool>,
+    tainted: AtomicBool,
     /// Its description, until the first window over it publishes it.
-    described: RefCell<Option<Described>>,
+    described: Mutex<Option<Described>>,
     /// The dynamic window it served (its number and its attachments'
     /// regions), once freed: released with it.
-    dynamic: RefCell<Option<(u64, Vec<MemoryRegion>)>>,
+    dynamic: Mutex<Option<(u64, Vec<MemoryRegion>)>>,
 }
 
-impl Exposure<'_> {
+impl Exposure {
     /// The group it is open to.
     pub fn group(&self) -> &Group {
-        &self.group
+        &self.state.group
     }
 
     /// Bytes exposed.
     pub fn len(&self) -> usize {
-        self.len
+        self.state.len
     }
 
     /// Whether no byte is exposed.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.state.len == 0
     }
 
     /// Copies elements out of the exposed memory, from byte `offset` (a
@@ -829,6 +849,20 @@ impl Exposure<'_> {
     /// # Errors
     /// [`Error::Fabric`] (`OutOfRange`) outside the exposure.
     pub fn read<T: bytemuck::Pod>(&self, offset: usize, out: &mut [T]) -> Result<(), Error> {
+        self.state.read(offset, out)
+    }
+
+    /// Copies elements into the exposed memory at byte `offset` (a store).
+    ///
+    /// # Errors
+    /// [`Error::Fabric`] (`OutOfRange`) outside the exposure.
+    pub fn write<T: bytemuck::Pod>(&self, offset: usize, data: &[T]) -> Result<(), Error> {
+        self.state.write(offset, data)
+    }
+}
+
+impl Exposed {
+    fn read<T: bytemuck::Pod>(&self, offset: usize, out: &mut [T]) -> Result<(), Error> {
         let out = bytemuck::cast_slice_mut(out);
         self.check(offset, out.len())?;
         match &self.data {
@@ -837,11 +871,7 @@ impl Exposure<'_> {
         }
     }
 
-    /// Copies elements into the exposed memory at byte `offset` (a store).
-    ///
-    /// # Errors
-    /// [`Error::Fabric`] (`OutOfRange`) outside the exposure.
-    pub fn write<T: bytemuck::Pod>(&self, offset: usize, data: &[T]) -> Result<(), Error> {
+    fn write<T: bytemuck::Pod>(&self, offset: usize, data: &[T]) -> Result<(), Error> {
         let data = bytemuck::cast_slice(data);
         self.check(offset, data.len())?;
         match &self.data {
@@ -870,23 +900,16 @@ impl Exposure<'_> {
     }
 }
 
-impl Drop for Exposure<'_> {
+impl Drop for Exposed {
     /// Releases it: a notice to each other member, no
     /// wait.
     fn drop(&mut self) {
         let memory = (self.header.take(), self.data.take());
-        let tainted = self.tainted.get() || self.freed.get() != self.windows.get();
-        let dynamic = self.dynamic.take();
+        let tainted = *self.tainted.get_mut() || self.freed.get_mut() != self.windows.get_mut();
+        let dynamic = lock_state(&self.dynamic).take();
         self.rma
             .release(self.id, &self.group, memory, dynamic, tainted);
     }
-}
-
-/// A window's memory: an exposure it owns (allocated and dynamic windows)
-/// or one it borrows (created windows).
-enum Memory<'a> {
-    Owned(Box<Exposure<'a>>),
-    Borrowed(&'a Exposure<'a>),
 }
 
 /// One attachment of a dynamic window.
@@ -895,21 +918,25 @@ struct Attachment {
     region: MemoryRegion,
 }
 
-/// One process's view of a window over a group.
-pub struct Window<'a> {
-    rma: &'a Rma<'a>,
+/// One process's view of a window over a group: an owned handle, which
+/// keeps its exposure and its `Rma` alive. It is `Send` (a thread may be
+/// given it), not `Sync`: its epochs are this handle's.
+pub struct Window {
+    rma: Arc<State>,
     /// The window's own number (free notices, dynamic descriptions).
     id: u64,
-    memory: Memory<'a>,
+    /// Its memory: the exposure it was created over, or (allocated and
+    /// dynamic windows) its own.
+    exposure: Arc<Exposed>,
     /// Attachments of a dynamic window (`None`: not dynamic); the count of
     /// attachments ever made.
     attached: Option<RefCell<(Vec<Attachment>, u64)>>,
     /// Every member lives on this host: atomics are CPU atomics.
     local_atomics: bool,
     epochs: RefCell<Epochs>,
-    inflight: RefCell<Vec<Rc<Inflight<'a>>>>,
+    inflight: RefCell<Vec<Arc<Inflight>>>,
     /// Members' parts of the exposure, by group rank, once looked up.
-    parts: RefCell<Vec<Option<Rc<Peer>>>>,
+    parts: RefCell<Vec<Option<Arc<Peer>>>>,
     /// In a `lock_all` epoch that takes locks: whether this process holds
     /// each member's shared lock yet (empty otherwise).
     shared_locks: RefCell<Vec<bool>>,
@@ -924,14 +951,14 @@ pub struct Window<'a> {
 struct Place {
     rank: u32,
     remote: RemoteMemory,
-    map: Option<Rc<Mapping>>,
+    map: Option<Arc<Mapping>>,
     at: u64,
 }
 
 /// An open passive-target epoch; [`Epoch::unlock`] closes it. Dropping it
 /// unlocks too, ignoring errors.
-pub struct Epoch<'w, 'a> {
-    window: &'w Window<'a>,
+pub struct Epoch<'w> {
+    window: &'w Window,
     /// The locked target, or `None` for `lock_all`.
     target: Option<u32>,
     /// The lock taken on the target's lock word (none with `nocheck`, and
@@ -940,19 +967,13 @@ pub struct Epoch<'w, 'a> {
     open: bool,
 }
 
-impl<'a> Window<'a> {
-    fn new(
-        rma: &'a Rma<'a>,
-        memory: Memory<'a>,
-        attached: Option<RefCell<(Vec<Attachment>, u64)>>,
-    ) -> Window<'a> {
-        let exposure = match &memory {
-            Memory::Owned(x) => x,
-            Memory::Borrowed(x) => *x,
-        };
-        exposure.windows.set(exposure.windows.get() + 1);
+impl Window {
+    fn new(exposure: Arc<Exposed>, attached: Option<RefCell<(Vec<Attachment>, u64)>>) -> Window {
+        let rma = Arc::clone(&exposure.rma);
+        exposure.windows.fetch_add(1, Ordering::Relaxed);
         let local_atomics = exposure.group.members().iter().all(|&r| rma.same_host(r));
-        if let Some(described) = exposure.described.take() {
+        let described = lock_state(&exposure.described).take();
+        if let Some(described) = described {
             // Peers see it from now on, with what the owner wrote so far:
             // on the board, and from the control plane when a member lives
             // elsewhere (or the board has no room).
@@ -970,7 +991,7 @@ impl<'a> Window<'a> {
         Window {
             rma,
             id,
-            memory,
+            exposure,
             attached,
             local_atomics,
             epochs: RefCell::default(),
@@ -983,13 +1004,13 @@ impl<'a> Window<'a> {
     }
 
     /// Group rank `target`'s part of the exposure (job rank `rank`).
-    fn part(&self, target: u32, rank: u32) -> Result<Rc<Peer>, Error> {
+    fn part(&self, target: u32, rank: u32) -> Result<Arc<Peer>, Error> {
         if let Some(Some(peer)) = self.parts.borrow().get(target as usize) {
-            return Ok(Rc::clone(peer));
+            return Ok(Arc::clone(peer));
         }
         let peer = self.rma.peer(rank, self.exposure().id)?;
         if let Some(slot) = self.parts.borrow_mut().get_mut(target as usize) {
-            *slot = Some(Rc::clone(&peer));
+            *slot = Some(Arc::clone(&peer));
         }
         Ok(peer)
     }
@@ -1004,18 +1025,15 @@ impl<'a> Window<'a> {
     /// # Errors
     /// [`Error::NotInGroup`]; [`Error::Gone`] after `free`; errors
     /// learning the peer's part.
-    pub fn mapped(&self, target: u32) -> Result<Option<Rc<Mapping>>, Error> {
+    pub fn mapped(&self, target: u32) -> Result<Option<Arc<Mapping>>, Error> {
         let rank = self.group().job_rank(target)?;
         self.alive()?;
         let peer = self.part(target, rank)?;
         Ok(peer.maps.as_ref().and_then(|(_, data)| data.clone()))
     }
 
-    fn exposure(&self) -> &Exposure<'a> {
-        match &self.memory {
-            Memory::Owned(x) => x,
-            Memory::Borrowed(x) => x,
-        }
+    fn exposure(&self) -> &Exposed {
+        &self.exposure
     }
 
     /// This window's group.

@@ -4,8 +4,8 @@
 use super::*;
 
 /// A shared-memory call in flight: a state machine over its steps.
-pub(crate) struct Run<'e> {
-    shared: Rc<Shared<'e>>,
+pub(crate) struct Run {
+    shared: Arc<Shared>,
     shape: Shape,
     /// The Comm's number of the call (its steps are numbered from it).
     call: u64,
@@ -26,16 +26,16 @@ pub(crate) struct Run<'e> {
     gave_up: bool,
 }
 
-impl Drop for Run<'_> {
+impl Drop for Run {
     fn drop(&mut self) {
         self.give_up();
     }
 }
 
-impl<'e> Run<'e> {
+impl Run {
     /// Call `call` (the Comm's number of it: later calls have larger
     /// ones) of `shape`, after the calls made before it.
-    pub(crate) fn new(shared: Rc<Shared<'e>>, shape: Shape, call: u64) -> Run<'e> {
+    pub(crate) fn new(shared: Arc<Shared>, shape: Shape, call: u64) -> Run {
         let ticket = shared.tickets.get();
         shared.tickets.set(ticket + 1);
         Run {
@@ -136,7 +136,7 @@ impl<'e> Run<'e> {
             self.shared.abandon(self.call);
             self.shared.pass_turn(self.ticket);
         } else {
-            (self.shared.skipped.borrow_mut()).push((self.ticket, self.call));
+            locked(&self.shared.skipped).push((self.ticket, self.call));
         }
     }
 
@@ -182,7 +182,7 @@ impl<'e> Run<'e> {
         scratch: &mut [T],
         combine: Option<&Combine<T>>,
     ) -> Result<bool, Error> {
-        let shared = Rc::clone(&self.shared);
+        let shared = Arc::clone(&self.shared);
         if self.finished {
             return Ok(true);
         }
@@ -199,7 +199,7 @@ impl<'e> Run<'e> {
                 Some(s) => s,
                 None => {
                     let planned = self.plan::<T>(input.len(), output.len());
-                    check_first(&mut shared.ops.borrow_mut());
+                    check_first(&mut locked(&shared.ops));
                     let Some(publish) = planned else {
                         // What this member lent is read before the call
                         // returns (its buffers are the caller's again).
@@ -271,7 +271,7 @@ impl<'e> Run<'e> {
             };
             loop {
                 // The run whose turn it is plans into the Comm's list.
-                let Some(op) = shared.ops.borrow().get(self.done_ops).cloned() else {
+                let Some(op) = locked(&shared.ops).get(self.done_ops).cloned() else {
                     break;
                 };
                 let peer = match &op {
@@ -389,8 +389,8 @@ impl<'e> Run<'e> {
         let pieces = |len: usize| len.div_ceil(per);
         let piece = |len: usize, k: usize| (k * per).min(len)..((k + 1) * per).min(len);
         let others = (0..n).filter(move |&p| p != me);
-        let shared = Rc::clone(&self.shared);
-        let mut ops = shared.ops.borrow_mut();
+        let shared = Arc::clone(&self.shared);
+        let mut ops = locked(&shared.ops);
         let ops = &mut *ops;
         ops.clear();
         // Reads of every member's piece `range` (this member's from its

@@ -240,14 +240,14 @@ impl Endpoint {
             Some(_) if fetch => 1,
             Some(_) => 2,
         };
-        let slot = &self.shared.atomic_counts
+        let slot = &self.inner.shared.atomic_counts
             [(kind * 10 + datatype as usize) * 5 + op.map_or(0, |o| o as usize)];
         let known = slot.load(Ordering::Relaxed);
         if known > 0 {
             return Ok(known);
         }
         let mut count = 0usize;
-        let core = self.shared.lock();
+        let core = self.inner.shared.lock();
         let ep = core.handles.ep;
         // SAFETY: the endpoint is open; count is a valid out-pointer.
         let ret = unsafe {
@@ -263,7 +263,7 @@ impl Endpoint {
         if ret != 0 || count == 0 {
             return Err(Error::NotSupported {
                 what: "atomic operation on this element type",
-                provider: self.shared.provider.name(),
+                provider: self.inner.shared.provider.name(),
             });
         }
         slot.store(count, Ordering::Relaxed);

@@ -35,7 +35,7 @@ impl Endpoint {
         offset: u64,
         value: u64,
     ) -> Result<()> {
-        if self.shared.mr_mode.contains(MrMode::LOCAL) {
+        if self.inner.shared.mr_mode.contains(MrMode::LOCAL) {
             // Its temporary registration would have to outlive the call:
             // wait instead.
             return self.fetch_add(at, remote, offset, value).map(drop);
@@ -85,10 +85,10 @@ impl Endpoint {
     /// [`Error::Timeout`](crate::Error::Timeout) when some are still in
     /// flight after the endpoint's timeout.
     pub fn settle_detached(&self) -> Result<()> {
-        let mut backoff = self.shared.backoff();
+        let mut backoff = self.inner.shared.backoff();
         loop {
             {
-                let mut core = self.shared.lock();
+                let mut core = self.inner.shared.lock();
                 core.poll();
                 if core.detached == 0 {
                     return Ok(());

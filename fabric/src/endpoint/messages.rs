@@ -18,9 +18,9 @@ impl Endpoint {
 
     /// [`Endpoint::send`] of any tag the wire carries (control tags too).
     fn send_tagged(&self, to: u32, tag: u64, data: &[u8]) -> Result<()> {
-        let me = u64::from(self.rank);
-        let tag = SourceMatch::wire_tag(tag, self.rank);
-        let inject = data.len() <= self.shared.inject_size;
+        let me = u64::from(self.inner.rank);
+        let tag = SourceMatch::wire_tag(tag, self.inner.rank);
+        let inject = data.len() <= self.inner.shared.inject_size;
         let posted = self.post(
             "send",
             to,
@@ -80,12 +80,12 @@ impl Endpoint {
         service: u16,
         handler: impl FnMut(u32, &[u8]) -> Vec<u8> + Send + 'static,
     ) -> Result<()> {
-        let mut core = self.shared.lock();
+        let mut core = self.inner.shared.lock();
         if core.control.handlers.contains_key(&service) {
             return Err(Error::ServiceTaken { service });
         }
         core.control.handlers.insert(service, Box::new(handler));
-        for peer in 0..self.size {
+        for peer in 0..self.inner.size {
             let buffer = vec![0u8; 8 + control::MAX_REQUEST].into_boxed_slice();
             core.post_request_receive(service, peer, buffer);
         }
@@ -95,7 +95,7 @@ impl Endpoint {
     /// Stops answering `service`: requests for it get no reply from now on
     /// (its posted receives stay, and serve again if it is served again).
     pub fn unserve(&self, service: u16) {
-        self.shared.lock().control.handlers.remove(&service);
+        self.inner.shared.lock().control.handlers.remove(&service);
     }
 
     /// Sends `request` to `to`'s `service` and waits for the reply, which
@@ -115,7 +115,7 @@ impl Endpoint {
                 size: control::MAX_REQUEST as u64,
             });
         }
-        let tag = control::reply_tag(self.shared.next_call.fetch_add(1, Ordering::Relaxed));
+        let tag = control::reply_tag(self.inner.shared.next_call.fetch_add(1, Ordering::Relaxed));
         let capacity = reply.len();
         // The reply's receive is posted before the request leaves.
         let Posted { token, desc, core } =
@@ -126,7 +126,7 @@ impl Endpoint {
             control::request_tag(service),
             &control::frame(tag, request),
         );
-        let mut core = self.shared.lock();
+        let mut core = self.inner.shared.lock();
         if let Err(e) = sent {
             // No request left, so no reply can come: take the receive back.
             // SAFETY: the endpoint is open; token is the context of the
@@ -192,12 +192,12 @@ impl Endpoint {
         check_tag(tag)?;
         let capacity = buf.len();
         let done = match from {
-            None if self.shared.source_match.poll_any_source => self.recv_polling(tag, buf),
+            None if self.inner.shared.source_match.poll_any_source => self.recv_polling(tag, buf),
             _ => {
                 let (wire, ignore) = SourceMatch::receive(tag, from);
                 // A receive from any rank is attributed to this rank itself
                 // for liveness.
-                let peer = from.unwrap_or(self.rank);
+                let peer = from.unwrap_or(self.inner.rank);
                 let posted = self.post_recv(peer, wire, ignore, buf)?;
                 self.wait("recv", peer, posted, OnTimeout::Cancel)
             }
@@ -250,12 +250,16 @@ impl Endpoint {
     /// [`crate::matching`]): posts an exact receive for one rank after
     /// another, cancelling each that finds nothing, until one matches.
     fn recv_polling(&self, tag: u64, buf: &mut [u8]) -> Result<Finished> {
-        let mut backoff = self.shared.backoff();
-        let first = self.shared.next_any_source.fetch_add(1, Ordering::Relaxed);
+        let mut backoff = self.inner.shared.backoff();
+        let first = self
+            .inner
+            .shared
+            .next_any_source
+            .fetch_add(1, Ordering::Relaxed);
         loop {
-            for i in 0..self.size {
-                let rank = (first + i) % self.size;
-                if self.shared.is_dead(rank) {
+            for i in 0..self.inner.size {
+                let rank = (first + i) % self.inner.size;
+                if self.inner.shared.is_dead(rank) {
                     continue;
                 }
                 let Posted {
@@ -292,7 +296,7 @@ impl Endpoint {
                     None => self.wait_token("recv", rank, token, core, OnTimeout::Wait),
                 };
                 if !desc.temporary.is_null() {
-                    let _core = self.shared.lock();
+                    let _core = self.inner.shared.lock();
                     desc.close();
                 }
                 match result {

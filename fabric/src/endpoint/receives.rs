@@ -65,7 +65,7 @@ impl Endpoint {
         }
         if failed.is_some() {
             // Its peers may never send: give up the receives posted.
-            let core = self.shared.lock();
+            let core = self.inner.shared.lock();
             for (token, _) in &posted {
                 // SAFETY: the endpoint is open; token is the context of a
                 // receive this endpoint posted and has not yet waited for.
@@ -75,7 +75,7 @@ impl Endpoint {
         }
         let mut lens = vec![0usize; recvs.len()];
         for (i, (token, desc)) in posted.into_iter().enumerate() {
-            let core = self.shared.lock();
+            let core = self.inner.shared.lock();
             let from = recvs[i].from;
             let done = self.wait(
                 "recv",

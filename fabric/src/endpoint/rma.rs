@@ -116,10 +116,10 @@ impl Endpoint {
         remote: &RemoteMemory,
         offset: u64,
         len: usize,
-    ) -> Result<Transfer<'_>> {
+    ) -> Result<Transfer> {
         remote.permits(Access::REMOTE_READ, "read", from)?;
         let address = remote.address_of(offset, len as u64, "read")?;
-        let buffer = RawBuffer::new(self.shared.take_buffer(len));
+        let buffer = RawBuffer::new(self.inner.shared.take_buffer(len));
         let ptr = buffer.ptr();
         self.start("read", from, buffer, len, |core, addr, ctx, desc| {
             // SAFETY: the buffer is owned by the Transfer (or, once given up,
@@ -152,11 +152,11 @@ impl Endpoint {
         remote: &RemoteMemory,
         offset: u64,
         data: &[u8],
-    ) -> Result<Transfer<'_>> {
+    ) -> Result<Transfer> {
         let op = "write_delivered";
         remote.permits(Access::REMOTE_WRITE, op, to)?;
         let address = remote.address_of(offset, data.len() as u64, op)?;
-        let mut filled = self.shared.take_buffer(data.len());
+        let mut filled = self.inner.shared.take_buffer(data.len());
         filled[..data.len()].copy_from_slice(data);
         let buffer = RawBuffer::new(filled);
         let (ptr, len) = (buffer.ptr(), data.len());

@@ -11,11 +11,11 @@ impl Endpoint {
     ///
     /// # Errors
     /// As [`Endpoint::send`] (checked before anything is posted).
-    pub fn send_start(&self, to: u32, tag: u64, data: &[u8]) -> Result<Transfer<'_>> {
+    pub fn send_start(&self, to: u32, tag: u64, data: &[u8]) -> Result<Transfer> {
         check_tag(tag)?;
-        let me = u64::from(self.rank);
-        let wire = SourceMatch::wire_tag(tag, self.rank);
-        let mut filled = self.shared.take_buffer(data.len());
+        let me = u64::from(self.inner.rank);
+        let wire = SourceMatch::wire_tag(tag, self.inner.rank);
+        let mut filled = self.inner.shared.take_buffer(data.len());
         filled[..data.len()].copy_from_slice(data);
         let buffer = RawBuffer::new(filled);
         let (ptr, len) = (buffer.ptr(), data.len());
@@ -35,10 +35,10 @@ impl Endpoint {
     ///
     /// # Errors
     /// As [`Endpoint::recv`] (checked before anything is posted).
-    pub fn recv_start(&self, from: u32, tag: u64, len: usize) -> Result<Transfer<'_>> {
+    pub fn recv_start(&self, from: u32, tag: u64, len: usize) -> Result<Transfer> {
         check_tag(tag)?;
         let (wire, ignore) = SourceMatch::receive(tag, Some(from));
-        let buffer = RawBuffer::new(self.shared.take_buffer(len));
+        let buffer = RawBuffer::new(self.inner.shared.take_buffer(len));
         let ptr = buffer.ptr();
         self.start_always("recv", from, buffer, len, |core, _addr, ctx, desc| {
             // SAFETY: the buffer is owned by the Transfer (or, once given up,
@@ -68,18 +68,18 @@ impl Endpoint {
         buffer: RawBuffer,
         len: usize,
         post: impl FnMut(&Core, sys::fi_addr_t, *mut c_void, *mut c_void) -> isize,
-    ) -> Result<Transfer<'_>> {
+    ) -> Result<Transfer> {
         let posted = match self.post(op, rank, (buffer.ptr(), len), true, post) {
             Ok(posted) => posted,
             Err(e) => {
-                self.shared.give_buffer(buffer.into_box());
+                self.inner.shared.give_buffer(buffer.into_box());
                 return Err(e);
             }
         };
         let Posted { token, desc, core } = posted;
         drop(core);
         Ok(Transfer {
-            ep: self,
+            ep: self.clone(),
             op,
             rank,
             token,
@@ -101,13 +101,13 @@ impl Endpoint {
         buffer: RawBuffer,
         len: usize,
         post: impl FnMut(&Core, sys::fi_addr_t, *mut c_void, *mut c_void) -> isize,
-    ) -> Result<Transfer<'_>> {
+    ) -> Result<Transfer> {
         if len > 0 {
             return self.start_always(op, rank, buffer, len, post);
         }
         self.check_peer(rank, op)?;
         Ok(Transfer {
-            ep: self,
+            ep: self.clone(),
             op,
             rank,
             token: 0,
@@ -126,8 +126,8 @@ impl Endpoint {
 /// [`Endpoint::send_start`], [`Endpoint::recv_start`]). Dropped before it
 /// completes, it hands its buffer to the endpoint until the provider is
 /// done with it (a receive is cancelled first).
-pub struct Transfer<'e> {
-    ep: &'e Endpoint,
+pub struct Transfer {
+    ep: Endpoint,
     op: &'static str,
     rank: u32,
     token: u64,
@@ -147,7 +147,7 @@ pub struct Transfer<'e> {
     dead_seen: Option<std::time::Instant>,
 }
 
-impl Transfer<'_> {
+impl Transfer {
     /// As [`Transfer::test`], for callers that test without waiting here:
     /// once the peer has been reported dead for longer than a short grace
     /// period (in which the provider may still complete the transfer),
@@ -159,7 +159,7 @@ impl Transfer<'_> {
         if self.test()? {
             return Ok(true);
         }
-        if self.ep.shared.is_dead(self.rank) {
+        if self.ep.inner.shared.is_dead(self.rank) {
             let seen = *self.dead_seen.get_or_insert_with(std::time::Instant::now);
             if seen.elapsed() > DEAD_PEER_GRACE {
                 return Err(Error::PeerDead {
@@ -180,11 +180,11 @@ impl Transfer<'_> {
         if self.done {
             return Ok(true);
         }
-        let mut core = self.ep.shared.lock();
+        let mut core = self.ep.inner.shared.lock();
         core.poll();
         // The application polls: the background thread stays out of its
         // way (see Endpoint::progress).
-        self.ep.shared.note_app_progress();
+        self.ep.inner.shared.note_app_progress();
         let Some(outcome) = core.slots.take_done(self.token) else {
             return Ok(false);
         };
@@ -223,13 +223,13 @@ impl Transfer<'_> {
     /// [`Error::Timeout`] after the endpoint's timeout (the transfer stays
     /// in flight; dropping it leaves its buffer to the endpoint).
     pub fn wait(&mut self) -> Result<()> {
-        let mut backoff = self.ep.shared.backoff();
-        let mut limit = self.ep.shared.timeout;
+        let mut backoff = self.ep.inner.shared.backoff();
+        let mut limit = self.ep.inner.shared.timeout;
         let mut dead_seen = false;
         while !self.test()? {
-            self.ep.shared.note_app_progress();
+            self.ep.inner.shared.note_app_progress();
             let waited = backoff.pause();
-            if !dead_seen && self.ep.shared.is_dead(self.rank) {
+            if !dead_seen && self.ep.inner.shared.is_dead(self.rank) {
                 dead_seen = true;
                 limit = waited + DEAD_PEER_GRACE;
             }
@@ -243,7 +243,7 @@ impl Transfer<'_> {
                     Error::Timeout {
                         op: self.op,
                         rank: self.rank,
-                        after: self.ep.shared.timeout,
+                        after: self.ep.inner.shared.timeout,
                     }
                 });
             }
@@ -274,13 +274,13 @@ impl Transfer<'_> {
     }
 }
 
-impl Drop for Transfer<'_> {
+impl Drop for Transfer {
     fn drop(&mut self) {
         let Some(buffer) = self.buffer.take() else {
             return;
         };
         if !self.done {
-            let mut core = self.ep.shared.lock();
+            let mut core = self.ep.inner.shared.lock();
             core.poll();
             if core.slots.take_done(self.token).is_some() {
                 // Completed, just not tested.
@@ -301,7 +301,7 @@ impl Drop for Transfer<'_> {
                 return;
             }
         }
-        self.ep.shared.give_buffer(buffer.into_box());
+        self.ep.inner.shared.give_buffer(buffer.into_box());
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'a> Window<'a> {
+impl Window {
     /// Where `len` bytes at `offset` of `target`'s part are, after checking
     /// the window, the epoch, the peer and the bounds (in that order).
     fn place(
@@ -124,21 +124,21 @@ impl<'a> Window<'a> {
         target: u32,
         offset: u64,
         buf: &'b mut [T],
-    ) -> Result<Rget<'w, 'b, 'a>, Error> {
+    ) -> Result<Rget<'w, 'b>, Error> {
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
         let p = self.place(target, offset, bytes.len(), "window rget")?;
         if let Some(map) = &p.map {
             p.remote
                 .permits(Access::REMOTE_READ, "window rget", p.rank)?;
             map.read_bytes(p.at as usize, bytes)?;
-            return Ok(Rget::new(self.rma.ep, None, bytes));
+            return Ok(Rget::new(&self.rma.ep, None, bytes));
         }
         let transfer = self
             .rma
             .ep
             .read_start(p.rank, &p.remote, p.at, bytes.len())?;
         let inflight = self.track(target, transfer);
-        Ok(Rget::new(self.rma.ep, Some(inflight), bytes))
+        Ok(Rget::new(&self.rma.ep, Some(inflight), bytes))
     }
 
     /// Starts writing `data` at byte `offset` of `target`'s part (`data`
@@ -152,24 +152,24 @@ impl<'a> Window<'a> {
         target: u32,
         offset: u64,
         data: &[T],
-    ) -> Result<Rput<'_, 'a>, Error> {
+    ) -> Result<Rput<'_>, Error> {
         let data: &[u8] = bytemuck::cast_slice(data);
         let p = self.place(target, offset, data.len(), "window rput")?;
         if let Some(map) = &p.map {
             p.remote
                 .permits(Access::REMOTE_WRITE, "window rput", p.rank)?;
             map.write_bytes(p.at as usize, data)?;
-            return Ok(Rput::new(self.rma.ep, None));
+            return Ok(Rput::new(&self.rma.ep, None));
         }
         let transfer = self.rma.ep.write_start(p.rank, &p.remote, p.at, data)?;
-        Ok(Rput::new(self.rma.ep, Some(self.track(target, transfer))))
+        Ok(Rput::new(&self.rma.ep, Some(self.track(target, transfer))))
     }
 
-    fn track(&self, target: u32, transfer: onesided_fabric::Transfer<'a>) -> Rc<Inflight<'a>> {
-        let inflight = Rc::new(Inflight::new(target, transfer));
+    fn track(&self, target: u32, transfer: onesided_fabric::Transfer) -> Arc<Inflight> {
+        let inflight = Arc::new(Inflight::new(target, transfer));
         let mut list = self.inflight.borrow_mut();
         list.retain(|i| !i.is_done());
-        list.push(Rc::clone(&inflight));
+        list.push(Arc::clone(&inflight));
         inflight
     }
 

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'a> Window<'a> {
+impl Window {
     /// Attaches `region` (from [`Endpoint::register`], with the remote
     /// rights peers need) to this dynamic window; returns its displacement:
     /// `k << 40` for the `k`-th attachment of this process (1-based), so
@@ -64,10 +64,7 @@ impl<'a> Window<'a> {
     /// since is refused rather than made.
     pub(super) fn forget_attachments(&self) {
         if self.attached.is_some() {
-            self.rma
-                .attachments
-                .borrow_mut()
-                .retain(|(_, x), _| *x != self.id);
+            lock_state(&self.rma.attachments).retain(|(_, x), _| *x != self.id);
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'a> Window<'a> {
+impl Window {
     /// Locks group rank `target`: `Shared` or `Exclusive`; with `nocheck`
     /// (`MPI_MODE_NOCHECK`) no lock is taken, the caller vouching that no
     /// conflicting access happens.
@@ -11,7 +11,7 @@ impl<'a> Window<'a> {
     /// # Errors
     /// [`Error::NotInGroup`], [`Error::AlreadyLocked`],
     /// [`Error::EpochConflict`], or [`Error::Fabric`] from the atomics.
-    pub fn lock(&self, target: u32, kind: LockKind, nocheck: bool) -> Result<Epoch<'_, 'a>, Error> {
+    pub fn lock(&self, target: u32, kind: LockKind, nocheck: bool) -> Result<Epoch<'_>, Error> {
         self.group().job_rank(target)?;
         self.alive()?;
         self.epochs.borrow_mut().lock(target, kind)?;
@@ -44,7 +44,7 @@ impl<'a> Window<'a> {
     ///
     /// # Errors
     /// [`Error::EpochConflict`].
-    pub fn lock_all(&self, nocheck: bool) -> Result<Epoch<'_, 'a>, Error> {
+    pub fn lock_all(&self, nocheck: bool) -> Result<Epoch<'_>, Error> {
         self.alive()?;
         self.epochs.borrow_mut().lock_all()?;
         self.forget_attachments();
@@ -87,7 +87,7 @@ impl<'a> Window<'a> {
                 }
             });
         }
-        let ep = self.rma.ep;
+        let ep = &self.rma.ep;
         Ok(match atomic {
             Atomic::CompareSwap { expected, new } => {
                 ep.compare_swap(rank, &peer.header, LOCK_WORD as u64, expected, new)?
@@ -177,7 +177,7 @@ impl<'a> Window<'a> {
             Atomic::FetchAdd(delta) if !self.local_atomics && !failed => {
                 let rank = self.group().job_rank(target)?;
                 let peer = self.part(target, rank)?;
-                let ep = self.rma.ep;
+                let ep = &self.rma.ep;
                 Ok(ep.add_detached(rank, &peer.header, LOCK_WORD as u64, delta)?)
             }
             atomic => self.lock_word(target, atomic).map(drop),
@@ -185,7 +185,7 @@ impl<'a> Window<'a> {
     }
 }
 
-impl Epoch<'_, '_> {
+impl Epoch<'_> {
     /// Closes the epoch (`MPI_Win_unlock`, or `MPI_Win_unlock_all` for a
     /// `lock_all` epoch): completes its operations, then releases its
     /// lock(s). On a member of another host the release is posted and not
@@ -236,7 +236,7 @@ impl Epoch<'_, '_> {
     }
 }
 
-impl Drop for Epoch<'_, '_> {
+impl Drop for Epoch<'_> {
     fn drop(&mut self) {
         let _ = self.close();
     }

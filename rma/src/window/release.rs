@@ -4,7 +4,7 @@
 
 use onesided_fabric::MemoryRegion;
 
-use super::{lock_state, Described, Rma, DESCRIPTION_NOTICE, RELEASE_NOTICE};
+use super::{lock_state, Described, State, DESCRIPTION_NOTICE, RELEASE_NOTICE};
 use crate::Group;
 
 /// An exposure this process released, kept (and still described to
@@ -21,7 +21,7 @@ pub(super) struct Releasing {
     dynamic: Option<(u64, Vec<MemoryRegion>)>,
 }
 
-impl Rma<'_> {
+impl State {
     /// Releases exposure `id` of `group` (its memory `header` and `data`,
     /// and a dynamic window's `dynamic` number and attachments): tells
     /// every other member (a notice each, no wait) and keeps it, still
@@ -48,7 +48,7 @@ impl Rma<'_> {
             .collect();
         if tainted {
             self.forget(id);
-            let mut retired = self.retired.borrow_mut();
+            let mut retired = lock_state(&self.retired);
             retired.extend(header);
             retired.extend(data);
             if let Some((window, regions)) = dynamic {
@@ -58,7 +58,7 @@ impl Rma<'_> {
             lock_state(&self.served).released.retain(|(x, _)| *x != id);
             return;
         }
-        self.releasing.borrow_mut().push(Releasing {
+        lock_state(&self.releasing).push(Releasing {
             id,
             waiting,
             header,
@@ -72,13 +72,13 @@ impl Rma<'_> {
     /// died): forgets them and pools their memory. Returns how many are
     /// still waiting.
     pub(super) fn collect_releases(&self) -> usize {
-        if self.releasing.borrow().is_empty() {
+        if lock_state(&self.releasing).is_empty() {
             return 0;
         }
         self.ep.progress();
         let done: Vec<Releasing> = {
             let mut served = lock_state(&self.served);
-            let mut releasing = self.releasing.borrow_mut();
+            let mut releasing = lock_state(&self.releasing);
             for r in releasing.iter_mut() {
                 r.waiting.retain(|&rank| {
                     !served.released.remove(&(r.id, rank)) && !self.ep.is_dead(rank)
@@ -93,16 +93,16 @@ impl Rma<'_> {
         for r in done {
             self.forget(r.id);
             if let Some(h) = r.header {
-                Rma::pool(&self.headers, h);
+                State::pool(&self.headers, h);
             }
             if let Some(d) = r.data {
-                Rma::pool(&self.pool, d);
+                State::pool(&self.pool, d);
             }
             if let Some((window, _regions)) = r.dynamic {
                 self.forget_dynamic(window);
             }
         }
-        self.releasing.borrow().len()
+        lock_state(&self.releasing).len()
     }
 
     /// A dynamic window's description goes away with it.
@@ -113,9 +113,7 @@ impl Rma<'_> {
             served.pushed.retain(|(x, _), _| *x != window);
         }
         self.directory.withdraw(window);
-        self.attachments
-            .borrow_mut()
-            .retain(|(_, x), _| *x != window);
+        lock_state(&self.attachments).retain(|(_, x), _| *x != window);
     }
 
     /// Sends `described` (of exposure or dynamic window `id`) to the

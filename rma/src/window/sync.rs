@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl<'a> Window<'a> {
+impl Window {
     /// Completes this process's operations to `target` at the target:
     /// blocking ones are complete already; request-based ones are waited
     /// for.
@@ -62,7 +62,7 @@ impl<'a> Window<'a> {
         match failed {
             None => Ok(()),
             Some(target) => {
-                self.exposure().tainted.set(true);
+                self.exposure().tainted.store(true, Ordering::Relaxed);
                 Err(Error::TransferFailed { target })
             }
         }
@@ -81,7 +81,7 @@ impl<'a> Window<'a> {
         next.fence(last)?;
         self.complete(None)?;
         self.forget_attachments();
-        crate::Request::wait(&mut self.rma.ibarrier(self.group())?)?;
+        crate::Request::wait(&mut State::ibarrier(&self.rma, self.group())?)?;
         *self.epochs.borrow_mut() = next;
         Ok(())
     }
@@ -105,29 +105,29 @@ impl<'a> Window<'a> {
         let completed = self.complete(None);
         let attached = self.attached.take();
         let exposure = self.exposure();
-        exposure.freed.set(exposure.freed.get() + 1);
+        exposure.freed.fetch_add(1, Ordering::Relaxed);
         if let Some(attached) = attached {
             let (list, _) = attached.into_inner();
             let regions = list.into_iter().map(|a| a.region).collect();
-            *exposure.dynamic.borrow_mut() = Some((self.id, regions));
+            *lock_state(&exposure.dynamic) = Some((self.id, regions));
         }
         self.freed = true;
         completed
     }
 }
 
-impl Drop for Window<'_> {
+impl Drop for Window {
     /// A window dropped without a successful `free`: peers may still use its
     /// memory, so its exposure's registration is never reused (while the
     /// `Rma` lives), and a dynamic window's attachments are kept likewise.
     fn drop(&mut self) {
         if !self.freed {
-            self.exposure().tainted.set(true);
+            self.exposure().tainted.store(true, Ordering::Relaxed);
             let attached = self.attached.take();
             if let Some(attached) = attached {
                 let (list, _) = attached.into_inner();
                 let regions = list.into_iter().map(|a| a.region).collect();
-                *self.exposure().dynamic.borrow_mut() = Some((self.id, regions));
+                *lock_state(&self.exposure().dynamic) = Some((self.id, regions));
             }
         }
         // Failures taint the exposure; nobody is left to tell.

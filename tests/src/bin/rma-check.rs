@@ -27,7 +27,7 @@ const ROUNDS: u64 = 100;
 const TAG_GO: u64 = 40;
 
 /// This rank, the job size, and RMA state on the world's endpoint.
-fn rma_setup(world: &World) -> (u32, u32, Rma<'_>) {
+fn rma_setup(world: &World) -> (u32, u32, Rma) {
     let ep = world.endpoint();
     let (me, n) = (ep.rank(), ep.size());
     (me, n, must(me, "rma", Rma::new(ep)))
