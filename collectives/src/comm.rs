@@ -45,6 +45,9 @@ pub struct Comm {
     /// The windows of one-sided algorithms.
     rma: Rma,
     group: Group,
+    /// The group tagged for this Comm: its windows are numbered apart
+    /// from other Comms' and the program's own over the same members.
+    objects: Group,
     me: u32,
     geometry: Geometry,
     choices: RefCell<Selector>,
@@ -93,16 +96,23 @@ impl Comm {
             ranks_per_host: per_host.values().copied().max().unwrap_or(1),
         };
         let (choices, warning) = Selector::from_env(geometry);
-        // Members create their Comms in the same order (as MPI requires of
-        // communicator creation), so this number agrees across them.
-        static COMMS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let nth = COMMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Members create their Comms over a group in the same order (as
+        // MPI requires of communicator creation), so this number agrees
+        // across them; Comms over other groups (other threads') do not
+        // move it.
+        static COMMS: std::sync::Mutex<Option<FastMap<u64, u64>>> = std::sync::Mutex::new(None);
+        let nth = {
+            let mut comms = COMMS.lock().unwrap_or_else(|p| p.into_inner());
+            let n = comms.get_or_insert_with(FastMap::default).entry(group.key()).or_insert(0);
+            *n += 1;
+            *n
+        };
         let source = mix(choices
             .profile()
             .to_text()
             .bytes()
             .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b)));
-        let context = mix(group.key() ^ mix(nth.wrapping_add(1)) ^ source);
+        let context = mix(group.key() ^ mix(nth) ^ source);
         if let Some(w) = &warning {
             // One warning per process, however many groups it makes.
             static WARNED: std::sync::Once = std::sync::Once::new();
@@ -121,6 +131,7 @@ impl Comm {
             ran: Default::default(),
             inflight: Inflight::new(rma.endpoint()),
             shared: std::cell::OnceCell::new(),
+            objects: group.tagged(context),
             group,
             calls: Cell::new(0),
             context,
@@ -523,7 +534,7 @@ impl Comm {
         if let Some(shared) = self.shared.get() {
             return Ok(shared);
         }
-        let made = Arc::new(Shared::new(&self.rma, &self.group, self.me)?);
+        let made = Arc::new(Shared::new(&self.rma, &self.objects, self.me)?);
         Ok(self.shared.get_or_init(|| made))
     }
 
@@ -1027,7 +1038,7 @@ impl Comm {
         let n = self.group.size();
         let size = size_of::<T>() as u64;
         // Peers only read it.
-        let window = (self.rma).allocate_read_only(&self.group, size_of_val(input).max(1))?;
+        let window = (self.rma).allocate_read_only(&self.objects, size_of_val(input).max(1))?;
         window.write_local(0, input)?;
         // Per peer: where its block starts (bytes), and its count.
         let mut blocks = Vec::with_capacity(2 * n as usize);

@@ -85,9 +85,25 @@ impl Group {
             .map(|p| p as u32)
     }
 
-    /// A hash of the member list (the same on every member).
+    /// A hash of the member list (and tag, see [`Group::tagged`]): the
+    /// same on every member.
     pub fn key(&self) -> u64 {
         self.key
+    }
+
+    /// The same members, numbered apart: windows, exposures and barriers
+    /// over `group.tagged(t)` never mix with those over `group` or over
+    /// another tag. Collective objects over one group must be created in
+    /// the same order on every member; a thread that creates its own
+    /// beside another thread's uses a group tagged for it (the role of
+    /// `MPI_Comm_dup`). No message.
+    pub fn tagged(&self, tag: u64) -> Group {
+        let mut key = self.key ^ tag.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        key = (key ^ (key >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        Group {
+            members: self.members.clone(),
+            key: key ^ (key >> 29),
+        }
     }
 
     /// Whether job rank `job_rank` is a member.
@@ -120,6 +136,16 @@ mod tests {
         assert!(matches!(Group::new(vec![]), Err(Error::BadGroup(_))));
         let e = Group::new(vec![1, 4, 1]).unwrap_err();
         assert_eq!(e.to_string(), "bad group: rank 1 appears twice");
+    }
+
+    #[test]
+    fn tagged_groups_keep_the_members_under_another_key() {
+        let g = Group::new(vec![3, 1]).unwrap();
+        let (a, b) = (g.tagged(1), g.tagged(2));
+        assert_eq!(a.members(), g.members());
+        assert_ne!(a.key(), g.key());
+        assert_ne!(a.key(), b.key());
+        assert_eq!(a.key(), g.tagged(1).key(), "the same on every member");
     }
 
     #[test]
