@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use onesided_fabric::World;
-use onesided_rma::{Group, LockKind, Op, Request, Rma, Window};
+use onesided_rma::{Assert, Group, LockKind, Op, RemoteAccess, Request, Rma, Window};
 
 use crate::turns::Turns;
 
@@ -173,8 +173,8 @@ pub fn run(world: &World, suite: &str, scale: f64, turns: Option<Turns>) -> Resu
 /// lock_all and checks them.
 fn get_checked(b: &Bench, case: &str, w: &Window, disp: u64) -> Result<()> {
     let mut got = [0u8; 8];
-    let all = w.lock_all(false)?;
-    w.get(b.target, disp, &mut got)?;
+    let all = w.lock_all(Assert::empty())?;
+    all.get(b.target, disp, &mut got)?;
     all.unlock()?;
     b.check(case, "get from the target", &got, b.target, 64)
 }
@@ -187,7 +187,9 @@ fn window(b: &Bench) -> Result<()> {
     // New memory exposed each time, filled before the window makes it
     // visible (no barrier needed before peers read).
     let mut t = b.timed(reps, 1, barrier, || {
-        let x = b.rma.expose(&b.group, WINDOW_BYTES, false)?;
+        let x = b
+            .rma
+            .expose(&b.group, WINDOW_BYTES, RemoteAccess::ReadWrite)?;
         x.write(0, &data[..128])?;
         let w = b.rma.create(&x);
         get_checked(b, "create_free", &w, 64)?;
@@ -196,7 +198,9 @@ fn window(b: &Bench) -> Result<()> {
     b.report("create_free", WINDOW_BYTES, &mut t)?;
 
     let mut t = b.timed(reps, 1, barrier, || {
-        let w = b.rma.allocate(&b.group, WINDOW_BYTES)?;
+        let w = b
+            .rma
+            .allocate(&b.group, WINDOW_BYTES, RemoteAccess::ReadWrite)?;
         w.write_local(0, &data[..128])?;
         b.barrier()?;
         get_checked(b, "allocate_free", &w, 64)?;
@@ -229,7 +233,9 @@ fn window(b: &Bench) -> Result<()> {
     dynamic.free()?;
 
     // Windows again and again over memory exposed once.
-    let x = b.rma.expose(&b.group, WINDOW_BYTES, false)?;
+    let x = b
+        .rma
+        .expose(&b.group, WINDOW_BYTES, RemoteAccess::ReadWrite)?;
     x.write(0, &data)?;
     b.barrier()?;
     let mut t = b.timed(reps, 1, barrier, || {
@@ -248,7 +254,9 @@ fn xfer_disp(k: usize, bytes: usize) -> usize {
 }
 
 fn xfer(b: &Bench, put: bool) -> Result<()> {
-    let w = b.rma.allocate(&b.group, XFER_WIN)?;
+    let w = b
+        .rma
+        .allocate(&b.group, XFER_WIN, RemoteAccess::ReadWrite)?;
     let mine: Vec<u8> = (0..XFER_WIN).map(|i| pattern(b.rank, i)).collect();
     if !put {
         w.write_local(0, &mine)?;
@@ -275,7 +283,7 @@ fn xfer(b: &Bench, put: bool) -> Result<()> {
             let epoch = if c == 1 {
                 None
             } else {
-                Some(w.lock_all(false)?)
+                Some(w.lock_all(Assert::empty())?)
             };
             let mut t = b.timed(
                 reps,
@@ -283,35 +291,36 @@ fn xfer(b: &Bench, put: bool) -> Result<()> {
                 || Ok(()),
                 || {
                     let lock = if c == 1 {
-                        Some(w.lock(to, LockKind::Shared, false)?)
+                        Some(w.lock(to, LockKind::Shared, Assert::empty())?)
                     } else {
                         None
                     };
+                    let e = lock.as_ref().or(epoch.as_ref()).ok_or("no epoch")?;
                     if c == 2 {
                         // Eight operations in flight, then one flush.
                         if put {
                             let mut rs = Vec::with_capacity(NBUF);
                             for (k, l) in local.iter().enumerate() {
-                                rs.push(w.rput(to, xfer_disp(k, bytes) as u64, &l[..bytes])?);
+                                rs.push(e.rput(to, xfer_disp(k, bytes) as u64, &l[..bytes])?);
                             }
-                            w.flush(to)?;
+                            e.flush(to)?;
                             onesided_rma::wait_all(&mut rs)?;
                         } else {
                             let mut rs = Vec::with_capacity(NBUF);
                             for (k, l) in local.iter_mut().enumerate() {
-                                rs.push(w.rget(to, xfer_disp(k, bytes) as u64, &mut l[..bytes])?);
+                                rs.push(e.rget(to, xfer_disp(k, bytes) as u64, &mut l[..bytes])?);
                             }
-                            w.flush(to)?;
+                            e.flush(to)?;
                             onesided_rma::wait_all(&mut rs)?;
                         }
                     } else if put {
-                        w.put(to, 0, &local[0][..bytes])?;
+                        e.put(to, 0, &local[0][..bytes])?;
                     } else {
-                        w.get(to, 0, &mut local[0][..bytes])?;
+                        e.get(to, 0, &mut local[0][..bytes])?;
                     }
                     match lock {
                         Some(l) => l.unlock()?,
-                        None => w.flush(to)?,
+                        None => epoch.as_ref().ok_or("no epoch")?.flush(to)?,
                     }
                     Ok(())
                 },
@@ -344,7 +353,7 @@ fn xfer(b: &Bench, put: bool) -> Result<()> {
 fn atomic(b: &Bench) -> Result<()> {
     let reps = b.reps(1000);
     let total = (reps + (reps / 10).max(2)) as u64;
-    let w = b.rma.allocate(&b.group, 64)?;
+    let w = b.rma.allocate(&b.group, 64, RemoteAccess::ReadWrite)?;
     w.write_local(0, &[0u8; 64])?;
     b.barrier()?;
     let to = b.target;
@@ -352,7 +361,7 @@ fn atomic(b: &Bench) -> Result<()> {
         Err(format!("atomic {case}: rank {}: {what}", b.rank).into())
     };
 
-    let all = w.lock_all(false)?;
+    let all = w.lock_all(Assert::empty())?;
     let mut next = 0u64;
     let mut wrong = None;
     let mut t = b.timed(
@@ -360,8 +369,8 @@ fn atomic(b: &Bench) -> Result<()> {
         1,
         || Ok(()),
         || {
-            let old = w.fetch_and_op(to, 0, 1u64, Op::Sum)?;
-            w.flush(to)?;
+            let old = all.fetch_and_op(to, 0, 1u64, Op::SUM)?;
+            all.flush(to)?;
             if old != next {
                 wrong.get_or_insert((next, old));
             }
@@ -380,8 +389,8 @@ fn atomic(b: &Bench) -> Result<()> {
         1,
         || Ok(()),
         || {
-            let old = w.compare_and_swap(to, 8, expected, expected + 1)?;
-            w.flush(to)?;
+            let old = all.compare_and_swap(to, 8, expected, expected + 1)?;
+            all.flush(to)?;
             if old != expected {
                 wrong.get_or_insert((expected, old));
             }
@@ -399,8 +408,8 @@ fn atomic(b: &Bench) -> Result<()> {
         1,
         || Ok(()),
         || {
-            w.accumulate(to, 16, &[1.0f64], Op::Sum)?;
-            Ok(w.flush(to)?)
+            all.accumulate(to, 16, &[1.0f64], Op::SUM)?;
+            Ok(all.flush(to)?)
         },
     )?;
     b.report("accumulate_sum_f64", 8, &mut t)?;
@@ -494,10 +503,10 @@ fn windowed(
     mut prepare: impl FnMut() -> Result<()>,
     mut rep: impl FnMut() -> Result<()>,
 ) -> Result<(Vec<f64>, &'static str)> {
-    use onesided_collectives::{Builtin, Op};
+    use onesided_collectives::Op;
     let max = |v: &[u64]| -> Result<Vec<u64>> {
         let mut out = vec![0u64; v.len()];
-        comm.allreduce(v, &mut out, &Op::Builtin(Builtin::Max))?;
+        comm.allreduce(v, &mut out, Op::MAX)?;
         Ok(out)
     };
     let mut longest = 0u64;
@@ -590,11 +599,11 @@ const COLLECTIVE_SIZES: [usize; 8] = [8, 64, 512, 4096, 32768, 262_144, 2 << 20,
 /// results checked, the algorithm onesided's calls ran printed as a
 /// seventh field.
 fn collectives(b: &Bench, world: &World) -> Result<()> {
-    use onesided_collectives::{Buffers, Builtin, Collective, Comm, Op};
+    use onesided_collectives::{Buffers, Collective, Comm, Op};
     let comm = Comm::new(&b.rma, Group::world(world.size()))?;
     let n = world.size() as usize;
     let me = b.rank;
-    let sum = Op::Builtin(Builtin::Sum);
+    let sum = Op::SUM;
     let wrong = |case: &str, bytes: usize, i: usize| -> Result<()> {
         Err(format!("collectives {case} {bytes}: rank {me} element {i} wrong").into())
     };
@@ -639,7 +648,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         // reduce, allreduce, iallreduce
         let mut out = vec![0f64; count];
         let t = windowed(&comm, Collective::Reduce, reps, nothing, || {
-            Ok(comm.reduce(0, &base, &mut out, &sum)?)
+            Ok(comm.reduce(0, &base, &mut out, sum.clone())?)
         })?;
         if me == 0 {
             if let Some(i) = (0..count).find(|&i| out[i] != expect(i)) {
@@ -648,7 +657,7 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         }
         report("reduce", bytes, t)?;
         let t = windowed(&comm, Collective::Allreduce, reps, nothing, || {
-            Ok(comm.allreduce(&base, &mut out, &sum)?)
+            Ok(comm.allreduce(&base, &mut out, sum.clone())?)
         })?;
         if let Some(i) = (0..count).find(|&i| out[i] != expect(i)) {
             wrong("allreduce", bytes, i)?;
@@ -662,7 +671,9 @@ fn collectives(b: &Bench, world: &World) -> Result<()> {
         };
         let t = windowed(&comm, Collective::Allreduce, reps, nothing, || {
             let Buffers { input, output } = std::mem::take(&mut handed);
-            handed = comm.iallreduce(input, output, &sum)?.into_buffers()?;
+            handed = comm
+                .iallreduce(input, output, sum.clone())?
+                .into_buffers()?;
             Ok(())
         })?;
         let out = handed.output;

@@ -819,7 +819,7 @@ pub fn reduce_scatter_ring(n: u32, me: u32, counts: &[usize]) -> Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::op::{Builtin, Op};
+    use crate::op::{Op, Reduce};
     use crate::schedule::{simulate, Buffers};
 
     /// An algorithm shaped by per-rank counts.
@@ -859,9 +859,9 @@ mod tests {
 
     fn ops() -> Vec<(Op<i64>, bool)> {
         vec![
-            (Op::Builtin(Builtin::Sum), true),
-            (Op::Builtin(Builtin::Max), true),
-            (Op::Builtin(Builtin::Bxor), true),
+            (Op::SUM, true),
+            (Op::MAX, true),
+            (Op::BXOR, true),
             (matrices(), false),
         ]
     }
@@ -905,7 +905,7 @@ mod tests {
     fn barrier_and_bcasts() {
         let mut rng = Lcg(1);
         for n in 1..=7u32 {
-            let none = Op::Builtin(Builtin::Sum);
+            let none = Op::SUM;
             run(
                 n,
                 &vec![0; n as usize],
@@ -1020,7 +1020,7 @@ mod tests {
     #[test]
     fn gathers_scatters_allgathers_and_alltoalls_move_every_block() {
         let mut rng = Lcg(3);
-        let none = Op::Builtin(Builtin::Sum);
+        let none = Op::SUM;
         for n in 1..=7u32 {
             let counts: Vec<usize> = (0..n).map(|_| rng.next(5) as usize).collect();
             let total: usize = counts.iter().sum();

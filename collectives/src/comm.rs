@@ -23,11 +23,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use onesided_fabric::Endpoint;
-use onesided_rma::{FastMap, Group, Rma};
+use onesided_rma::{Assert, FastMap, Group, RemoteAccess, Rma};
 
 use crate::algorithms as alg;
 use crate::op::Combine;
-use crate::op::{Op, Reducible};
+use crate::op::{Op, Reduce, Reducible};
 use crate::profile::{Collective, Geometry};
 use crate::run::{Exec, Inflight, Run, Work};
 use crate::schedule::Schedule;
@@ -103,7 +103,10 @@ impl Comm {
         static COMMS: std::sync::Mutex<Option<FastMap<u64, u64>>> = std::sync::Mutex::new(None);
         let nth = {
             let mut comms = COMMS.lock().unwrap_or_else(|p| p.into_inner());
-            let n = comms.get_or_insert_with(FastMap::default).entry(group.key()).or_insert(0);
+            let n = comms
+                .get_or_insert_with(FastMap::default)
+                .entry(group.key())
+                .or_insert(0);
             *n += 1;
             *n
         };
@@ -780,9 +783,9 @@ impl Comm {
         root: u32,
         input: Vec<T>,
         output: Vec<T>,
-        op: &Op<T>,
+        op: Op<T>,
     ) -> Result<Run<'_, T>, Error> {
-        let checked = self.reduce_call(Some(root), &input, &output, op, false)?;
+        let checked = self.reduce_call(Some(root), &input, &output, &op, false)?;
         let call = self.prepare(checked, (&input, &output))?;
         self.spawn(call, input, output)
     }
@@ -796,9 +799,9 @@ impl Comm {
         root: u32,
         input: &[T],
         output: &mut [T],
-        op: &Op<T>,
+        op: Op<T>,
     ) -> Result<(), Error> {
-        let checked = self.reduce_call(Some(root), input, output, op, true)?;
+        let checked = self.reduce_call(Some(root), input, output, &op, true)?;
         self.blocking(checked, input, output)
     }
 
@@ -811,9 +814,9 @@ impl Comm {
         &self,
         input: Vec<T>,
         output: Vec<T>,
-        op: &Op<T>,
+        op: Op<T>,
     ) -> Result<Run<'_, T>, Error> {
-        let checked = self.reduce_call(None, &input, &output, op, false)?;
+        let checked = self.reduce_call(None, &input, &output, &op, false)?;
         let call = self.prepare(checked, (&input, &output))?;
         self.spawn(call, input, output)
     }
@@ -826,9 +829,9 @@ impl Comm {
         &self,
         input: &[T],
         output: &mut [T],
-        op: &Op<T>,
+        op: Op<T>,
     ) -> Result<(), Error> {
-        let checked = self.reduce_call(None, input, output, op, true)?;
+        let checked = self.reduce_call(None, input, output, &op, true)?;
         self.blocking(checked, input, output)
     }
 
@@ -1038,7 +1041,11 @@ impl Comm {
         let n = self.group.size();
         let size = size_of::<T>() as u64;
         // Peers only read it.
-        let window = (self.rma).allocate_read_only(&self.objects, size_of_val(input).max(1))?;
+        let window = (self.rma).allocate(
+            &self.objects,
+            size_of_val(input).max(1),
+            RemoteAccess::ReadOnly,
+        )?;
         window.write_local(0, input)?;
         // Per peer: where its block starts (bytes), and its count.
         let mut blocks = Vec::with_capacity(2 * n as usize);
@@ -1061,14 +1068,14 @@ impl Comm {
         )?;
         self.inflight.wait(exec)?;
         let mut mismatch = None;
-        let epoch = window.lock_all(true)?;
+        let epoch = window.lock_all(Assert::NOCHECK)?;
         let mut at = 0;
         for (peer, &count) in recvs.iter().enumerate() {
             let (start, sent) = (theirs[2 * peer], theirs[2 * peer + 1]);
             if sent != count as u64 {
                 mismatch.get_or_insert(Error::sends(peer, sent, self.me, count));
             } else if count > 0 {
-                window.get(peer as u32, start, &mut output[at..at + count])?;
+                epoch.get(peer as u32, start, &mut output[at..at + count])?;
             }
             at += count;
         }
@@ -1124,12 +1131,12 @@ impl Comm {
         input: &[T],
         output: &mut [T],
         counts: &[usize],
-        op: &Op<T>,
+        op: Op<T>,
     ) -> Result<(), Error> {
         let number = self.next_call();
         let total = self.check_counts(counts, output.len())?;
         Self::check_len("reduce_scatter input", input.len(), total)?;
-        let combine = Self::combine(op)?;
+        let combine = Self::combine(&op)?;
         let (n, me) = (self.group.size(), self.me);
         let bytes = Self::average::<T>(counts);
         let shape = Shape::sized(

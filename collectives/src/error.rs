@@ -28,15 +28,46 @@ pub enum Error {
         /// How long this process waited.
         waited: std::time::Duration,
     },
+    /// A nonblocking call tested again after it failed (the first test
+    /// returned its error, whole).
+    #[error("the call failed earlier: {0}")]
+    Failed(String),
     /// The window layer (requests, waiting) failed.
     #[error(transparent)]
-    Rma(#[from] onesided_rma::Error),
+    Rma(onesided_rma::Error),
     /// The fabric failed.
     #[error(transparent)]
     Fabric(#[from] onesided_fabric::Error),
     /// A malformed profile.
     #[error(transparent)]
     Profile(#[from] crate::profile::ProfileError),
+}
+
+impl From<onesided_rma::Error> for Error {
+    /// A collective's own error that travelled through a request comes
+    /// out whole; a fabric error stays one.
+    fn from(e: onesided_rma::Error) -> Error {
+        match e {
+            onesided_rma::Error::Collective(inner) => match inner.downcast::<Error>() {
+                Ok(own) => *own,
+                Err(other) => Error::Rma(onesided_rma::Error::Collective(other)),
+            },
+            onesided_rma::Error::Fabric(f) => Error::Fabric(f),
+            other => Error::Rma(other),
+        }
+    }
+}
+
+impl From<Error> for onesided_rma::Error {
+    /// How a collective's error leaves through [`onesided_rma::Request`]:
+    /// whole, boxed (a fabric error as one).
+    fn from(e: Error) -> onesided_rma::Error {
+        match e {
+            Error::Rma(r) => r,
+            Error::Fabric(f) => onesided_rma::Error::Fabric(f),
+            other => onesided_rma::Error::Collective(Box::new(other)),
+        }
+    }
 }
 
 impl Error {

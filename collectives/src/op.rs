@@ -9,36 +9,18 @@
 //! or not; algorithms that reorder operands are only chosen for commutative
 //! ones.
 
-use std::sync::Arc;
+pub use onesided_rma::op::{Builtin, Op, UserFn};
 
 use crate::Error;
-
-/// A built-in reduction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Builtin {
-    /// Sum (wrapping for integers).
-    Sum,
-    /// Product (wrapping for integers).
-    Prod,
-    /// Minimum.
-    Min,
-    /// Maximum.
-    Max,
-    /// Bitwise and (integers only).
-    Band,
-    /// Bitwise or (integers only).
-    Bor,
-    /// Bitwise exclusive or (integers only).
-    Bxor,
-}
 
 /// An element type reductions work on.
 pub trait Reducible: bytemuck::Pod + PartialOrd + Send + Sync {
     /// Its name in profiles (`i32`, `f64`, ...).
     const NAME: &'static str;
 
-    /// `a op b`, or `None` when the operation does not apply to this type
-    /// (bitwise operations on floats).
+    /// `a op b`, or `None` when the operation does not reduce this type
+    /// (bitwise operations on floats; `REPLACE` and `NO_OP`, which are for
+    /// atomics).
     fn combine(op: Builtin, a: Self, b: Self) -> Option<Self>;
 }
 
@@ -56,6 +38,7 @@ macro_rules! integers {
                     Builtin::Band => a & b,
                     Builtin::Bor => a | b,
                     Builtin::Bxor => a ^ b,
+                    Builtin::Replace | Builtin::NoOp => return None,
                 })
             }
         }
@@ -75,7 +58,11 @@ macro_rules! floats {
                     // that met a NaN says so.
                     Builtin::Min => Some(if a.is_nan() || a < b { a } else { b }),
                     Builtin::Max => Some(if a.is_nan() || a > b { a } else { b }),
-                    Builtin::Band | Builtin::Bor | Builtin::Bxor => None,
+                    Builtin::Band
+                    | Builtin::Bor
+                    | Builtin::Bxor
+                    | Builtin::Replace
+                    | Builtin::NoOp => None,
                 }
             }
         }
@@ -85,55 +72,29 @@ macro_rules! floats {
 integers!(i8, u8, i16, u16, i32, u32, i64, u64);
 floats!(f32, f64);
 
-/// A user-defined reduction: `f(inout, in)` combines `in` into `inout`
-/// element-wise (the `MPI_User_function` shape).
-pub type UserFn<T> = Arc<dyn Fn(&mut [T], &[T]) + Send + Sync>;
-
-/// A reduction over elements of `T`.
-#[derive(Clone)]
-pub enum Op<T> {
-    /// A built-in reduction.
-    Builtin(Builtin),
-    /// A user-defined one, and whether it is commutative.
-    User {
-        /// The function.
-        f: UserFn<T>,
-        /// Whether operands may be combined in any order.
-        commutative: bool,
-    },
+/// What the executors do with an [`Op`] (crate-private: the operation
+/// type itself belongs to onesided-rma, shared with the atomics).
+pub(crate) trait Reduce<T> {
+    /// Checks that the operation reduces `T` (before any message moves).
+    ///
+    /// # Errors
+    /// [`Error::BadOp`] for a bitwise operation on floats, or an operation
+    /// that is not a reduction (`REPLACE`, `NO_OP`).
+    fn check(&self) -> Result<(), Error>;
+    /// `inout[i] = inout[i] op input[i]` for every `i`.
+    fn apply(&self, inout: &mut [T], input: &[T]);
+    /// `inout[i] = left[i] op inout[i]` for every `i`.
+    fn apply_left(&self, inout: &mut [T], left: &[T]);
+    /// Whether [`Reduce::apply_left`] works in place.
+    fn left_in_place(&self) -> bool;
 }
 
-impl<T> std::fmt::Debug for Op<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Op::Builtin(b) => write!(f, "{b:?}"),
-            Op::User { commutative, .. } => write!(f, "User {{ commutative: {commutative} }}"),
-        }
-    }
-}
-
-impl<T: Reducible> Op<T> {
-    /// A user-defined operation.
-    pub fn user(f: impl Fn(&mut [T], &[T]) + Send + Sync + 'static, commutative: bool) -> Op<T> {
-        Op::User {
-            f: Arc::new(f),
-            commutative,
-        }
-    }
-
-    /// Whether operands may be combined in any order.
-    pub fn is_commutative(&self) -> bool {
-        match self {
-            Op::Builtin(_) => true,
-            Op::User { commutative, .. } => *commutative,
-        }
-    }
-
+impl<T: Reducible> Reduce<T> for Op<T> {
     /// Checks that the operation applies to `T` (before any message moves).
     ///
     /// # Errors
     /// [`Error::BadOp`] for a bitwise operation on floats.
-    pub fn check(&self) -> Result<(), Error> {
+    fn check(&self) -> Result<(), Error> {
         match self {
             Op::Builtin(b) if T::combine(*b, T::zeroed(), T::zeroed()).is_none() => {
                 Err(Error::BadOp {
@@ -147,7 +108,7 @@ impl<T: Reducible> Op<T> {
 
     /// `inout[i] = inout[i] op input[i]` for every `i` (the shorter length
     /// wins; callers pass equal lengths).
-    pub fn apply(&self, inout: &mut [T], input: &[T]) {
+    fn apply(&self, inout: &mut [T], input: &[T]) {
         match self {
             Op::Builtin(b) => each(*b, inout, input, |x, y| (x, y)),
             Op::User { f, .. } => {
@@ -160,7 +121,7 @@ impl<T: Reducible> Op<T> {
     /// `inout[i] = left[i] op inout[i]` for every `i`: the same operands
     /// in the other order (a user-defined operation goes through a copy of
     /// `left`, since it only combines into its first argument).
-    pub fn apply_left(&self, inout: &mut [T], left: &[T]) {
+    fn apply_left(&self, inout: &mut [T], left: &[T]) {
         match self {
             Op::Builtin(b) => each(*b, inout, left, |x, y| (y, x)),
             Op::User { f, .. } => {
@@ -172,8 +133,8 @@ impl<T: Reducible> Op<T> {
         }
     }
 
-    /// Whether [`Op::apply_left`] works in place (a built-in operation).
-    pub fn left_in_place(&self) -> bool {
+    /// Whether [`Reduce::apply_left`] works in place (a built-in operation).
+    fn left_in_place(&self) -> bool {
         matches!(self, Op::Builtin(_))
     }
 }
@@ -234,7 +195,7 @@ mod tests {
         assert_eq!(a, [7, 8]);
         first.apply(&mut a, &[9, 9]);
         assert_eq!(a, [7, 8]);
-        let min = Op::<f64>::Builtin(Builtin::Min);
+        let min = Op::<f64>::MIN;
         let (mut right, mut left) = ([-0.0f64], [0.0f64]);
         min.apply(&mut left, &[-0.0]);
         min.apply_left(&mut right, &[0.0]);
@@ -244,19 +205,19 @@ mod tests {
 
     #[test]
     fn builtins_on_integers_wrap_and_compare() {
-        let sum = Op::<u8>::Builtin(Builtin::Sum);
+        let sum = Op::<u8>::SUM;
         let mut a = [250u8, 1, 7];
         sum.apply(&mut a, &[10, 2, 8]);
         assert_eq!(a, [4, 3, 15]);
-        let min = Op::<i32>::Builtin(Builtin::Min);
+        let min = Op::<i32>::MIN;
         let mut b = [-5, 9];
         min.apply(&mut b, &[3, -9]);
         assert_eq!(b, [-5, -9]);
-        let bxor = Op::<u16>::Builtin(Builtin::Bxor);
+        let bxor = Op::<u16>::BXOR;
         let mut c = [0b1100u16];
         bxor.apply(&mut c, &[0b1010]);
         assert_eq!(c, [0b0110]);
-        let prod = Op::<i64>::Builtin(Builtin::Prod);
+        let prod = Op::<i64>::PROD;
         let mut d = [-3i64];
         prod.apply(&mut d, &[7]);
         assert_eq!(d, [-21]);
@@ -264,9 +225,9 @@ mod tests {
 
     #[test]
     fn floats_refuse_bitwise_and_keep_nan() {
-        assert!(Op::<f64>::Builtin(Builtin::Band).check().is_err());
-        assert!(Op::<f32>::Builtin(Builtin::Max).check().is_ok());
-        let max = Op::<f64>::Builtin(Builtin::Max);
+        assert!(Op::<f64>::BAND.check().is_err());
+        assert!(Op::<f32>::MAX.check().is_ok());
+        let max = Op::<f64>::MAX;
         let mut a = [1.0, f64::NAN, 2.0];
         max.apply(&mut a, &[3.0, 1.0, f64::NAN]);
         assert_eq!(a[0], 3.0);

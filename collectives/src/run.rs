@@ -183,7 +183,7 @@ pub(crate) enum Work {
 impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T, I, O> {
     /// Runs rounds as far as their messages allow; whether all are done.
     fn advance(&mut self) -> Result<bool, onesided_rma::Error> {
-        let fail = |e: Error| onesided_rma::Error::Collective(e.to_string());
+        let fail = onesided_rma::Error::from;
         if let Exec {
             shared: Some(run),
             input,
@@ -647,7 +647,7 @@ where
     /// Advances it; whether it is done (a failed run fails again).
     pub(crate) fn test(&mut self) -> Result<bool, onesided_rma::Error> {
         if let Some(e) = &self.failed {
-            return Err(onesided_rma::Error::Collective(e.clone()));
+            return Err(Error::Failed(e.clone()).into());
         }
         let result = self.advance();
         if let Err(e) = &result {

@@ -9,7 +9,7 @@
 //!
 //! Slices count elements, not bytes.
 
-use crate::op::{Op, Reducible};
+use crate::op::{Op, Reduce, Reducible};
 
 /// Which buffer of a rank a slice lies in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

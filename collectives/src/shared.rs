@@ -379,7 +379,7 @@ impl Shared {
     pub(crate) fn new(rma: &Rma, group: &Group, me: u32) -> Result<Shared, Error> {
         // Members reach it through their mappings alone: the provider
         // needs no right to write it.
-        let window = rma.allocate_read_only(group, DATA + SLOT)?;
+        let window = rma.allocate(group, DATA + SLOT, onesided_rma::RemoteAccess::ReadOnly)?;
         let own = (window.mapped(me)?)
             .ok_or_else(|| Error::BadCall("this member's own part is not mapped".into()))?;
         let parts = vec![OnceLock::new(); group.size() as usize];

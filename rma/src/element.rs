@@ -3,6 +3,9 @@
 
 use onesided_fabric::{AtomicOp, Datatype};
 
+use crate::op::{Builtin, Op};
+use crate::Error;
+
 /// A type remote atomics work on: the integers of 8 to 64 bits and the
 /// floats. `put`/`get` take any `bytemuck::Pod` type.
 pub trait Element: bytemuck::Pod {
@@ -23,33 +26,21 @@ elements!(
     i64 => I64, u64 => U64, f32 => F32, f64 => F64,
 );
 
-/// What `accumulate` / `fetch_and_op` do to each target element `t` with
-/// the origin's value `x` (`MPI_SUM`, `MPI_MIN`, `MPI_MAX`, `MPI_REPLACE`,
-/// `MPI_NO_OP`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Op {
-    /// `t = t + x`, wrapping for integers.
-    Sum,
-    /// `t = min(t, x)`.
-    Min,
-    /// `t = max(t, x)`.
-    Max,
-    /// `t = x`.
-    Replace,
-    /// `t` unchanged (`fetch_and_op` then reads atomically).
-    NoOp,
-}
-
-impl Op {
-    /// The fabric's operation.
-    pub(crate) fn atomic(self) -> AtomicOp {
-        match self {
-            Op::Sum => AtomicOp::Sum,
-            Op::Min => AtomicOp::Min,
-            Op::Max => AtomicOp::Max,
-            Op::Replace => AtomicOp::Replace,
-            Op::NoOp => AtomicOp::NoOp,
-        }
+/// The atomic operation for `op`, when atomics take it.
+///
+/// # Errors
+/// [`Error::UnsupportedOp`] for the operations atomics do not take.
+pub(crate) fn atomic<T>(op: &Op<T>, call: &'static str) -> Result<AtomicOp, Error> {
+    match op {
+        Op::Builtin(Builtin::Sum) => Ok(AtomicOp::Sum),
+        Op::Builtin(Builtin::Min) => Ok(AtomicOp::Min),
+        Op::Builtin(Builtin::Max) => Ok(AtomicOp::Max),
+        Op::Builtin(Builtin::Replace) => Ok(AtomicOp::Replace),
+        Op::Builtin(Builtin::NoOp) => Ok(AtomicOp::NoOp),
+        other => Err(Error::UnsupportedOp {
+            call,
+            op: format!("{other:?}"),
+        }),
     }
 }
 

@@ -68,13 +68,30 @@ pub enum Error {
         /// The target's group rank.
         target: u32,
     },
+    /// An assertion the call does not take.
+    #[error("{call} does not take the assertion(s) {}", crate::assert::names(*given))]
+    BadAssert {
+        /// The call.
+        call: &'static str,
+        /// The assertions it does not take.
+        given: crate::Assert,
+    },
+    /// An operation the call does not take (a product in an atomic, a
+    /// user-defined operation in `accumulate`).
+    #[error("{call} does not take operation {op} (atomics take SUM, MIN, MAX, REPLACE and NO_OP)")]
+    UnsupportedOp {
+        /// The call.
+        call: &'static str,
+        /// The operation given.
+        op: String,
+    },
     /// More than a window can hold (attachments of a dynamic window).
     #[error("{0}")]
     TooMany(&'static str),
-    /// A collective run as a [`crate::Request`] failed (the text of
-    /// onesided-collectives' error).
-    #[error("collective: {0}")]
-    Collective(String),
+    /// A collective run as a [`crate::Request`] failed: the collectives
+    /// layer's own error, whole (the layers above take it out again).
+    #[error(transparent)]
+    Collective(Box<dyn std::error::Error + Send + Sync>),
     /// A request did not complete in time.
     #[error("request did not complete within {0:?}")]
     RequestTimeout(std::time::Duration),

@@ -1,5 +1,5 @@
-//! Request-based operations ([`crate::Window::rget`],
-//! [`crate::Window::rput`]): a transfer in flight, shared between its
+//! Request-based operations ([`crate::Epoch::rget`],
+//! [`crate::Epoch::rput`]): a transfer in flight, shared between its
 //! request and its window (so that `flush`, `unlock`, `fence` and `free`
 //! can complete it), and the requests themselves.
 
@@ -90,7 +90,7 @@ impl Inflight {
     }
 }
 
-/// A request-based read ([`crate::Window::rget`]): the bytes reach the
+/// A request-based read ([`crate::Epoch::rget`]): the bytes reach the
 /// caller's buffer when it completes. It borrows its window for `'w`
 /// (which may not be freed meanwhile) through the window's endpoint.
 pub struct Rget<'w, 'b> {
@@ -135,7 +135,7 @@ impl Request for Rget<'_, '_> {
     }
 }
 
-/// A request-based write ([`crate::Window::rput`]): complete when the
+/// A request-based write ([`crate::Epoch::rput`]): complete when the
 /// bytes are in the target's memory. It borrows its window for `'w`, as
 /// [`Rget`] does.
 pub struct Rput<'w> {

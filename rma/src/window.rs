@@ -62,7 +62,7 @@
 //! # Completion
 //! Blocking operations complete at the target before they return (writes
 //! with delivery completion, copies at once). Request-based operations
-//! ([`Window::rget`], [`Window::rput`]) are completed by their requests or
+//! ([`Epoch::rget`], [`Epoch::rput`]) are completed by their requests or
 //! by `flush`, `unlock`, `fence` and `free`; their errors are reported by
 //! their requests.
 //!
@@ -84,11 +84,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::barrier::{Barrier, Signals, BARRIER_NOTICE};
 use crate::directory::{self, Directory};
-use crate::element::{bits, from_bits, Element, Op};
+use crate::element::{bits, from_bits, Element};
 use crate::epoch::Epochs;
 use crate::lock::{self, Atomic, LockKind, Outcome};
+use crate::op::Op;
 use crate::transfer::{Inflight, Rget, Rput};
-use crate::{Error, Group};
+use crate::{Assert, Error, Group};
 
 mod access;
 mod description;
@@ -312,8 +313,7 @@ impl Rma {
     }
 
     /// Opens `len` bytes of this process's memory to `group` (which it must
-    /// belong to), for reading and writing or, with `read_only`, for
-    /// reading alone. Every member calls it, in the same order for
+    /// belong to), with `access` for the peers. Every member calls it, in the same order for
     /// exposures of the same group; members may expose different lengths.
     /// The bytes are zero when the memory is new and unspecified when a
     /// registration is reused. The owner reads and writes them with
@@ -328,12 +328,16 @@ impl Rma {
     /// # Errors
     /// [`Error::BadGroup`] when this process is not a member;
     /// [`Error::Fabric`] when registering fails.
-    pub fn expose(&self, group: &Group, len: usize, read_only: bool) -> Result<Exposure, Error> {
+    pub fn expose(
+        &self,
+        group: &Group,
+        len: usize,
+        access: RemoteAccess,
+    ) -> Result<Exposure, Error> {
         self.state.member(group)?;
-        let access = if read_only {
-            Access::REMOTE_READ
-        } else {
-            Access::REMOTE_READ | Access::REMOTE_WRITE
+        let access = match access {
+            RemoteAccess::ReadOnly => Access::REMOTE_READ,
+            RemoteAccess::ReadWrite => Access::REMOTE_READ | Access::REMOTE_WRITE,
         };
         let header = self.state.region(
             &self.state.headers,
@@ -407,8 +411,11 @@ impl Rma {
 
     /// Creates a window of `len` bytes of new memory over `group` (as
     /// `MPI_Win_allocate`: zero when new, unspecified when a registration
-    /// is reused). Every member calls it, in the same order for windows of
-    /// the same group; members may ask for different lengths.
+    /// is reused), with `access` for the peers (a window they only read:
+    /// [`RemoteAccess::ReadOnly`], its owner writing it with
+    /// [`Window::write_local`]). Every member calls it, in the same order
+    /// for windows of the same group; members may ask for different
+    /// lengths.
     ///
     /// Cost: one local registration (none when a pooled one fits); no
     /// message, on one host and across hosts; the first access to each
@@ -417,20 +424,13 @@ impl Rma {
     ///
     /// # Errors
     /// As [`Rma::expose`].
-    pub fn allocate(&self, group: &Group, len: usize) -> Result<Window, Error> {
-        let exposure = self.expose(group, len, false)?;
-        Ok(Window::new(exposure.state, None))
-    }
-
-    /// As [`Rma::allocate`], for a window its peers only read: its memory
-    /// is registered for remote reads alone (least privilege), and `put`
-    /// and the atomics on it fail. Its owner writes it with
-    /// [`Window::write_local`].
-    ///
-    /// # Errors
-    /// As [`Rma::expose`].
-    pub fn allocate_read_only(&self, group: &Group, len: usize) -> Result<Window, Error> {
-        let exposure = self.expose(group, len, true)?;
+    pub fn allocate(
+        &self,
+        group: &Group,
+        len: usize,
+        access: RemoteAccess,
+    ) -> Result<Window, Error> {
+        let exposure = self.expose(group, len, access)?;
         Ok(Window::new(exposure.state, None))
     }
 
@@ -445,7 +445,7 @@ impl Rma {
     /// # Errors
     /// As [`Rma::expose`].
     pub fn create_dynamic(&self, group: &Group) -> Result<Window, Error> {
-        let exposure = self.expose(group, 0, false)?;
+        let exposure = self.expose(group, 0, RemoteAccess::ReadWrite)?;
         let window = Window::new(exposure.state, Some(RefCell::default()));
         window.describe_attachments(&[]);
         Ok(window)
@@ -796,6 +796,16 @@ fn collective_id(group: &Group, kind: u8, n: u64) -> u64 {
     mix(group.key() ^ (u64::from(kind) << 56) ^ n).max(1)
 }
 
+/// What peers may do with a process's exposed memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RemoteAccess {
+    /// Read and write it (put, get, atomics).
+    ReadWrite,
+    /// Only read it: the memory is registered for remote reads alone
+    /// (least privilege), and `put` and the atomics on it fail.
+    ReadOnly,
+}
+
 /// Memory of this process open to a group ([`Rma::expose`]): windows are
 /// created over it ([`Rma::create`]) as often as wanted, and keep it as
 /// long as they live. It is released when the last of them and this
@@ -955,16 +965,22 @@ struct Place {
     at: u64,
 }
 
-/// An open passive-target epoch; [`Epoch::unlock`] closes it. Dropping it
-/// unlocks too, ignoring errors.
+/// An open epoch: a lock on one target ([`Window::lock`]), on every
+/// member ([`Window::lock_all`]), or a fence epoch ([`Window::fence`]).
+/// The accesses are its methods, so none compiles outside an epoch.
+/// [`Epoch::unlock`] closes a lock epoch, a fence asserting
+/// [`Assert::NOSUCCEED`] a fence epoch; dropping it closes it too,
+/// ignoring errors.
 pub struct Epoch<'w> {
     window: &'w Window,
     /// The locked target, or `None` for `lock_all`.
     target: Option<u32>,
-    /// The lock taken on the target's lock word (none with `nocheck`, and
+    /// The lock taken on the target's lock word (none with `NOCHECK`, and
     /// for `lock_all`, whose locks the window takes and tracks).
     held: Option<LockKind>,
     open: bool,
+    /// A fence epoch (`Window::fence`).
+    fence: bool,
 }
 
 impl Window {

@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use onesided_collectives::profile::{Collective, Entry, Profile};
 use onesided_collectives::select::algorithms;
-use onesided_collectives::{Builtin, Comm, Op};
+use onesided_collectives::{Comm, Op};
 use onesided_rma::Group;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -431,7 +431,7 @@ fn measure(
         _ => calls::<f64>(comm, collective, bytes, reps + 1)?,
     };
     let mut slowest = vec![0f64; times.len()];
-    comm.allreduce(&times, &mut slowest, &Op::Builtin(Builtin::Max))?;
+    comm.allreduce(&times, &mut slowest, Op::MAX)?;
     times = slowest.split_off(1);
     times.sort_by(f64::total_cmp);
     Ok(times[times.len() / 2].max(0.001))
@@ -447,7 +447,7 @@ where
     let (me, n) = (comm.rank(), comm.group().size() as usize);
     let count = bytes / size_of::<T>();
     let one = T::from(1);
-    let sum = Op::Builtin(Builtin::Sum);
+    let sum = Op::SUM;
     let whole = matches!(
         collective,
         Collective::Scatter | Collective::Alltoall | Collective::ReduceScatter
@@ -483,13 +483,15 @@ where
         match collective {
             Collective::Barrier => comm.barrier()?,
             Collective::Bcast => comm.bcast(0, &mut output)?,
-            Collective::Reduce => comm.reduce(0, &input, &mut output, &sum)?,
-            Collective::Allreduce => comm.allreduce(&input, &mut output, &sum)?,
+            Collective::Reduce => comm.reduce(0, &input, &mut output, sum.clone())?,
+            Collective::Allreduce => comm.allreduce(&input, &mut output, sum.clone())?,
             Collective::Gather => comm.gatherv(0, &input, &mut output, &counts)?,
             Collective::Allgather => comm.allgatherv(&input, &mut output, &counts)?,
             Collective::Scatter => comm.scatterv(0, &input, &mut output, &counts)?,
             Collective::Alltoall => comm.alltoall(&input, &mut output, count)?,
-            Collective::ReduceScatter => comm.reduce_scatter(&input, &mut output, &counts, &sum)?,
+            Collective::ReduceScatter => {
+                comm.reduce_scatter(&input, &mut output, &counts, sum.clone())?
+            }
         }
         times.push(start.elapsed().as_secs_f64() * 1e6);
         if let Some(w) = want {

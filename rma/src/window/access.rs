@@ -1,5 +1,5 @@
 //! The data path: where a target's bytes are, and get, put, their
-//! request forms and the atomics.
+//! request forms and the atomics, reached through an open [`Epoch`].
 
 use super::*;
 
@@ -77,7 +77,7 @@ impl Window {
     /// `target`; [`Error::OutOfRange`] outside its part; [`Error::Fabric`]
     /// (a dead peer, forbidden access, ...). Nothing is posted on a checked
     /// error.
-    pub fn get<T: bytemuck::Pod>(
+    pub(super) fn get<T: bytemuck::Pod>(
         &self,
         target: u32,
         offset: u64,
@@ -100,7 +100,12 @@ impl Window {
     ///
     /// # Errors
     /// As [`Window::get`].
-    pub fn put<T: bytemuck::Pod>(&self, target: u32, offset: u64, data: &[T]) -> Result<(), Error> {
+    pub(super) fn put<T: bytemuck::Pod>(
+        &self,
+        target: u32,
+        offset: u64,
+        data: &[T],
+    ) -> Result<(), Error> {
         let data: &[u8] = bytemuck::cast_slice(data);
         let p = self.place(target, offset, data.len(), "window put")?;
         match &p.map {
@@ -119,7 +124,7 @@ impl Window {
     ///
     /// # Errors
     /// As [`Window::get`] (checked before anything is posted).
-    pub fn rget<'w, 'b, T: bytemuck::Pod>(
+    pub(super) fn rget<'w, 'b, T: bytemuck::Pod>(
         &'w self,
         target: u32,
         offset: u64,
@@ -147,7 +152,7 @@ impl Window {
     ///
     /// # Errors
     /// As [`Window::get`].
-    pub fn rput<T: bytemuck::Pod>(
+    pub(super) fn rput<T: bytemuck::Pod>(
         &self,
         target: u32,
         offset: u64,
@@ -179,35 +184,35 @@ impl Window {
     /// # Errors
     /// As [`Window::get`], and `Misaligned` for an offset that is not a
     /// multiple of the element size.
-    pub fn accumulate<T: Element>(
+    pub(super) fn accumulate<T: Element>(
         &self,
         target: u32,
         offset: u64,
         values: &[T],
-        op: Op,
+        op: Op<T>,
     ) -> Result<(), Error> {
-        self.atomic(target, offset, values, op, None, "window accumulate")
+        self.atomic(target, offset, values, &op, None, "window accumulate")
     }
 
     /// Applies `op` with `value` to the element at byte `offset` of
     /// `target`'s part atomically; returns its previous value
-    /// (`MPI_Fetch_and_op`; with [`Op::NoOp`], an atomic read).
+    /// (`MPI_Fetch_and_op`; with [`Op::NO_OP`], an atomic read).
     ///
     /// # Errors
     /// As [`Window::accumulate`].
-    pub fn fetch_and_op<T: Element>(
+    pub(super) fn fetch_and_op<T: Element>(
         &self,
         target: u32,
         offset: u64,
         value: T,
-        op: Op,
+        op: Op<T>,
     ) -> Result<T, Error> {
         let mut previous = [T::zeroed()];
         self.atomic(
             target,
             offset,
             &[value],
-            op,
+            &op,
             Some(&mut previous),
             "window fetch_and_op",
         )?;
@@ -219,10 +224,11 @@ impl Window {
         target: u32,
         offset: u64,
         values: &[T],
-        op: Op,
+        op: &Op<T>,
         fetch: Option<&mut [T]>,
         what: &'static str,
     ) -> Result<(), Error> {
+        let op = crate::element::atomic(op, what)?;
         let size = size_of::<T>();
         let p = self.place(target, offset, size_of_val(values), what)?;
         if !offset.is_multiple_of(size as u64) {
@@ -237,12 +243,7 @@ impl Window {
                     let x = bits(*v);
                     let at = p.at as usize + i * size;
                     let previous = map.update(at, size, |t| {
-                        Some(onesided_fabric::atomic::apply(
-                            T::DATATYPE,
-                            op.atomic(),
-                            t,
-                            x,
-                        ))
+                        Some(onesided_fabric::atomic::apply(T::DATATYPE, op, t, x))
                     })?;
                     if let Some(f) = fetch.as_deref_mut() {
                         f[i] = from_bits(previous);
@@ -255,7 +256,7 @@ impl Window {
                 &p.remote,
                 p.at,
                 T::DATATYPE,
-                op.atomic(),
+                op,
                 bytemuck::cast_slice(values),
                 fetch.map(bytemuck::cast_slice_mut),
             )),
@@ -268,7 +269,7 @@ impl Window {
     ///
     /// # Errors
     /// As [`Window::accumulate`].
-    pub fn compare_and_swap<T: Element>(
+    pub(super) fn compare_and_swap<T: Element>(
         &self,
         target: u32,
         offset: u64,
@@ -299,5 +300,164 @@ impl Window {
             bytemuck::bytes_of_mut(&mut previous),
         ))?;
         Ok(previous)
+    }
+}
+
+/// The accesses: methods of the epoch guard, so that an access outside an
+/// epoch does not compile. Offsets are bytes into the target's part.
+impl<'w> Epoch<'w> {
+    /// Checks that `target` lies in this epoch: its target for a `lock`
+    /// epoch, any member otherwise.
+    fn covers(&self, target: u32) -> Result<&'w Window, Error> {
+        match self.target {
+            Some(t) if t != target => Err(Error::NoEpoch { target }),
+            _ if !self.open => Err(Error::NoEpoch { target }),
+            _ => Ok(self.window),
+        }
+    }
+
+    /// Reads elements at byte `offset` of group rank `target`'s part into
+    /// `buf` (`MPI_Get`, complete when it returns).
+    ///
+    /// # Errors
+    /// [`Error::NotInGroup`]; [`Error::NoEpoch`] for a target this epoch
+    /// does not cover; [`Error::OutOfRange`] outside its part;
+    /// [`Error::Fabric`] (a dead peer, forbidden access, ...). Nothing is
+    /// posted on a checked error.
+    pub fn get<T: bytemuck::Pod>(
+        &self,
+        target: u32,
+        offset: u64,
+        buf: &mut [T],
+    ) -> Result<(), Error> {
+        self.covers(target)?.get(target, offset, buf)
+    }
+
+    /// Writes `data` at byte `offset` of group rank `target`'s part
+    /// (`MPI_Put`); complete at the target when it returns.
+    ///
+    /// # Errors
+    /// As [`Epoch::get`].
+    pub fn put<T: bytemuck::Pod>(&self, target: u32, offset: u64, data: &[T]) -> Result<(), Error> {
+        self.covers(target)?.put(target, offset, data)
+    }
+
+    /// Starts reading `buf.len()` elements at byte `offset` of `target`'s
+    /// part (`MPI_Rget`); the bytes reach `buf` when the request completes
+    /// ([`crate::Request::test`] / [`crate::Request::wait`]; after a flush
+    /// or the epoch's end it completes at once).
+    ///
+    /// # Errors
+    /// As [`Epoch::get`] (checked before anything is posted).
+    pub fn rget<'b, T: bytemuck::Pod>(
+        &self,
+        target: u32,
+        offset: u64,
+        buf: &'b mut [T],
+    ) -> Result<Rget<'w, 'b>, Error> {
+        self.covers(target)?.rget(target, offset, buf)
+    }
+
+    /// Starts writing `data` at byte `offset` of `target`'s part
+    /// (`MPI_Rput`; `data` is copied, the caller may reuse it at once);
+    /// the request completes when the bytes are in the target's memory.
+    ///
+    /// # Errors
+    /// As [`Epoch::get`].
+    pub fn rput<T: bytemuck::Pod>(
+        &self,
+        target: u32,
+        offset: u64,
+        data: &[T],
+    ) -> Result<Rput<'w>, Error> {
+        self.covers(target)?.rput(target, offset, data)
+    }
+
+    /// Applies `op` with `values` to the elements at byte `offset` of
+    /// `target`'s part, each element atomically (`MPI_Accumulate`).
+    ///
+    /// # Errors
+    /// As [`Epoch::get`]; `Misaligned` for an offset that is not a
+    /// multiple of the element size; [`Error::UnsupportedOp`] for an
+    /// operation atomics do not take.
+    pub fn accumulate<T: Element>(
+        &self,
+        target: u32,
+        offset: u64,
+        values: &[T],
+        op: Op<T>,
+    ) -> Result<(), Error> {
+        self.covers(target)?.accumulate(target, offset, values, op)
+    }
+
+    /// Applies `op` with `value` to the element at byte `offset` of
+    /// `target`'s part atomically; returns its previous value
+    /// (`MPI_Fetch_and_op`; with [`Op::NO_OP`], an atomic read).
+    ///
+    /// # Errors
+    /// As [`Epoch::accumulate`].
+    pub fn fetch_and_op<T: Element>(
+        &self,
+        target: u32,
+        offset: u64,
+        value: T,
+        op: Op<T>,
+    ) -> Result<T, Error> {
+        self.covers(target)?.fetch_and_op(target, offset, value, op)
+    }
+
+    /// Replaces the element at byte `offset` of `target`'s part with `new`
+    /// if it equals `compare` (bitwise), atomically; returns its previous
+    /// value (`MPI_Compare_and_swap`).
+    ///
+    /// # Errors
+    /// As [`Epoch::accumulate`].
+    pub fn compare_and_swap<T: Element>(
+        &self,
+        target: u32,
+        offset: u64,
+        compare: T,
+        new: T,
+    ) -> Result<T, Error> {
+        self.covers(target)?
+            .compare_and_swap(target, offset, compare, new)
+    }
+
+    /// Completes this process's operations to `target` at the target
+    /// (`MPI_Win_flush`): blocking ones are complete already;
+    /// request-based ones are waited for.
+    ///
+    /// # Errors
+    /// [`Error::NotInGroup`]; [`Error::NoEpoch`] for a target this epoch
+    /// does not cover; [`Error::TransferFailed`] when a request-based
+    /// operation failed (its request holds the error).
+    pub fn flush(&self, target: u32) -> Result<(), Error> {
+        let window = self.covers(target)?;
+        window.group().job_rank(target)?;
+        window.complete(Some(target))
+    }
+
+    /// [`Epoch::flush`] for every target (`MPI_Win_flush_all`).
+    ///
+    /// # Errors
+    /// [`Error::TransferFailed`] as [`Epoch::flush`].
+    pub fn flush_all(&self) -> Result<(), Error> {
+        self.window.complete(self.target)
+    }
+
+    /// Completes this process's operations to `target` locally
+    /// (`MPI_Win_flush_local`): the origin buffers may be reused. Every
+    /// operation here copies or waits for its origin buffer before it
+    /// returns, so this only checks the target.
+    ///
+    /// # Errors
+    /// As [`Epoch::flush`], without the transfer errors.
+    pub fn flush_local(&self, target: u32) -> Result<(), Error> {
+        self.covers(target)?.group().job_rank(target).map(drop)
+    }
+
+    /// The window this epoch is open on.
+    pub fn window(&self) -> &'w Window {
+        self.window
     }
 }

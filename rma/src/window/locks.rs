@@ -4,14 +4,19 @@
 use super::*;
 
 impl Window {
-    /// Locks group rank `target`: `Shared` or `Exclusive`; with `nocheck`
-    /// (`MPI_MODE_NOCHECK`) no lock is taken, the caller vouching that no
-    /// conflicting access happens.
+    /// Locks group rank `target` (`MPI_Win_lock`): `Shared` or
+    /// `Exclusive`; with [`Assert::NOCHECK`] no lock is taken, the caller
+    /// vouching that no conflicting access happens. The epoch's guard
+    /// reaches `target` alone.
     ///
     /// # Errors
     /// [`Error::NotInGroup`], [`Error::AlreadyLocked`],
-    /// [`Error::EpochConflict`], or [`Error::Fabric`] from the atomics.
-    pub fn lock(&self, target: u32, kind: LockKind, nocheck: bool) -> Result<Epoch<'_>, Error> {
+    /// [`Error::EpochConflict`], [`Error::BadAssert`], or
+    /// [`Error::Fabric`] from the atomics.
+    pub fn lock(&self, target: u32, kind: LockKind, assert: Assert) -> Result<Epoch<'_>, Error> {
+        let nocheck = assert
+            .allow("lock", Assert::NOCHECK)?
+            .contains(Assert::NOCHECK);
         self.group().job_rank(target)?;
         self.alive()?;
         self.epochs.borrow_mut().lock(target, kind)?;
@@ -29,12 +34,13 @@ impl Window {
             target: Some(target),
             held,
             open: true,
+            fence: false,
         })
     }
 
     /// Opens a shared epoch on every member (`MPI_Win_lock_all`); with
-    /// `nocheck`, no lock word is touched. Its [`Epoch::unlock`] is
-    /// `MPI_Win_unlock_all`.
+    /// [`Assert::NOCHECK`], no lock word is touched. Its [`Epoch::unlock`]
+    /// is `MPI_Win_unlock_all`.
     ///
     /// Each member's shared lock is taken before the first access to it in
     /// the epoch (as MPI allows), not here: opening the epoch costs no
@@ -43,8 +49,11 @@ impl Window {
     /// waits for one of them can leave both waiting until the timeout.
     ///
     /// # Errors
-    /// [`Error::EpochConflict`].
-    pub fn lock_all(&self, nocheck: bool) -> Result<Epoch<'_>, Error> {
+    /// [`Error::EpochConflict`], [`Error::BadAssert`].
+    pub fn lock_all(&self, assert: Assert) -> Result<Epoch<'_>, Error> {
+        let nocheck = assert
+            .allow("lock_all", Assert::NOCHECK)?
+            .contains(Assert::NOCHECK);
         self.alive()?;
         self.epochs.borrow_mut().lock_all()?;
         self.forget_attachments();
@@ -59,6 +68,7 @@ impl Window {
             target: None,
             held: None,
             open: true,
+            fence: false,
         })
     }
 
@@ -195,9 +205,37 @@ impl Epoch<'_> {
     /// [`Error::TransferFailed`] when a request-based operation failed (the
     /// locks are released all the same); [`Error::Fabric`] when a release
     /// atomic fails (the epoch is closed
-    /// locally all the same).
+    /// locally all the same); [`Error::EpochConflict`] for a fence epoch
+    /// (end it with a fence asserting [`Assert::NOSUCCEED`]).
     pub fn unlock(mut self) -> Result<(), Error> {
+        if self.fence {
+            return Err(Error::EpochConflict(
+                "unlock of a fence epoch (end it with fence(Assert::NOSUCCEED))",
+            ));
+        }
         self.close()
+    }
+
+    /// The next fence of a fence epoch (`MPI_Win_fence`): completes this
+    /// process's operations (none with [`Assert::NOPRECEDE`]) and waits
+    /// until every member has reached it; with [`Assert::NOSUCCEED`] it
+    /// ends the epoch (later accesses through this guard fail).
+    ///
+    /// # Errors
+    /// [`Error::EpochConflict`] in a lock epoch, after the epoch ended, or
+    /// with operations in flight under [`Assert::NOPRECEDE`];
+    /// [`Error::BadAssert`]; [`Error::TransferFailed`]; barrier errors.
+    pub fn fence(&mut self, assert: Assert) -> Result<(), Error> {
+        if !self.fence || !self.open {
+            return Err(Error::EpochConflict(
+                "fence on an epoch that is not an open fence epoch",
+            ));
+        }
+        self.window.fence_step(assert)?;
+        if assert.contains(Assert::NOSUCCEED) {
+            self.open = false;
+        }
+        Ok(())
     }
 
     fn close(&mut self) -> Result<(), Error> {
@@ -207,6 +245,12 @@ impl Epoch<'_> {
         self.open = false;
         let window = self.window;
         let completed = window.complete(self.target);
+        if self.fence {
+            // A fence epoch dropped without its last fence: it ends here,
+            // without the collective (as a last fence may be left out).
+            let _ = window.epochs.borrow_mut().fence(true);
+            return completed;
+        }
         let failed = window.access_failed.replace(false) || completed.is_err();
         match self.target {
             Some(target) => {

@@ -3,44 +3,6 @@
 use super::*;
 
 impl Window {
-    /// Completes this process's operations to `target` at the target:
-    /// blocking ones are complete already; request-based ones are waited
-    /// for.
-    ///
-    /// # Errors
-    /// [`Error::NotInGroup`]; [`Error::NoEpoch`] outside an epoch covering
-    /// `target`; [`Error::TransferFailed`] when a request-based operation
-    /// failed (its request holds the error).
-    pub fn flush(&self, target: u32) -> Result<(), Error> {
-        self.group().job_rank(target)?;
-        self.epochs.borrow().check_access(target)?;
-        self.complete(Some(target))
-    }
-
-    /// [`Window::flush`] for every target (`MPI_Win_flush_all`).
-    ///
-    /// # Errors
-    /// [`Error::EpochConflict`] when no epoch is open;
-    /// [`Error::TransferFailed`] as [`Window::flush`].
-    pub fn flush_all(&self) -> Result<(), Error> {
-        if self.epochs.borrow().is_idle() {
-            return Err(Error::EpochConflict("flush_all outside an epoch"));
-        }
-        self.complete(None)
-    }
-
-    /// Completes this process's operations to `target` locally
-    /// (`MPI_Win_flush_local`): the origin buffers may be reused. Here every
-    /// operation copies or waits for its origin buffer before returning, so
-    /// only the epoch is checked.
-    ///
-    /// # Errors
-    /// As [`Window::flush`].
-    pub fn flush_local(&self, target: u32) -> Result<(), Error> {
-        self.group().job_rank(target)?;
-        self.epochs.borrow().check_access(target)
-    }
-
     /// Waits for the request-based operations to `target` (all when
     /// `None`); their outcomes stay with their requests. A failed one (or
     /// one given up, which the provider may still carry out) makes it an
@@ -68,18 +30,40 @@ impl Window {
         }
     }
 
-    /// Active-target synchronisation (`MPI_Win_fence`): completes this
-    /// process's operations, waits until every member has reached the fence,
-    /// then opens the next fence epoch, or none when `last`
-    /// (`MPI_MODE_NOSUCCEED`).
+    /// Active-target synchronisation (`MPI_Win_fence`) that opens a fence
+    /// epoch: waits until every member has reached the fence, and returns
+    /// the epoch's guard, through which every member may be accessed until
+    /// a fence on the guard asserts [`Assert::NOSUCCEED`]
+    /// ([`Epoch::fence`]). Every member calls it (fences count as
+    /// barriers of the window's group).
     ///
     /// # Errors
-    /// [`Error::EpochConflict`] inside a passive epoch; barrier errors.
-    pub fn fence(&self, last: bool) -> Result<(), Error> {
+    /// [`Error::EpochConflict`] inside a passive epoch; [`Error::BadAssert`]
+    /// (it takes `NOPRECEDE` and `NOSUCCEED`); barrier errors.
+    pub fn fence(&self, assert: Assert) -> Result<Epoch<'_>, Error> {
+        self.fence_step(assert)?;
+        Ok(Epoch {
+            window: self,
+            target: None,
+            held: None,
+            open: !assert.contains(Assert::NOSUCCEED),
+            fence: true,
+        })
+    }
+
+    /// One fence: see [`Window::fence`] and [`Epoch::fence`].
+    pub(super) fn fence_step(&self, assert: Assert) -> Result<(), Error> {
+        let assert = assert.allow("fence", Assert::NOPRECEDE | Assert::NOSUCCEED)?;
         self.alive()?;
         let mut next = self.epochs.borrow().clone();
-        next.fence(last)?;
-        self.complete(None)?;
+        next.fence(assert.contains(Assert::NOSUCCEED))?;
+        if !assert.contains(Assert::NOPRECEDE) {
+            self.complete(None)?;
+        } else if self.inflight.borrow().iter().any(|i| !i.is_done()) {
+            return Err(Error::EpochConflict(
+                "fence asserting NOPRECEDE with operations in flight",
+            ));
+        }
         self.forget_attachments();
         crate::Request::wait(&mut State::ibarrier(&self.rma, self.group())?)?;
         *self.epochs.borrow_mut() = next;

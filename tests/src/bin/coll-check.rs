@@ -81,7 +81,7 @@ fn reductions(comm: &Comm, tag: &str, input: &[i64], builtins: &[(&'static str, 
             }
         };
         let mut out = vec![0i64; count];
-        must(me, "allreduce", comm.allreduce(input, &mut out, &op));
+        must(me, "allreduce", comm.allreduce(input, &mut out, op.clone()));
         check(
             me,
             out.iter().enumerate().all(|(i, v)| *v == want(i)),
@@ -89,7 +89,7 @@ fn reductions(comm: &Comm, tag: &str, input: &[i64], builtins: &[(&'static str, 
         );
         let root = (n - 1).min(1);
         let mut out = vec![0i64; if me == root { count } else { 0 }];
-        must(me, "reduce", comm.reduce(root, input, &mut out, &op));
+        must(me, "reduce", comm.reduce(root, input, &mut out, op.clone()));
         check(
             me,
             out.iter().enumerate().all(|(i, v)| *v == want(i)),
@@ -140,13 +140,13 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
         let counts: Vec<usize> = (0..n).map(|r| count / 7 + r as usize).collect();
         let total: usize = counts.iter().sum();
         let (sum, b, max, all) = {
-            let sum_op = Op::Builtin(Builtin::Sum);
-            let max_op = Op::Builtin(Builtin::Max);
+            let sum_op = Op::SUM;
+            let max_op = Op::MAX;
             let handed = (input.clone(), vec![0i64; count]);
             let mut r1 = must(
                 me,
                 "iallreduce",
-                comm.iallreduce(handed.0, handed.1, &sum_op),
+                comm.iallreduce(handed.0, handed.1, sum_op.clone()),
             );
             let mut r2 = must(me, "ibcast", comm.ibcast(0, b));
             let mut r3 = must(me, "ibarrier", comm.ibarrier());
@@ -154,7 +154,7 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             let mut r4 = must(
                 me,
                 "ireduce",
-                comm.ireduce(last, input.clone(), out, &max_op),
+                comm.ireduce(last, input.clone(), out, max_op.clone()),
             );
             let mine = (0..counts[me as usize]).map(|i| value(me, i)).collect();
             let r5 = comm.iallgatherv(mine, vec![0i64; total], &counts);
@@ -226,14 +226,18 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
                 .for_each(|(i, v)| *v = value(0, i) + 1);
         }
         let mut small = vec![0i64; count.min(5)];
-        let sum_op = Op::Builtin(Builtin::Sum);
+        let sum_op = Op::SUM;
         let mut pending = must(me, "ibarrier", comm.ibarrier());
         if me % 2 == 1 {
             must(me, "wait", pending.wait());
         }
         must(me, "bcast", comm.bcast(0, &mut c));
         let part = &input[..count.min(5)];
-        must(me, "allreduce", comm.allreduce(part, &mut small, &sum_op));
+        must(
+            me,
+            "allreduce",
+            comm.allreduce(part, &mut small, sum_op.clone()),
+        );
         must(me, "wait", pending.wait());
         check(
             me,
@@ -252,11 +256,11 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
     let input: Vec<i64> = (0..count).map(|i| value(me, i)).collect();
     reductions(comm, tag, &input, &[("sum", Builtin::Sum)]);
     let sum = |i: usize| (0..n).map(|r| value(r, i)).sum::<i64>();
-    let sum_op = Op::Builtin(Builtin::Sum);
+    let sum_op = Op::SUM;
     let pending = must(
         me,
         "iallreduce",
-        comm.iallreduce(input, vec![0i64; count], &sum_op),
+        comm.iallreduce(input, vec![0i64; count], sum_op.clone()),
     );
     let out = must(me, "buffers", pending.into_buffers()).output;
     check(
@@ -388,7 +392,7 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             must(
                 me,
                 "reduce_scatter",
-                comm.reduce_scatter(&input, &mut block, &counts, &op),
+                comm.reduce_scatter(&input, &mut block, &counts, op.clone()),
             );
             let want = |i: usize| match name {
                 "sum" => (0..n).map(|r| value(r, at + i)).sum::<i64>(),
@@ -494,11 +498,11 @@ fn mismatch(comm: &Comm, truncates: bool) {
             println!("rank {me}: large bcast mismatch: {text}");
         }
     }
-    let sum = Op::Builtin(Builtin::Sum);
+    let sum = Op::SUM;
     for (what, small, large) in [("allreduce", 3, 5), ("large allreduce", 100_000, 300_000)] {
         let input = vec![1i64; if me == 1 { large } else { small }];
         let mut out = vec![0i64; input.len()];
-        match comm.allreduce(&input, &mut out, &sum) {
+        match comm.allreduce(&input, &mut out, sum.clone()) {
             Ok(()) => check(me, false, || format!("a mismatched {what} succeeded")),
             Err(e) => {
                 let text = e.to_string();
@@ -554,13 +558,17 @@ fn mismatch(comm: &Comm, truncates: bool) {
     alltoallv_mismatch(comm);
     // Nonblocking calls dropped unfinished on every member, the later
     // one first: the calls after them go on.
-    let start = |len: usize| comm.iallreduce(vec![1i64; len], vec![0; len], &sum);
+    let start = |len: usize| comm.iallreduce(vec![1i64; len], vec![0; len], sum.clone());
     let first = must(me, "iallreduce", start(200_000));
     let second = must(me, "iallreduce", start(300_000));
     drop(second);
     drop(first);
     let mut total = [0i64];
-    must(me, "allreduce", comm.allreduce(&[1i64], &mut total, &sum));
+    must(
+        me,
+        "allreduce",
+        comm.allreduce(&[1i64], &mut total, sum.clone()),
+    );
     check(me, total[0] == i64::from(n), || format!("after: {total:?}"));
     abandoned_bcast(comm);
     // The caller's mistakes are not the algorithms' failures.
@@ -690,10 +698,10 @@ fn victim(comm: &Comm, ep: &onesided_fabric::Endpoint) -> ! {
         _ => {}
     }
     let start = std::time::Instant::now();
-    let sum = Op::Builtin(Builtin::Sum);
+    let sum = Op::SUM;
     let error = loop {
         let mut out = [0i64; 4];
-        if let Err(e) = comm.allreduce(&[1i64; 4], &mut out, &sum) {
+        if let Err(e) = comm.allreduce(&[1i64; 4], &mut out, sum.clone()) {
             break e;
         }
     };
@@ -771,10 +779,18 @@ fn main() {
             (0..9).map(|i| value(me, i)).collect(),
             (0..9).map(|i| -value(me, i)).collect(),
         );
-        let sum = Op::Builtin(Builtin::Sum);
+        let sum = Op::SUM;
         let (a, b) = {
-            let ra = must(me, "iallreduce", comm.iallreduce(x, vec![0; 9], &sum));
-            let rb = must(me, "iallreduce", twin.iallreduce(y, vec![0; 9], &sum));
+            let ra = must(
+                me,
+                "iallreduce",
+                comm.iallreduce(x, vec![0; 9], sum.clone()),
+            );
+            let rb = must(
+                me,
+                "iallreduce",
+                twin.iallreduce(y, vec![0; 9], sum.clone()),
+            );
             let mut both = [ra, rb];
             must(me, "wait_all", onesided_rma::wait_all(&mut both));
             let [ra, rb] = both;

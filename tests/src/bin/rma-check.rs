@@ -20,7 +20,9 @@ use std::process::exit;
 use std::time::{Duration, Instant};
 
 use onesided_fabric::World;
-use onesided_rma::{Element, Error as RmaError, Group, LockKind, Op, Request, Rma};
+use onesided_rma::{
+    Assert, Element, Error as RmaError, Group, LockKind, Op, RemoteAccess, Request, Rma,
+};
 use onesided_tests::rank::{check, die_when_told, fail, must, pattern};
 
 const ROUNDS: u64 = 100;
@@ -56,14 +58,18 @@ fn create(world: &World) {
     let (me, n, rma) = rma_setup(world);
     let group = Group::world(n);
     let len = |r: u32| 4096 * 3 + 13 * r as usize + 1;
-    let x = must(me, "expose", rma.expose(&group, len(me), false));
+    let x = must(
+        me,
+        "expose",
+        rma.expose(&group, len(me), RemoteAccess::ReadWrite),
+    );
     must(me, "fill", x.write(0, &bytes_of(me, 0, len(me))));
     check(me, x.len() == len(me), || "exposure length".into());
     let right = (me + 1) % n;
     let left = (me + n - 1) % n;
     {
         let w = rma.create(&x);
-        let all = must(me, "lock_all", w.lock_all(false));
+        let all = must(me, "lock_all", w.lock_all(Assert::empty()));
         for target in 0..n {
             for (offset, count) in [
                 (0usize, 1usize),
@@ -72,7 +78,7 @@ fn create(world: &World) {
                 (len(target) - 7, 7),
             ] {
                 let mut got = vec![0u8; count];
-                must(me, "get", w.get(target, offset as u64, &mut got));
+                must(me, "get", all.get(target, offset as u64, &mut got));
                 check(me, got == bytes_of(target, offset, count), || {
                     format!("get {offset}+{count} from {target}")
                 });
@@ -81,9 +87,9 @@ fn create(world: &World) {
         // Everyone has read before anyone writes.
         barrier(me, &rma, &group);
         // Three u16 and five f64 at odd (but element-aligned) offsets.
-        must(me, "put u16", w.put(right, 2, &[me as u16 + 1, 7, 9]));
+        must(me, "put u16", all.put(right, 2, &[me as u16 + 1, 7, 9]));
         let doubles: Vec<f64> = (0..5).map(|i| f64::from(me) + 0.5 * f64::from(i)).collect();
-        must(me, "put f64", w.put(right, 8 * 101, &doubles));
+        must(me, "put f64", all.put(right, 8 * 101, &doubles));
         must(me, "unlock_all", all.unlock());
         barrier(me, &rma, &group);
         must(me, "free", w.free());
@@ -92,14 +98,14 @@ fn create(world: &World) {
     // bytes written through the first are there.
     let w = rma.create(&x);
     {
-        let epoch = must(me, "lock", w.lock(me, LockKind::Shared, false));
+        let epoch = must(me, "lock", w.lock(me, LockKind::Shared, Assert::empty()));
         let mut words = [0u16; 3];
-        must(me, "get own u16", w.get(me, 2, &mut words));
+        must(me, "get own u16", epoch.get(me, 2, &mut words));
         check(me, words == [left as u16 + 1, 7, 9], || {
             format!("u16 {words:?}")
         });
         let mut doubles = [0f64; 5];
-        must(me, "get own f64", w.get(me, 8 * 101, &mut doubles));
+        must(me, "get own f64", epoch.get(me, 8 * 101, &mut doubles));
         let want: Vec<f64> = (0..5)
             .map(|i| f64::from(left) + 0.5 * f64::from(i))
             .collect();
@@ -111,9 +117,9 @@ fn create(world: &World) {
     // Two windows at once over the same exposure, freed newest first.
     let (w1, w2) = (rma.create(&x), rma.create(&x));
     {
-        let all = must(me, "lock_all", w1.lock_all(false));
+        let all = must(me, "lock_all", w1.lock_all(Assert::empty()));
         let mut b = [0u8; 4];
-        must(me, "get through the older", w1.get(right, 20, &mut b));
+        must(me, "get through the older", all.get(right, 20, &mut b));
         check(me, b[..] == bytes_of(right, 20, 4)[..], || {
             "two windows".into()
         });
@@ -124,21 +130,21 @@ fn create(world: &World) {
     drop(x);
 
     // Read-only exposures: readable, never written.
-    let ro = must(me, "expose", rma.expose(&group, 64, true));
+    let ro = must(me, "expose", rma.expose(&group, 64, RemoteAccess::ReadOnly));
     must(me, "fill", ro.write(0, &bytes_of(me, 0, 64)));
     let w = rma.create(&ro);
     barrier(me, &rma, &group);
-    let all = must(me, "lock_all", w.lock_all(false));
+    let all = must(me, "lock_all", w.lock_all(Assert::empty()));
     let mut got = [0u8; 64];
-    must(me, "get read-only", w.get(right, 0, &mut got));
+    must(me, "get read-only", all.get(right, 0, &mut got));
     check(me, got[..] == bytes_of(right, 0, 64)[..], || {
         "read-only get".into()
     });
     let refused = [
-        w.put(right, 0, &[0u8; 8]).err(),
-        w.rput(right, 8, &[0u8; 8]).err(),
-        w.accumulate(right, 16, &[1u64], Op::Sum).err(),
-        w.compare_and_swap(right, 24, 0u64, 1).err(),
+        all.put(right, 0, &[0u8; 8]).err(),
+        all.rput(right, 8, &[0u8; 8]).err(),
+        all.accumulate(right, 16, &[1u64], Op::SUM).err(),
+        all.compare_and_swap(right, 24, 0u64, 1).err(),
     ];
     for e in &refused {
         let ok = matches!(
@@ -185,24 +191,24 @@ fn dynamic(world: &World) {
         format!("displacements {da:#x} {db:#x}")
     });
     barrier(me, &rma, &group);
-    let all = must(me, "lock_all", w.lock_all(false));
+    let all = must(me, "lock_all", w.lock_all(Assert::empty()));
     let mut got = vec![0u8; 999];
-    must(me, "get a", w.get(right, da + 4001, &mut got));
+    must(me, "get a", all.get(right, da + 4001, &mut got));
     check(me, got == bytes_of(right, 4001, 999), || {
         "get from attachment a".into()
     });
-    must(me, "get b", w.get(right, db + 1, &mut got));
+    must(me, "get b", all.get(right, db + 1, &mut got));
     check(me, got == bytes_of(right + 100, 1, 999), || {
         "get from attachment b".into()
     });
-    must(me, "put b", w.put(right, db + 2990, &[me as u8; 10]));
-    let across = w.get(right, da + 4990, &mut [0u8; 20]);
+    must(me, "put b", all.put(right, db + 2990, &[me as u8; 10]));
+    let across = all.get(right, da + 4990, &mut [0u8; 20]);
     check(
         me,
         matches!(across, Err(RmaError::OutOfRange { .. })),
         || format!("a get past an attachment's end gave {across:?}"),
     );
-    let nowhere = w.get(right, 3 << 40, &mut [0u8; 1]);
+    let nowhere = all.get(right, 3 << 40, &mut [0u8; 1]);
     check(
         me,
         matches!(nowhere, Err(RmaError::OutOfRange { .. })),
@@ -218,8 +224,8 @@ fn dynamic(world: &World) {
     });
     check(me, w.detach(db).is_err(), || "detached twice".into());
     barrier(me, &rma, &group);
-    let all = must(me, "lock_all", w.lock_all(false));
-    let gone = w.get(right, db, &mut [0u8; 1]);
+    let all = must(me, "lock_all", w.lock_all(Assert::empty()));
+    let gone = all.get(right, db, &mut [0u8; 1]);
     check(me, matches!(gone, Err(RmaError::OutOfRange { .. })), || {
         format!("a get from a detached attachment gave {gone:?}")
     });
@@ -238,29 +244,33 @@ fn dynamic(world: &World) {
 fn typed(world: &World) {
     let (me, n, rma) = rma_setup(world);
     let group = Group::world(n);
-    let w = must(me, "allocate", rma.allocate(&group, 4096));
+    let w = must(
+        me,
+        "allocate",
+        rma.allocate(&group, 4096, RemoteAccess::ReadWrite),
+    );
     must(me, "zero", w.write_local(0, &[0u8; 4096]));
     barrier(me, &rma, &group);
-    let all = must(me, "lock_all", w.lock_all(false));
+    let all = must(me, "lock_all", w.lock_all(Assert::empty()));
     // Slots (byte offsets) on rank 0, 64 bytes each.
     fn contribute<T: Element + std::fmt::Debug>(
         me: u32,
-        w: &onesided_rma::Window,
+        epoch: &onesided_rma::Epoch,
         slot: u64,
         values: &[T],
-        op: Op,
+        op: Op<T>,
     ) {
-        must(me, "accumulate", w.accumulate(0, slot * 64, values, op));
+        must(me, "accumulate", epoch.accumulate(0, slot * 64, values, op));
     }
     let r = me as i64;
-    contribute(me, &w, 0, &[r + 1, -r, 3], Op::Sum);
-    contribute(me, &w, 1, &[(r as i32) - 2, 5, 7, 11, 13], Op::Min);
-    contribute(me, &w, 2, &[(me as u8).wrapping_mul(100), 1], Op::Sum);
-    contribute(me, &w, 3, &[f64::from(me) * 0.25, -1.5], Op::Max);
-    contribute(me, &w, 4, &[f32::from(me as u8) + 0.5], Op::Sum);
-    contribute(me, &w, 5, &[me as u16 + 1; 3], Op::Max);
+    contribute(me, &all, 0, &[r + 1, -r, 3], Op::SUM);
+    contribute(me, &all, 1, &[(r as i32) - 2, 5, 7, 11, 13], Op::MIN);
+    contribute(me, &all, 2, &[(me as u8).wrapping_mul(100), 1], Op::SUM);
+    contribute(me, &all, 3, &[f64::from(me) * 0.25, -1.5], Op::MAX);
+    contribute(me, &all, 4, &[f32::from(me as u8) + 0.5], Op::SUM);
+    contribute(me, &all, 5, &[me as u16 + 1; 3], Op::MAX);
     if me == 1 % n {
-        contribute(me, &w, 6, &[-7i8, 9], Op::Replace);
+        contribute(me, &all, 6, &[-7i8, 9], Op::REPLACE);
     }
     // Contention: n ranks x ROUNDS fetch-adds of u32 and CAS increments of
     // an i16.
@@ -269,11 +279,11 @@ fn typed(world: &World) {
         seen.push(must(
             me,
             "fetch_and_op",
-            w.fetch_and_op(0, 8 * 64, 1u32, Op::Sum),
+            all.fetch_and_op(0, 8 * 64, 1u32, Op::SUM),
         ));
         let mut guess = 0i16;
         loop {
-            let prev = must(me, "cas", w.compare_and_swap(0, 9 * 64, guess, guess + 1));
+            let prev = must(me, "cas", all.compare_and_swap(0, 9 * 64, guess, guess + 1));
             if prev == guess {
                 break;
             }
@@ -283,43 +293,43 @@ fn typed(world: &World) {
     check(me, seen.windows(2).all(|p| p[0] < p[1]), || {
         format!("fetch_and_op results not increasing: {seen:?}")
     });
-    must(me, "flush", w.flush(0));
+    must(me, "flush", all.flush(0));
     must(me, "unlock_all", all.unlock());
     barrier(me, &rma, &group);
     if me == 0 {
         let nn = i64::from(n);
-        let all = must(me, "lock_all", w.lock_all(false));
+        let all = must(me, "lock_all", w.lock_all(Assert::empty()));
         let mut i64s = [0i64; 3];
-        must(me, "get", w.get(0, 0, &mut i64s));
+        must(me, "get", all.get(0, 0, &mut i64s));
         let sum_r: i64 = (0..nn).sum();
         check(me, i64s == [sum_r + nn, -sum_r, 3 * nn], || {
             format!("i64 sum {i64s:?}")
         });
         let mut i32s = [0i32; 5];
-        must(me, "get", w.get(0, 64, &mut i32s));
+        must(me, "get", all.get(0, 64, &mut i32s));
         check(me, i32s == [-2, 0, 0, 0, 0], || format!("i32 min {i32s:?}"));
         let mut u8s = [0u8; 2];
-        must(me, "get", w.get(0, 128, &mut u8s));
+        must(me, "get", all.get(0, 128, &mut u8s));
         let want = (0..n).fold(0u8, |a, r| a.wrapping_add((r as u8).wrapping_mul(100)));
         check(me, u8s == [want, n as u8], || {
             format!("u8 wrapping sum {u8s:?}")
         });
         let mut f64s = [0f64; 2];
-        must(me, "get", w.get(0, 192, &mut f64s));
+        must(me, "get", all.get(0, 192, &mut f64s));
         check(me, f64s == [f64::from(n - 1) * 0.25, 0.0], || {
             format!("f64 max {f64s:?}")
         });
-        let f = must(me, "read f32", w.fetch_and_op(0, 256, 0f32, Op::NoOp));
+        let f = must(me, "read f32", all.fetch_and_op(0, 256, 0f32, Op::NO_OP));
         let want: f32 = (0..n).map(|r| r as f32 + 0.5).sum();
         check(me, f == want, || format!("f32 sum {f}"));
         let mut u16s = [0u16; 3];
-        must(me, "get", w.get(0, 320, &mut u16s));
+        must(me, "get", all.get(0, 320, &mut u16s));
         check(me, u16s == [n as u16; 3], || format!("u16 max {u16s:?}"));
         let mut i8s = [0i8; 2];
-        must(me, "get", w.get(0, 384, &mut i8s));
+        must(me, "get", all.get(0, 384, &mut i8s));
         check(me, i8s == [-7, 9], || format!("i8 replace {i8s:?}"));
-        let count = must(me, "read", w.fetch_and_op(0, 8 * 64, 0u32, Op::NoOp));
-        let cas = must(me, "read", w.fetch_and_op(0, 9 * 64, 0i16, Op::NoOp));
+        let count = must(me, "read", all.fetch_and_op(0, 8 * 64, 0u32, Op::NO_OP));
+        let cas = must(me, "read", all.fetch_and_op(0, 9 * 64, 0i16, Op::NO_OP));
         let total = ROUNDS * u64::from(n);
         check(me, u64::from(count) == total && cas as u64 == total, || {
             format!("contention totals {count} {cas}, expected {total}")
@@ -337,7 +347,11 @@ fn requests(world: &World) {
     let (me, n, rma) = rma_setup(world);
     let group = Group::world(n);
     const LEN: usize = 70_000;
-    let w = must(me, "allocate", rma.allocate(&group, 2 * LEN));
+    let w = must(
+        me,
+        "allocate",
+        rma.allocate(&group, 2 * LEN, RemoteAccess::ReadWrite),
+    );
     must(me, "fill", w.write_local(0, &bytes_of(me, 0, LEN)));
     must(me, "zero", w.write_local(LEN, &vec![0u8; LEN]));
     let right = (me + 1) % n;
@@ -345,11 +359,11 @@ fn requests(world: &World) {
     barrier(me, &rma, &group);
     let sizes = [1usize, 4095, 65_537];
     {
-        let all = must(me, "lock_all", w.lock_all(false));
+        let all = must(me, "lock_all", w.lock_all(Assert::empty()));
         // Tested until done.
         let mut buf = vec![0u8; 4095];
         {
-            let mut r = must(me, "rget", w.rget(right, 17, &mut buf));
+            let mut r = must(me, "rget", all.rget(right, 17, &mut buf));
             let start = Instant::now();
             while !must(me, "test", r.test()) {
                 check(me, start.elapsed() < Duration::from_secs(30), || {
@@ -366,7 +380,7 @@ fn requests(world: &World) {
         {
             let mut set = Vec::new();
             for (b, off) in bufs.iter_mut().zip([0u64, 3, 101]) {
-                set.push(must(me, "rget", w.rget(right, off, b)));
+                set.push(must(me, "rget", all.rget(right, off, b)));
             }
             must(me, "wait_all", onesided_rma::wait_all(&mut set));
         }
@@ -383,11 +397,11 @@ fn requests(world: &World) {
             puts.push(must(
                 me,
                 "rput",
-                w.rput(right, at as u64, &bytes_of(me, at, s)),
+                all.rput(right, at as u64, &bytes_of(me, at, s)),
             ));
             at += s;
         }
-        must(me, "flush", w.flush(right));
+        must(me, "flush", all.flush(right));
         let first = must(me, "wait_any", onesided_rma::wait_any(&mut puts));
         check(me, first.is_some(), || "wait_any found none".into());
         must(me, "wait_all", onesided_rma::wait_all(&mut puts));
@@ -397,8 +411,8 @@ fn requests(world: &World) {
     // A request outliving its epoch: unlock completed it.
     let mut late = vec![0u8; 1000];
     {
-        let epoch = must(me, "lock", w.lock(right, LockKind::Shared, false));
-        let mut r = must(me, "rget", w.rget(right, 5, &mut late));
+        let epoch = must(me, "lock", w.lock(right, LockKind::Shared, Assert::empty()));
+        let mut r = must(me, "rget", epoch.rget(right, 5, &mut late));
         must(me, "unlock", epoch.unlock());
         check(me, must(me, "test", r.test()), || {
             "rget not complete after unlock".into()
@@ -425,28 +439,39 @@ fn misuse(world: &World) {
     let (me, n, rma) = rma_setup(world);
     let group = Group::world(n);
     const LEN: usize = 1000;
-    let w = must(me, "allocate", rma.allocate(&group, LEN));
+    let w = must(
+        me,
+        "allocate",
+        rma.allocate(&group, LEN, RemoteAccess::ReadWrite),
+    );
     must(me, "fill", w.write_local(0, &bytes_of(me, 0, LEN)));
     let right = (me + 1) % n;
     barrier(me, &rma, &group);
-    let outside = w.put(right, 0, &[0u8; 8]);
+    // (An access outside any epoch does not compile: the accesses are the
+    // epoch guard's.) A lock epoch reaches its own target alone.
+    if right != me {
+        let only = must(me, "lock", w.lock(me, LockKind::Shared, Assert::empty()));
+        let outside = only.put(right, 0, &[0u8; 8]);
+        check(
+            me,
+            matches!(outside, Err(RmaError::NoEpoch { target }) if target == right),
+            || format!("put outside the epoch's target gave {outside:?}"),
+        );
+        check(
+            me,
+            matches!(only.flush(right), Err(RmaError::NoEpoch { .. })),
+            || "flush outside the epoch's target".into(),
+        );
+        must(me, "unlock", only.unlock());
+    }
+    let bad = w.lock_all(Assert::NOSUCCEED).err();
     check(
         me,
-        matches!(outside, Err(RmaError::NoEpoch { target }) if target == right),
-        || format!("put outside an epoch gave {outside:?}"),
+        matches!(bad, Some(RmaError::BadAssert { call: "lock_all", given }) if given == Assert::NOSUCCEED),
+        || format!("lock_all asserting NOSUCCEED gave {bad:?}"),
     );
-    check(
-        me,
-        matches!(w.flush(right), Err(RmaError::NoEpoch { .. })),
-        || "flush outside an epoch".into(),
-    );
-    check(
-        me,
-        matches!(w.flush_all(), Err(RmaError::EpochConflict(_))),
-        || "flush_all outside an epoch".into(),
-    );
-    let all = must(me, "lock_all", w.lock_all(false));
-    let e = w.put(right, LEN as u64 - 4, &[0u8; 8]).unwrap_err();
+    let all = must(me, "lock_all", w.lock_all(Assert::empty()));
+    let e = all.put(right, LEN as u64 - 4, &[0u8; 8]).unwrap_err();
     let text = e.to_string();
     check(
         me,
@@ -459,7 +484,7 @@ fn misuse(world: &World) {
     check(
         me,
         matches!(
-            w.rput(right, u64::MAX - 2, &[0u8; 8]),
+            all.rput(right, u64::MAX - 2, &[0u8; 8]),
             Err(RmaError::OutOfRange { .. })
         ),
         || "offset overflow".into(),
@@ -467,17 +492,17 @@ fn misuse(world: &World) {
     check(
         me,
         matches!(
-            w.get(right, 2 * LEN as u64, &mut [0u8; 1]),
+            all.get(right, 2 * LEN as u64, &mut [0u8; 1]),
             Err(RmaError::OutOfRange { .. })
         ),
         || "get beyond".into(),
     );
     check(
         me,
-        matches!(w.get(n, 0, &mut [0u8; 1]), Err(RmaError::NotInGroup { rank, size }) if rank == n && size == n),
+        matches!(all.get(n, 0, &mut [0u8; 1]), Err(RmaError::NotInGroup { rank, size }) if rank == n && size == n),
         || "bad rank".into(),
     );
-    let mis = w.fetch_and_op(right, 4, 1u64, Op::Sum);
+    let mis = all.fetch_and_op(right, 4, 1u64, Op::SUM);
     check(
         me,
         matches!(
@@ -486,10 +511,16 @@ fn misuse(world: &World) {
         ),
         || format!("misaligned atomic gave {mis:?}"),
     );
+    let product = all.accumulate(right, 0, &[2u64], Op::PROD);
+    check(
+        me,
+        matches!(product, Err(RmaError::UnsupportedOp { .. })),
+        || format!("a product in an atomic gave {product:?}"),
+    );
     check(
         me,
         matches!(
-            w.accumulate(right, 2, &[1i32], Op::Sum),
+            all.accumulate(right, 2, &[1i32], Op::SUM),
             Err(RmaError::Fabric(onesided_fabric::Error::Misaligned { .. }))
         ),
         || "misaligned accumulate".into(),
@@ -497,29 +528,29 @@ fn misuse(world: &World) {
     check(
         me,
         matches!(
-            w.lock(right, LockKind::Exclusive, false),
+            w.lock(right, LockKind::Exclusive, Assert::empty()),
             Err(RmaError::EpochConflict(_))
         ),
         || "lock inside lock_all".into(),
     );
     check(
         me,
-        matches!(w.fence(false), Err(RmaError::EpochConflict(_))),
+        matches!(w.fence(Assert::empty()), Err(RmaError::EpochConflict(_))),
         || "fence inside lock_all".into(),
     );
     must(me, "unlock_all", all.unlock());
-    let epoch = must(me, "lock", w.lock(right, LockKind::Shared, false));
+    let epoch = must(me, "lock", w.lock(right, LockKind::Shared, Assert::empty()));
     check(
         me,
         matches!(
-            w.lock(right, LockKind::Shared, false),
+            w.lock(right, LockKind::Shared, Assert::empty()),
             Err(RmaError::AlreadyLocked { .. })
         ),
         || "double lock".into(),
     );
     check(
         me,
-        matches!(w.lock_all(false), Err(RmaError::EpochConflict(_))),
+        matches!(w.lock_all(Assert::empty()), Err(RmaError::EpochConflict(_))),
         || "lock_all inside lock".into(),
     );
     must(me, "unlock", epoch.unlock());
@@ -550,24 +581,24 @@ fn window(world: &mut World) {
     let (me, n, rma) = rma_setup(world);
     let group = Group::world(n);
     let len = |r: u32| 1000 + 13 * r as usize;
-    let win = must(me, "allocate", rma.allocate(&group, len(me)));
+    let win = must(
+        me,
+        "allocate",
+        rma.allocate(&group, len(me), RemoteAccess::ReadWrite),
+    );
     let mine: Vec<u8> = (0..len(me)).map(|i| pattern(me, i)).collect();
     must(me, "fill", win.write_local(0, &mine));
     must(me, "zero the counters", win.write_local(0, &[0u8; 16]));
     let right = (me + 1) % n;
     let mut buf = vec![0u8; 64];
-    let e = win.get(right, 16, &mut buf).unwrap_err();
-    check(me, matches!(e, RmaError::NoEpoch { .. }), || {
-        format!("get outside an epoch gave {e}")
-    });
     must(me, "barrier", world.barrier());
 
     // Bytes: reads at odd offsets and lengths, a put into the right
     // neighbour (bytes 100..107), all in one lock_all epoch.
-    let all = must(me, "lock_all", win.lock_all(true));
+    let all = must(me, "lock_all", win.lock_all(Assert::NOCHECK));
     for (offset, count) in [(16usize, 1usize), (17, 63), (999 - 16, 17)] {
         let mut got = vec![0u8; count];
-        must(me, "get", win.get(right, offset as u64, &mut got));
+        must(me, "get", all.get(right, offset as u64, &mut got));
         check(
             me,
             got.iter()
@@ -576,8 +607,8 @@ fn window(world: &mut World) {
             || format!("get {offset}+{count} from {right}"),
         );
     }
-    must(me, "put", win.put(right, 100, &[me as u8 + 1; 7]));
-    let e = win
+    must(me, "put", all.put(right, 100, &[me as u8 + 1; 7]));
+    let e = all
         .get(right, len(right) as u64 - 3, &mut buf[..8])
         .unwrap_err();
     check(me, matches!(e, RmaError::OutOfRange { .. }), || {
@@ -585,13 +616,13 @@ fn window(world: &mut World) {
     });
     check(
         me,
-        matches!(win.get(n, 0, &mut buf), Err(RmaError::NotInGroup { .. })),
+        matches!(all.get(n, 0, &mut buf), Err(RmaError::NotInGroup { .. })),
         || "bad target".into(),
     );
     check(
         me,
         matches!(
-            win.lock(right, LockKind::Shared, false),
+            win.lock(right, LockKind::Shared, Assert::empty()),
             Err(RmaError::EpochConflict(_))
         ),
         || "lock inside lock_all".into(),
@@ -608,22 +639,26 @@ fn window(world: &mut World) {
     // Contention on rank 0: an exclusive read-modify-write counter at 0
     // and a shared-lock fetch-add counter at 8.
     for _ in 0..INCREMENTS {
-        let epoch = must(me, "lock", win.lock(0, LockKind::Exclusive, false));
+        let epoch = must(
+            me,
+            "lock",
+            win.lock(0, LockKind::Exclusive, Assert::empty()),
+        );
         let mut word = [0u8; 8];
-        must(me, "get", win.get(0, 0, &mut word));
+        must(me, "get", epoch.get(0, 0, &mut word));
         let next = u64::from_le_bytes(word) + 1;
-        must(me, "put", win.put(0, 0, &next.to_le_bytes()));
+        must(me, "put", epoch.put(0, 0, &next.to_le_bytes()));
         must(me, "unlock", epoch.unlock());
-        let epoch = must(me, "lock", win.lock(0, LockKind::Shared, false));
+        let epoch = must(me, "lock", win.lock(0, LockKind::Shared, Assert::empty()));
         must(
             me,
             "fetch_add",
-            win.fetch_and_op(0, 8, 1u64, onesided_rma::Op::Sum),
+            epoch.fetch_and_op(0, 8, 1u64, onesided_rma::Op::SUM),
         );
         check(
             me,
             matches!(
-                win.lock(0, LockKind::Shared, false),
+                win.lock(0, LockKind::Shared, Assert::empty()),
                 Err(RmaError::AlreadyLocked { .. })
             ),
             || "double lock".into(),
@@ -631,12 +666,12 @@ fn window(world: &mut World) {
         must(me, "unlock", epoch.unlock());
         // A lock_all epoch holds rank 0's shared lock from its first
         // access on: no exclusive writer changes the counter meanwhile.
-        let all = must(me, "lock_all", win.lock_all(false));
+        let all = must(me, "lock_all", win.lock_all(Assert::empty()));
         let (mut first, mut again) = ([0u8; 8], [0u8; 8]);
-        must(me, "get", win.get(0, 0, &mut first));
+        must(me, "get", all.get(0, 0, &mut first));
         for _ in 0..20 {
             std::thread::yield_now();
-            must(me, "get", win.get(0, 0, &mut again));
+            must(me, "get", all.get(0, 0, &mut again));
             check(me, first == again, || {
                 format!("the counter moved in a lock_all epoch: {first:?} {again:?}")
             });
@@ -656,7 +691,11 @@ fn window(world: &mut World) {
     }
     must(me, "free", win.free());
     // A second window after the first is gone.
-    let again = must(me, "allocate", rma.allocate(&group, 8));
+    let again = must(
+        me,
+        "allocate",
+        rma.allocate(&group, 8, RemoteAccess::ReadWrite),
+    );
     must(
         me,
         "write",
@@ -664,9 +703,9 @@ fn window(world: &mut World) {
     );
     must(me, "barrier", world.barrier());
     {
-        let all = must(me, "lock_all", again.lock_all(false));
+        let all = must(me, "lock_all", again.lock_all(Assert::empty()));
         let mut word = [0u8; 8];
-        must(me, "get", again.get(right, 0, &mut word));
+        must(me, "get", all.get(right, 0, &mut word));
         check(me, u64::from_le_bytes(word) == u64::from(right) * 3, || {
             "second window".into()
         });
@@ -682,7 +721,11 @@ fn active(world: &World) {
     use onesided_rma::{Group, Request};
     let (me, n, rma) = rma_setup(world);
     let group = Group::world(n);
-    let win = must(me, "allocate", rma.allocate(&group, 8 * n as usize + 16));
+    let win = must(
+        me,
+        "allocate",
+        rma.allocate(&group, 8 * n as usize + 16, RemoteAccess::ReadWrite),
+    );
     must(
         me,
         "zero",
@@ -702,10 +745,10 @@ fn active(world: &World) {
         tests += 1;
         std::thread::sleep(Duration::from_micros(50));
     }
-    let all = must(me, "lock_all", win.lock_all(true));
+    let all = must(me, "lock_all", win.lock_all(Assert::NOCHECK));
     for r in 0..n {
         let mut word = [0u8; 8];
-        must(me, "get", win.get(r, 16, &mut word));
+        must(me, "get", all.get(r, 16, &mut word));
         check(me, u64::from_le_bytes(word) == u64::from(r) + 100, || {
             format!("rank {r}'s slot not written before the barrier completed")
         });
@@ -714,7 +757,7 @@ fn active(world: &World) {
     for _ in 0..ROUNDS {
         let mut guess = 0;
         loop {
-            let prev = must(me, "cas", win.compare_and_swap(0, 0, guess, guess + 1));
+            let prev = must(me, "cas", all.compare_and_swap(0, 0, guess, guess + 1));
             if prev == guess {
                 break;
             }
@@ -724,16 +767,17 @@ fn active(world: &World) {
     must(me, "unlock_all", all.unlock());
     // Fence epochs: put into the right neighbour's slot 8, read own after.
     let right = (me + 1) % n;
-    must(me, "fence", win.fence(false));
+    let mut fenced = must(me, "fence", win.fence(Assert::NOPRECEDE));
     must(
         me,
         "put",
-        win.put(right, 8, &(u64::from(me) + 1).to_le_bytes()),
+        fenced.put(right, 8, &(u64::from(me) + 1).to_le_bytes()),
     );
-    must(me, "fence", win.fence(true));
-    check(me, win.get(right, 8, &mut [0u8; 8]).is_err(), || {
+    must(me, "fence", fenced.fence(Assert::NOSUCCEED));
+    check(me, fenced.get(right, 8, &mut [0u8; 8]).is_err(), || {
         "access after the last fence".into()
     });
+    drop(fenced);
     let mut word = [0u8; 8];
     must(me, "read", win.read_local(8, &mut word));
     let left = (me + n - 1) % n;
@@ -764,7 +808,11 @@ fn window_victim(world: &World) {
     let (me, n, rma) = rma_setup(world);
     let ep = world.endpoint();
     let group = Group::world(n);
-    let win = must(me, "allocate", rma.allocate(&group, 64));
+    let win = must(
+        me,
+        "allocate",
+        rma.allocate(&group, 64, RemoteAccess::ReadWrite),
+    );
     must(
         me,
         "barrier",
@@ -773,13 +821,17 @@ fn window_victim(world: &World) {
     match me {
         1 => die_when_told(me, ep, 0, TAG_GO),
         0 => {
-            let epoch = must(me, "lock", win.lock(1, LockKind::Exclusive, false));
+            let epoch = must(
+                me,
+                "lock",
+                win.lock(1, LockKind::Exclusive, Assert::empty()),
+            );
             let mut buf = [0u8; 8];
-            must(me, "get before the kill", win.get(1, 0, &mut buf));
+            must(me, "get before the kill", epoch.get(1, 0, &mut buf));
             must(me, "go", ep.send(1, TAG_GO, &[]));
             let start = Instant::now();
             let error = loop {
-                if let Err(e) = win.get(1, 0, &mut buf) {
+                if let Err(e) = epoch.get(1, 0, &mut buf) {
                     break e;
                 }
                 check(me, start.elapsed() < Duration::from_secs(30), || {
@@ -822,16 +874,24 @@ fn guarded(world: &World) {
     let ep = world.endpoint();
     let group = Group::world(n);
     let right = (me + 1) % n;
-    let x = must(me, "expose", rma.expose(&group, LEN, false));
+    let x = must(
+        me,
+        "expose",
+        rma.expose(&group, LEN, RemoteAccess::ReadWrite),
+    );
     must(me, "fill", x.write(0, &bytes_of(me, 0, LEN)));
     let created = rma.create(&x);
-    let allocated = must(me, "allocate", rma.allocate(&group, LEN));
+    let allocated = must(
+        me,
+        "allocate",
+        rma.allocate(&group, LEN, RemoteAccess::ReadWrite),
+    );
     must(me, "fill", allocated.write_local(0, &bytes_of(me, 0, LEN)));
     barrier(me, &rma, &group);
     for w in [&created, &allocated] {
-        let epoch = must(me, "lock_all", w.lock_all(false));
+        let epoch = must(me, "lock_all", w.lock_all(Assert::empty()));
         let mut got = vec![0u8; 64];
-        must(me, "get", w.get(right, 0, &mut got));
+        must(me, "get", epoch.get(right, 0, &mut got));
         check(me, got == bytes_of(right, 0, 64), || "get before".into());
         must(me, "unlock_all", epoch.unlock());
     }
@@ -879,8 +939,12 @@ fn guarded(world: &World) {
     check(me, mine == bytes_of(me, 0, LEN), || "window changed".into());
     barrier(me, &rma, &group);
     for w in [&created, &allocated] {
-        let epoch = must(me, "lock", w.lock(right, LockKind::Exclusive, false));
-        must(me, "put", w.put(right, 0, &bytes_of(right, 0, 8)));
+        let epoch = must(
+            me,
+            "lock",
+            w.lock(right, LockKind::Exclusive, Assert::empty()),
+        );
+        must(me, "put", epoch.put(right, 0, &bytes_of(right, 0, 8)));
         must(me, "unlock", epoch.unlock());
     }
     barrier(me, &rma, &group);
