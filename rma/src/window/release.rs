@@ -19,6 +19,10 @@ pub(super) struct Releasing {
     /// A dynamic window's number and its attachments' regions, described
     /// and kept until then too.
     dynamic: Option<(u64, Vec<MemoryRegion>)>,
+    /// Its memory may still change under it (a window over it was
+    /// dropped without `free`, or a transfer on it failed): retired, never
+    /// reused, once the members have released it.
+    tainted: bool,
 }
 
 impl State {
@@ -26,8 +30,9 @@ impl State {
     /// and a dynamic window's `dynamic` number and attachments): tells
     /// every other member (a notice each, no wait) and keeps it, still
     /// described, until they all have released it too
-    /// ([`Rma::collect_releases`]); `tainted` memory (a window over it
-    /// was dropped in an unknown state) is never reused.
+    /// ([`State::collect_releases`]); `tainted` memory (a window over it
+    /// was dropped in an unknown state) is never reused, but waits for
+    /// them all the same: peers may still be reading it.
     pub(super) fn release(
         &self,
         id: u64,
@@ -46,24 +51,13 @@ impl State {
             .filter(|&r| r != me && !self.ep.is_dead(r))
             .filter(|&r| self.ep.notify(r, RELEASE_NOTICE, &id.to_le_bytes()).is_ok())
             .collect();
-        if tainted {
-            self.forget(id);
-            let mut retired = lock_state(&self.retired);
-            retired.extend(header);
-            retired.extend(data);
-            if let Some((window, regions)) = dynamic {
-                self.forget_dynamic(window);
-                retired.extend(regions);
-            }
-            lock_state(&self.served).released.retain(|(x, _)| *x != id);
-            return;
-        }
         lock_state(&self.releasing).push(Releasing {
             id,
             waiting,
             header,
             data,
             dynamic,
+            tainted,
         });
         self.collect_releases();
     }
@@ -92,14 +86,23 @@ impl State {
         };
         for r in done {
             self.forget(r.id);
+            if let Some((window, regions)) = r.dynamic {
+                self.forget_dynamic(window);
+                if r.tainted {
+                    lock_state(&self.retired).extend(regions);
+                }
+            }
+            if r.tainted {
+                let mut retired = lock_state(&self.retired);
+                retired.extend(r.header);
+                retired.extend(r.data);
+                continue;
+            }
             if let Some(h) = r.header {
                 State::pool(&self.headers, h);
             }
             if let Some(d) = r.data {
                 State::pool(&self.pool, d);
-            }
-            if let Some((window, _regions)) = r.dynamic {
-                self.forget_dynamic(window);
             }
         }
         lock_state(&self.releasing).len()
