@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# The test suite: unit tests, and multi-process tests over the shm, tcp and
-# sockets providers launched by osrun and by MPICH's mpiexec.hydra. Ends
-# with one line totalling every test binary's results.
+# The test suite: unit tests, doc tests, and multi-process tests over the
+# shm, tcp and sockets providers launched by osrun, by MPICH's
+# mpiexec.hydra and by a one-node Slurm it starts (scripts/slurm.sh; as
+# root, else those tests skip, saying so). Ends with one line totalling
+# every test binary's results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
+source scripts/slurm.sh
 cargo build --release --workspace --bins --examples
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; slurm_stop' EXIT
+slurm_start
 status=0
 cargo test --release --workspace "$@" 2>&1 | tee "$log" || status=$?
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }

@@ -2,7 +2,8 @@
 //!
 //! Tests start real processes over real libfabric providers: `osrun` (and
 //! MPICH's `mpiexec.hydra`) launching the rank programs of this crate
-//! (`fabric-check`, `rma-check`) and the examples of onesided-fabric. Each run has a
+//! (`fabric-check`, `rma-check`, `coll-check`, `threads-check`) and the
+//! examples, and Slurm's `srun` where `scripts/slurm.sh` started it. Each run has a
 //! timeout, after which its whole process group is killed; after each run
 //! the harness checks that no process it started is left and that no `shm`
 //! provider file of theirs is left in `/dev/shm`. Runs are serialised: the
@@ -249,6 +250,33 @@ fn check_nothing_left(outcome: &Outcome) {
         files.is_empty(),
         "files left in /dev/shm: {files:?}\n{outcome}"
     );
+}
+
+/// Debian's MPICH launcher (`mpiexec.hydra`), ranks waiting at most 20 s
+/// for any one operation.
+pub fn hydra() -> Command {
+    let path = ["/usr/bin/mpiexec.hydra", "/usr/bin/mpiexec.mpich"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("MPICH's mpiexec.hydra is installed (Debian package mpich)");
+    let mut command = Command::new(path);
+    command.env("ONESIDED_TIMEOUT", "20");
+    command
+}
+
+/// `srun --mpi=pmi2 -n N --overcommit` of a Slurm cluster that
+/// `scripts/slurm.sh` started (it sets `ONESIDED_SLURM=1`), or `None`
+/// when none was started.
+pub fn srun(processes: u32) -> Option<Command> {
+    if std::env::var_os("ONESIDED_SLURM").is_none_or(|v| v != "1") {
+        return None;
+    }
+    let mut command = Command::new("srun");
+    command
+        .args(["--mpi=pmi2", "--overcommit", "--time=2"])
+        .args(["-n", &processes.to_string()])
+        .env("ONESIDED_TIMEOUT", "20");
+    Some(command)
 }
 
 /// A command line for `osrun`.

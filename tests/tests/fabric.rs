@@ -3,7 +3,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use onesided_tests::{alive, binary, run, run_stderr_closed, serial, shm_files, Osrun};
+use onesided_tests::{alive, binary, hydra, run, run_stderr_closed, serial, shm_files, Osrun};
 
 const PROVIDERS: [&str; 2] = ["shm", "tcp"];
 
@@ -362,17 +362,6 @@ fn listening_inodes() -> Vec<String> {
         }
     }
     out
-}
-
-/// Debian's MPICH launcher.
-fn hydra() -> Command {
-    let path = ["/usr/bin/mpiexec.hydra", "/usr/bin/mpiexec.mpich"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .expect("MPICH's mpiexec.hydra is installed (Debian package mpich)");
-    let mut command = Command::new(path);
-    command.env("ONESIDED_TIMEOUT", "20");
-    command
 }
 
 #[test]

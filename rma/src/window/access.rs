@@ -77,7 +77,7 @@ impl Window {
     /// `target`; [`Error::OutOfRange`] outside its part; [`Error::Fabric`]
     /// (a dead peer, forbidden access, ...). Nothing is posted on a checked
     /// error.
-    pub(super) fn get<T: bytemuck::Pod>(
+    pub(super) fn get_from<T: bytemuck::Pod>(
         &self,
         target: u32,
         offset: u64,
@@ -100,7 +100,7 @@ impl Window {
     ///
     /// # Errors
     /// As [`Window::get`].
-    pub(super) fn put<T: bytemuck::Pod>(
+    pub(super) fn put_to<T: bytemuck::Pod>(
         &self,
         target: u32,
         offset: u64,
@@ -124,7 +124,7 @@ impl Window {
     ///
     /// # Errors
     /// As [`Window::get`] (checked before anything is posted).
-    pub(super) fn rget<'w, 'b, T: bytemuck::Pod>(
+    pub(super) fn rget_from<'w, 'b, T: bytemuck::Pod>(
         &'w self,
         target: u32,
         offset: u64,
@@ -152,7 +152,7 @@ impl Window {
     ///
     /// # Errors
     /// As [`Window::get`].
-    pub(super) fn rput<T: bytemuck::Pod>(
+    pub(super) fn rput_to<T: bytemuck::Pod>(
         &self,
         target: u32,
         offset: u64,
@@ -184,7 +184,7 @@ impl Window {
     /// # Errors
     /// As [`Window::get`], and `Misaligned` for an offset that is not a
     /// multiple of the element size.
-    pub(super) fn accumulate<T: Element>(
+    pub(super) fn accumulate_at<T: Element>(
         &self,
         target: u32,
         offset: u64,
@@ -200,7 +200,7 @@ impl Window {
     ///
     /// # Errors
     /// As [`Window::accumulate`].
-    pub(super) fn fetch_and_op<T: Element>(
+    pub(super) fn fetch_and_op_at<T: Element>(
         &self,
         target: u32,
         offset: u64,
@@ -269,7 +269,7 @@ impl Window {
     ///
     /// # Errors
     /// As [`Window::accumulate`].
-    pub(super) fn compare_and_swap<T: Element>(
+    pub(super) fn compare_and_swap_at<T: Element>(
         &self,
         target: u32,
         offset: u64,
@@ -330,7 +330,7 @@ impl<'w> Epoch<'w> {
         offset: u64,
         buf: &mut [T],
     ) -> Result<(), Error> {
-        self.covers(target)?.get(target, offset, buf)
+        self.covers(target)?.get_from(target, offset, buf)
     }
 
     /// Writes `data` at byte `offset` of group rank `target`'s part
@@ -339,7 +339,7 @@ impl<'w> Epoch<'w> {
     /// # Errors
     /// As [`Epoch::get`].
     pub fn put<T: bytemuck::Pod>(&self, target: u32, offset: u64, data: &[T]) -> Result<(), Error> {
-        self.covers(target)?.put(target, offset, data)
+        self.covers(target)?.put_to(target, offset, data)
     }
 
     /// Starts reading `buf.len()` elements at byte `offset` of `target`'s
@@ -355,7 +355,7 @@ impl<'w> Epoch<'w> {
         offset: u64,
         buf: &'b mut [T],
     ) -> Result<Rget<'w, 'b>, Error> {
-        self.covers(target)?.rget(target, offset, buf)
+        self.covers(target)?.rget_from(target, offset, buf)
     }
 
     /// Starts writing `data` at byte `offset` of `target`'s part
@@ -370,7 +370,7 @@ impl<'w> Epoch<'w> {
         offset: u64,
         data: &[T],
     ) -> Result<Rput<'w>, Error> {
-        self.covers(target)?.rput(target, offset, data)
+        self.covers(target)?.rput_to(target, offset, data)
     }
 
     /// Applies `op` with `values` to the elements at byte `offset` of
@@ -387,7 +387,8 @@ impl<'w> Epoch<'w> {
         values: &[T],
         op: Op<T>,
     ) -> Result<(), Error> {
-        self.covers(target)?.accumulate(target, offset, values, op)
+        self.covers(target)?
+            .accumulate_at(target, offset, values, op)
     }
 
     /// Applies `op` with `value` to the element at byte `offset` of
@@ -403,7 +404,8 @@ impl<'w> Epoch<'w> {
         value: T,
         op: Op<T>,
     ) -> Result<T, Error> {
-        self.covers(target)?.fetch_and_op(target, offset, value, op)
+        self.covers(target)?
+            .fetch_and_op_at(target, offset, value, op)
     }
 
     /// Replaces the element at byte `offset` of `target`'s part with `new`
@@ -420,7 +422,7 @@ impl<'w> Epoch<'w> {
         new: T,
     ) -> Result<T, Error> {
         self.covers(target)?
-            .compare_and_swap(target, offset, compare, new)
+            .compare_and_swap_at(target, offset, compare, new)
     }
 
     /// Completes this process's operations to `target` at the target
