@@ -30,7 +30,7 @@ pub struct Args {
 }
 
 /// Which libfabric onesided's side of a run loads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Libfabric {
     /// The system's (Debian's 1.17), which onesided is built against.
     System,
@@ -44,89 +44,99 @@ pub enum Libfabric {
 /// Rounds when `--rounds` is not given. The speedup is the median of the
 /// rounds' ratios, and rows whose sides are within the machine's noise of
 /// each other (±15% from round to round) need many rounds for that median
-/// to settle: 2 ranks, collectives at `--scale 0.3`, 6 runs of 5 rounds had
-/// 3 runs with a row below 1.0x (0.78-0.97x), 17 runs of 11 rounds (shm
-/// and tcp) none (their lowest rows 1.00-1.17x), on the same code within
-/// two hours. It settles, not removes, what is below parity: in two runs
-/// of every suite with 11 rounds, allgather 32 MiB came out at 0.97x and
-/// 1.03x.
+/// to settle: on the same code, runs of 5 rounds showed rows below parity
+/// that runs of 11 did not. It settles, not removes, what is below parity
+/// (measurements: `docs/measurements.md`, "Benchmark rounds").
 pub const DEFAULT_ROUNDS: u32 = 11;
 
-/// The usage line.
-pub const USAGE: &str = "usage: onesided-bench SUITE[,SUITE...]|all --np N --provider shm|tcp --peer mpich [--json FILE] [--rounds R] [--scale S] [--nolocal] [--libfabric mpich|system]";
+/// onesided-bench: runs benchmark suites side by side with MPICH 5.0.2
+/// (both sides launched here, taking turns case by case), prints the table
+/// with each row's speedup, writes JSON rows and SVG plots.
+#[derive(Debug, clap::Parser)]
+#[command(name = "onesided-bench", version)]
+pub struct Cli {
+    /// Suites, comma-separated, or all.
+    #[arg(
+        value_name = "SUITE[,SUITE...]|all",
+        value_delimiter = ',',
+        required = true,
+        value_parser = clap::builder::PossibleValuesParser::new(
+            crate::suites::SUITES.iter().copied().chain(["all"])
+        )
+    )]
+    suites: Vec<String>,
+    /// Ranks per side.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    np: u32,
+    /// Provider of both sides.
+    #[arg(long, default_value = "shm", value_parser = ["shm", "tcp"])]
+    provider: String,
+    /// The peer.
+    #[arg(long, default_value = "mpich", value_parser = ["mpich"])]
+    peer: String,
+    /// Where JSON lines go.
+    #[arg(long, value_name = "FILE")]
+    json: Option<String>,
+    /// Alternating rounds of the sides.
+    #[arg(long, default_value_t = DEFAULT_ROUNDS, value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: u32,
+    /// Multiplies every repetition count.
+    #[arg(long, default_value_t = 1.0, value_parser = scale)]
+    scale: f64,
+    /// Every rank its own host (the provider paths on one machine).
+    #[arg(long)]
+    nolocal: bool,
+    /// The libfabric onesided's side loads (default: mpich with
+    /// --nolocal, else system).
+    #[arg(long, value_enum)]
+    libfabric: Option<Libfabric>,
+}
+
+/// A scale: a number in (0, 100].
+fn scale(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|v| *v > 0.0 && *v <= 100.0)
+        .ok_or_else(|| "a number in (0, 100]".to_string())
+}
+
+impl From<Cli> for Args {
+    fn from(cli: Cli) -> Args {
+        let suites = if cli.suites.iter().any(|s| s == "all") {
+            crate::suites::SUITES
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        } else {
+            cli.suites
+        };
+        Args {
+            suites,
+            np: cli.np,
+            provider: cli.provider,
+            peer: cli.peer,
+            json: cli.json,
+            rounds: cli.rounds,
+            scale: cli.scale,
+            nolocal: cli.nolocal,
+            libfabric: cli.libfabric.unwrap_or(match cli.nolocal {
+                true => Libfabric::Mpich,
+                false => Libfabric::System,
+            }),
+        }
+    }
+}
 
 /// Parses the command line (without the program name).
 ///
 /// # Errors
-/// A message naming the bad or missing argument, then the usage.
-pub fn parse_args(args: &[String], suites: &[&str]) -> Result<Args, String> {
-    let bad = |what: String| format!("{what}\n{USAGE}");
-    let mut it = args.iter();
-    let first = it.next().ok_or_else(|| bad("no suite".into()))?;
-    let wanted: Vec<String> = if first == "all" {
-        suites.iter().map(|s| s.to_string()).collect()
-    } else {
-        first.split(',').map(str::to_string).collect()
-    };
-    if let Some(s) = wanted.iter().find(|s| !suites.contains(&s.as_str())) {
-        return Err(bad(format!(
-            "unknown suite {s:?} (one of {}, all)",
-            suites.join(", ")
-        )));
-    }
-    let mut out = Args {
-        suites: wanted,
-        np: 2,
-        provider: "shm".into(),
-        peer: "mpich".into(),
-        json: None,
-        rounds: DEFAULT_ROUNDS,
-        scale: 1.0,
-        nolocal: false,
-        libfabric: Libfabric::System,
-    };
-    let mut libfabric = None;
-    while let Some(flag) = it.next() {
-        if flag == "--nolocal" {
-            out.nolocal = true;
-            continue;
-        }
-        let value = it
-            .next()
-            .ok_or_else(|| bad(format!("{flag} needs a value")))?;
-        let number = |max: f64| -> Result<f64, String> {
-            value
-                .parse::<f64>()
-                .ok()
-                .filter(|v| *v > 0.0 && *v <= max)
-                .ok_or_else(|| bad(format!("{flag} {value}: expected a number in (0, {max}]")))
-        };
-        match flag.as_str() {
-            "--np" => out.np = number(64.0)? as u32,
-            "--rounds" => out.rounds = number(100.0)? as u32,
-            "--scale" => out.scale = number(100.0)?,
-            "--provider" if matches!(value.as_str(), "shm" | "tcp") => out.provider = value.clone(),
-            "--peer" if value == "mpich" => out.peer = value.clone(),
-            "--json" => out.json = Some(value.clone()),
-            "--libfabric" => {
-                libfabric = Some(match value.as_str() {
-                    "mpich" => Libfabric::Mpich,
-                    "system" => Libfabric::System,
-                    _ => return Err(bad(format!("{flag} {value}: expected mpich or system"))),
-                })
-            }
-            "--provider" | "--peer" => return Err(bad(format!("{flag} {value}: not supported"))),
-            _ => return Err(bad(format!("unknown flag {flag}"))),
-        }
-    }
-    if out.np < 1 || out.rounds < 1 {
-        return Err(bad("--np and --rounds must be at least 1".into()));
-    }
-    out.libfabric = libfabric.unwrap_or(match out.nolocal {
-        true => Libfabric::Mpich,
-        false => Libfabric::System,
-    });
-    Ok(out)
+/// clap's error naming the bad or missing argument (`Error::exit` prints
+/// it with status 2; `--help` and `--version` are errors of their own
+/// kinds, status 0).
+pub fn parse_args(args: &[String]) -> Result<Args, clap::Error> {
+    use clap::Parser;
+    let line = std::iter::once("onesided-bench".to_string()).chain(args.iter().cloned());
+    Cli::try_parse_from(line).map(Args::from)
 }
 
 /// A side's line saying what it runs on, `loaded WHAT VALUE...`
@@ -251,40 +261,32 @@ pub fn median(v: &[f64]) -> Option<f64> {
 mod tests {
     use super::*;
 
-    const SUITES: [&str; 3] = ["window", "get", "put"];
-
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_string).collect()
     }
 
     #[test]
     fn command_lines() {
-        let a = parse_args(
-            &args("get --np 4 --provider tcp --peer mpich --json x.json"),
-            &SUITES,
-        )
+        let a = parse_args(&args(
+            "get --np 4 --provider tcp --peer mpich --json x.json",
+        ))
         .unwrap();
         assert_eq!(a.suites, ["get"]);
         assert_eq!(
             (a.np, a.provider.as_str(), a.json.as_deref()),
             (4, "tcp", Some("x.json"))
         );
-        assert_eq!(parse_args(&args("all"), &SUITES).unwrap().suites.len(), 3);
-        assert_eq!(
-            parse_args(&args("get,put --scale 0.5"), &SUITES)
-                .unwrap()
-                .scale,
-            0.5
-        );
-        let nolocal = parse_args(&args("get --nolocal --np 2"), &SUITES).unwrap();
+        assert_eq!(parse_args(&args("all")).unwrap().suites.len(), 6);
+        assert_eq!(parse_args(&args("get,put --scale 0.5")).unwrap().scale, 0.5);
+        let nolocal = parse_args(&args("get --nolocal --np 2")).unwrap();
         assert!(nolocal.nolocal);
         assert_eq!(nolocal.libfabric, Libfabric::Mpich);
         let system = "get --libfabric system --nolocal";
-        let system = parse_args(&args(system), &SUITES).unwrap();
+        let system = parse_args(&args(system)).unwrap();
         assert_eq!(system.libfabric, Libfabric::System);
-        let local = parse_args(&args("get"), &SUITES).unwrap();
+        let local = parse_args(&args("get")).unwrap();
         assert_eq!(local.libfabric, Libfabric::System);
-        let mpich = parse_args(&args("get --libfabric mpich"), &SUITES).unwrap();
+        let mpich = parse_args(&args("get --libfabric mpich")).unwrap();
         assert_eq!(mpich.libfabric, Libfabric::Mpich);
         for bad in [
             "",
@@ -297,8 +299,9 @@ mod tests {
             "get --scale -1",
             "get --libfabric 2.5",
         ] {
-            let e = parse_args(&args(bad), &SUITES).unwrap_err();
-            assert!(e.contains("usage"), "{bad}: {e}");
+            let e = parse_args(&args(bad)).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}: {e}");
+            assert!(e.to_string().starts_with("error: "), "{bad}: {e}");
         }
     }
 

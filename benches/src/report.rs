@@ -205,32 +205,25 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
-fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn json_num(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v}")
-    } else {
-        "null".to_string()
-    }
+/// A JSON row's fields, in their order (serialised by `serde_json`).
+#[derive(serde::Serialize)]
+struct JsonRow<'a> {
+    suite: &'a str,
+    case: String,
+    ranks: u32,
+    provider: &'a str,
+    onesided_us: Option<f64>,
+    peer_us: Option<f64>,
+    speedup: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    algorithm: Option<&'a str>,
+    cpu: &'a str,
+    cores: usize,
+    oversubscribed: bool,
+    nolocal: bool,
+    onesided_libfabric: &'a str,
+    peer_libfabric: &'a str,
+    mpich: &'a str,
 }
 
 /// One JSON object on one line (no trailing newline) with the keys
@@ -240,28 +233,26 @@ fn json_num(v: f64) -> String {
 /// `peer_libfabric`, `mpich`, in that order; a non-finite number is
 /// written as `null`.
 pub fn json_line(row: &Row, setup: &Setup) -> String {
-    let algorithm = row
-        .algorithm
-        .as_deref()
-        .map(|a| format!(",\"algorithm\":{}", json_str(a)))
-        .unwrap_or_default();
-    format!(
-        "{{\"suite\":{},\"case\":{},\"ranks\":{},\"provider\":{},\"onesided_us\":{},\"peer_us\":{},\"speedup\":{}{algorithm},\"cpu\":{},\"cores\":{},\"oversubscribed\":{},\"nolocal\":{},\"onesided_libfabric\":{},\"peer_libfabric\":{},\"mpich\":{}}}",
-        json_str(&row.suite),
-        json_str(&row.case()),
-        row.ranks,
-        json_str(&row.provider),
-        json_num(row.onesided_us),
-        json_num(row.peer_us),
-        json_num(row.speedup),
-        json_str(&setup.cpu),
-        setup.cores,
-        setup.oversubscribed(),
-        setup.nolocal,
-        json_str(&setup.onesided_libfabric),
-        json_str(&setup.peer_libfabric),
-        json_str(&setup.mpich),
-    )
+    let finite = |v: f64| v.is_finite().then_some(v);
+    let json = JsonRow {
+        suite: &row.suite,
+        case: row.case(),
+        ranks: row.ranks,
+        provider: &row.provider,
+        onesided_us: finite(row.onesided_us),
+        peer_us: finite(row.peer_us),
+        speedup: finite(row.speedup),
+        algorithm: row.algorithm.as_deref(),
+        cpu: &setup.cpu,
+        cores: setup.cores,
+        oversubscribed: setup.oversubscribed(),
+        nolocal: setup.nolocal,
+        onesided_libfabric: &setup.onesided_libfabric,
+        peer_libfabric: &setup.peer_libfabric,
+        mpich: &setup.mpich,
+    };
+    // Strings and finite numbers: serialising cannot fail.
+    serde_json::to_string(&json).unwrap_or_default()
 }
 
 /// Groups items by key, keeping the order of first appearance.
@@ -866,7 +857,7 @@ mod tests {
         assert_eq!(
             json_line(&row("get", "lock_all_flush", 4096, 2.0, 3.0), &setup),
             format!(
-                r#"{{"suite":"get","case":"lock_all_flush 4KiB","ranks":4,"provider":"shm","onesided_us":2,"peer_us":3,"speedup":1.5{WHERE}"#
+                r#"{{"suite":"get","case":"lock_all_flush 4KiB","ranks":4,"provider":"shm","onesided_us":2.0,"peer_us":3.0,"speedup":1.5{WHERE}"#
             )
         );
         let odd = row("get", "a\"b\\c\nd\u{1}", 0, f64::NAN, 0.25);
@@ -880,7 +871,7 @@ mod tests {
         chosen.algorithm = Some("ring".into());
         let line = json_line(&chosen, &setup);
         assert!(
-            line.contains(r#""speedup":2,"algorithm":"ring","cpu""#),
+            line.contains(r#""speedup":2.0,"algorithm":"ring","cpu""#),
             "{line}"
         );
     }

@@ -462,13 +462,11 @@ const MAX_MARGIN_NS: u64 = 1_000_000_000;
 /// How long before a repetition's start a rank sleeps instead of polling
 /// the clock (2.1 ms; it wakes half of that before the start): more than any
 /// first margin (twice a warm-up under [`WINDOWED_UNDER_NS`], plus 20 us),
-/// so that only margins grown after late repetitions are slept through.
-/// A repetition that started right after its rank slept measured a core
-/// back from idle: 2 ranks, allreduce 2 MiB, 328 us after barriers
-/// (warm-up 1.8 ms) and the same calls nonblocking 536 us in windows
-/// (warm-up 591 us, so a margin of 1.2 ms, slept through but for its last
-/// 0.5 ms, when this was 1 ms), where back to back in one job both took
-/// 300 us: which side of a case slept depended on its warm-up.
+/// so that only margins grown after late repetitions are slept through:
+/// a repetition that starts right after its rank slept measures a core
+/// back from idle, and which side of a case slept would depend on its
+/// warm-up (measurements: `docs/measurements.md`, "Sleeping before a
+/// repetition").
 const SLEEP_ABOVE_NS: u64 = 2 * WINDOWED_UNDER_NS + 100_000;
 
 /// Times `reps` repetitions of the collective `rep` after `warm` warm-up
@@ -483,16 +481,16 @@ const SLEEP_ABOVE_NS: u64 = 2 * WINDOWED_UNDER_NS + 100_000;
 /// (a tenth of the count before `--scale`, at least 2: see
 /// [`collective_reps`]), each after a barrier, give the first margin
 /// (twice the slowest, plus 20 us). Before each repetition the ranks
-/// agree on the latest of their clocks (an allreduce); the repetition starts one margin after it, at
-/// the same instant on every rank (the host's clock), and takes until
-/// the slowest rank's end. A repetition some rank reached after its start
-/// is dropped (all are kept if every one is), and the next margin grows
-/// to twice the old one plus the lateness, up to [`MAX_MARGIN_NS`]: ranks
-/// outnumbering the cores come late by a time slice, and a fixed cadence
-/// let one late repetition make the following ones late too, which either
-/// kept only the repetitions that caught up (a busy-polling MPICH: 27 us
-/// of allgather 512 B at 4 ranks on 2 cores in one run, 2-4 ms in the
-/// others) or, every one late, counted the backlog in each. Where the
+/// agree on the latest of their clocks (an allreduce); the repetition
+/// starts one margin after it, at the same instant on every rank (the
+/// host's clock), and takes until the slowest rank's end. A repetition
+/// some rank reached after its start is dropped (all are kept if every
+/// one is), and the next margin grows to twice the old one plus the
+/// lateness, up to [`MAX_MARGIN_NS`]: ranks outnumbering the cores come
+/// late by a time slice, and a fixed cadence let one late repetition make
+/// the following ones late too, which either kept only the repetitions
+/// that caught up or, every one late, counted the backlog in each
+/// (measurements: `docs/measurements.md`, "Windowed timing"). Where the
 /// slowest warm-up took [`WINDOWED_UNDER_NS`] or more, such skew does not
 /// matter and margins would double the run: each repetition then starts
 /// after a barrier, and a rank's time is its own interval.
@@ -581,11 +579,9 @@ fn windowed(
 /// and a tenth of `base` (at least 2) warms up. onesided's shared-memory
 /// collectives go through a ring of 8 cells, and a case may be the first
 /// to use some of a cell's pages, or come after the other sides' turn,
-/// which leaves the cells cold: 4 ranks on 2 cores, alltoallv 32 KiB per
-/// pair, the first 8 calls took 310-360 us where they first touched
-/// their cells' pages (40 us after), and 1.3-1.5 times as long as the
-/// rest after 50 ms away. With the 2 warm-ups a scale of 0.1 used to
-/// leave, 6 of the 20 timed repetitions were such calls.
+/// which leaves the cells cold: the first calls are then slower, and the
+/// warm-ups must outlast them (measurements: `docs/measurements.md`,
+/// "Collective warm-ups").
 fn collective_reps(b: &Bench, base: usize) -> (usize, usize) {
     (b.reps(base), (base / 10).max(2))
 }

@@ -10,7 +10,7 @@
 //! geometry) or the built-in defaults. Every rank must pick the same
 //! algorithm, so choices change only in ways that are the same everywhere:
 //! an algorithm that fails when a call starts it (its schedule does not fit
-//! the call, [`FAULT_ENV`] names it) fails on every rank, leaves the
+//! the call, [`crate::select::FAULT_ENV`] names it) fails on every rank, leaves the
 //! choices and the call goes on with the next best; what the calls measure
 //! (monitoring) and the algorithms that fail in flight (a transfer error:
 //! the call returns it) are recorded in [`Comm::observed`], and become
@@ -22,8 +22,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
+use onesided_fabric::fnv::FastMap;
 use onesided_fabric::Endpoint;
-use onesided_rma::{Assert, FastMap, Group, RemoteAccess, Rma};
+use onesided_rma::{Assert, Group, RemoteAccess, Rma};
 
 use crate::algorithms as alg;
 use crate::op::Combine;
@@ -40,6 +41,27 @@ use crate::Error;
 /// may be given a Comm of its own (make one per thread, in the same order
 /// on every member, as `MPI_Comm_dup`), whose calls then run beside the
 /// other threads' Comms.
+///
+/// ```
+/// use onesided_collectives::{Comm, Op};
+/// use onesided_rma::{Group, Request, Rma};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let world = onesided_fabric::World::init()?; // one rank without a launcher
+/// let rma = Rma::new(world.endpoint())?;
+/// let comm = Comm::new(&rma, Group::world(world.size()))?;
+/// let mut sum = [0u64; 2];
+/// comm.allreduce(&[1, 2], &mut sum, Op::SUM)?;
+/// assert_eq!(sum, [u64::from(world.size()), 2 * u64::from(world.size())]);
+/// // Nonblocking: the call owns its buffers until it hands them back.
+/// let mut run = comm.iallreduce(vec![1.5f64], vec![0.0], Op::MAX)?;
+/// run.wait()?;
+/// assert_eq!(run.into_buffers()?.output, [1.5]);
+/// # drop((comm, rma));
+/// # world.finalize()?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Comm {
     ep: Endpoint,
     /// The windows of one-sided algorithms.
@@ -58,7 +80,7 @@ pub struct Comm {
     last_chosen: [Cell<Option<(ChoiceKey, &'static str)>>; Collective::ALL.len()],
     /// The algorithm the last call of each collective started.
     ran: [Cell<Option<&'static str>>; Collective::ALL.len()],
-    /// Algorithms made to fail ([`FAULT_ENV`]).
+    /// Algorithms made to fail ([`crate::select::FAULT_ENV`]).
     faults: HashSet<(Collective, &'static str)>,
     inflight: Inflight,
     /// Shared-memory state, made at the first call that uses it.
@@ -128,7 +150,7 @@ impl Comm {
             geometry,
             observed: RefCell::new(choices.clone()),
             choices: RefCell::new(choices),
-            faults: faults_from_env(),
+            faults: crate::select::faults_from_env(),
             chosen: RefCell::default(),
             last_chosen: Default::default(),
             ran: Default::default(),
@@ -271,7 +293,7 @@ impl Comm {
     /// The call's algorithm and this rank's plan for it (`build`'s
     /// answer): forced, else chosen by `shape`. An algorithm that fails
     /// here (its plan does not fit the call, it is injected by
-    /// [`FAULT_ENV`], or it needs what this Comm lacks) is removed from
+    /// [`crate::select::FAULT_ENV`], or it needs what this Comm lacks) is removed from
     /// the choices and the next best is tried: such failures are the same
     /// on every rank, so the ranks go on agreeing without a message. A
     /// forced algorithm that fails is an error.
@@ -287,8 +309,9 @@ impl Comm {
                 .ok_or_else(|| Error::NoAlgorithm(c.name()))?;
             let plan = if self.injected(c, algorithm) {
                 Err(Error::BadCall(format!(
-                    "{} {algorithm} fails ({FAULT_ENV})",
-                    c.name()
+                    "{} {algorithm} fails ({})",
+                    c.name(),
+                    crate::select::FAULT_ENV
                 )))
             } else {
                 build(algorithm)
@@ -326,7 +349,7 @@ impl Comm {
         }
     }
 
-    /// Whether [`FAULT_ENV`] makes `algorithm` of `collective` fail.
+    /// Whether [`crate::select::FAULT_ENV`] makes `algorithm` of `collective` fail.
     fn injected(&self, collective: Collective, algorithm: &'static str) -> bool {
         !self.faults.is_empty() && self.faults.contains(&(collective, algorithm))
     }
@@ -1231,25 +1254,6 @@ struct Call<T: bytemuck::Pod + Send> {
 /// Monitoring times one call in this many (per Comm): enough samples for
 /// its entries, few enough that a small call barely pays for them.
 const MONITOR_EVERY: u64 = 32;
-
-/// Environment variable naming algorithms that fail whenever a call
-/// chooses them, on every rank (`allreduce:ring,bcast:binomial`): fault
-/// injection, to see a job complete its calls with the next best
-/// algorithms. Unknown names are ignored.
-pub const FAULT_ENV: &str = "ONESIDED_FAULT";
-
-/// The algorithms named by [`FAULT_ENV`].
-fn faults_from_env() -> HashSet<(Collective, &'static str)> {
-    let text = std::env::var(FAULT_ENV).unwrap_or_default();
-    text.split(',')
-        .filter_map(|item| {
-            let (c, a) = item.trim().split_once(':')?;
-            let c = Collective::ALL.into_iter().find(|k| k.name() == c)?;
-            let a = crate::select::algorithms(c).iter().find(|n| **n == a)?;
-            Some((c, *a))
-        })
-        .collect()
-}
 
 /// What a choice by size depends on: collective, element (its name's
 /// address and length), bytes, commutative, blocking.

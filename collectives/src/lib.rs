@@ -31,7 +31,8 @@
 //!   non-commutative one. The shared-memory steps and the one-sided
 //!   alltoall(v) (RMA get from windows over copies of the inputs) are
 //!   checked over the fabric by the integration tests.
-//! - `onesided-tune` (binary): measures every algorithm into a profile,
+//! - `onesided-tune` (a binary of onesided-bench, beside the other tools):
+//!   measures every algorithm into a profile,
 //!   and checks the tuned choices against the best algorithm.
 //!
 //! Progress between calls: like MPICH without an async progress thread, a
@@ -53,7 +54,7 @@ pub mod schedule;
 pub mod select;
 mod shared;
 
-pub use comm::{Comm, FAULT_ENV};
+pub use comm::Comm;
 pub use error::Error;
 pub use op::{Builtin, Op, Reducible};
 pub use profile::{Collective, Geometry, Profile, ProfileError};

@@ -31,8 +31,8 @@
 //! in flight at once collide in 21 bits.
 
 use std::any::Any;
-use std::cell::RefCell;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
 use std::time::Duration;
 
 use onesided_fabric::{Endpoint, Incoming, Transfer};
@@ -710,6 +710,10 @@ pub(crate) trait Advance: Send {
     fn exchanging(&self) -> bool;
     /// As [`Exec::hold`].
     fn hold(&mut self, held: bool);
+    /// The executor itself, for its request (which knows its type).
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// The executor itself, taken back by its request.
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
 }
 
 impl<T: bytemuck::Pod + Send> Advance for Exec<T, Vec<T>, Vec<T>> {
@@ -724,14 +728,23 @@ impl<T: bytemuck::Pod + Send> Advance for Exec<T, Vec<T>, Vec<T>> {
     fn hold(&mut self, held: bool) {
         Exec::hold(self, held);
     }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
 }
 
-/// A nonblocking run, shared by its request and its Comm's list.
-type Shared<T> = Arc<Mutex<Exec<T, Vec<T>, Vec<T>>>>;
-
-/// `m` locked; a run whose test panicked is still reachable.
-fn locked<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+/// A run in a Comm's list: its number, the run (out of the list while
+/// its request tests it), and whether it has finished (completed or
+/// failed: its request takes the outcome).
+struct Entry {
+    id: u64,
+    run: Option<Box<dyn Advance>>,
+    finished: bool,
 }
 
 /// A Comm's nonblocking runs in flight, oldest first.
@@ -747,8 +760,17 @@ fn locked<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// are not held. Runs of different Comms are not ordered so: on that
 /// provider, a program that overlaps nonblocking collectives of two Comms
 /// over large messages can still meet the provider's hang.
+///
+/// The list owns its runs; a request names its run by number. (The runs
+/// are not shared with their requests through reference counts: a
+/// request borrows its Comm, so the list and the request live on one
+/// thread, and plain cells cost the small calls nothing.)
 pub(crate) struct Inflight {
-    runs: RefCell<Vec<Weak<Mutex<dyn Advance>>>>,
+    runs: RefCell<Vec<Entry>>,
+    /// The next run's number.
+    next: Cell<u64>,
+    /// The endpoint (timeouts and waits of the requests).
+    ep: Endpoint,
     /// Whether runs over messages go one after the other.
     serial: bool,
     /// Buffers for the Comm's calls.
@@ -760,42 +782,36 @@ impl Inflight {
     pub(crate) fn new(ep: &Endpoint) -> Inflight {
         Inflight {
             runs: RefCell::default(),
+            next: Cell::new(0),
+            ep: ep.clone(),
             serial: !ep.queues_large_unexpected(),
             spare: Spare::default(),
         }
     }
 
-    /// Advances every run in flight once, oldest first; forgets those that
-    /// are done, failed (their requests report it) or dropped. A run being
+    /// Advances every run in flight once, oldest first, up to its end (a
+    /// finished one keeps its outcome for its request). A run being
     /// tested by its request at this moment is left to that test.
     pub(crate) fn progress(&self) {
-        let runs = std::mem::take(&mut *self.runs.borrow_mut());
-        let mut kept = Vec::with_capacity(runs.len());
+        // Out of the cell while the runs are tested.
+        let mut runs = std::mem::take(&mut *self.runs.borrow_mut());
         // Whether an older run still exchanges messages.
         let mut older = false;
-        for weak in runs {
-            let Some(run) = weak.upgrade() else { continue };
-            let busy = match run.try_lock() {
-                Ok(mut r) => {
-                    r.hold(self.serial && older);
-                    let busy = matches!(r.test(), Ok(false));
-                    older |= r.exchanging();
-                    busy
+        for entry in runs.iter_mut().filter(|e| !e.finished) {
+            match &mut entry.run {
+                Some(run) => {
+                    run.hold(self.serial && older);
+                    entry.finished = !matches!(run.test(), Ok(false));
+                    older |= run.exchanging();
                 }
-                Err(_) => {
-                    older = true;
-                    true
-                }
-            };
-            if busy {
-                kept.push(weak);
+                None => older = true,
             }
         }
         // Runs started meanwhile (none today: progress starts nothing)
         // come after the older ones.
-        let mut runs = self.runs.borrow_mut();
-        kept.append(&mut runs);
-        *runs = kept;
+        let mut list = self.runs.borrow_mut();
+        runs.append(&mut list);
+        *list = runs;
     }
 
     /// Starts `exec` as a nonblocking run: listed, then advanced with the
@@ -804,39 +820,55 @@ impl Inflight {
         &self,
         exec: Exec<T, Vec<T>, Vec<T>>,
     ) -> Run<'_, T> {
-        let shared: Shared<T> = Arc::new(Mutex::new(exec));
-        let weak: Weak<Mutex<dyn Advance>> = {
-            let dynamic: Arc<Mutex<dyn Advance>> = shared.clone();
-            Arc::downgrade(&dynamic)
-        };
-        self.runs.borrow_mut().push(weak);
+        let id = self.next.get();
+        self.next.set(id + 1);
+        self.runs.borrow_mut().push(Entry {
+            id,
+            run: Some(Box::new(exec)),
+            finished: false,
+        });
         self.progress();
         Run {
             inflight: self,
-            exec: shared,
+            id,
             done: false,
+            elements: PhantomData,
         }
     }
 
     /// Whether no run is in flight (a blocking call then has nothing to
-    /// advance but itself), once those that completed, failed or were
-    /// dropped are forgotten ([`Inflight::progress`]): a blocking call
-    /// right after a nonblocking one that completed is one as any other.
+    /// advance but itself): a blocking call right after a nonblocking one
+    /// that completed is one as any other.
     pub(crate) fn idle(&self) -> bool {
-        if self.runs.borrow().is_empty() {
+        if self.runs.borrow().iter().all(|e| e.finished) {
             return true;
         }
         self.progress();
-        self.runs.borrow().is_empty()
+        self.runs.borrow().iter().all(|e| e.finished)
     }
 
     /// Whether a run in flight still exchanges messages (one being tested
     /// at this moment counts as one).
     fn exchanging(&self) -> bool {
-        self.runs.borrow().iter().any(|weak| {
-            weak.upgrade()
-                .is_some_and(|run| run.try_lock().map_or(true, |r| r.exchanging()))
-        })
+        let runs = self.runs.borrow();
+        let mut unfinished = runs.iter().filter(|e| !e.finished);
+        unfinished.any(|e| e.run.as_ref().is_none_or(|r| r.exchanging()))
+    }
+
+    /// Run `id`'s entry, for `f`.
+    fn entry<R>(&self, id: u64, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
+        self.runs
+            .borrow_mut()
+            .iter_mut()
+            .find(|e| e.id == id)
+            .map(f)
+    }
+
+    /// Takes run `id` out of the list (for good).
+    fn remove(&self, id: u64) -> Option<Box<dyn Advance>> {
+        let mut runs = self.runs.borrow_mut();
+        let at = runs.iter().position(|e| e.id == id)?;
+        runs.remove(at).run
     }
 
     /// Runs a blocking call's shared-memory `run` over the caller's
@@ -941,8 +973,10 @@ fn drive<E>(
 /// leaked with `mem::forget` without ending its borrows.
 pub struct Run<'a, T: bytemuck::Pod + Send> {
     inflight: &'a Inflight,
-    exec: Shared<T>,
+    /// Its number in the list.
+    id: u64,
     done: bool,
+    elements: PhantomData<fn() -> T>,
 }
 
 /// The buffers a nonblocking collective was handed, back from
@@ -965,11 +999,20 @@ impl<T: bytemuck::Pod + Send> Run<'_, T> {
     /// it) or its peers did not move within the timeout.
     pub fn into_buffers(mut self) -> Result<Buffers<T>, Error> {
         self.wait()?;
-        let mut exec = locked(&self.exec);
-        Ok(Buffers {
-            input: std::mem::take(&mut exec.input),
-            output: std::mem::take(&mut exec.output),
-        })
+        let exec = (self.inflight.remove(self.id))
+            .and_then(|run| run.into_any().downcast::<Exec<T, Vec<T>, Vec<T>>>().ok())
+            .ok_or_else(|| Error::Failed("the call's run is gone".into()))?;
+        let Exec { input, output, .. } = *exec;
+        Ok(Buffers { input, output })
+    }
+
+    /// Applies `f` to the run's executor, out of the list meanwhile
+    /// (`None` when it is gone).
+    fn with<R>(&self, f: impl FnOnce(&mut Exec<T, Vec<T>, Vec<T>>) -> R) -> Option<R> {
+        let mut run = self.inflight.entry(self.id, |e| e.run.take())??;
+        let result = run.as_any_mut().downcast_mut().map(f);
+        self.inflight.entry(self.id, |e| e.run = Some(run));
+        result
     }
 }
 
@@ -978,12 +1021,14 @@ impl<T: bytemuck::Pod + Send> Drop for Run<'_, T> {
     /// this process leaves them allocated (never reused), so that those
     /// copies read its data, not whatever would reuse the memory.
     fn drop(&mut self) {
-        let Ok(mut exec) = self.exec.try_lock() else {
+        let Some(mut run) = self.inflight.remove(self.id) else {
             return;
         };
-        if !self.done && exec.shared.as_ref().is_some_and(shared::Run::lends) {
-            std::mem::forget(std::mem::take(&mut exec.input));
-            std::mem::forget(std::mem::take(&mut exec.output));
+        if let Some(exec) = run.as_any_mut().downcast_mut::<Exec<T, Vec<T>, Vec<T>>>() {
+            if !self.done && exec.shared.as_ref().is_some_and(shared::Run::lends) {
+                std::mem::forget(std::mem::take(&mut exec.input));
+                std::mem::forget(std::mem::take(&mut exec.output));
+            }
         }
     }
 }
@@ -993,27 +1038,40 @@ impl<T: bytemuck::Pod + Send> Request for Run<'_, T> {
         if self.done {
             return Ok(true);
         }
-        let mut exec = locked(&self.exec);
-        let finished = exec.test()?;
+        let spare = &self.inflight.spare;
+        let outcome = self.with(|exec| {
+            let outcome = exec.test();
+            if matches!(outcome, Ok(true)) {
+                spare.give(std::mem::take(&mut exec.scratch));
+            }
+            outcome
+        });
+        let outcome =
+            outcome.unwrap_or_else(|| Err(Error::Failed("the call's run is gone".into()).into()));
+        let finished = !matches!(outcome, Ok(false));
         if finished {
-            let scratch = std::mem::take(&mut exec.scratch);
-            self.inflight.spare.give(scratch);
-            self.done = true;
-        } else {
-            drop(exec);
-            self.inflight.progress();
+            self.inflight.entry(self.id, |e| e.finished = true);
         }
-        Ok(finished)
+        if outcome? {
+            self.done = true;
+            Ok(true)
+        } else {
+            self.inflight.progress();
+            Ok(false)
+        }
     }
 
     fn timeout(&self) -> Duration {
-        locked(&self.exec).ep.timeout()
+        self.inflight.ep.timeout()
     }
 
     /// As [`Request::wait`], backing off afresh whenever the run moves on.
     fn wait(&mut self) -> Result<(), onesided_rma::Error> {
         let (backoff, limit) = (self.backoff(), self.timeout());
-        let step = || Ok::<_, onesided_rma::Error>((self.test()?, locked(&self.exec).mark()));
+        let step = || {
+            let done = self.test()?;
+            Ok::<_, onesided_rma::Error>((done, self.with(|e| e.mark()).unwrap_or(0)))
+        };
         match drive(backoff, limit, step)? {
             None => Ok(()),
             Some(_) => Err(onesided_rma::Error::RequestTimeout(limit)),
@@ -1021,7 +1079,7 @@ impl<T: bytemuck::Pod + Send> Request for Run<'_, T> {
     }
 
     fn backoff(&self) -> onesided_fabric::progress::Backoff {
-        locked(&self.exec).ep.backoff()
+        self.inflight.ep.backoff()
     }
 }
 

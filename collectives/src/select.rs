@@ -11,6 +11,25 @@ use crate::profile::{Collective, Geometry, Profile};
 /// Environment variable naming the profile file to load at init.
 pub const PROFILE_ENV: &str = "ONESIDED_PROFILE";
 
+/// Environment variable naming algorithms that fail whenever a call
+/// chooses them, on every rank (`allreduce:ring,bcast:binomial`): fault
+/// injection, to see a job complete its calls with the next best
+/// algorithms. Unknown names are ignored.
+pub const FAULT_ENV: &str = "ONESIDED_FAULT";
+
+/// The algorithms named by [`FAULT_ENV`].
+pub(crate) fn faults_from_env() -> HashSet<(Collective, &'static str)> {
+    let text = std::env::var(FAULT_ENV).unwrap_or_default();
+    text.split(',')
+        .filter_map(|item| {
+            let (c, a) = item.trim().split_once(':')?;
+            let c = Collective::ALL.into_iter().find(|k| k.name() == c)?;
+            let a = algorithms(c).iter().find(|n| **n == a)?;
+            Some((c, *a))
+        })
+        .collect()
+}
+
 /// The algorithms of each collective (names as in profiles), the
 /// built-in default for small messages first.
 pub fn algorithms(collective: Collective) -> &'static [&'static str] {

@@ -11,15 +11,13 @@
 //! the publisher's whole contribution to the call (which every reader
 //! checks against what it expects: members that pass counts that do not
 //! match get an error, not each other's stale bytes; the algorithms over
-//! messages do not check; the check costs a small call a few ns: 2 ranks,
-//! jobs alternating, bcast 8 B 131 -> 138 ns, 512 B 163 -> 171 ns,
-//! allreduce 8 B 201 ns either way) and, for a piece of up to `INLINE`
-//! bytes, the piece itself (so a small piece travels with its flag, in the
-//! line pair the CPU fetches together). Counters and
-//! flags are polled with plain loads, so
-//! a line stays shared until its owner writes it. A call is a sequence of
-//! *steps*,
-//! numbered alike on every member: calls run their steps in the
+//! messages do not check; the check costs a small call a few ns, see
+//! `docs/measurements.md`, "Contribution check") and, for a piece of up to
+//! `INLINE` bytes, the piece itself (so a small piece travels with its
+//! flag, in the line pair the CPU fetches together). Counters and flags
+//! are polled with plain loads, so a line stays shared until its owner
+//! writes it. A call is a sequence of *steps*, numbered alike on every
+//! member: calls run their steps in the
 //! order they were made (each takes a ticket; a call waits for its turn),
 //! each call's steps follow from what the members agree on (lengths,
 //! counts), and call `c` of the Comm numbers them from `c * CALL_STEPS +
@@ -51,17 +49,16 @@
 //! whole).
 //! Where the host allows cross-memory reads ([`onesided_fabric::cma`]), a
 //! piece of `LEND` bytes or more is lent instead of copied into the cell.
-//! Lending is the robust choice, not
-//! always the fastest: these 2-core machines switch, minute by minute,
-//! between a mode where a line written by one core reaches the other in
-//! 0.15 us and one where it takes 0.4 us. In the first, two copies
-//! through a cell beat one cross-memory read (2 ranks, allreduce 2 MiB
-//! 300 vs 400-480 us); in the second, every line of a cell is such a slow
-//! transfer, which reading a lent piece is not (1500 vs 500 us). A lent
-//! piece: the publisher writes where it lies (pid, address), readers copy
-//! it straight into their buffers (one copy
-//! instead of two), and a call that lent returns only once every reader
-//! released its last lent step. A call that fails returns so too, within
+//! Lending is the robust choice, not always the fastest: these 2-core
+//! machines switch, minute by minute, between a mode where a line written
+//! by one core reaches the other in 0.15 us and one where it takes 0.4 us.
+//! In the first, two copies through a cell beat one cross-memory read; in
+//! the second, every line of a cell is such a slow transfer, which reading
+//! a lent piece is not (measurements: `docs/measurements.md`, "Lending and
+//! the machine's two modes"). A lent piece: the publisher writes where it
+//! lies (pid, address), readers copy it straight into their buffers (one
+//! copy instead of two), and a call that lent returns only once every
+//! reader released its last lent step. A call that fails returns so too, within
 //! the endpoint's timeout and while its peers live, once they released
 //! or gave up that step: the error hands its buffers back to its caller,
 //! and a peer may still be reading them in a call that succeeds there (3
@@ -85,17 +82,13 @@
 //! member reads its peers' counts and, in the same step, its blocks. Only
 //! an input that fits none of these (larger than a cell where pieces are
 //! not lent) goes in the steps that follow, a cell at a time. One
-//! synchronisation instead of two (a step of counts, then one of data):
-//! 4 ranks on 2 cores, 8 B per pair 8.4 -> 4.9 us, 512 B 13 -> 7.7 us,
-//! 4 KiB 12-16 -> 8.5-11 us; 2 ranks, 8 B 0.7 -> 0.5 us, 4 KiB 1.5-1.8
-//! -> 1.3 us. From `LEND` bytes, with a core per rank, lending beats the
-//! cell even though the call then ends with the owner's wait for its
-//! readers: 2 ranks, 32 KiB per pair, 7.2 against 8.0 us. Where the ranks
-//! outnumber the cores, that wait costs another round of switches between
-//! processes and the cell wins: 4 ranks on 2 cores, 32 KiB per pair,
-//! calls started together on every rank (as the benchmark times them),
-//! median of 6 jobs 69 -> 35 us, 16 KiB 42 -> 33 us (calls back to back,
-//! the other way round: 57 lent, 76-95 us in the cell).
+//! synchronisation instead of two (a step of counts, then one of data)
+//! made the call faster at every size measured. From `LEND` bytes, with a
+//! core per rank, lending beats the cell even though the call then ends
+//! with the owner's wait for its readers; where the ranks outnumber the
+//! cores, that wait costs another round of switches between processes and
+//! the cell wins (measurements: `docs/measurements.md`, "Alltoallv counts
+//! beside the input").
 //!
 //! A [`Run`] is a state machine: [`Run::advance`] goes as far as the
 //! peers allow without waiting, so the same code serves blocking calls
@@ -146,10 +139,9 @@ pub(crate) const CELL: usize = SLOT / CELLS as usize;
 /// last published in the cell, the bytes of the publisher's contribution
 /// stamped with the step ([`stamped`]) at `WHOLE`, then up to `INLINE`
 /// bytes of a small piece at `INLINED`, so that a small piece travels
-/// with its flag), and its data slot (page aligned). An inline piece in the header's second line instead of a
-/// cell (2 ranks, one job alternating, 64 to 120 bytes): allreduce 64 B
-/// 0.29-0.40 -> 0.28-0.38 us, bcast 0.27-0.30 -> 0.26-0.29 us, reduce
-/// 0.31-0.39 -> 0.29-0.37 us.
+/// with its flag), and its data slot (page aligned). A small piece inline
+/// in the header's second line is a little faster than in a cell
+/// (measurements: `docs/measurements.md`, "Inline pieces").
 const RELEASED: u64 = 64;
 const HEADERS: usize = 512;
 const WHOLE: usize = 8;
@@ -172,40 +164,19 @@ const LEND: usize = 64 * 1024;
 /// Bytes per member from which an allreduce between 2 members is split
 /// ([`Shared::splits`]). Each member then reduces half of both inputs
 /// instead of all of them, for one step more, whose reduced halves go
-/// through the cells. 2 ranks, one job alternating split and unsplit
-/// calls, split against unsplit, medians per job:
-///
-/// - calls back to back (20 each): 256 KiB 40-78 against 35-48 us (2x
-///   slower in two jobs of four); 512 KiB faster in five jobs of seven,
-///   1.4-1.9x slower in the other two; 1 MiB 105-163 against 120-181 us, 2
-///   MiB 220-377 against 260-446 us, 4 MiB 643-1190 against 762-1315
-///   us, faster in every job; 32 MiB 7.6-9.6 against 7.6-10.6 ms;
-/// - each call after 20 ms asleep and 64 MiB written elsewhere (caches
-///   and cells cold, as after a compute phase; 10 each, 2 jobs): 2 MiB
-///   609-924 against 660-789 us, slower in three of four medians; 4 MiB
-///   1245-1443 against 1295-1939 us, 8 MiB 2.8-3.1 against 2.9-3.6 ms,
-///   16 MiB 5.2-6.8 against 6.1-8.1 ms, 32 MiB 8.0-10.6 against
-///   9.0-11.7 ms, faster in 15 of 16;
-/// - in the benchmark (4 runs against 4 of the code before, alternating),
-///   2 MiB took 207-621 against 235-292 us when split from 1 MiB, 32 MiB
-///   7.5-10.2 against 8.8-10.9 ms.
-///
-/// So from 4 MiB. The nonblocking allreduce measured the same.
+/// through the cells. From 4 MiB: smaller splits lost in some jobs (at
+/// 2 MiB with caches cold, in three of four medians), larger ones won in
+/// nearly all, caches warm or cold; the nonblocking allreduce measured
+/// the same (measurements: `docs/measurements.md`, "Pair allreduce
+/// split").
 const PAIR_ALLREDUCE_SPLITS_FROM: usize = 4 << 20;
 
 /// Bytes per member from which a reduce to one root between 2 members is
 /// split ([`Shared::splits`]): each member reduces half of both inputs,
-/// and the root then reads the other's half. Timed as
-/// [`PAIR_ALLREDUCE_SPLITS_FROM`], until both members are done (3 jobs
-/// each way), split against unsplit:
-///
-/// - calls back to back: 2 MiB 272-326 against 291-354 us; 4 MiB
-///   914-967 against 650-1039 us (slower in two jobs of three); 8 MiB
-///   1993-2067 against 1757-2156 us (slower in one); 16 MiB 3.7-4.5
-///   against 4.0-4.8 ms and 32 MiB 8.7-9.3 against 9.2-10.0 ms, faster
-///   in every job;
-/// - with caches cold: faster in every job from 4 MiB (1.1-1.3 against
-///   1.3-1.5 ms) to 32 MiB (8.9-10.8 against 9.0-12.5 ms).
+/// and the root then reads the other's half. From 16 MiB: with caches
+/// warm, splitting lost in some jobs at 4 and 8 MiB and won in every job
+/// from 16 MiB (measurements: `docs/measurements.md`, "Pair reduce
+/// split").
 const PAIR_REDUCE_SPLITS_FROM: usize = 16 << 20;
 
 /// Whether a reduction among `n` members whose inputs of `bytes` each
@@ -227,55 +198,23 @@ fn splits_lent(n: u32, to_root: bool, bytes: usize) -> bool {
 /// of reading: every member lends its output, and writes its own block
 /// into its peers' ([`Op::Push`], `process_vm_writev`) in turns of
 /// [`PUSH_TURN`] bytes, each right after copying it into its own output
-/// ([`Op::Uncached`]), while it is in this core's cache (the measurements
-/// below were made in turns of 256 KiB). Below, everything
+/// ([`Op::Uncached`]), while it is in this core's cache. Below, everything
 /// stays in the shared cache, and every member reads its peers' blocks
-/// whole (2 ranks, 8 MiB each: 1.78-1.85 ms whole, 1.82-1.90 ms in turns
-/// of 256 KiB; 2 MiB each: 295-299 us, 325-333 us).
+/// whole, which was faster there than going in turns.
 ///
-/// Reading in turns (what this replaced: each member copied its own turn,
-/// then read its peers' at the same offsets) found a peer's turn in the
-/// cache the cores share, just brought there by its owner's copy, in the
-/// machine's mode where a line moves between the cores in 0.15 us (see the
-/// module docs), and in memory in the other. Pushing reads it from the
-/// pusher's own cache in both. 2 ranks, 32 MiB each, one job alternating
-/// the two call by call, medians of 20 each, 12 jobs (the mode told by a
-/// C probe run between them):
-///
-/// | Mode | Pushing | Reading |
-/// |---|---|---|
-/// | lines move in 0.15 us | 8.8-10.9 ms | 7.8-9.6 ms |
-/// | lines move in 0.4 us | 8.3-10.9 ms | 10.8-13.1 ms |
-///
-/// MPICH copies its own block, then reads its peer's in one
-/// `process_vm_readv` of 32 MiB: 10.4-11.9 ms in every benchmark run,
-/// either mode. In the benchmark (`collectives --np 2 --scale 0.3`, 3 runs
-/// each way, alternating), allgather 32 MiB was 1.28x, 1.34x and 1.32x
-/// MPICH pushing, 0.98x, 1.02x and 1.54x reading. 3 ranks, 32 MiB each:
-/// 29.5-34.8 ms pushing, 34.6-38.0 ms reading (3 jobs alternating call by
-/// call); 4 ranks: 48.3-54.0 ms and 49.6-58.2 ms.
-///
-/// Measured before, all reading, in a C copy of the pattern (two
-/// processes, 32 MiB each, the ways alternating round by round; none
-/// kept): the own block whole, then the peer's whole (MPICH's order),
-/// 9.0-11.4 ms against 7.2-10.2 ms in turns; the peer's turn before the
-/// own one, no faster; waiting, turn by turn, until the peer has copied
-/// its own turn (lockstep), no faster; touching each 4 KiB page of a turn
-/// first, to walk the page tables ahead, no faster; the owner storing each
-/// turn into a shared ring and its peer copying it out, 8.8-13 ms against
-/// 7.3-8.8 ms (twice as slow as either in the 0.4 us mode). The own block
-/// copied with stores that bypass the cache, as the output outgrows it:
-/// 8.5-11.3 ms, 11.3-15.8 ms with plain copies. With the buffers on huge
-/// pages (`MADV_HUGEPAGE`, which is the caller's to choose), 5.8-6.5 ms.
+/// Reading in turns (what pushing replaced) found a peer's turn in the
+/// cache the cores share in the machine's fast mode (see the module
+/// docs), and in memory in the slow one; pushing reads it from the
+/// pusher's own cache in both: a little slower than reading in the fast
+/// mode, faster in the slow one, and ahead of MPICH in each benchmark run
+/// (measurements, and the other ways tried: `docs/measurements.md`,
+/// "Allgather push").
 const PUSH_FROM: usize = 32 << 20;
 
-/// Bytes of a turn of an allgather that pushes ([`PUSH_FROM`]), timed
-/// against turns of 256 KiB in jobs alternating call by call, 32 MiB
-/// each: 2 ranks, 1 MiB faster in 8 jobs of 8 (9.7-12.7 against
-/// 10.0-13.1 ms), then even in 4 (8.6-10.5 against 8.7-10.7 ms); 4 ranks,
-/// faster in 3 of 3 (36.3-42.4 against 39.0-48.8 ms). Turns of 64 KiB
-/// were slower than of 256 KiB in 8 of 8 (2 ranks, 11.5-13.3 against
-/// 10.5-12.0 ms).
+/// Bytes of a turn of an allgather that pushes ([`PUSH_FROM`]): turns of
+/// 1 MiB were faster than or even with turns of 256 KiB, which beat turns
+/// of 64 KiB (measurements: `docs/measurements.md`, "Allgather push
+/// turn").
 const PUSH_TURN: usize = 1 << 20;
 
 /// A collective as the shared algorithm runs it (counts in elements).
@@ -321,8 +260,6 @@ pub(crate) struct Shared {
     n: u32,
     /// Reached only to learn a peer's part.
     window: Mutex<Window>,
-    /// The operations of the current step of the run whose turn it is.
-    ops: Mutex<Vec<Op>>,
     /// The members' parts as mapped here, learned at first use, and this
     /// member's own (which every step writes).
     parts: Vec<OnceLock<Arc<Mapping>>>,
@@ -394,7 +331,6 @@ impl Shared {
             window: Mutex::new(window),
             parts,
             own,
-            ops: Mutex::default(),
             in_cell: Default::default(),
             released: Counter::default(),
             spill: Mutex::default(),
@@ -499,11 +435,10 @@ impl Shared {
     /// its pieces whole, in one step each, instead of cell by cell: every
     /// one of them is lent (the host allows cross-memory reads and
     /// `bytes` is [`LEND`] or more) and there are peers. Only memory its
-    /// owner does not write again is lent so (inputs): a reduce-scatter
-    /// then allgather allreduce, lending each member's reduced block,
-    /// measured 320 us at 2 MiB in some jobs and 830 us in others (400 us
-    /// cell by cell), the owner's next writes to the lines its peers had
-    /// just read costing a cross-core invalidation each.
+    /// owner does not write again is lent so (inputs): the owner's next
+    /// writes to lines its peers had just read cost a cross-core
+    /// invalidation each (measurements: `docs/measurements.md`, "Lending
+    /// only inputs").
     fn lends_whole(&self, bytes: usize) -> bool {
         self.cma && self.n > 1 && bytes >= LEND
     }
@@ -519,27 +454,19 @@ impl Shared {
     /// plus the others' results. From 3 members, wherever the inputs are
     /// lent whole ([`Shared::lends_whole`]); a reduction to one root only
     /// above a cell, below which its unsplit pieces go through the cells
-    /// with the root reducing each as it comes, in one step fewer. 4
-    /// ranks on 2 cores, calls started together, medians of 20 per job:
-    /// allreduce 64 KiB 78-164 -> 49-76 us, 256 KiB 250-536 -> 121-267 us,
-    /// 2 MiB 2.0-3.1 -> 0.92-1.6 ms, 32 MiB 38-58 -> 22-27 ms; reduce
-    /// 64 KiB 35-69 -> 62-77 us and 256 KiB 131-259 -> 156-176 us (not
-    /// split), 512 KiB 516-598 -> 291-449 us, 2 MiB 1.8-2.0 -> 0.81-1.4
-    /// ms, 8 MiB 6.0-6.8 -> 4.2-4.4 ms, 32 MiB 15-35 -> 18-25 ms. 3 ranks:
-    /// allreduce 2 MiB 1.4-1.5 -> 0.72-0.80 ms, reduce 2 MiB 0.96-1.8 ->
-    /// 0.61-0.89 ms. 2 members split from larger sizes
-    /// ([`splits_lent`]). Reduced blocks lent instead of in cells measured
-    /// the same within noise (4 ranks, 256 KiB 161-239 us, 2 MiB 0.98-1.5
-    /// ms); in cells, no peer reads the lines their owner writes next.
+    /// with the root reducing each as it comes, in one step fewer. 2
+    /// members split from larger sizes ([`splits_lent`]). Reduced blocks go
+    /// through cells, where no peer reads the lines their owner writes
+    /// next (lent, they measured the same within noise). Measurements:
+    /// `docs/measurements.md`, "Split reductions".
     fn splits(&self, root: Option<u32>, bytes: usize) -> bool {
         self.lends_whole(bytes) && splits_lent(self.n, root.is_some(), bytes)
     }
 
     /// Whether a gather (or allgather) of `counts` lends every
-    /// contribution whole,
-    /// in one step ([`Shared::lends_whole`] of its smallest): one
-    /// cross-memory read per peer instead of one per cell (2 ranks,
-    /// 32 MiB 11.8 -> 10.9 ms).
+    /// contribution whole, in one step ([`Shared::lends_whole`] of its
+    /// smallest): one cross-memory read per peer instead of one per cell
+    /// (2 ranks, 32 MiB 11.8 -> 10.9 ms).
     fn gathers_whole<T>(&self, counts: &[usize]) -> bool {
         let least = counts.iter().min().map_or(0, |&c| c * size_of::<T>());
         self.lends_whole(least)
@@ -551,9 +478,8 @@ impl Shared {
     /// an allreduce of one piece that is not lent, when no earlier call
     /// waits for its turn. A broadcast of more pieces goes the run's way:
     /// a root that publishes them back to back, as this path would, makes
-    /// the call slower (2 ranks, one job alternating: 4 KiB 1.94 against
-    /// 2.14-2.30 us in the slow speed, 16 KiB 2.0 against 2.2-2.4 us,
-    /// 64 KiB 7.2 against 8.3 us).
+    /// the call slower (measurements: `docs/measurements.md`, "Quick
+    /// broadcasts").
     pub(crate) fn quick_fits<T>(&self, shape: &Shape, input: usize, output: usize) -> bool {
         let bytes = |n: usize| n * size_of::<T>();
         self.serving.get() == self.tickets.get()

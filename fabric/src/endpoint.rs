@@ -969,8 +969,8 @@ impl Endpoint {
     /// once every `ACTIVE_CHECK_INTERVAL` (10 ms) instead of every
     /// `max_sleep`, which bounds how late a peer's operation on this
     /// rank's memory progresses meanwhile. Its wake-ups every 500 us cost
-    /// 2 ranks on 2 cores 10% of a 32 MiB allgather (11.4 -> 10.3 ms) and
-    /// 6% of an allreduce (10.8 -> 10.2 ms). A relaxed load and store,
+    /// large collectives on 2 cores 6% to 10% of their time (measurements:
+    /// `docs/measurements.md`, "Busy calls"). A relaxed load and store,
     /// not an atomic add (a locked instruction per call): the thread only
     /// looks for a change, which threads racing here still make.
     pub fn note_busy(&self) {

@@ -20,8 +20,9 @@
 //! - [`cma`] and [`uncached`]: cross-memory reads and copies whose stores
 //!   bypass the cache, for the large copies of on-host collectives.
 //! - [`World`]: the bootstrap tying them together.
-//! - [`launcher`]: the pure protocol core of `osrun` (argument parsing and
-//!   the PMI-1 server), and the process management around it.
+//!
+//! `osrun`, the launcher, is the crate beside this one (`fabric/launcher`,
+//! onesided-launcher), which alone depends on a command-line parser.
 //!
 //! Environment variables read: `ONESIDED_PROVIDER` (`shm`, `tcp`, `sockets`,
 //! `verbs`; else `FI_PROVIDER`; else `shm`), `ONESIDED_MR_MODE`,
@@ -38,8 +39,8 @@ pub mod cma;
 pub mod control;
 mod endpoint;
 mod error;
+pub mod fnv;
 mod handles;
-pub mod launcher;
 pub mod mapping;
 mod matching;
 mod memory;

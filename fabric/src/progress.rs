@@ -42,7 +42,7 @@ const MAX_TIMEOUT_SECS: f64 = 365.0 * 24.0 * 3600.0;
 
 /// A timeout given in seconds (`2`, `0.5`): positive, finite, at most a
 /// year; `None` otherwise.
-pub(crate) fn timeout_from_secs(text: &str) -> Option<Duration> {
+pub fn timeout_from_secs(text: &str) -> Option<Duration> {
     let secs: f64 = text.trim().parse().ok()?;
     (secs > 0.0 && secs <= MAX_TIMEOUT_SECS).then(|| Duration::from_secs_f64(secs))
 }
@@ -78,17 +78,13 @@ pub(crate) trait WaitObject: Send + Sync {
 /// waits out, polling, a peer that lost its core to another task for a
 /// time slice, as MPI libraries do (MPICH never stops polling). A wait
 /// that yields sooner hands its core to that task whenever it outlasts
-/// the spin, and the two ranks then wait for each other by turns. 2 ranks
-/// on 2 cores beside one busy loop at `nice 19`: the benchmark's
-/// collectives of 8 B to 512 B took 45-60 us each with a spin of 20 us,
-/// about 410 us with 200 us and 0.76-2 ms with 1 ms, against MPICH's
-/// 0.35-1.1 us; with 5 ms, 10 ms and 100 ms, about as long as MPICH's
-/// or less (lowest row 0.98x). Beside a busy loop at the ranks' own priority (a
-/// core's worth of work that never ends: ranks outnumber the free cores
-/// in effect) the spin holds a core that loop could have, and a large
-/// call whose ranks wait for each other's copies loses some: of 48 rows,
-/// 1-2 below MPICH's (20 us: 34-39), but allgather 32 MiB 0.79-0.80x in
-/// two runs of three (20 us: 0.97x and 1.23x).
+/// the spin, and the two ranks then wait for each other by turns: beside
+/// a busy loop at `nice 19`, small collectives took far longer than
+/// MPICH's with spins of 20 us to 1 ms, and about as long from 5 ms. The
+/// price, beside a busy loop at the ranks' own priority, is that the spin
+/// holds a core that loop could have, and a large call whose ranks wait
+/// for each other's copies loses some (measurements:
+/// `docs/measurements.md`, "Default spin").
 ///
 /// [`World::init`]: crate::World::init
 pub const DEFAULT_SPIN: Duration = Duration::from_millis(10);

@@ -16,6 +16,23 @@ pub const EVENT_FD_ENV: &str = "ONESIDED_EVENT_FD";
 
 /// A process's place in its job: its PMI connection and its endpoint,
 /// connected to every rank.
+///
+/// ```
+/// use onesided_fabric::World;
+///
+/// # fn main() -> Result<(), onesided_fabric::Error> {
+/// // Under osrun, mpiexec or srun every rank joins its job; started
+/// // alone, a process is a job of one.
+/// let world = World::init()?;
+/// assert!(world.rank() < world.size());
+/// let endpoint = world.endpoint().clone(); // a handle of its own
+/// assert!(world.finalize().is_err(), "a handle is still held");
+/// # drop(endpoint);
+/// # let world = World::init()?;
+/// # world.finalize()?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct World {
     endpoint: Endpoint,
     /// Behind a mutex so that the endpoint can stay borrowed (by windows,
@@ -29,10 +46,10 @@ impl World {
     /// configuration of [`EndpointConfig::from_env`]. Every rank publishes
     /// its host, its machine, its board and the CPUs it may run on; waits
     /// spin before blocking or yielding unless the ranks on this machine
-    /// outnumber the CPUs they may run on together ([`cpus_together`]: a launcher that binds each rank to
-    /// a core of its own still gets spinning waits; under `taskset -c
-    /// $PMI_RANK` at 2 ranks, barrier 1.1 -> 0.67 us once the union, not
-    /// this process's one CPU, was counted).
+    /// outnumber the CPUs they may run on together ([`cpus_together`]: a
+    /// launcher that binds each rank to a core of its own still gets
+    /// spinning waits; measurements: `docs/measurements.md`, "Spinning
+    /// under a binding launcher").
     ///
     /// # Errors
     /// Any error of [`Pmi::from_env`], [`EndpointConfig::from_env`],

@@ -8,6 +8,18 @@ use crate::Error;
 
 /// An ordered set of distinct job ranks. Group rank `g` is job rank
 /// `members()[g]`.
+///
+/// ```
+/// use onesided_rma::Group;
+///
+/// let evens = Group::new(vec![0, 2, 4]).unwrap();
+/// assert_eq!(evens.job_rank(1).unwrap(), 2);
+/// assert_eq!(evens.group_rank(4), Some(2));
+/// // The same members, numbered apart (a helper thread's objects).
+/// let helper = evens.tagged(1);
+/// assert_eq!(helper.members(), evens.members());
+/// assert_ne!(helper.key(), evens.key());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Group {
     /// Shared: groups are cloned per collective call.

@@ -64,7 +64,7 @@ pub use lock::LockKind;
 pub use op::{Builtin, Op, UserFn};
 pub use request::{test_all, wait_all, wait_any, Request};
 pub use transfer::{Rget, Rput};
-pub use window::{Epoch, Exposure, FastMap, Fnv, RemoteAccess, Rma, Window};
+pub use window::{Epoch, Exposure, RemoteAccess, Rma, Window};
 
 #[cfg(test)]
 mod tests {

@@ -36,6 +36,29 @@ pub enum Builtin {
 pub type UserFn<T> = Arc<dyn Fn(&mut [T], &[T]) + Send + Sync>;
 
 /// An operation on elements of `T`.
+///
+/// ```
+/// use onesided_rma::Op;
+///
+/// let sum: Op<f64> = Op::SUM;
+/// assert!(sum.is_commutative());
+/// // 2x2 matrix products: a user-defined operation that does not commute.
+/// let product = Op::<i64>::user(
+///     |inout, input| {
+///         for (m, n) in inout.chunks_mut(4).zip(input.chunks(4)) {
+///             let (a, b, c, d) = (m[0], m[1], m[2], m[3]);
+///             m.copy_from_slice(&[
+///                 a * n[0] + b * n[2],
+///                 a * n[1] + b * n[3],
+///                 c * n[0] + d * n[2],
+///                 c * n[1] + d * n[3],
+///             ]);
+///         }
+///     },
+///     false,
+/// );
+/// assert!(!product.is_commutative());
+/// ```
 #[derive(Clone)]
 pub enum Op<T> {
     /// A predefined operation.

@@ -6,7 +6,26 @@ use onesided_fabric::progress::{Backoff, DEFAULT_MAX_SLEEP};
 
 use crate::Error;
 
-/// An operation in flight.
+/// An operation in flight: an `rget` or `rput`, a barrier, a nonblocking
+/// collective. Sets of different kinds wait together as `&mut dyn
+/// Request` ([`wait_all`], [`wait_any`], [`test_all`]).
+///
+/// ```
+/// use onesided_rma::{wait_all, Group, Request, Rma};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let world = onesided_fabric::World::init()?; // one rank without a launcher
+/// let rma = Rma::new(world.endpoint())?;
+/// let group = Group::world(world.size());
+/// let mut first = rma.ibarrier(&group)?;
+/// let mut second = rma.ibarrier(&group)?;
+/// let mut set: [&mut dyn Request; 2] = [&mut first, &mut second];
+/// wait_all(&mut set)?;
+/// # drop((first, second, rma));
+/// # world.finalize()?;
+/// # Ok(())
+/// # }
+/// ```
 pub trait Request {
     /// Makes progress; whether the operation has completed.
     ///

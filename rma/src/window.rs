@@ -75,9 +75,9 @@
 //! (attach, detach), `description` (the descriptor codec) and `release`
 //! (releasing exposures).
 
+use onesided_fabric::fnv::{FastMap, FastSet};
 use onesided_fabric::{Access, Endpoint, Mapping, MemoryRegion, RemoteMemory};
-use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::sync::atomic::Ordering;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -139,35 +139,6 @@ pub(crate) fn lock_state<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// FNV-1a, for the small keys of this module's maps (ids, ranks, names):
-/// several times cheaper than the default SipHash, and these keys are not
-/// chosen by an adversary.
-#[derive(Default)]
-pub struct Fnv(u64);
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut hash = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            hash = (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = hash;
-    }
-}
-
-/// A map with [`Fnv`] hashing.
-pub type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
-/// A set with [`Fnv`] hashing.
-pub(crate) type FastSet<K> = HashSet<K, std::hash::BuildHasherDefault<Fnv>>;
-
 /// What the control-plane handlers of one process share with its windows.
 #[derive(Default)]
 struct Served {
@@ -199,6 +170,27 @@ struct Peer {
 /// locks, and the registry behind the handle is locked only when a window
 /// first meets a peer, exposes or releases. The endpoint's progress thread
 /// serves peers meanwhile.
+///
+/// ```
+/// use onesided_rma::{Group, RemoteAccess, Request, Rma};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let world = onesided_fabric::World::init()?; // one rank without a launcher
+/// let rma = Rma::new(world.endpoint())?;
+/// let group = Group::world(world.size());
+/// let window = rma.allocate(&group, 64, RemoteAccess::ReadWrite)?;
+/// // A clone is another handle on the same registry, for another thread
+/// // (whose objects go over a group of its own).
+/// let (helper, theirs) = (rma.clone(), group.tagged(1));
+/// std::thread::spawn(move || helper.ibarrier(&theirs)?.wait())
+///     .join()
+///     .expect("the helper thread")?;
+/// window.free()?;
+/// # drop(rma);
+/// # world.finalize()?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Rma {
     state: Arc<State>,
@@ -391,6 +383,7 @@ impl Rma {
                 freed: AtomicU64::new(0),
                 tainted: AtomicBool::new(false),
                 described: Mutex::new(Some(described)),
+                published: AtomicBool::new(false),
                 dynamic: Mutex::new(None),
             }),
         })
@@ -813,6 +806,31 @@ pub enum RemoteAccess {
 /// registration goes back to the pool once every member has released it
 /// too (or, when a window over it was dropped without `free`, is kept
 /// unused, since peers may still access it).
+///
+/// ```
+/// use onesided_rma::{Assert, Group, RemoteAccess, Rma};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let world = onesided_fabric::World::init()?; // one rank without a launcher
+/// let rma = Rma::new(world.endpoint())?;
+/// let group = Group::world(world.size());
+/// let exposure = rma.expose(&group, 16, RemoteAccess::ReadOnly)?;
+/// exposure.write(0, &[7u64, 8])?;
+/// // Windows over it cost no message, and free costs none either.
+/// for _ in 0..3 {
+///     let window = rma.create(&exposure);
+///     let epoch = window.lock_all(Assert::empty())?;
+///     let mut got = [0u64; 2];
+///     epoch.get(0, 0, &mut got)?;
+///     assert_eq!(got, [7, 8]);
+///     epoch.unlock()?;
+///     window.free()?;
+/// }
+/// # drop((exposure, rma));
+/// # world.finalize()?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Exposure {
     state: Arc<Exposed>,
 }
@@ -830,8 +848,10 @@ struct Exposed {
     freed: AtomicU64,
     /// A window over it was dropped without `free`.
     tainted: AtomicBool,
-    /// Its description, until the first window over it publishes it.
+    /// Its description, until the first window over it publishes it
+    /// (`published` then).
     described: Mutex<Option<Described>>,
+    published: AtomicBool,
     /// The dynamic window it served (its number and its attachments'
     /// regions), once freed: released with it.
     dynamic: Mutex<Option<(u64, Vec<MemoryRegion>)>>,
@@ -931,8 +951,26 @@ struct Attachment {
 /// One process's view of a window over a group: an owned handle, which
 /// keeps its exposure and its `Rma` alive. It is `Send` (a thread may be
 /// given it), not `Sync`: its epochs are this handle's.
+///
+/// ```
+/// use onesided_rma::{Assert, Group, LockKind, Op, RemoteAccess, Rma};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let world = onesided_fabric::World::init()?; // one rank without a launcher
+/// let rma = Rma::new(world.endpoint())?;
+/// let window = rma.allocate(&Group::world(world.size()), 8, RemoteAccess::ReadWrite)?;
+/// window.write_local(0, &[0u64])?;
+/// let epoch = window.lock(0, LockKind::Exclusive, Assert::empty())?;
+/// epoch.accumulate(0, 0, &[5u64], Op::SUM)?;
+/// assert_eq!(epoch.fetch_and_op(0, 0, 0u64, Op::NO_OP)?, 5);
+/// epoch.unlock()?;
+/// window.free()?;
+/// # drop(rma);
+/// # world.finalize()?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Window {
-    rma: Arc<State>,
     /// The window's own number (free notices, dynamic descriptions).
     id: u64,
     /// Its memory: the exposure it was created over, or (allocated and
@@ -945,8 +983,10 @@ pub struct Window {
     local_atomics: bool,
     epochs: RefCell<Epochs>,
     inflight: RefCell<Vec<Arc<Inflight>>>,
-    /// Members' parts of the exposure, by group rank, once looked up.
-    parts: RefCell<Vec<Option<Arc<Peer>>>>,
+    /// Members' parts of the exposure, by group rank, once looked up
+    /// (borrowed by each access: no reference count moves on the data
+    /// path).
+    parts: Vec<OnceCell<Arc<Peer>>>,
     /// In a `lock_all` epoch that takes locks: whether this process holds
     /// each member's shared lock yet (empty otherwise).
     shared_locks: RefCell<Vec<bool>>,
@@ -958,11 +998,30 @@ pub struct Window {
 
 /// Where `len` bytes of a target live: its rank, descriptor, mapping (on
 /// this host) and the offset in that memory.
-struct Place {
+struct Place<'a> {
     rank: u32,
     remote: RemoteMemory,
-    map: Option<Arc<Mapping>>,
+    map: Option<Mapped<'a>>,
     at: u64,
+}
+
+/// A target's memory mapped here: borrowed from the window's cached part
+/// (no reference count moves on the data path), or a dynamic window's
+/// attachment, held.
+enum Mapped<'a> {
+    Part(&'a Mapping),
+    Attachment(Arc<Mapping>),
+}
+
+impl std::ops::Deref for Mapped<'_> {
+    type Target = Mapping;
+
+    fn deref(&self) -> &Mapping {
+        match self {
+            Mapped::Part(m) => m,
+            Mapped::Attachment(m) => m,
+        }
+    }
 }
 
 /// An open epoch: a lock on one target ([`Window::lock`]), on every
@@ -971,6 +1030,29 @@ struct Place {
 /// [`Epoch::unlock`] closes a lock epoch, a fence asserting
 /// [`Assert::NOSUCCEED`] a fence epoch; dropping it closes it too,
 /// ignoring errors.
+///
+/// ```
+/// use onesided_rma::{Assert, Group, RemoteAccess, Request, Rma};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let world = onesided_fabric::World::init()?; // one rank without a launcher
+/// let rma = Rma::new(world.endpoint())?;
+/// let window = rma.allocate(&Group::world(world.size()), 16, RemoteAccess::ReadWrite)?;
+/// // A fence epoch: every member may be accessed until the last fence.
+/// let mut epoch = window.fence(Assert::NOPRECEDE)?;
+/// epoch.put(0, 0, &[1u32, 2, 3, 4])?;
+/// epoch.fence(Assert::empty())?;
+/// let mut back = [0u32; 4];
+/// epoch.rget(0, 0, &mut back)?.wait()?;
+/// epoch.fence(Assert::NOSUCCEED)?;
+/// assert_eq!(back, [1, 2, 3, 4]);
+/// drop(epoch);
+/// window.free()?;
+/// # drop(rma);
+/// # world.finalize()?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Epoch<'w> {
     window: &'w Window,
     /// The locked target, or `None` for `lock_all`.
@@ -985,10 +1067,14 @@ pub struct Epoch<'w> {
 
 impl Window {
     fn new(exposure: Arc<Exposed>, attached: Option<RefCell<(Vec<Attachment>, u64)>>) -> Window {
-        let rma = Arc::clone(&exposure.rma);
+        let rma = &exposure.rma;
         exposure.windows.fetch_add(1, Ordering::Relaxed);
         let local_atomics = exposure.group.members().iter().all(|&r| rma.same_host(r));
-        let described = lock_state(&exposure.described).take();
+        // Published by the first window (checked without the lock after).
+        let described = match exposure.published.swap(true, Ordering::AcqRel) {
+            true => None,
+            false => lock_state(&exposure.described).take(),
+        };
         if let Some(described) = described {
             // Peers see it from now on, with what the owner wrote so far:
             // on the board, and from the control plane when a member lives
@@ -1005,14 +1091,13 @@ impl Window {
         let id = rma.next_id(&exposure.group, Kind::Window);
         let members = exposure.group.size() as usize;
         Window {
-            rma,
             id,
             exposure,
             attached,
             local_atomics,
             epochs: RefCell::default(),
             inflight: RefCell::default(),
-            parts: RefCell::new(vec![None; members]),
+            parts: vec![OnceCell::new(); members],
             shared_locks: RefCell::default(),
             access_failed: Cell::new(false),
             freed: false,
@@ -1020,15 +1105,16 @@ impl Window {
     }
 
     /// Group rank `target`'s part of the exposure (job rank `rank`).
-    fn part(&self, target: u32, rank: u32) -> Result<Arc<Peer>, Error> {
-        if let Some(Some(peer)) = self.parts.borrow().get(target as usize) {
-            return Ok(Arc::clone(peer));
+    fn part(&self, target: u32, rank: u32) -> Result<&Peer, Error> {
+        let slot = self.parts.get(target as usize).ok_or(Error::NotInGroup {
+            rank: target,
+            size: self.parts.len() as u32,
+        })?;
+        if let Some(peer) = slot.get() {
+            return Ok(peer);
         }
-        let peer = self.rma.peer(rank, self.exposure().id)?;
-        if let Some(slot) = self.parts.borrow_mut().get_mut(target as usize) {
-            *slot = Some(Arc::clone(&peer));
-        }
-        Ok(peer)
+        let peer = self.rma().peer(rank, self.exposure().id)?;
+        Ok(slot.get_or_init(|| peer))
     }
 
     /// `target`'s part as this process maps it, when `target` lives on
@@ -1050,6 +1136,12 @@ impl Window {
 
     fn exposure(&self) -> &Exposed {
         &self.exposure
+    }
+
+    /// The registry, through the exposure (one reference count less to
+    /// move per window).
+    fn rma(&self) -> &Arc<State> {
+        &self.exposure.rma
     }
 
     /// This window's group.

@@ -213,13 +213,39 @@ fn bad_input(args: &[&str], expect: &str) {
     assert!(out.stdout.is_empty(), "{out}");
 }
 
+/// Runs `osrun` with bad flags: clap's error naming `expect`, status 2.
+fn bad_flags(args: &[&str], expect: &str) {
+    let mut command = Command::new(binary("osrun"));
+    command.args(args);
+    let out = run(command, Duration::from_secs(10));
+    assert_eq!(out.code(), 2, "{out}");
+    assert!(out.stderr.starts_with("error: "), "{out}");
+    out.assert_stderr_has(expect);
+    assert!(out.stdout.is_empty(), "{out}");
+}
+
 #[test]
-fn bad_command_lines_give_one_clear_line() {
+fn bad_command_lines_give_one_clear_error() {
     let _serial = serial();
     let check = binary("fabric-check");
     let check = check.to_str().unwrap_or_default();
-    bad_input(&["-n", "0", check], "osrun: -n must be at least 1 (got 0)");
-    bad_input(&["-n", "2"], "osrun: no program given");
+    bad_flags(&["-n", "0", check], "invalid value '0' for '--np <N>'");
+    bad_flags(&["-n", "2"], "<PROGRAM>");
+    bad_flags(
+        &["-n", "2", "--bogus", check],
+        "unexpected argument '--bogus'",
+    );
+    bad_flags(
+        &["-n", "2", "--provider", "psm9", check],
+        "unknown provider \"psm9\"",
+    );
+    for flag in ["--help", "--version"] {
+        let mut command = Command::new(binary("osrun"));
+        command.arg(flag);
+        let out = run(command, Duration::from_secs(10));
+        out.assert_success();
+        out.assert_stdout_has("osrun");
+    }
     bad_input(
         &["-n", "2", "/no/such/program"],
         "osrun: program \"/no/such/program\" not found",
@@ -227,10 +253,6 @@ fn bad_command_lines_give_one_clear_line() {
     bad_input(
         &["-n", "2", "no-such-program-anywhere"],
         "not found on PATH",
-    );
-    bad_input(
-        &["-n", "2", "--provider", "psm9", check],
-        "osrun: unknown provider \"psm9\"",
     );
 }
 

@@ -7,8 +7,8 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use onesided_fabric::launcher::server::{Action, PmiServer};
 use onesided_fabric::pmi::Message;
+use onesided_launcher::server::{Action, PmiServer};
 use onesided_tests::{binary, serial};
 
 #[test]

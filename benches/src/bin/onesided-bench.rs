@@ -80,7 +80,7 @@ fn rank(args: &[String]) -> Result<()> {
 }
 
 fn drive(args: &[String]) -> Result<()> {
-    let args = driver::parse_args(args, &suites::SUITES)?;
+    let args = driver::parse_args(args).unwrap_or_else(|e| e.exit());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .ok_or("no repository root")?

@@ -28,40 +28,28 @@ pub(super) fn fold_order(n: u32, me: u32, left_in_place: bool) -> impl Iterator<
 /// Bytes of the small pieces of a broadcast up to a cell (readers copy
 /// one while the root writes the next; above a cell, cells), and of a
 /// reduction to one root up to [`SMALL_REDUCE`], where the job's ranks have a
-/// core each ([`piece_of`]). Broadcasts, measured at
-/// 2 ranks, A/B in one minute (these machines' speed drifts): 2 KiB
-/// beats every other size tried, from 1 KiB to 64 KiB, at every size up
-/// to a cell, and not only by overlap (3 KiB pieces are as slow as 8 KiB
-/// ones): 8 KiB 1.58 -> 1.10 us (against one piece), 32 KiB 5.5 -> 3.5 us
-/// (against four of 8 KiB), 128 KiB 20 -> 13 us, 256 KiB 33 -> 25 us
-/// (against one lent cell). Above a cell, lending wins: 2 MiB 194 us
-/// lent, 240 us in pieces of 2 KiB.
+/// core each ([`piece_of`]). For broadcasts, 2 KiB beat every other
+/// size tried, from 1 KiB to 64 KiB, at every size up to a cell; above a
+/// cell, lending wins (measurements: `docs/measurements.md`, "Small
+/// pieces").
 pub(super) const PIECE: usize = 2048;
 
 /// Input bytes up to which a reduction to one root goes in pieces of
 /// [`PIECE`] (the root combines one while its peers write the next),
-/// taken by [`Shared::quick`]: 2 ranks, one job alternating blocks of 50
-/// calls, against one piece of up to 32 KiB (the run's path), in the
-/// machine's fast and slow speeds: 4 KiB 0.95 -> 0.80 us and 2.80 ->
-/// 2.25 us, 16 KiB 3.8 -> 2.5 us and 11.0 -> 6.8 us, 32 KiB 7.0 -> 4.7 us
-/// and 21 -> 12.5 us, 64 KiB 11.1 -> 9.0 us and 36.8 -> 23.5 us; at
-/// 128 KiB 18 us either way in the fast speed, 69 -> 52 us in the slow
-/// one; at 256 KiB 32 KiB pieces win (33 against 35.5 us).
+/// taken by [`Shared::quick`]. Up to 128 KiB such pieces beat one piece
+/// of up to 32 KiB (the run's path), or tied with it in the machine's fast
+/// speed at 128 KiB; at 256 KiB, pieces of 32 KiB win (measurements:
+/// `docs/measurements.md`, "Small reduce pieces").
 pub(super) const SMALL_REDUCE: usize = 128 << 10;
 
 /// Bytes of the large pieces: of a reduction to one root above
 /// [`SMALL_REDUCE`] up to a cell (above, cells), and of broadcasts and
 /// reductions up to a cell where the job's ranks outnumber the cores. There
-/// every step can cost a switch between processes, and fewer steps win:
-/// 4 ranks on 2 cores, one job alternating, against 2 KiB pieces,
-/// broadcast 16 KiB 35 -> 23 us, 128 KiB 132 -> 81 us, 256 KiB 189 ->
-/// 126 us (8 KiB pieces: 23, 90 and 137 us); reduction 128 KiB 102 ->
-/// 56 us. Reductions at 2 ranks (the bench's
-/// timing, 12-13 jobs in each of these machines' two speeds): 256 KiB
-/// 56 -> 41 us and 80 -> 67 us against one cell (2 KiB pieces 56 and
-/// 97 us, 8 KiB 50 and 140 us). At 2 MiB and 32 MiB neither wins in
-/// both speeds, and cells stay: 2 MiB 240 and 1047 us in cells, 280 and
-/// 1012 us in pieces of 32 KiB; 32 MiB 7.9 and 11.4 ms, 7.4 and 15.7 ms.
+/// every step can cost a switch between processes, and fewer steps win.
+/// At 2 ranks, a reduction of 256 KiB is faster in them than in one cell
+/// or in smaller pieces; at 2 MiB and 32 MiB neither pieces nor cells win
+/// in both of the machine's speeds, and cells stay (measurements:
+/// `docs/measurements.md`, "Large pieces").
 pub(super) const LARGE_PIECE: usize = 32 << 10;
 
 /// Bytes of the pieces of a broadcast or reduction to one root of `bytes`

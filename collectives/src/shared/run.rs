@@ -18,6 +18,8 @@ pub(crate) struct Run {
     done_ops: usize,
     /// Alltoallv: every member's counts, once read.
     counts: Vec<Vec<u64>>,
+    /// The operations of its current step (planned in its turn).
+    ops: Vec<Op>,
     /// The peer the last `advance` stopped at.
     blocked_on: Option<u32>,
     /// The last step in which this member lent its memory (0: none).
@@ -47,6 +49,7 @@ impl Run {
             current: None,
             done_ops: 0,
             counts: Vec::new(),
+            ops: Vec::new(),
             blocked_on: None,
             lent: 0,
             finished: false,
@@ -93,12 +96,8 @@ impl Run {
     /// publishers' copies into cells then overlap with the root's reading
     /// and combining, and a broadcast's readers take the root's pieces
     /// from the shared cache. A lent piece is read at the same speed in
-    /// both of the machine's modes, a cell's are not: 2 ranks, 2 MiB
-    /// each, medians of 15 calls per job, gather to a root 209-312 us
-    /// through cells and 219-291 us lent in the fast mode, 626 and 221 us
-    /// in the slow one; a scatter (also publishing only what its peers
-    /// read, see `scattered`) 327-379 and 1317-1594 us through cells,
-    /// 206-274 and 235 us lent.
+    /// both of the machine's modes, a cell's are not (measurements:
+    /// `docs/measurements.md`, "Gathers and scatters lent").
     fn place<T>(&self, elements: usize) -> Place {
         let bytes = elements * size_of::<T>();
         let lendable = match &self.shape {
@@ -199,7 +198,7 @@ impl Run {
                 Some(s) => s,
                 None => {
                     let planned = self.plan::<T>(input.len(), output.len());
-                    check_first(&mut locked(&shared.ops));
+                    check_first(&mut self.ops);
                     let Some(publish) = planned else {
                         // What this member lent is read before the call
                         // returns (its buffers are the caller's again).
@@ -269,11 +268,7 @@ impl Run {
                     s
                 }
             };
-            loop {
-                // The run whose turn it is plans into the Comm's list.
-                let Some(op) = locked(&shared.ops).get(self.done_ops).cloned() else {
-                    break;
-                };
+            while let Some(op) = self.ops.get(self.done_ops).cloned() {
                 let peer = match &op {
                     Op::Wait(p)
                     | Op::Read { peer: p, .. }
@@ -378,10 +373,18 @@ impl Run {
         Ok(())
     }
 
-    /// Plans the call's step `self.k` into the Comm's list of operations
-    /// (this run's turn); what it publishes,
+    /// Plans the call's step `self.k` into its list of operations (in
+    /// its turn); what it publishes,
     /// or `None` when the call has no more steps.
     fn plan<T>(&mut self, input: usize, output: usize) -> Option<Publish> {
+        let mut ops = std::mem::take(&mut self.ops);
+        let planned = self.plan_into::<T>(&mut ops, input, output);
+        self.ops = ops;
+        planned
+    }
+
+    /// [`Run::plan`] into `ops`.
+    fn plan_into<T>(&mut self, ops: &mut Vec<Op>, input: usize, output: usize) -> Option<Publish> {
         let (me, n, k) = (self.shared.me, self.shared.n, self.k);
         let size = size_of::<T>();
         let piece_bytes = self.shared.piece_bytes::<T>(&self.shape, input, output);
@@ -389,9 +392,6 @@ impl Run {
         let pieces = |len: usize| len.div_ceil(per);
         let piece = |len: usize, k: usize| (k * per).min(len)..((k + 1) * per).min(len);
         let others = (0..n).filter(move |&p| p != me);
-        let shared = Arc::clone(&self.shared);
-        let mut ops = locked(&shared.ops);
-        let ops = &mut *ops;
         ops.clear();
         // Reads of every member's piece `range` (this member's from its
         // input at `from`) into `into`, combined in rank order (see

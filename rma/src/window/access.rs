@@ -12,11 +12,11 @@ impl Window {
         offset: u64,
         len: usize,
         what: &'static str,
-    ) -> Result<Place, Error> {
+    ) -> Result<Place<'_>, Error> {
         let rank = self.group().job_rank(target)?;
         self.alive()?;
         self.epochs.borrow().check_access(target)?;
-        if self.rma.ep.is_dead(rank) {
+        if self.rma().ep.is_dead(rank) {
             // Its mapped memory would still answer: say it is gone.
             return Err(onesided_fabric::Error::PeerDead { op: what, rank }.into());
         }
@@ -40,16 +40,17 @@ impl Window {
                     .find(|a| offset >= a.disp && end <= a.disp + a.remote.len)
                     .cloned()
             };
-            let mut found = find(&self.rma.attached(rank, self.id, false)?);
+            let mut found = find(&self.rma().attached(rank, self.id, false)?);
             if found.is_none() {
                 // Attached since last asked?
-                found = find(&self.rma.attached(rank, self.id, true)?);
+                found = find(&self.rma().attached(rank, self.id, true)?);
             }
             let a = found.ok_or_else(|| out_of_range(0))?;
             // On this host, memory from `register_shared` is mapped.
-            let map = (self.rma.same_host(rank) && !a.name.is_empty())
-                .then(|| self.rma.map(&a.name, a.remote.len as usize))
-                .flatten();
+            let map = (self.rma().same_host(rank) && !a.name.is_empty())
+                .then(|| self.rma().map(&a.name, a.remote.len as usize))
+                .flatten()
+                .map(Mapped::Attachment);
             return Ok(Place {
                 rank,
                 remote: a.remote,
@@ -64,7 +65,11 @@ impl Window {
         Ok(Place {
             rank,
             remote: peer.data,
-            map: peer.maps.as_ref().and_then(|(_, d)| d.clone()),
+            map: peer
+                .maps
+                .as_ref()
+                .and_then(|(_, d)| d.as_deref())
+                .map(Mapped::Part),
             at: offset,
         })
     }
@@ -91,7 +96,7 @@ impl Window {
                     .permits(Access::REMOTE_READ, "window get", p.rank)?;
                 Ok(map.read_bytes(p.at as usize, buf)?)
             }
-            None => self.through(self.rma.ep.read(p.rank, &p.remote, p.at, buf)),
+            None => self.through(self.rma().ep.read(p.rank, &p.remote, p.at, buf)),
         }
     }
 
@@ -114,7 +119,7 @@ impl Window {
                     .permits(Access::REMOTE_WRITE, "window put", p.rank)?;
                 Ok(map.write_bytes(p.at as usize, data)?)
             }
-            None => self.through(self.rma.ep.write_delivered(p.rank, &p.remote, p.at, data)),
+            None => self.through(self.rma().ep.write_delivered(p.rank, &p.remote, p.at, data)),
         }
     }
 
@@ -136,14 +141,14 @@ impl Window {
             p.remote
                 .permits(Access::REMOTE_READ, "window rget", p.rank)?;
             map.read_bytes(p.at as usize, bytes)?;
-            return Ok(Rget::new(&self.rma.ep, None, bytes));
+            return Ok(Rget::new(&self.rma().ep, None, bytes));
         }
         let transfer = self
-            .rma
+            .rma()
             .ep
             .read_start(p.rank, &p.remote, p.at, bytes.len())?;
         let inflight = self.track(target, transfer);
-        Ok(Rget::new(&self.rma.ep, Some(inflight), bytes))
+        Ok(Rget::new(&self.rma().ep, Some(inflight), bytes))
     }
 
     /// Starts writing `data` at byte `offset` of `target`'s part (`data`
@@ -164,10 +169,13 @@ impl Window {
             p.remote
                 .permits(Access::REMOTE_WRITE, "window rput", p.rank)?;
             map.write_bytes(p.at as usize, data)?;
-            return Ok(Rput::new(&self.rma.ep, None));
+            return Ok(Rput::new(&self.rma().ep, None));
         }
-        let transfer = self.rma.ep.write_start(p.rank, &p.remote, p.at, data)?;
-        Ok(Rput::new(&self.rma.ep, Some(self.track(target, transfer))))
+        let transfer = self.rma().ep.write_start(p.rank, &p.remote, p.at, data)?;
+        Ok(Rput::new(
+            &self.rma().ep,
+            Some(self.track(target, transfer)),
+        ))
     }
 
     fn track(&self, target: u32, transfer: onesided_fabric::Transfer) -> Arc<Inflight> {
@@ -251,7 +259,7 @@ impl Window {
                 }
                 Ok(())
             }
-            _ => self.through(self.rma.ep.atomic(
+            _ => self.through(self.rma().ep.atomic(
                 p.rank,
                 &p.remote,
                 p.at,
@@ -290,7 +298,7 @@ impl Window {
             return Ok(from_bits(previous));
         }
         let mut previous = T::zeroed();
-        self.through(self.rma.ep.compare_swap_element(
+        self.through(self.rma().ep.compare_swap_element(
             p.rank,
             &p.remote,
             p.at,

@@ -64,7 +64,7 @@ impl Window {
     /// since is refused rather than made.
     pub(super) fn forget_attachments(&self) {
         if self.attached.is_some() {
-            lock_state(&self.rma.attachments).retain(|(_, x), _| *x != self.id);
+            lock_state(&self.rma().attachments).retain(|(_, x), _| *x != self.id);
         }
     }
 
@@ -80,10 +80,10 @@ impl Window {
             })
             .collect();
         let described = Described::Attachments(list);
-        self.rma.directory.withdraw(self.id);
-        self.rma.directory.publish(self.id, &described.encode());
-        self.rma.push(self.group(), self.id, &described);
-        lock_state(&self.rma.served)
+        self.rma().directory.withdraw(self.id);
+        self.rma().directory.publish(self.id, &described.encode());
+        self.rma().push(self.group(), self.id, &described);
+        lock_state(&self.rma().served)
             .described
             .insert(self.id, described);
     }

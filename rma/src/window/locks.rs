@@ -77,7 +77,7 @@ impl Window {
         let rank = self.group().job_rank(target)?;
         let peer = self.part(target, rank)?;
         if let (true, Some((header, _))) = (self.local_atomics, &peer.maps) {
-            if self.rma.ep.is_dead(rank) {
+            if self.rma().ep.is_dead(rank) {
                 return Err(onesided_fabric::Error::PeerDead {
                     op: "window lock",
                     rank,
@@ -97,7 +97,7 @@ impl Window {
                 }
             });
         }
-        let ep = &self.rma.ep;
+        let ep = &self.rma().ep;
         Ok(match atomic {
             Atomic::CompareSwap { expected, new } => {
                 ep.compare_swap(rank, &peer.header, LOCK_WORD as u64, expected, new)?
@@ -133,20 +133,20 @@ impl Window {
     }
 
     fn acquire(&self, target: u32, kind: LockKind) -> Result<(), Error> {
-        let mut backoff = self.rma.ep.backoff();
+        let mut backoff = self.rma().ep.backoff();
         loop {
             if self.try_acquire(target, kind)? {
                 return Ok(());
             }
             let rank = self.group().job_rank(target)?;
-            if self.rma.ep.is_dead(rank) {
+            if self.rma().ep.is_dead(rank) {
                 return Err(onesided_fabric::Error::PeerDead {
                     op: "window lock",
                     rank,
                 }
                 .into());
             }
-            if backoff.pause() > self.rma.ep.timeout() {
+            if backoff.pause() > self.rma().ep.timeout() {
                 return Err(self.timeout("window lock", rank));
             }
         }
@@ -156,7 +156,7 @@ impl Window {
         Error::Fabric(onesided_fabric::Error::Timeout {
             op,
             rank,
-            after: self.rma.ep.timeout(),
+            after: self.rma().ep.timeout(),
         })
     }
 
@@ -187,7 +187,7 @@ impl Window {
             Atomic::FetchAdd(delta) if !self.local_atomics && !failed => {
                 let rank = self.group().job_rank(target)?;
                 let peer = self.part(target, rank)?;
-                let ep = &self.rma.ep;
+                let ep = &self.rma().ep;
                 Ok(ep.add_detached(rank, &peer.header, LOCK_WORD as u64, delta)?)
             }
             atomic => self.lock_word(target, atomic).map(drop),

@@ -65,7 +65,7 @@ impl Window {
             ));
         }
         self.forget_attachments();
-        crate::Request::wait(&mut State::ibarrier(&self.rma, self.group())?)?;
+        crate::Request::wait(&mut State::ibarrier(self.rma(), self.group())?)?;
         *self.epochs.borrow_mut() = next;
         Ok(())
     }

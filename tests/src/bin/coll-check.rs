@@ -60,7 +60,7 @@ fn ops(builtins: &[(&'static str, Builtin)]) -> Vec<(&'static str, Op<i64>)> {
         .iter()
         .map(|&(name, b)| (name, Op::Builtin(b)))
         .collect();
-    if std::env::var_os(onesided_collectives::FAULT_ENV).is_none() {
+    if std::env::var_os(onesided_collectives::select::FAULT_ENV).is_none() {
         ops.push(("first", Op::user(|_: &mut [i64], _: &[i64]| {}, false)));
     }
     ops

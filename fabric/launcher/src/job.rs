@@ -1,4 +1,4 @@
-//! The I/O around [`super::server::PmiServer`]: starting processes, reading
+//! The I/O around [`crate::server::PmiServer`]: starting processes, reading
 //! their PMI lines, watching them exit, and cleaning up after them.
 
 use std::collections::HashMap;
@@ -11,11 +11,11 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::Instant;
 
-use super::args::Options;
-use super::janitor::{self, Janitor};
-use super::server::{Action, ClientId, PmiServer, SpawnCommand};
-use crate::pmi::wire::{Message, WireError};
-use crate::world::EVENT_FD_ENV;
+use crate::args::Options;
+use crate::janitor::{self, Janitor};
+use crate::server::{Action, ClientId, PmiServer, SpawnCommand};
+use onesided_fabric::pmi::wire::{Message, WireError};
+use onesided_fabric::world::EVENT_FD_ENV;
 
 /// Exit status when `--timeout` expires.
 pub const TIMEOUT_STATUS: i32 = 124;
@@ -226,7 +226,7 @@ impl Job<'_> {
         let size = commands
             .iter()
             .try_fold(0u32, |n, c| n.checked_add(c.count))
-            .filter(|&n| n <= crate::MAX_RANKS)
+            .filter(|&n| n <= onesided_fabric::MAX_RANKS)
             .ok_or("too many processes requested")?;
         // Resolve every program before starting anything.
         let programs = commands

@@ -1,4 +1,4 @@
-//! `onesided-tune --np N --provider shm|tcp --out FILE [--scale S] [--max-bytes B] [--check] [--nolocal]`
+//! `onesided-tune --np N [--provider shm|tcp] --out FILE [--scale S] [--max-bytes B] [--check] [--nolocal]`
 //!
 //! Profiles every algorithm of every collective on N ranks of this host
 //! (launching itself under `osrun`, which must sit beside it; with
@@ -28,6 +28,8 @@
 #![forbid(unsafe_code)]
 
 use std::process::{Command, ExitCode, Stdio};
+
+use clap::Parser;
 use std::time::Instant;
 
 use onesided_collectives::profile::{Collective, Entry, Profile};
@@ -37,12 +39,49 @@ use onesided_rma::Group;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-const USAGE: &str = "usage: onesided-tune --np N --provider shm|tcp --out FILE [--scale S] \
-                     [--max-bytes B] [--check] [--nolocal]";
 const SIZES: [usize; 8] = [8, 64, 512, 4096, 32768, 262_144, 2 << 20, 32 << 20];
+
+/// onesided-tune: measures every algorithm of every collective on N ranks
+/// of this host into a performance profile (ONESIDED_PROFILE), and with
+/// --check how close the tuned choices come to the best.
+#[derive(Debug, Parser)]
+#[command(name = "onesided-tune", version)]
+struct Cli {
+    /// Ranks.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    np: u32,
+    /// Provider.
+    #[arg(long, default_value = "shm", value_parser = ["shm", "tcp"])]
+    provider: String,
+    /// The profile to write.
+    #[arg(long, value_name = "FILE")]
+    out: std::path::PathBuf,
+    /// Multiplies every repetition count.
+    #[arg(long, default_value_t = 1.0, value_parser = positive)]
+    scale: f64,
+    /// Largest message per rank, in bytes.
+    #[arg(long, default_value_t = 32 << 20, value_name = "B")]
+    max_bytes: usize,
+    /// Then measure the tuned choices against every algorithm.
+    #[arg(long)]
+    check: bool,
+    /// Every rank its own host (ONESIDED_HOST=node{rank}): a cluster's
+    /// geometry of a rank per host, through the provider.
+    #[arg(long)]
+    nolocal: bool,
+}
+
+/// A number above 0.
+fn positive(text: &str) -> std::result::Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .ok_or_else(|| "a number above 0".to_string())
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Rank mode (`--rank SCALE MAX_BYTES [check]`), started by osrun.
     let result = if args.first().map(String::as_str) == Some("--rank") {
         rank(
             args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1.0),
@@ -50,7 +89,7 @@ fn main() -> ExitCode {
             args.get(3).map(String::as_str) == Some("check"),
         )
     } else {
-        drive(&args)
+        drive(&Cli::parse())
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -61,48 +100,17 @@ fn main() -> ExitCode {
     }
 }
 
-fn drive(args: &[String]) -> Result<()> {
-    let (mut np, mut provider, mut out, mut scale) = (None, "shm".to_string(), None, 1.0f64);
-    let mut max_bytes: usize = 32 << 20;
-    let (mut check, mut nolocal) = (false, false);
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        if flag == "--check" || flag == "--nolocal" {
-            check |= flag == "--check";
-            nolocal |= flag == "--nolocal";
-            continue;
-        }
-        let value = it.next().ok_or(format!("{flag} needs a value\n{USAGE}"))?;
-        match flag.as_str() {
-            "--np" => {
-                np = Some(
-                    value
-                        .parse::<u32>()
-                        .map_err(|_| format!("--np {value}\n{USAGE}"))?,
-                )
-            }
-            "--provider" if matches!(value.as_str(), "shm" | "tcp") => provider = value.clone(),
-            "--out" => out = Some(value.clone()),
-            "--scale" => {
-                scale = value
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| *s > 0.0)
-                    .ok_or(format!("--scale {value}\n{USAGE}"))?
-            }
-            "--max-bytes" => {
-                max_bytes = value
-                    .parse()
-                    .map_err(|_| format!("--max-bytes {value}\n{USAGE}"))?
-            }
-            _ => return Err(format!("bad argument {flag} {value}\n{USAGE}").into()),
-        }
-    }
-    let (np, out) = match (np, out) {
-        (Some(np), Some(out)) if np >= 1 => (np, out),
-        _ => return Err(USAGE.into()),
-    };
-    let ranks = |mode: &str, profile: Option<&str>| -> Result<String> {
+fn drive(cli: &Cli) -> Result<()> {
+    let Cli {
+        np,
+        ref provider,
+        ref out,
+        scale,
+        max_bytes,
+        check,
+        nolocal,
+    } = *cli;
+    let ranks = |mode: &str, profile: Option<&std::path::Path>| -> Result<String> {
         let exe = std::env::current_exe()?;
         let osrun = exe.with_file_name("osrun");
         let mut cmd = Command::new(&osrun);
@@ -110,7 +118,7 @@ fn drive(args: &[String]) -> Result<()> {
             "-n",
             &np.to_string(),
             "--provider",
-            &provider,
+            provider,
             "--timeout",
             "3600",
         ])
@@ -142,13 +150,14 @@ fn drive(args: &[String]) -> Result<()> {
         .collect::<Vec<_>>()
         .join("\n");
     let profile = Profile::parse(&body, "(measured)")?;
-    std::fs::write(&out, profile.to_text())?;
+    std::fs::write(out, profile.to_text())?;
     println!(
-        "onesided-tune: {} entries written to {out}",
-        profile.entries().len()
+        "onesided-tune: {} entries written to {}",
+        profile.entries().len(),
+        out.display()
     );
     if check {
-        report_check(&ranks("check", Some(&out))?);
+        report_check(&ranks("check", Some(out))?);
     }
     Ok(())
 }

@@ -14,7 +14,7 @@
 //! first non-zero status of a rank (128 + signal for a rank killed by a
 //! signal), 124 when `--timeout` expires, else 0. Without `--ft` the first
 //! rank to fail takes the whole job down; with `--ft` the others are told on
-//! the pipe named by [`crate::world::EVENT_FD_ENV`], barriers complete
+//! the pipe named by [`onesided_fabric::world::EVENT_FD_ENV`], barriers complete
 //! among the survivors, and the job runs on. On one host `osrun` sets
 //! `FI_TCP_IFACE=lo` and `FI_SOCKETS_IFACE=lo` unless they are set. When a
 //! process exits, the `shm` provider's files it left in `/dev/shm` are
@@ -22,6 +22,15 @@
 //! on SIGTERM, SIGINT or SIGHUP it kills them itself, removes their files
 //! and exits with 128 + the signal; killed by SIGKILL, it leaves the
 //! removal to its janitor.
+
+//!
+//! A crate of its own so that the libraries stay free of a command-line
+//! parser. Dependencies: `clap` (the command line), `libc` (signals,
+//! process groups, the parent-death signal: the `unsafe` blocks here,
+//! each with its `// SAFETY:` comment, stay under `fabric/` with the
+//! other FFI).
+
+#![warn(missing_docs)]
 
 pub mod args;
 pub mod janitor;

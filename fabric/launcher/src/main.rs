@@ -1,10 +1,10 @@
 //! `osrun -n N [--provider NAME] [--timeout SECS] [--ft] PROGRAM [ARGS...]`:
 //! starts N processes of PROGRAM on this host and serves them PMI-1. See
-//! `onesided_fabric::launcher`.
+//! the crate docs of onesided-launcher.
 
 #![forbid(unsafe_code)]
 
-use onesided_fabric::launcher::{args, janitor, job};
+use onesided_launcher::{args, janitor, job};
 
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -12,16 +12,6 @@ fn main() {
     if argv.first().map(String::as_str) == Some(janitor::JANITOR_FLAG) {
         std::process::exit(janitor::run());
     }
-    let options = match args::parse(&argv) {
-        Ok(Some(options)) => options,
-        Ok(None) => {
-            println!("{}", args::USAGE);
-            return;
-        }
-        Err(e) => {
-            eprintln!("osrun: {e} (osrun --help shows the usage)");
-            std::process::exit(2);
-        }
-    };
+    let options = args::parse(&argv).unwrap_or_else(|e| e.exit());
     std::process::exit(job::run(&options));
 }

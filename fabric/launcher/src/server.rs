@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::pmi::wire::{Message, KEY_MAX, KVSNAME_MAX, VALUE_MAX};
+use onesided_fabric::pmi::wire::{Message, KEY_MAX, KVSNAME_MAX, VALUE_MAX};
 
 /// Identifies one connected process.
 pub type ClientId = usize;

@@ -1,0 +1,109 @@
+//! `osrun`'s command line, parsed by `clap`.
+
+use std::time::Duration;
+
+use clap::Parser;
+use onesided_fabric::Provider;
+
+/// osrun: starts N processes of PROGRAM on this host and serves them PMI-1
+/// (the same programs run under MPICH's mpiexec and Slurm's srun).
+#[derive(Debug, Clone, PartialEq, Parser)]
+#[command(name = "osrun", version)]
+pub struct Options {
+    /// Number of processes.
+    #[arg(short = 'n', long = "np", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub processes: u32,
+    /// Provider the ranks use (ONESIDED_PROVIDER): shm, tcp, sockets or verbs.
+    #[arg(long, value_name = "NAME", value_parser = parse_provider)]
+    pub provider: Option<Provider>,
+    /// Wall-clock limit of the whole job, in seconds (exit status 124 when
+    /// it expires).
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub timeout: Option<Duration>,
+    /// Fault-tolerant mode: a dead rank is reported to the others instead
+    /// of ending the job.
+    #[arg(long = "ft")]
+    pub fault_tolerant: bool,
+    /// The program.
+    #[arg(value_name = "PROGRAM")]
+    pub program: String,
+    /// Its arguments.
+    #[arg(
+        value_name = "ARGS",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub args: Vec<String>,
+}
+
+fn parse_provider(text: &str) -> Result<Provider, String> {
+    text.parse::<Provider>().map_err(|e| e.to_string())
+}
+
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    onesided_fabric::progress::timeout_from_secs(text)
+        .ok_or_else(|| "a positive number of seconds (at most a year)".to_string())
+}
+
+/// Parses `osrun`'s arguments (without the program name).
+///
+/// # Errors
+/// clap's error (which `Error::exit` prints, with exit status 2; `--help`
+/// and `--version` come back as errors of their own kinds, status 0).
+pub fn parse(args: &[String]) -> Result<Options, clap::Error> {
+    Options::try_parse_from(std::iter::once("osrun".to_string()).chain(args.iter().cloned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(line: &str) -> Result<Options, clap::Error> {
+        let args: Vec<String> = line.split_whitespace().map(String::from).collect();
+        parse(&args)
+    }
+
+    #[test]
+    fn parses_a_full_command_line() {
+        let o = parse_str("-n 4 --provider tcp --timeout 2.5 --ft ./prog -x --y 3").unwrap();
+        assert_eq!(o.processes, 4);
+        assert_eq!(o.provider, Some(Provider::Tcp));
+        assert_eq!(o.timeout, Some(Duration::from_millis(2500)));
+        assert!(o.fault_tolerant);
+        assert_eq!(o.program, "./prog");
+        assert_eq!(o.args, vec!["-x", "--y", "3"]);
+    }
+
+    #[test]
+    fn program_options_after_double_dash() {
+        let o = parse_str("-n 1 -- -weird").unwrap();
+        assert_eq!(o.program, "-weird");
+    }
+
+    #[test]
+    fn bad_input_gives_one_clear_message() {
+        use clap::error::ErrorKind;
+        let kind = |line: &str| parse_str(line).map(drop).unwrap_err().kind();
+        assert_eq!(kind("-n 0 prog"), ErrorKind::ValueValidation);
+        assert_eq!(kind("-n 2"), ErrorKind::MissingRequiredArgument);
+        assert_eq!(kind("prog"), ErrorKind::MissingRequiredArgument);
+        assert_eq!(kind("-n x prog"), ErrorKind::ValueValidation);
+        let unknown = parse_str("-n 2 --provider psm9 prog")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            unknown.contains("unknown provider \"psm9\" (known: shm, tcp, sockets, verbs)"),
+            "{unknown}"
+        );
+        let timeout = parse_str("-n 2 --timeout -1 prog").unwrap_err().to_string();
+        assert!(
+            timeout.contains("a positive number of seconds"),
+            "{timeout}"
+        );
+        assert!(parse_str("-n 2 --timeout 1e20 prog").is_err());
+        assert_eq!(kind("-n 2 --bogus prog"), ErrorKind::UnknownArgument);
+        assert_eq!(kind("-n"), ErrorKind::InvalidValue);
+        assert_eq!(kind("--help"), ErrorKind::DisplayHelp);
+        assert_eq!(kind("--version"), ErrorKind::DisplayVersion);
+    }
+}
