@@ -23,6 +23,7 @@ slurm_start() {
     done
     if [ ${#missing[@]} -gt 0 ]; then
         echo "onesided: installing ${missing[*]}"
+        apt-get update -qq >/dev/null 2>&1
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
             { slurm_skip "apt-get install ${missing[*]} failed"; return; }
     fi

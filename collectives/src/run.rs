@@ -971,6 +971,26 @@ fn drive<E>(
 /// from its Comm (any call into the Comm advances it) for as long as it
 /// is in flight, and a borrow cannot promise that, since a request can be
 /// leaked with `mem::forget` without ending its borrows.
+///
+/// ```
+/// use onesided_collectives::{Comm, Op};
+/// use onesided_rma::{Group, Request, Rma};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let world = onesided_fabric::World::init()?; // one rank without a launcher
+/// let rma = Rma::new(world.endpoint())?;
+/// let comm = Comm::new(&rma, Group::world(world.size()))?;
+/// let mut run = comm.iallreduce(vec![2i64; 4], vec![0; 4], Op::SUM)?;
+/// while !run.test()? {
+///     // compute
+/// }
+/// let buffers = run.into_buffers()?;
+/// assert_eq!(buffers.output, vec![2 * i64::from(world.size()); 4]);
+/// # drop((comm, rma));
+/// # world.finalize()?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Run<'a, T: bytemuck::Pod + Send> {
     inflight: &'a Inflight,
     /// Its number in the list.

@@ -228,7 +228,7 @@ pub(crate) enum Shape {
     /// can combine its left operand in place ([`Op::left_in_place`]) or
     /// not.
     ///
-    /// [`Op::left_in_place`]: crate::Op::left_in_place
+    /// [`Op::left_in_place`]: crate::op::Reduce::left_in_place
     Reduce {
         root: Option<u32>,
         left_in_place: bool,

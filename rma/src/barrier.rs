@@ -41,6 +41,22 @@ pub(crate) trait Signals: Send + Sync {
 
 /// A nonblocking barrier in flight: an owned request (it keeps its `Rma`
 /// alive), which may move to another thread.
+///
+/// ```
+/// use onesided_rma::{Group, Request, Rma};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let world = onesided_fabric::World::init()?; // one rank without a launcher
+/// let rma = Rma::new(world.endpoint())?;
+/// let mut barrier = rma.ibarrier(&Group::world(world.size()))?;
+/// while !barrier.test()? {
+///     // compute
+/// }
+/// # drop((barrier, rma));
+/// # world.finalize()?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Barrier {
     rma: Arc<dyn Signals>,
     group: Group,

@@ -43,7 +43,7 @@ impl Epochs {
     pub fn unlock(&mut self, target: u32) -> Result<LockKind, Error> {
         self.locks
             .remove(&target)
-            .ok_or(Error::NotLocked { target })
+            .ok_or_else(|| Error::NotLocked { target })
     }
 
     /// Opens a shared passive epoch on every target.

@@ -83,7 +83,7 @@ impl Group {
         self.members
             .get(group_rank as usize)
             .copied()
-            .ok_or(Error::NotInGroup {
+            .ok_or_else(|| Error::NotInGroup {
                 rank: group_rank,
                 size: self.size(),
             })

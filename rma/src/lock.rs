@@ -22,6 +22,25 @@ pub const EXCLUSIVE: u64 = 1 << 63;
 
 /// A lock's kind, as in `MPI_LOCK_SHARED` / `MPI_LOCK_EXCLUSIVE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// ```
+/// use onesided_rma::{Assert, Group, LockKind, RemoteAccess, Rma};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let world = onesided_fabric::World::init()?; // one rank without a launcher
+/// let rma = Rma::new(world.endpoint())?;
+/// let window = rma.allocate(&Group::world(world.size()), 8, RemoteAccess::ReadWrite)?;
+/// let reader = window.lock(0, LockKind::Shared, Assert::empty())?;
+/// reader.unlock()?;
+/// let writer = window.lock(0, LockKind::Exclusive, Assert::empty())?;
+/// writer.put(0, 0, &[1u64])?;
+/// writer.unlock()?;
+/// window.free()?;
+/// # drop(rma);
+/// # world.finalize()?;
+/// # Ok(())
+/// # }
+/// ```
 pub enum LockKind {
     /// Any number of shared holders at once, no exclusive one.
     Shared,

@@ -79,26 +79,6 @@ impl<R: Request + ?Sized> Request for &mut R {
     }
 }
 
-/// A request boxed: sets of different kinds of requests may also be
-/// vectors of `Box<dyn Request>`.
-impl<R: Request + ?Sized> Request for Box<R> {
-    fn test(&mut self) -> Result<bool, Error> {
-        (**self).test()
-    }
-
-    fn timeout(&self) -> std::time::Duration {
-        (**self).timeout()
-    }
-
-    fn backoff(&self) -> Backoff {
-        (**self).backoff()
-    }
-
-    fn wait(&mut self) -> Result<(), Error> {
-        (**self).wait()
-    }
-}
-
 /// Tests every request once; whether all have completed.
 ///
 /// # Errors

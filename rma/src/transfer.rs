@@ -93,6 +93,29 @@ impl Inflight {
 /// A request-based read ([`crate::Epoch::rget`]): the bytes reach the
 /// caller's buffer when it completes. It borrows its window for `'w`
 /// (which may not be freed meanwhile) through the window's endpoint.
+///
+/// ```
+/// use onesided_rma::{wait_all, Assert, Group, RemoteAccess, Request, Rma};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let world = onesided_fabric::World::init()?; // one rank without a launcher
+/// let rma = Rma::new(world.endpoint())?;
+/// let window = rma.allocate(&Group::world(world.size()), 64, RemoteAccess::ReadWrite)?;
+/// window.write_local(0, &[1u32; 16])?;
+/// let epoch = window.lock_all(Assert::empty())?;
+/// let (mut a, mut b) = ([0u32; 8], [0u32; 8]);
+/// let mut ra = epoch.rget(0, 0, &mut a)?;
+/// let mut rb = epoch.rget(0, 32, &mut b)?;
+/// wait_all(&mut [&mut ra as &mut dyn Request, &mut rb])?;
+/// drop((ra, rb));
+/// assert_eq!((a, b), ([1; 8], [1; 8]));
+/// epoch.unlock()?;
+/// window.free()?;
+/// # drop(rma);
+/// # world.finalize()?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Rget<'w, 'b> {
     ep: &'w Endpoint,
     /// `None`: completed (copied already, or finished).

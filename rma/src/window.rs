@@ -605,7 +605,7 @@ impl State {
                     .described
                     .get(&id)
                     .cloned()
-                    .ok_or(Error::Gone { window: id });
+                    .ok_or_else(|| Error::Gone { window: id });
             }
             if ask {
                 let mut reply = vec![0u8; MAX_DESCRIPTION];
@@ -791,6 +791,25 @@ fn collective_id(group: &Group, kind: u8, n: u64) -> u64 {
 
 /// What peers may do with a process's exposed memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// ```
+/// use onesided_rma::{Assert, Error, Group, RemoteAccess, Rma};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let world = onesided_fabric::World::init()?; // one rank without a launcher
+/// let rma = Rma::new(world.endpoint())?;
+/// let window = rma.allocate(&Group::world(world.size()), 8, RemoteAccess::ReadOnly)?;
+/// window.write_local(0, &[42u64])?; // its owner writes it
+/// let epoch = window.lock_all(Assert::empty())?;
+/// let refused = epoch.put(0, 0, &[1u64]);
+/// assert!(matches!(refused, Err(Error::Fabric(onesided_fabric::Error::NotPermitted { .. }))));
+/// epoch.unlock()?;
+/// window.free()?;
+/// # drop(rma);
+/// # world.finalize()?;
+/// # Ok(())
+/// # }
+/// ```
 pub enum RemoteAccess {
     /// Read and write it (put, get, atomics).
     ReadWrite,
@@ -926,7 +945,7 @@ impl Exposed {
     fn header(&self) -> Result<&MemoryRegion, Error> {
         self.header
             .as_ref()
-            .ok_or(Error::EpochConflict("window already freed"))
+            .ok_or_else(|| Error::EpochConflict("window already freed"))
     }
 }
 
@@ -1106,10 +1125,13 @@ impl Window {
 
     /// Group rank `target`'s part of the exposure (job rank `rank`).
     fn part(&self, target: u32, rank: u32) -> Result<&Peer, Error> {
-        let slot = self.parts.get(target as usize).ok_or(Error::NotInGroup {
-            rank: target,
-            size: self.parts.len() as u32,
-        })?;
+        let slot = self
+            .parts
+            .get(target as usize)
+            .ok_or_else(|| Error::NotInGroup {
+                rank: target,
+                size: self.parts.len() as u32,
+            })?;
         if let Some(peer) = slot.get() {
             return Ok(peer);
         }

@@ -104,7 +104,7 @@ impl Window {
     /// complete at the target when it returns.
     ///
     /// # Errors
-    /// As [`Window::get`].
+    /// As [`Epoch::get`].
     pub(super) fn put_to<T: bytemuck::Pod>(
         &self,
         target: u32,
@@ -128,7 +128,7 @@ impl Window {
     /// `wait`; after a `flush` or `unlock` it completes at once).
     ///
     /// # Errors
-    /// As [`Window::get`] (checked before anything is posted).
+    /// As [`Epoch::get`] (checked before anything is posted).
     pub(super) fn rget_from<'w, 'b, T: bytemuck::Pod>(
         &'w self,
         target: u32,
@@ -156,7 +156,7 @@ impl Window {
     /// when the bytes are in the target's memory.
     ///
     /// # Errors
-    /// As [`Window::get`].
+    /// As [`Epoch::get`].
     pub(super) fn rput_to<T: bytemuck::Pod>(
         &self,
         target: u32,
@@ -190,7 +190,7 @@ impl Window {
     /// `target`'s part, each element atomically (`MPI_Accumulate`).
     ///
     /// # Errors
-    /// As [`Window::get`], and `Misaligned` for an offset that is not a
+    /// As [`Epoch::get`], and `Misaligned` for an offset that is not a
     /// multiple of the element size.
     pub(super) fn accumulate_at<T: Element>(
         &self,
@@ -207,7 +207,7 @@ impl Window {
     /// (`MPI_Fetch_and_op`; with [`Op::NO_OP`], an atomic read).
     ///
     /// # Errors
-    /// As [`Window::accumulate`].
+    /// As [`Epoch::accumulate`].
     pub(super) fn fetch_and_op_at<T: Element>(
         &self,
         target: u32,
@@ -276,7 +276,7 @@ impl Window {
     /// value (`MPI_Compare_and_swap`).
     ///
     /// # Errors
-    /// As [`Window::accumulate`].
+    /// As [`Epoch::accumulate`].
     pub(super) fn compare_and_swap_at<T: Element>(
         &self,
         target: u32,

@@ -180,7 +180,7 @@ impl Window {
     /// while a release is on its way: its owner reuses it once every member
     /// has sent its release notice, and a notice follows the atomics in the
     /// provider's order (`FI_ORDER_SAW`) or waits for them
-    /// ([`Rma::release`], `Drop for Rma`). A release that fails (its
+    /// ([`State::release`], `Drop for State`). A release that fails (its
     /// target died) is dropped: the epoch is over here.
     fn release(&self, target: u32, kind: LockKind, failed: bool) -> Result<(), Error> {
         match lock::release(kind) {
