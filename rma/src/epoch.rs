@@ -3,15 +3,15 @@
 //! `lock_all`/`unlock_all`; active target: `fence`. Misuse is an error value
 //! and changes nothing.
 
-use std::collections::BTreeMap;
-
 use crate::lock::LockKind;
 use crate::Error;
 
 /// The epochs one process has open on one window.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Epochs {
-    locks: BTreeMap<u32, LockKind>,
+    /// Targets locked, sorted: a vector keeps its capacity from epoch to
+    /// epoch (a map would allocate a node at every lock).
+    locks: Vec<(u32, LockKind)>,
     lock_all: bool,
     fence: bool,
 }
@@ -29,10 +29,12 @@ impl Epochs {
         if self.fence {
             return Err(Error::EpochConflict("lock inside a fence epoch"));
         }
-        if self.locks.contains_key(&target) {
+        if self.find(target).is_ok() {
             return Err(Error::AlreadyLocked { target });
         }
-        self.locks.insert(target, kind);
+        if let Err(at) = self.find(target) {
+            self.locks.insert(at, (target, kind));
+        }
         Ok(())
     }
 
@@ -41,9 +43,13 @@ impl Epochs {
     /// # Errors
     /// [`Error::NotLocked`] when `target` is not locked.
     pub fn unlock(&mut self, target: u32) -> Result<LockKind, Error> {
-        self.locks
-            .remove(&target)
-            .ok_or_else(|| Error::NotLocked { target })
+        let at = self.find(target).map_err(|_| Error::NotLocked { target })?;
+        Ok(self.locks.remove(at).1)
+    }
+
+    /// Where `target` is among the locked targets, or where it would go.
+    fn find(&self, target: u32) -> Result<usize, usize> {
+        self.locks.binary_search_by_key(&target, |&(t, _)| t)
     }
 
     /// Opens a shared passive epoch on every target.
@@ -94,7 +100,7 @@ impl Epochs {
     /// # Errors
     /// [`Error::NoEpoch`] when none covers it.
     pub fn check_access(&self, target: u32) -> Result<(), Error> {
-        if self.lock_all || self.fence || self.locks.contains_key(&target) {
+        if self.lock_all || self.fence || self.find(target).is_ok() {
             Ok(())
         } else {
             Err(Error::NoEpoch { target })
@@ -103,7 +109,7 @@ impl Epochs {
 
     /// The lock held on `target`, if any (per-target locks only).
     pub fn lock_of(&self, target: u32) -> Option<LockKind> {
-        self.locks.get(&target).copied()
+        self.find(target).ok().map(|at| self.locks[at].1)
     }
 
     /// Whether no epoch is open.

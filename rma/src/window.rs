@@ -22,12 +22,13 @@
 //! - [`Window::free`] completes this process's operations and costs
 //!   nothing else, on one host and across hosts: **no message**, no wait.
 //!   The memory's safety is the exposure's business: releasing an
-//!   exposure (dropping it; an allocated or dynamic window's own, with the
-//!   window) sends each other member a notice and returns, and its memory
-//!   is reused (or deregistered) only once every member has released it
-//!   too, so no peer's access can reach memory that now means something
-//!   else. Until then it stays described and registered. Dropping the
-//!   [`Rma`] waits for those releases, within the endpoint's timeout.
+//!   exposure (when its handle and its windows are all dropped) sends each
+//!   other member a notice and returns, and its memory is reused (or
+//!   deregistered) only once every member has released it too, so no
+//!   peer's access can reach memory that now means something else. Until
+//!   then it stays described and registered. When the last handle of the
+//!   [`Rma`] goes, it waits for those releases, within the endpoint's
+//!   timeout.
 //!   Unlike `MPI_Win_free`, freeing does not wait for the peers: a program
 //!   that gives an exposure's bytes another meaning while peers may still
 //!   access them through their windows synchronises first (an
@@ -78,8 +79,8 @@
 use onesided_fabric::fnv::{FastMap, FastSet};
 use onesided_fabric::{Access, Endpoint, Mapping, MemoryRegion, RemoteMemory};
 use std::cell::{Cell, OnceCell, RefCell};
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
-use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::barrier::{Barrier, Signals, BARRIER_NOTICE};
@@ -379,8 +380,6 @@ impl Rma {
                 header: Some(header),
                 data,
                 len,
-                windows: AtomicU64::new(0),
-                freed: AtomicU64::new(0),
                 tainted: AtomicBool::new(false),
                 described: Mutex::new(Some(described)),
                 published: AtomicBool::new(false),
@@ -862,10 +861,8 @@ struct Exposed {
     header: Option<MemoryRegion>,
     data: Option<MemoryRegion>,
     len: usize,
-    /// Windows created over it, and freed.
-    windows: AtomicU64,
-    freed: AtomicU64,
-    /// A window over it was dropped without `free`.
+    /// A window over it was dropped without `free` (every window holds
+    /// the exposure, so by its drop each was freed or set this).
     tainted: AtomicBool,
     /// Its description, until the first window over it publishes it
     /// (`published` then).
@@ -954,7 +951,7 @@ impl Drop for Exposed {
     /// wait.
     fn drop(&mut self) {
         let memory = (self.header.take(), self.data.take());
-        let tainted = *self.tainted.get_mut() || self.freed.get_mut() != self.windows.get_mut();
+        let tainted = *self.tainted.get_mut();
         let dynamic = lock_state(&self.dynamic).take();
         self.rma
             .release(self.id, &self.group, memory, dynamic, tainted);
@@ -1087,10 +1084,11 @@ pub struct Epoch<'w> {
 impl Window {
     fn new(exposure: Arc<Exposed>, attached: Option<RefCell<(Vec<Attachment>, u64)>>) -> Window {
         let rma = &exposure.rma;
-        exposure.windows.fetch_add(1, Ordering::Relaxed);
         let local_atomics = exposure.group.members().iter().all(|&r| rma.same_host(r));
         // Published by the first window (checked without the lock after).
-        let described = match exposure.published.swap(true, Ordering::AcqRel) {
+        let described = match exposure.published.load(Ordering::Acquire)
+            || exposure.published.swap(true, Ordering::AcqRel)
+        {
             true => None,
             false => lock_state(&exposure.described).take(),
         };

@@ -133,6 +133,11 @@ impl Window {
     }
 
     fn acquire(&self, target: u32, kind: LockKind) -> Result<(), Error> {
+        // Uncontended, the first attempt succeeds: no backoff to make (it
+        // holds a reference to the endpoint's wait object).
+        if self.try_acquire(target, kind)? {
+            return Ok(());
+        }
         let mut backoff = self.rma().ep.backoff();
         loop {
             if self.try_acquire(target, kind)? {

@@ -89,7 +89,6 @@ impl Window {
         let completed = self.complete(None);
         let attached = self.attached.take();
         let exposure = self.exposure();
-        exposure.freed.fetch_add(1, Ordering::Relaxed);
         if let Some(attached) = attached {
             let (list, _) = attached.into_inner();
             let regions = list.into_iter().map(|a| a.region).collect();
