@@ -5,7 +5,9 @@ use super::*;
 
 /// A shared-memory call in flight: a state machine over its steps.
 pub(crate) struct Run {
-    shared: Arc<Shared>,
+    /// Out of the run while it advances (lent to its steps by reference:
+    /// no reference count moves per advance).
+    shared: Option<Arc<Shared>>,
     shape: Shape,
     /// The Comm's number of the call (its steps are numbered from it).
     call: u64,
@@ -41,7 +43,7 @@ impl Run {
         let ticket = shared.tickets.get();
         shared.tickets.set(ticket + 1);
         Run {
-            shared,
+            shared: Some(shared),
             shape,
             call,
             ticket,
@@ -63,7 +65,12 @@ impl Run {
         let per = CELL / size_of::<T>().max(1);
         match self.shape {
             // What it reduces, then what it combines in.
-            _ if self.accumulator::<T>(input).is_some() => 2 * per.min(input),
+            _ if (self.shared.as_deref())
+                .and_then(|shared| self.accumulator::<T>(shared, input))
+                .is_some() =>
+            {
+                2 * per.min(input)
+            }
             Shape::Reduce { .. } | Shape::ReduceScatter { .. } => per.min(input),
             _ => 0,
         }
@@ -73,10 +80,10 @@ impl Run {
     /// root of a split reduce of `input` elements ([`Shared::splits`])
     /// reduces its blocks into, standing for its output (a block of a
     /// chunk is at most a cell); `None` for any other member or call.
-    fn accumulator<T>(&self, input: usize) -> Option<usize> {
+    fn accumulator<T>(&self, shared: &Shared, input: usize) -> Option<usize> {
         match self.shape {
             Shape::Reduce { root: Some(r), .. }
-                if r != self.shared.me && self.shared.splits(Some(r), input * size_of::<T>()) =>
+                if r != shared.me && shared.splits(Some(r), input * size_of::<T>()) =>
             {
                 Some((CELL / size_of::<T>().max(1)).min(input))
             }
@@ -98,7 +105,7 @@ impl Run {
     /// from the shared cache. A lent piece is read at the same speed in
     /// both of the machine's modes, a cell's are not (measurements:
     /// `docs/measurements.md`, "Gathers and scatters lent").
-    fn place<T>(&self, elements: usize) -> Place {
+    fn place<T>(&self, shared: &Shared, elements: usize) -> Place {
         let bytes = elements * size_of::<T>();
         let lendable = match &self.shape {
             Shape::Reduce { root, .. } => root.is_none(),
@@ -108,7 +115,7 @@ impl Run {
             | Shape::Gather { .. } => true,
             Shape::Barrier | Shape::Bcast { .. } => false,
         };
-        if lendable && self.shared.cma && bytes >= LEND {
+        if lendable && shared.cma && bytes >= LEND {
             Place::Lent
         } else {
             Shared::unlent::<T>(elements)
@@ -131,11 +138,14 @@ impl Run {
             return;
         }
         self.gave_up = true;
-        if self.shared.serving.get() == self.ticket {
-            self.shared.abandon(self.call);
-            self.shared.pass_turn(self.ticket);
+        let Some(shared) = &self.shared else {
+            return;
+        };
+        if shared.serving.get() == self.ticket {
+            shared.abandon(self.call);
+            shared.pass_turn(self.ticket);
         } else {
-            locked(&self.shared.skipped).push((self.ticket, self.call));
+            locked(&shared.skipped).push((self.ticket, self.call));
         }
     }
 
@@ -159,7 +169,11 @@ impl Run {
         if self.gave_up {
             return Err(Error::BadCall("advancing a call that failed".into()));
         }
-        let result = self.go_on(input, output, scratch, combine);
+        let Some(shared) = self.shared.take() else {
+            return Err(Error::BadCall("advancing a call from within itself".into()));
+        };
+        let result = self.go_on(&shared, input, output, scratch, combine);
+        self.shared = Some(shared);
         if result.is_err() {
             self.give_up();
             if self.lent > 0 {
@@ -167,7 +181,9 @@ impl Run {
                 // still reading it (an alltoallv's members whose counts
                 // match this one's go on) finish first, and peers writing
                 // into its output see it gave up before their next write.
-                self.shared.outlived(self.lent);
+                if let Some(shared) = &self.shared {
+                    shared.outlived(self.lent);
+                }
             }
         }
         result
@@ -176,12 +192,12 @@ impl Run {
     /// [`Run::advance`] but for what an error leaves.
     fn go_on<T: bytemuck::Pod>(
         &mut self,
+        shared: &Shared,
         input: &[T],
         output: &mut [T],
         scratch: &mut [T],
         combine: Option<&Combine<T>>,
     ) -> Result<bool, Error> {
-        let shared = Arc::clone(&self.shared);
         if self.finished {
             return Ok(true);
         }
@@ -189,7 +205,7 @@ impl Run {
         if shared.serving.get() != self.ticket {
             return Ok(false);
         }
-        let (output, scratch) = match self.accumulator::<T>(input.len()) {
+        let (output, scratch) = match self.accumulator::<T>(shared, input.len()) {
             Some(len) => scratch.split_at_mut(len),
             None => (output, scratch),
         };
@@ -197,7 +213,7 @@ impl Run {
             let s = match self.current {
                 Some(s) => s,
                 None => {
-                    let planned = self.plan::<T>(input.len(), output.len());
+                    let planned = self.plan::<T>(shared, input.len(), output.len());
                     check_first(&mut self.ops);
                     let Some(publish) = planned else {
                         // What this member lent is read before the call
@@ -222,12 +238,12 @@ impl Run {
                     let place = match publish {
                         Publish::Nothing => None,
                         Publish::Input(r) => {
-                            let place = self.place::<T>(r.len());
+                            let place = self.place::<T>(shared, r.len());
                             shared.publish(s, &input[r], place, size_of_val(input))?;
                             Some(place)
                         }
                         Publish::Output(r) => {
-                            let place = self.place::<T>(r.len());
+                            let place = self.place::<T>(shared, r.len());
                             shared.publish(s, &output[r], place, size_of_val(output))?;
                             Some(place)
                         }
@@ -283,21 +299,23 @@ impl Run {
                         return Ok(false);
                     }
                 }
-                self.apply(op, s, input, output, scratch, combine)?;
+                self.apply(shared, op, s, input, output, scratch, combine)?;
                 self.done_ops += 1;
             }
             shared.store(RELEASED, s)?;
             self.current = None;
             self.k += 1;
             if self.k == 1 {
-                self.check_counts()?;
+                self.check_counts(shared)?;
             }
         }
     }
 
     /// Carries out `op` of step `s`.
+    #[allow(clippy::too_many_arguments)]
     fn apply<T: bytemuck::Pod>(
         &mut self,
+        shared: &Shared,
         op: Op,
         s: u64,
         input: &[T],
@@ -305,7 +323,6 @@ impl Run {
         scratch: &mut [T],
         combine: Option<&Combine<T>>,
     ) -> Result<(), Error> {
-        let shared = &self.shared;
         let combine =
             || combine.ok_or_else(|| Error::BadCall("a reduction without an operation".into()));
         match op {
@@ -353,7 +370,7 @@ impl Run {
                 total,
             } => shared.push(peer, s, (at, whole, total), &input[from])?,
             Op::Counts { peer: p, into } => {
-                let mut theirs = vec![0u64; self.shared.n as usize];
+                let mut theirs = vec![0u64; shared.n as usize];
                 let place = counts_place(theirs.len());
                 let whole = size_of_val(&theirs[..]);
                 shared.read_piece(p, s, (0, place, whole), &mut theirs)?;
@@ -376,18 +393,24 @@ impl Run {
     /// Plans the call's step `self.k` into its list of operations (in
     /// its turn); what it publishes,
     /// or `None` when the call has no more steps.
-    fn plan<T>(&mut self, input: usize, output: usize) -> Option<Publish> {
+    fn plan<T>(&mut self, shared: &Shared, input: usize, output: usize) -> Option<Publish> {
         let mut ops = std::mem::take(&mut self.ops);
-        let planned = self.plan_into::<T>(&mut ops, input, output);
+        let planned = self.plan_into::<T>(shared, &mut ops, input, output);
         self.ops = ops;
         planned
     }
 
     /// [`Run::plan`] into `ops`.
-    fn plan_into<T>(&mut self, ops: &mut Vec<Op>, input: usize, output: usize) -> Option<Publish> {
-        let (me, n, k) = (self.shared.me, self.shared.n, self.k);
+    fn plan_into<T>(
+        &mut self,
+        shared: &Shared,
+        ops: &mut Vec<Op>,
+        input: usize,
+        output: usize,
+    ) -> Option<Publish> {
+        let (me, n, k) = (shared.me, shared.n, self.k);
         let size = size_of::<T>();
-        let piece_bytes = self.shared.piece_bytes::<T>(&self.shape, input, output);
+        let piece_bytes = shared.piece_bytes::<T>(&self.shape, input, output);
         let per = (piece_bytes / size.max(1)).max(1);
         let pieces = |len: usize| len.div_ceil(per);
         let piece = |len: usize, k: usize| (k * per).min(len)..((k + 1) * per).min(len);
@@ -396,7 +419,7 @@ impl Run {
         // Reads of every member's piece `range` (this member's from its
         // input at `from`) into `into`, combined in rank order (see
         // `fold_order`).
-        let place = |elements: usize| self.place::<T>(elements);
+        let place = |elements: usize| self.place::<T>(shared, elements);
         let left_in_place = matches!(
             self.shape,
             Shape::Reduce {
@@ -460,7 +483,7 @@ impl Run {
                 });
                 Some(Publish::Nothing)
             }
-            Shape::Reduce { root, .. } if self.shared.splits(*root, input * size) => {
+            Shape::Reduce { root, .. } if shared.splits(*root, input * size) => {
                 // Step k < C: every member lends its input and reduces its
                 // block of chunk k (into its output, or its scratch off
                 // the root of a reduce), and publishes its reduced block
@@ -523,7 +546,7 @@ impl Run {
                     return None;
                 }
                 let at = displacements(counts);
-                if root.is_none() && self.shared.gathers_whole::<T>(counts) {
+                if root.is_none() && shared.gathers_whole::<T>(counts) {
                     let total = counts.iter().sum::<usize>() * size;
                     if total >= PUSH_FROM {
                         // One step: every member lends its output, then
@@ -651,7 +674,7 @@ impl Run {
                 // pieces of a cell, one step each.
                 let late = |p: &u32| {
                     let total = self.counts[*p as usize].iter().sum::<u64>() as usize;
-                    (self.shared.beside_counts(total * size).is_none()).then_some(total)
+                    (shared.beside_counts(total * size).is_none()).then_some(total)
                 };
                 let longest = (0..n).filter_map(|p| late(&p)).max().unwrap_or(0);
                 let j = k - 1;
@@ -686,7 +709,7 @@ impl Run {
             // The input lent whole: one step, each member reading its
             // block from every peer (a piece at a time per step would
             // have the members read their blocks one after the other).
-            Shape::ReduceScatter { counts } if self.shared.lends_whole(input * size) => {
+            Shape::ReduceScatter { counts } if shared.lends_whole(input * size) => {
                 if k > 0 {
                     return None;
                 }
@@ -726,15 +749,15 @@ impl Run {
     ///
     /// # Errors
     /// [`Error::BadCall`] naming the member that disagrees.
-    fn check_counts(&self) -> Result<(), Error> {
+    fn check_counts(&self, shared: &Shared) -> Result<(), Error> {
         let Shape::Alltoall { recvs, .. } = &self.shape else {
             return Ok(());
         };
-        let me = self.shared.me as usize;
+        let me = shared.me as usize;
         for (p, theirs) in self.counts.iter().enumerate() {
             if let Some(&c) = theirs.get(me) {
                 if c as usize != recvs[p] {
-                    return Err(Error::sends(p, c, self.shared.me, recvs[p]));
+                    return Err(Error::sends(p, c, shared.me, recvs[p]));
                 }
             }
         }
