@@ -8,7 +8,12 @@
 //! 5.0.2 from PyPI into `target/mpich-venv`), started together each round
 //! and taking turns case by case ([`turns`]), and prints a table, JSON
 //! lines and SVG plots ([`report`]); [`driver`] holds its command line and
-//! the arithmetic of rounds.
+//! the arithmetic of rounds. `onesided-tune` (`src/bin/onesided-tune.rs`)
+//! measures the collectives' algorithms into a performance profile.
+//!
+//! Dependencies (tools, not libraries): `clap` (the command lines),
+//! `serde`/`serde_json` (the JSON rows), `plotters` with its SVG backend
+//! alone (the plots; text goes into the SVG as text, so no font crate).
 //!
 //! Decisions: both sides run the same cases with the same sizes,
 //! repetition counts and checks; onesided uses allocated windows for
