@@ -78,10 +78,10 @@
 
 use onesided_fabric::fnv::{FastMap, FastSet};
 use onesided_fabric::{Access, Endpoint, Mapping, MemoryRegion, RemoteMemory};
-use std::cell::{Cell, OnceCell, RefCell};
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::barrier::{Barrier, Signals, BARRIER_NOTICE};
 use crate::directory::{self, Directory};
@@ -201,7 +201,6 @@ pub struct Rma {
 pub(crate) struct State {
     pub(crate) ep: Endpoint,
     served: Arc<Mutex<Served>>,
-    peers: Mutex<FastMap<(u32, u64), Arc<Peer>>>,
     attachments: Mutex<FastMap<(u32, u64), Arc<Attachments>>>,
     /// Peers' shared memory mapped here, by name: kept across windows,
     /// since freed regions are reused.
@@ -285,7 +284,6 @@ impl Rma {
             state: Arc::new(State {
                 ep: ep.clone(),
                 served,
-                peers: Mutex::default(),
                 attachments: Mutex::default(),
                 mappings: Mutex::default(),
                 pool: Mutex::default(),
@@ -328,6 +326,8 @@ impl Rma {
         access: RemoteAccess,
     ) -> Result<Exposure, Error> {
         self.state.member(group)?;
+        // Memory the members have all released goes back to the pools.
+        self.state.collect_releases();
         let access = match access {
             RemoteAccess::ReadOnly => Access::REMOTE_READ,
             RemoteAccess::ReadWrite => Access::REMOTE_READ | Access::REMOTE_WRITE,
@@ -383,6 +383,7 @@ impl Rma {
                 tainted: AtomicBool::new(false),
                 described: Mutex::new(Some(described)),
                 published: AtomicBool::new(false),
+                parts: (0..group.size()).map(|_| OnceLock::new()).collect(),
                 dynamic: Mutex::new(None),
             }),
         })
@@ -519,7 +520,6 @@ impl State {
         len: usize,
         access: Access,
     ) -> Result<MemoryRegion, Error> {
-        self.collect_releases();
         let pooled = {
             let mut pool = lock_state(pool);
             let best = pool
@@ -556,7 +556,6 @@ impl State {
             served.pushed.retain(|(x, _), _| *x != id);
         }
         self.directory.withdraw(id);
-        lock_state(&self.peers).retain(|(_, x), _| *x != id);
         lock_state(&self.attachments).retain(|(_, x), _| *x != id);
         let mut mappings = lock_state(&self.mappings);
         if mappings.len() > MAPPINGS_KEPT {
@@ -633,12 +632,10 @@ impl State {
         }
     }
 
-    /// How to reach exposure `id` at job rank `rank`: cached, else asked
-    /// of the peer and mapped when the peer is on this host.
-    fn peer(&self, rank: u32, id: u64) -> Result<Arc<Peer>, Error> {
-        if let Some(peer) = lock_state(&self.peers).get(&(rank, id)) {
-            return Ok(Arc::clone(peer));
-        }
+    /// How to reach exposure `id` at job rank `rank`: asked of the peer
+    /// (or read where it publishes) and mapped when the peer is on this
+    /// host. The exposure caches it for all its windows.
+    fn peer(&self, rank: u32, id: u64) -> Result<Peer, Error> {
         let Described::Exposure {
             header,
             data,
@@ -674,9 +671,7 @@ impl State {
         } else {
             None
         };
-        let peer = Arc::new(Peer { header, data, maps });
-        lock_state(&self.peers).insert((rank, id), Arc::clone(&peer));
-        Ok(peer)
+        Ok(Peer { header, data, maps })
     }
 
     /// The attachments of dynamic window `id` at `rank`: cached, or asked
@@ -861,6 +856,10 @@ struct Exposed {
     header: Option<MemoryRegion>,
     data: Option<MemoryRegion>,
     len: usize,
+    /// Members' parts of it, by group rank, learned at the first access
+    /// of any of its windows (read without a lock or a reference count
+    /// on the data path).
+    parts: Vec<OnceLock<Peer>>,
     /// A window over it was dropped without `free` (every window holds
     /// the exposure, so by its drop each was freed or set this).
     tainted: AtomicBool,
@@ -999,10 +998,6 @@ pub struct Window {
     local_atomics: bool,
     epochs: RefCell<Epochs>,
     inflight: RefCell<Vec<Arc<Inflight>>>,
-    /// Members' parts of the exposure, by group rank, once looked up
-    /// (borrowed by each access: no reference count moves on the data
-    /// path).
-    parts: Vec<OnceCell<Arc<Peer>>>,
     /// In a `lock_all` epoch that takes locks: whether this process holds
     /// each member's shared lock yet (empty otherwise).
     shared_locks: RefCell<Vec<bool>>,
@@ -1106,7 +1101,6 @@ impl Window {
             }
         }
         let id = rma.next_id(&exposure.group, Kind::Window);
-        let members = exposure.group.size() as usize;
         Window {
             id,
             exposure,
@@ -1114,7 +1108,6 @@ impl Window {
             local_atomics,
             epochs: RefCell::default(),
             inflight: RefCell::default(),
-            parts: vec![OnceCell::new(); members],
             shared_locks: RefCell::default(),
             access_failed: Cell::new(false),
             freed: false,
@@ -1124,11 +1117,12 @@ impl Window {
     /// Group rank `target`'s part of the exposure (job rank `rank`).
     fn part(&self, target: u32, rank: u32) -> Result<&Peer, Error> {
         let slot = self
+            .exposure
             .parts
             .get(target as usize)
             .ok_or_else(|| Error::NotInGroup {
                 rank: target,
-                size: self.parts.len() as u32,
+                size: self.exposure.parts.len() as u32,
             })?;
         if let Some(peer) = slot.get() {
             return Ok(peer);
