@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{fence, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use onesided_fabric::{world::BOARD_LEN, Endpoint, Mapping};
 
@@ -91,7 +91,7 @@ impl Directory {
         if id == 0 {
             return false;
         }
-        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut used = crate::lock_state(&self.used);
         let slot = match used.get(&id) {
             Some(&slot) => slot,
             None => match slots(id).find(|s| !used.values().any(|u| u == s)) {
@@ -116,12 +116,8 @@ impl Directory {
 
     /// Withdraws `id` (if published).
     pub(crate) fn withdraw(&self, id: u64) {
-        if let Some(slot) = self
-            .used
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&id)
-        {
+        let slot = crate::lock_state(&self.used).remove(&id);
+        if let Some(slot) = slot {
             self.write_slot(slot, 0, |_, _| Ok(()));
         }
     }
@@ -152,7 +148,7 @@ impl Directory {
         if group == 0 {
             return false;
         }
-        let mut groups = self.groups.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut groups = crate::lock_state(&self.groups);
         let slot = match groups.get(&group) {
             Some(&slot) => slot,
             None => {

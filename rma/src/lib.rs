@@ -66,6 +66,12 @@ pub use request::{test_all, wait_all, wait_any, Request};
 pub use transfer::{Rget, Rput};
 pub use window::{Epoch, Exposure, RemoteAccess, Rma, Window};
 
+/// `m` locked. A panic while it was held leaves plain data (maps, lists,
+/// a transfer's state) that is still consistent, so the poison is ignored.
+pub(crate) fn lock_state<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[cfg(test)]
 mod tests {
     /// Compiles only while the handles can be given to other threads.

@@ -37,7 +37,7 @@ impl Inflight {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        crate::lock_state(&self.state)
     }
 
     pub(crate) fn target(&self) -> u32 {

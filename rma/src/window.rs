@@ -81,7 +81,7 @@ use onesided_fabric::{Access, Endpoint, Mapping, MemoryRegion, RemoteMemory};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::barrier::{Barrier, Signals, BARRIER_NOTICE};
 use crate::directory::{self, Directory};
@@ -90,7 +90,7 @@ use crate::epoch::Epochs;
 use crate::lock::{self, Atomic, LockKind, Outcome};
 use crate::op::Op;
 use crate::transfer::{Inflight, Rget, Rput};
-use crate::{Assert, Error, Group};
+use crate::{lock_state, Assert, Error, Group};
 
 mod access;
 mod description;
@@ -134,10 +134,6 @@ pub(crate) enum Kind {
     Window = 0,
     Barrier = 1,
     Exposure = 2,
-}
-
-pub(crate) fn lock_state<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// What the control-plane handlers of one process share with its windows.

@@ -74,157 +74,12 @@ impl Window {
         })
     }
 
-    /// Reads elements at byte `offset` of group rank `target`'s part into
-    /// `buf`.
-    ///
-    /// # Errors
-    /// [`Error::NotInGroup`]; [`Error::NoEpoch`] outside an epoch covering
-    /// `target`; [`Error::OutOfRange`] outside its part; [`Error::Fabric`]
-    /// (a dead peer, forbidden access, ...). Nothing is posted on a checked
-    /// error.
-    pub(super) fn get_from<T: bytemuck::Pod>(
-        &self,
-        target: u32,
-        offset: u64,
-        buf: &mut [T],
-    ) -> Result<(), Error> {
-        let buf: &mut [u8] = bytemuck::cast_slice_mut(buf);
-        let p = self.place(target, offset, buf.len(), "window get")?;
-        match &p.map {
-            Some(map) => {
-                p.remote
-                    .permits(Access::REMOTE_READ, "window get", p.rank)?;
-                Ok(map.read_bytes(p.at as usize, buf)?)
-            }
-            None => self.through(self.rma().ep.read(p.rank, &p.remote, p.at, buf)),
-        }
-    }
-
-    /// Writes `data` at byte `offset` of group rank `target`'s part;
-    /// complete at the target when it returns.
-    ///
-    /// # Errors
-    /// As [`Epoch::get`].
-    pub(super) fn put_to<T: bytemuck::Pod>(
-        &self,
-        target: u32,
-        offset: u64,
-        data: &[T],
-    ) -> Result<(), Error> {
-        let data: &[u8] = bytemuck::cast_slice(data);
-        let p = self.place(target, offset, data.len(), "window put")?;
-        match &p.map {
-            Some(map) => {
-                p.remote
-                    .permits(Access::REMOTE_WRITE, "window put", p.rank)?;
-                Ok(map.write_bytes(p.at as usize, data)?)
-            }
-            None => self.through(self.rma().ep.write_delivered(p.rank, &p.remote, p.at, data)),
-        }
-    }
-
-    /// Starts reading `buf.len()` elements at byte `offset` of `target`'s
-    /// part; the bytes reach `buf` when the request completes (`test` /
-    /// `wait`; after a `flush` or `unlock` it completes at once).
-    ///
-    /// # Errors
-    /// As [`Epoch::get`] (checked before anything is posted).
-    pub(super) fn rget_from<'w, 'b, T: bytemuck::Pod>(
-        &'w self,
-        target: u32,
-        offset: u64,
-        buf: &'b mut [T],
-    ) -> Result<Rget<'w, 'b>, Error> {
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
-        let p = self.place(target, offset, bytes.len(), "window rget")?;
-        if let Some(map) = &p.map {
-            p.remote
-                .permits(Access::REMOTE_READ, "window rget", p.rank)?;
-            map.read_bytes(p.at as usize, bytes)?;
-            return Ok(Rget::new(&self.rma().ep, None, bytes));
-        }
-        let transfer = self
-            .rma()
-            .ep
-            .read_start(p.rank, &p.remote, p.at, bytes.len())?;
-        let inflight = self.track(target, transfer);
-        Ok(Rget::new(&self.rma().ep, Some(inflight), bytes))
-    }
-
-    /// Starts writing `data` at byte `offset` of `target`'s part (`data`
-    /// is copied: the caller may reuse it at once); the request completes
-    /// when the bytes are in the target's memory.
-    ///
-    /// # Errors
-    /// As [`Epoch::get`].
-    pub(super) fn rput_to<T: bytemuck::Pod>(
-        &self,
-        target: u32,
-        offset: u64,
-        data: &[T],
-    ) -> Result<Rput<'_>, Error> {
-        let data: &[u8] = bytemuck::cast_slice(data);
-        let p = self.place(target, offset, data.len(), "window rput")?;
-        if let Some(map) = &p.map {
-            p.remote
-                .permits(Access::REMOTE_WRITE, "window rput", p.rank)?;
-            map.write_bytes(p.at as usize, data)?;
-            return Ok(Rput::new(&self.rma().ep, None));
-        }
-        let transfer = self.rma().ep.write_start(p.rank, &p.remote, p.at, data)?;
-        Ok(Rput::new(
-            &self.rma().ep,
-            Some(self.track(target, transfer)),
-        ))
-    }
-
     fn track(&self, target: u32, transfer: onesided_fabric::Transfer) -> Arc<Inflight> {
         let inflight = Arc::new(Inflight::new(target, transfer));
         let mut list = self.inflight.borrow_mut();
         list.retain(|i| !i.is_done());
         list.push(Arc::clone(&inflight));
         inflight
-    }
-
-    /// Applies `op` with `values` to the elements at byte `offset` of
-    /// `target`'s part, each element atomically (`MPI_Accumulate`).
-    ///
-    /// # Errors
-    /// As [`Epoch::get`], and `Misaligned` for an offset that is not a
-    /// multiple of the element size.
-    pub(super) fn accumulate_at<T: Element>(
-        &self,
-        target: u32,
-        offset: u64,
-        values: &[T],
-        op: Op<T>,
-    ) -> Result<(), Error> {
-        self.atomic(target, offset, values, &op, None, "window accumulate")
-    }
-
-    /// Applies `op` with `value` to the element at byte `offset` of
-    /// `target`'s part atomically; returns its previous value
-    /// (`MPI_Fetch_and_op`; with [`Op::NO_OP`], an atomic read).
-    ///
-    /// # Errors
-    /// As [`Epoch::accumulate`].
-    pub(super) fn fetch_and_op_at<T: Element>(
-        &self,
-        target: u32,
-        offset: u64,
-        value: T,
-        op: Op<T>,
-    ) -> Result<T, Error> {
-        let mut previous = [T::zeroed()];
-        self.atomic(
-            target,
-            offset,
-            &[value],
-            &op,
-            Some(&mut previous),
-            "window fetch_and_op",
-        )?;
-        Ok(previous[0])
     }
 
     fn atomic<T: Element>(
@@ -270,45 +125,6 @@ impl Window {
             )),
         }
     }
-
-    /// Replaces the element at byte `offset` of `target`'s part with `new`
-    /// if it equals `compare` (bitwise), atomically; returns its previous
-    /// value (`MPI_Compare_and_swap`).
-    ///
-    /// # Errors
-    /// As [`Epoch::accumulate`].
-    pub(super) fn compare_and_swap_at<T: Element>(
-        &self,
-        target: u32,
-        offset: u64,
-        compare: T,
-        new: T,
-    ) -> Result<T, Error> {
-        let what = "window compare_and_swap";
-        let size = size_of::<T>();
-        let p = self.place(target, offset, size, what)?;
-        if !offset.is_multiple_of(size as u64) {
-            return Err(onesided_fabric::Error::Misaligned { what, offset }.into());
-        }
-        if let (Some(map), true) = (&p.map, self.local_atomics) {
-            p.remote
-                .permits(Access::REMOTE_READ | Access::REMOTE_WRITE, what, p.rank)?;
-            let (c, n) = (bits(compare), bits(new));
-            let previous = map.update(p.at as usize, size, |t| (t == c).then_some(n))?;
-            return Ok(from_bits(previous));
-        }
-        let mut previous = T::zeroed();
-        self.through(self.rma().ep.compare_swap_element(
-            p.rank,
-            &p.remote,
-            p.at,
-            T::DATATYPE,
-            bytemuck::bytes_of(&compare),
-            bytemuck::bytes_of(&new),
-            bytemuck::bytes_of_mut(&mut previous),
-        ))?;
-        Ok(previous)
-    }
 }
 
 /// The accesses: methods of the epoch guard, so that an access outside an
@@ -338,7 +154,17 @@ impl<'w> Epoch<'w> {
         offset: u64,
         buf: &mut [T],
     ) -> Result<(), Error> {
-        self.covers(target)?.get_from(target, offset, buf)
+        let w = self.covers(target)?;
+        let buf: &mut [u8] = bytemuck::cast_slice_mut(buf);
+        let p = w.place(target, offset, buf.len(), "window get")?;
+        match &p.map {
+            Some(map) => {
+                p.remote
+                    .permits(Access::REMOTE_READ, "window get", p.rank)?;
+                Ok(map.read_bytes(p.at as usize, buf)?)
+            }
+            None => w.through(w.rma().ep.read(p.rank, &p.remote, p.at, buf)),
+        }
     }
 
     /// Writes `data` at byte `offset` of group rank `target`'s part
@@ -347,7 +173,17 @@ impl<'w> Epoch<'w> {
     /// # Errors
     /// As [`Epoch::get`].
     pub fn put<T: bytemuck::Pod>(&self, target: u32, offset: u64, data: &[T]) -> Result<(), Error> {
-        self.covers(target)?.put_to(target, offset, data)
+        let w = self.covers(target)?;
+        let data: &[u8] = bytemuck::cast_slice(data);
+        let p = w.place(target, offset, data.len(), "window put")?;
+        match &p.map {
+            Some(map) => {
+                p.remote
+                    .permits(Access::REMOTE_WRITE, "window put", p.rank)?;
+                Ok(map.write_bytes(p.at as usize, data)?)
+            }
+            None => w.through(w.rma().ep.write_delivered(p.rank, &p.remote, p.at, data)),
+        }
     }
 
     /// Starts reading `buf.len()` elements at byte `offset` of `target`'s
@@ -363,7 +199,21 @@ impl<'w> Epoch<'w> {
         offset: u64,
         buf: &'b mut [T],
     ) -> Result<Rget<'w, 'b>, Error> {
-        self.covers(target)?.rget_from(target, offset, buf)
+        let w = self.covers(target)?;
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
+        let p = w.place(target, offset, bytes.len(), "window rget")?;
+        if let Some(map) = &p.map {
+            p.remote
+                .permits(Access::REMOTE_READ, "window rget", p.rank)?;
+            map.read_bytes(p.at as usize, bytes)?;
+            return Ok(Rget::new(&w.rma().ep, None, bytes));
+        }
+        let transfer = w
+            .rma()
+            .ep
+            .read_start(p.rank, &p.remote, p.at, bytes.len())?;
+        let inflight = w.track(target, transfer);
+        Ok(Rget::new(&w.rma().ep, Some(inflight), bytes))
     }
 
     /// Starts writing `data` at byte `offset` of `target`'s part
@@ -378,7 +228,17 @@ impl<'w> Epoch<'w> {
         offset: u64,
         data: &[T],
     ) -> Result<Rput<'w>, Error> {
-        self.covers(target)?.rput_to(target, offset, data)
+        let w = self.covers(target)?;
+        let data: &[u8] = bytemuck::cast_slice(data);
+        let p = w.place(target, offset, data.len(), "window rput")?;
+        if let Some(map) = &p.map {
+            p.remote
+                .permits(Access::REMOTE_WRITE, "window rput", p.rank)?;
+            map.write_bytes(p.at as usize, data)?;
+            return Ok(Rput::new(&w.rma().ep, None));
+        }
+        let transfer = w.rma().ep.write_start(p.rank, &p.remote, p.at, data)?;
+        Ok(Rput::new(&w.rma().ep, Some(w.track(target, transfer))))
     }
 
     /// Applies `op` with `values` to the elements at byte `offset` of
@@ -395,8 +255,8 @@ impl<'w> Epoch<'w> {
         values: &[T],
         op: Op<T>,
     ) -> Result<(), Error> {
-        self.covers(target)?
-            .accumulate_at(target, offset, values, op)
+        let w = self.covers(target)?;
+        w.atomic(target, offset, values, &op, None, "window accumulate")
     }
 
     /// Applies `op` with `value` to the element at byte `offset` of
@@ -412,8 +272,17 @@ impl<'w> Epoch<'w> {
         value: T,
         op: Op<T>,
     ) -> Result<T, Error> {
-        self.covers(target)?
-            .fetch_and_op_at(target, offset, value, op)
+        let w = self.covers(target)?;
+        let mut previous = [T::zeroed()];
+        w.atomic(
+            target,
+            offset,
+            &[value],
+            &op,
+            Some(&mut previous),
+            "window fetch_and_op",
+        )?;
+        Ok(previous[0])
     }
 
     /// Replaces the element at byte `offset` of `target`'s part with `new`
@@ -429,8 +298,31 @@ impl<'w> Epoch<'w> {
         compare: T,
         new: T,
     ) -> Result<T, Error> {
-        self.covers(target)?
-            .compare_and_swap_at(target, offset, compare, new)
+        let w = self.covers(target)?;
+        let what = "window compare_and_swap";
+        let size = size_of::<T>();
+        let p = w.place(target, offset, size, what)?;
+        if !offset.is_multiple_of(size as u64) {
+            return Err(onesided_fabric::Error::Misaligned { what, offset }.into());
+        }
+        if let (Some(map), true) = (&p.map, w.local_atomics) {
+            p.remote
+                .permits(Access::REMOTE_READ | Access::REMOTE_WRITE, what, p.rank)?;
+            let (c, n) = (bits(compare), bits(new));
+            let previous = map.update(p.at as usize, size, |t| (t == c).then_some(n))?;
+            return Ok(from_bits(previous));
+        }
+        let mut previous = T::zeroed();
+        w.through(w.rma().ep.compare_swap_element(
+            p.rank,
+            &p.remote,
+            p.at,
+            T::DATATYPE,
+            bytemuck::bytes_of(&compare),
+            bytemuck::bytes_of(&new),
+            bytemuck::bytes_of_mut(&mut previous),
+        ))?;
+        Ok(previous)
     }
 
     /// Completes this process's operations to `target` at the target

@@ -133,12 +133,9 @@ impl Window {
     }
 
     fn acquire(&self, target: u32, kind: LockKind) -> Result<(), Error> {
-        // Uncontended, the first attempt succeeds: no backoff to make (it
-        // holds a reference to the endpoint's wait object).
-        if self.try_acquire(target, kind)? {
-            return Ok(());
-        }
-        let mut backoff = self.rma().ep.backoff();
+        // Made at the first refusal: an uncontended lock needs none (a
+        // backoff holds a reference to the endpoint's wait object).
+        let mut backoff = None;
         loop {
             if self.try_acquire(target, kind)? {
                 return Ok(());
@@ -151,6 +148,7 @@ impl Window {
                 }
                 .into());
             }
+            let backoff = backoff.get_or_insert_with(|| self.rma().ep.backoff());
             if backoff.pause() > self.rma().ep.timeout() {
                 return Err(self.timeout("window lock", rank));
             }

@@ -4,7 +4,8 @@
 
 use onesided_fabric::MemoryRegion;
 
-use super::{lock_state, Described, State, DESCRIPTION_NOTICE, RELEASE_NOTICE};
+use super::{Described, State, DESCRIPTION_NOTICE, RELEASE_NOTICE};
+use crate::lock_state;
 use crate::Group;
 
 /// An exposure this process released, kept (and still described to
