@@ -23,7 +23,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use onesided_fabric::fnv::FastMap;
-use onesided_fabric::Endpoint;
 use onesided_rma::{Assert, Group, RemoteAccess, Rma};
 
 use crate::algorithms as alg;
@@ -63,7 +62,6 @@ use crate::Error;
 /// # }
 /// ```
 pub struct Comm {
-    ep: Endpoint,
     /// The windows of one-sided algorithms.
     rma: Rma,
     group: Group,
@@ -87,7 +85,7 @@ pub struct Comm {
     shared: std::cell::OnceCell<Arc<Shared>>,
     calls: Cell<u64>,
     /// What tells this Comm's messages from others': the group, the
-    /// Comm's number among this process's Comms, and the selection source
+    /// Comm's number among this process's Comms over it, and the selection source
     /// (so ranks that loaded different profiles fail fast instead of
     /// choosing different algorithms).
     context: u64,
@@ -105,7 +103,7 @@ impl Comm {
     /// # Errors
     /// [`Error::BadCall`] when this process is not a member.
     pub fn new(rma: &Rma, group: Group) -> Result<Comm, Error> {
-        let ep = rma.endpoint().clone();
+        let ep = rma.endpoint();
         let me = group.group_rank(ep.rank()).ok_or_else(|| {
             Error::BadCall(format!("rank {} is not a member of the group", ep.rank()))
         })?;
@@ -144,7 +142,6 @@ impl Comm {
             WARNED.call_once(|| eprintln!("{w}"));
         }
         Ok(Comm {
-            ep,
             rma: rma.clone(),
             me,
             geometry,
@@ -459,12 +456,26 @@ impl Comm {
             Plan::Shared(how) if self.inflight.idle() => self.shared().and_then(|shared| {
                 let run = shared::Run::new(Arc::clone(shared), how, self.calls.get());
                 let combine = combine.as_ref();
-                (self.inflight).wait_shared(&self.ep, &self.group, run, (input, output), combine)
+                (self.inflight).wait_shared(
+                    self.rma.endpoint(),
+                    &self.group,
+                    run,
+                    (input, output),
+                    combine,
+                )
             }),
             plan => self.work(plan).and_then(|work| {
                 let spare = &self.inflight.spare;
                 let buffers = (input, output);
-                let exec = Exec::new(&self.ep, &self.group, work, number, buffers, combine, spare)?;
+                let exec = Exec::new(
+                    self.rma.endpoint(),
+                    &self.group,
+                    work,
+                    number,
+                    buffers,
+                    combine,
+                    spare,
+                )?;
                 self.inflight.wait(exec)
             }),
         };
@@ -598,7 +609,7 @@ impl Comm {
         let buffers = (input, output);
         let spare = &self.inflight.spare;
         let exec = Exec::new(
-            &self.ep,
+            self.rma.endpoint(),
             &self.group,
             work,
             call.number,
@@ -1081,7 +1092,7 @@ impl Comm {
         let twos = vec![2usize; n as usize];
         let schedule = alg::alltoallv_pairwise(n, self.me, &twos, &twos);
         let exec = Exec::new(
-            &self.ep,
+            self.rma.endpoint(),
             &self.group,
             Work::Schedule(schedule),
             call,
