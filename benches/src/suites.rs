@@ -558,7 +558,7 @@ fn windowed(
     }
     // What the repetitions ran (before the reduction below runs an
     // allreduce).
-    let algorithm = comm.last_algorithm(collective).unwrap_or_default();
+    let algorithm = comm.last_algorithm(collective).map_or("", |a| a.name());
     let all = max(&mine)?;
     let (slowest, late) = all.split_at(reps);
     let us = |(t, _): (&u64, &u64)| *t as f64 / 1e3;

@@ -25,11 +25,12 @@ use std::time::Instant;
 use onesided_fabric::fnv::FastMap;
 use onesided_rma::{Assert, Group, RemoteAccess, Rma};
 
-use crate::algorithms as alg;
+use crate::algorithm::{self, Algorithm, Algorithms, Collective};
 use crate::op::Combine;
 use crate::op::{Op, Reduce, Reducible};
-use crate::profile::{Collective, Geometry};
+use crate::profile::Geometry;
 use crate::run::{Exec, Inflight, Run, Work};
+use crate::schedule::algorithms as alg;
 use crate::schedule::Schedule;
 use crate::select::Selector;
 use crate::shared::{self, Shared};
@@ -74,12 +75,12 @@ pub struct Comm {
     observed: RefCell<Selector>,
     /// Choices by size made so far (see [`Comm::by_size`]), and the last
     /// one per collective (calls repeat the same shape most often).
-    chosen: RefCell<FastMap<ChoiceKey, &'static str>>,
-    last_chosen: [Cell<Option<(ChoiceKey, &'static str)>>; Collective::ALL.len()],
+    chosen: RefCell<FastMap<ChoiceKey, Algorithm>>,
+    last_chosen: [Cell<Option<(ChoiceKey, Algorithm)>>; Collective::ALL.len()],
     /// The algorithm the last call of each collective started.
-    ran: [Cell<Option<&'static str>>; Collective::ALL.len()],
+    ran: [Cell<Option<Algorithm>>; Collective::ALL.len()],
     /// Algorithms made to fail ([`crate::select::FAULT_ENV`]).
-    faults: HashSet<(Collective, &'static str)>,
+    faults: HashSet<Algorithm>,
     inflight: Inflight,
     /// Shared-memory state, made at the first call that uses it.
     shared: std::cell::OnceCell<Arc<Shared>>,
@@ -91,7 +92,7 @@ pub struct Comm {
     context: u64,
     warning: Option<String>,
     /// Algorithms forced per collective (tuning, tests).
-    forced: Cell<[Option<&'static str>; Collective::ALL.len()]>,
+    forced: Cell<[Option<Algorithm>; Collective::ALL.len()]>,
 }
 
 impl Comm {
@@ -205,7 +206,7 @@ impl Comm {
             .observed
             .borrow()
             .failures()
-            .flat_map(|(c, a)| format!("{} {a}\n", c.name()).into_bytes())
+            .flat_map(|a| format!("{} {}\n", a.collective().name(), a.name()).into_bytes())
             .collect();
         let mut lens = vec![0u64; n];
         self.allgatherv(&[mine.len() as u64], &mut lens, &vec![1; n])?;
@@ -228,8 +229,8 @@ impl Comm {
             let Some((c, a)) = line.split_once(' ') else {
                 continue;
             };
-            if let Some(c) = Collective::ALL.into_iter().find(|k| k.name() == c) {
-                agreed.failed(c, a);
+            if let Some(a) = Collective::from_name(c).and_then(|c| Algorithm::parse(c, a)) {
+                agreed.failed(a);
             }
         }
         *self.observed.borrow_mut() = agreed.clone();
@@ -238,30 +239,26 @@ impl Comm {
         Ok(())
     }
 
-    /// Makes every later call of `collective` use `algorithm` (`None`:
-    /// choose again), as `onesided-tune` and the tests do. Every member
-    /// must force the same. A non-commutative reduction still gets an
-    /// algorithm that keeps the rank order, and a nonblocking call one that
-    /// runs nonblocking.
-    ///
-    /// # Errors
-    /// [`Error::BadCall`] for an algorithm `collective` does not have.
-    pub fn force(&self, collective: Collective, algorithm: Option<&str>) -> Result<(), Error> {
-        let known = match algorithm {
-            None => None,
-            Some(name) => Some(
-                *crate::select::algorithms(collective)
-                    .iter()
-                    .find(|a| **a == name)
-                    .ok_or_else(|| {
-                        Error::BadCall(format!("{} has no algorithm {name:?}", collective.name()))
-                    })?,
-            ),
-        };
+    /// Makes every later call of `algorithm`'s collective use it, as
+    /// `onesided-tune` and the tests do. Every member must force the
+    /// same. A non-commutative reduction still gets an algorithm that
+    /// keeps the rank order, and a nonblocking call one that runs
+    /// nonblocking.
+    pub fn force(&self, algorithm: impl Into<Algorithm>) {
+        let algorithm = algorithm.into();
+        self.set_forced(algorithm.collective(), Some(algorithm));
+    }
+
+    /// Lets calls of `collective` choose their algorithm again (undoes
+    /// [`Comm::force`]).
+    pub fn unforce(&self, collective: Collective) {
+        self.set_forced(collective, None);
+    }
+
+    fn set_forced(&self, collective: Collective, algorithm: Option<Algorithm>) {
         let mut forced = self.forced.get();
-        forced[collective as usize] = known;
+        forced[collective as usize] = algorithm;
         self.forced.set(forced);
-        Ok(())
     }
 
     /// The algorithm a call would use (the same on every rank).
@@ -274,7 +271,7 @@ impl Comm {
         element: &'static str,
         bytes: u64,
         commutative: bool,
-    ) -> Result<&'static str, Error> {
+    ) -> Result<Algorithm, Error> {
         let shape = Shape::sized(collective, element, bytes, commutative);
         Ok(self.choose(shape, |_| Ok(()))?.0)
     }
@@ -283,7 +280,7 @@ impl Comm {
     /// (blocking or not; none before the first call). It is the same on
     /// every rank, like [`Comm::algorithm`]'s answer, which says what a
     /// call *would* use.
-    pub fn last_algorithm(&self, collective: Collective) -> Option<&'static str> {
+    pub fn last_algorithm(&self, collective: Collective) -> Option<Algorithm> {
         self.ran[collective as usize].get()
     }
 
@@ -297,14 +294,14 @@ impl Comm {
     fn choose<P>(
         &self,
         shape: Shape,
-        build: impl Fn(&'static str) -> Result<P, Error>,
-    ) -> Result<(&'static str, P), Error> {
+        build: impl Fn(Algorithm) -> Result<P, Error>,
+    ) -> Result<(Algorithm, P), Error> {
         let c = shape.collective;
         loop {
             let algorithm = self
                 .pick(shape)
                 .ok_or_else(|| Error::NoAlgorithm(c.name()))?;
-            let plan = if self.injected(c, algorithm) {
+            let plan = if self.injected(algorithm) {
                 Err(Error::BadCall(format!(
                     "{} {algorithm} fails ({})",
                     c.name(),
@@ -320,9 +317,9 @@ impl Comm {
                 }
                 Err(e) if self.forced.get()[c as usize].is_some() => return Err(e),
                 Err(_) => {
-                    self.choices.borrow_mut().failed(c, algorithm);
+                    self.choices.borrow_mut().failed(algorithm);
                     self.forget_choices();
-                    self.observed.borrow_mut().failed(c, algorithm);
+                    self.observed.borrow_mut().failed(algorithm);
                 }
             }
         }
@@ -332,11 +329,11 @@ impl Comm {
     /// it reorders a non-commutative reduction or is blocking only for a
     /// nonblocking call; else the choice by size or, where sizes differ
     /// per rank, the first algorithm left.
-    fn pick(&self, shape: Shape) -> Option<&'static str> {
+    fn pick(&self, shape: Shape) -> Option<Algorithm> {
         let c = shape.collective;
         match self.forced.get()[c as usize] {
             Some(a)
-                if (shape.commutative || !crate::select::reorders(c, a))
+                if (shape.commutative || !crate::select::reorders(a))
                     && (shape.blocking || !crate::select::blocking_only(a)) =>
             {
                 Some(a)
@@ -346,9 +343,9 @@ impl Comm {
         }
     }
 
-    /// Whether [`crate::select::FAULT_ENV`] makes `algorithm` of `collective` fail.
-    fn injected(&self, collective: Collective, algorithm: &'static str) -> bool {
-        !self.faults.is_empty() && self.faults.contains(&(collective, algorithm))
+    /// Whether [`crate::select::FAULT_ENV`] makes `algorithm` fail.
+    fn injected(&self, algorithm: Algorithm) -> bool {
+        !self.faults.is_empty() && self.faults.contains(&algorithm)
     }
 
     /// Forgets the remembered choices (the choices changed).
@@ -359,7 +356,7 @@ impl Comm {
 
     /// The choice by size for `shape`, remembered until the choices change
     /// (calls repeat their shapes; a choice weighs every profile entry).
-    fn by_size(&self, shape: Shape) -> Option<&'static str> {
+    fn by_size(&self, shape: Shape) -> Option<Algorithm> {
         // The element's name by address and length: names are static
         // strings, so those are one name (a name at two addresses only
         // takes two entries), and hashing two words beats hashing text.
@@ -399,9 +396,9 @@ impl Comm {
     /// Chooses the call's algorithm and makes its plan with `build`,
     /// checked: a schedule fits the buffers, the shared algorithm has every
     /// member on this host.
-    fn prepare<T: bytemuck::Pod + Send>(
+    fn prepare<T: bytemuck::Pod + Send, A: Algorithms>(
         &self,
-        checked: Checked<T, impl Fn(&'static str) -> Plan>,
+        checked: Checked<T, impl Fn(A) -> Plan>,
         (input, output): (&[T], &[T]),
     ) -> Result<Call<T>, Error> {
         let Checked {
@@ -411,6 +408,7 @@ impl Comm {
             combine,
         } = checked;
         let (algorithm, plan) = self.choose(shape, |a| {
+            let a = A::of(a).ok_or(Error::NoAlgorithm(shape.collective.name()))?;
             let plan = build(a);
             match &plan {
                 Plan::Schedule(schedule) => crate::run::check(schedule, input.len(), output.len())?,
@@ -495,21 +493,24 @@ impl Comm {
     /// more without; a barrier 20 ns less through one, 80-89 ns less
     /// without. The first call goes the long way: it makes the
     /// shared-memory state.
-    fn blocking<T: bytemuck::Pod + Send>(
+    fn blocking<T: bytemuck::Pod + Send, A: Algorithms>(
         &self,
-        checked: Checked<T, impl Fn(&'static str) -> Plan>,
+        checked: Checked<T, impl Fn(A) -> Plan>,
         input: &[T],
         output: &mut [T],
     ) -> Result<(), Error> {
         let shape = checked.shape;
         let c = shape.collective;
-        if self.pick(shape) == Some("shared") && self.inflight.idle() && !self.injected(c, "shared")
+        let shared_algorithm = A::SHARED.into();
+        if self.pick(shape) == Some(shared_algorithm)
+            && self.inflight.idle()
+            && !self.injected(shared_algorithm)
         {
             if let (Some(shared), Plan::Shared(how)) =
-                (self.shared.get(), (checked.build)("shared"))
+                (self.shared.get(), (checked.build)(A::SHARED))
             {
                 if shared.quick_fits::<T>(&how, input.len(), output.len()) {
-                    self.ran[c as usize].set(Some("shared"));
+                    self.ran[c as usize].set(Some(shared_algorithm));
                     let start = self.monitor_start();
                     let result = shared.quick(
                         self.calls.get(),
@@ -518,7 +519,7 @@ impl Comm {
                         output,
                         checked.combine.as_ref(),
                     );
-                    return self.monitor(shape, "shared", start, result);
+                    return self.monitor(shape, shared_algorithm, start, result);
                 }
             }
         }
@@ -527,9 +528,9 @@ impl Comm {
 
     /// Runs a blocking call: chooses its algorithm and makes its plan
     /// ([`Comm::prepare`]), then runs it ([`Comm::finish`]).
-    fn the_long_way<T: bytemuck::Pod + Send>(
+    fn the_long_way<T: bytemuck::Pod + Send, A: Algorithms>(
         &self,
-        checked: Checked<T, impl Fn(&'static str) -> Plan>,
+        checked: Checked<T, impl Fn(A) -> Plan>,
         input: &[T],
         output: &mut [T],
     ) -> Result<(), Error> {
@@ -582,18 +583,18 @@ impl Comm {
     fn monitor(
         &self,
         shape: Shape,
-        algorithm: &'static str,
+        algorithm: Algorithm,
         start: Option<Instant>,
         result: Result<(), Error>,
     ) -> Result<(), Error> {
-        let (c, e, b) = (shape.collective, shape.element, shape.bytes);
+        let (e, b) = (shape.element, shape.bytes);
         match (&result, start) {
             (Ok(()), Some(start)) => {
                 let us = start.elapsed().as_secs_f64() * 1e6;
-                self.observed.borrow_mut().observe(c, algorithm, e, b, us);
+                self.observed.borrow_mut().observe(algorithm, e, b, us);
             }
             (Ok(()), None) | (Err(Error::BadCall(_)), _) => {}
-            (Err(_), _) => self.observed.borrow_mut().failed(c, algorithm),
+            (Err(_), _) => self.observed.borrow_mut().failed(algorithm),
         }
         result
     }
@@ -683,13 +684,14 @@ impl Comm {
         Ok(Combine::new(op))
     }
 
-    fn barrier_call(&self, blocking: bool) -> Checked<u8, impl Fn(&'static str) -> Plan> {
+    fn barrier_call(&self, blocking: bool) -> Checked<u8, impl Fn(algorithm::Barrier) -> Plan> {
+        use algorithm::Barrier;
         let number = self.next_call();
         let (n, me) = (self.group.size(), self.me);
         let shape = Shape::sized(Collective::Barrier, "bytes", 0, true).blocking(blocking);
-        let build = move |a: &str| match a {
-            "shared" => Plan::Shared(shared::Shape::Barrier),
-            _ => Plan::Schedule(alg::barrier_dissemination(n, me)),
+        let build = move |a| match a {
+            Barrier::Shared => Plan::Shared(shared::Shape::Barrier),
+            Barrier::Dissemination => Plan::Schedule(alg::barrier_dissemination(n, me)),
         };
         Checked::new(number, shape, build, None)
     }
@@ -716,17 +718,20 @@ impl Comm {
         root: u32,
         buf: &[T],
         blocking: bool,
-    ) -> Result<Checked<T, impl Fn(&'static str) -> Plan>, Error> {
+    ) -> Result<Checked<T, impl Fn(algorithm::Bcast) -> Plan>, Error> {
+        use algorithm::Bcast;
         let number = self.next_call();
         self.check_root(root)?;
         let (n, me, count) = (self.group.size(), self.me, buf.len());
         let bytes = size_of_val(buf) as u64;
         let shape = Shape::sized(Collective::Bcast, "bytes", bytes, true).blocking(blocking);
-        let build = move |a: &str| match a {
-            "shared" => Plan::Shared(shared::Shape::Bcast { root }),
-            "linear" => Plan::Schedule(alg::bcast_linear(n, me, root, count)),
-            "scatter_allgather" => Plan::Schedule(alg::bcast_scatter_allgather(n, me, root, count)),
-            _ => Plan::Schedule(alg::bcast_binomial(n, me, root, count)),
+        let build = move |a| match a {
+            Bcast::Shared => Plan::Shared(shared::Shape::Bcast { root }),
+            Bcast::Linear => Plan::Schedule(alg::bcast_linear(n, me, root, count)),
+            Bcast::ScatterAllgather => {
+                Plan::Schedule(alg::bcast_scatter_allgather(n, me, root, count))
+            }
+            Bcast::Binomial => Plan::Schedule(alg::bcast_binomial(n, me, root, count)),
         };
         Ok(Checked::new(number, shape, build, None))
     }
@@ -755,15 +760,16 @@ impl Comm {
         self.blocking(self.bcast_call(root, buf, true)?, &[], buf)
     }
 
-    /// Reduce (to `root`) or allreduce (`None`).
-    fn reduce_call<'o, T: Reducible>(
+    /// The checked parts of a reduce (to `root`) or allreduce (`None`):
+    /// the call's number, shape and operation.
+    fn reduce_parts<T: Reducible>(
         &self,
         root: Option<u32>,
         input: &[T],
         output: &[T],
-        op: &'o Op<T>,
+        op: &Op<T>,
         blocking: bool,
-    ) -> Result<Checked<T, impl Fn(&'static str) -> Plan + use<'o, T>>, Error> {
+    ) -> Result<(u64, Shape, Combine<T>), Error> {
         let number = self.next_call();
         let collective = match root {
             Some(r) => {
@@ -780,27 +786,62 @@ impl Comm {
             Self::check_len(what, output.len(), input.len())?;
         }
         let combine = Self::combine(op)?;
-        let (n, me, count) = (self.group.size(), self.me, input.len());
-        let commutative = op.is_commutative();
         let bytes = size_of_val(input) as u64;
-        let shape = Shape::sized(collective, T::NAME, bytes, commutative).blocking(blocking);
-        let build = move |a: &str| {
-            Plan::Schedule(match (root, a) {
-                (_, "shared") => {
-                    let left_in_place = op.left_in_place();
+        let shape =
+            Shape::sized(collective, T::NAME, bytes, op.is_commutative()).blocking(blocking);
+        Ok((number, shape, combine))
+    }
+
+    fn reduce_call<'o, T: Reducible>(
+        &self,
+        root: u32,
+        input: &[T],
+        output: &[T],
+        op: &'o Op<T>,
+        blocking: bool,
+    ) -> Result<Checked<T, impl Fn(algorithm::Reduce) -> Plan + use<'o, T>>, Error> {
+        use algorithm::Reduce;
+        let (number, shape, combine) =
+            self.reduce_parts(Some(root), input, output, op, blocking)?;
+        let (n, me, count) = (self.group.size(), self.me, input.len());
+        let commutative = shape.commutative;
+        let build = move |a| {
+            Plan::Schedule(match a {
+                Reduce::Shared => {
                     return Plan::Shared(shared::Shape::Reduce {
-                        root,
-                        left_in_place,
-                    });
+                        root: Some(root),
+                        left_in_place: op.left_in_place(),
+                    })
                 }
-                (Some(root), "linear") => alg::reduce_linear(n, me, root, count),
-                (Some(root), "reduce_scatter_gather") => {
-                    alg::reduce_scatter_gather(n, me, root, count)
+                Reduce::Linear => alg::reduce_linear(n, me, root, count),
+                Reduce::ReduceScatterGather => alg::reduce_scatter_gather(n, me, root, count),
+                Reduce::Binomial => alg::reduce_binomial(n, me, root, count, commutative),
+            })
+        };
+        Ok(Checked::new(number, shape, build, Some(combine)))
+    }
+
+    fn allreduce_call<'o, T: Reducible>(
+        &self,
+        input: &[T],
+        output: &[T],
+        op: &'o Op<T>,
+        blocking: bool,
+    ) -> Result<Checked<T, impl Fn(algorithm::Allreduce) -> Plan + use<'o, T>>, Error> {
+        use algorithm::Allreduce;
+        let (number, shape, combine) = self.reduce_parts(None, input, output, op, blocking)?;
+        let (n, me, count) = (self.group.size(), self.me, input.len());
+        let build = move |a| {
+            Plan::Schedule(match a {
+                Allreduce::Shared => {
+                    return Plan::Shared(shared::Shape::Reduce {
+                        root: None,
+                        left_in_place: op.left_in_place(),
+                    })
                 }
-                (Some(root), _) => alg::reduce_binomial(n, me, root, count, commutative),
-                (None, "ring") => alg::allreduce_ring(n, me, count),
-                (None, "rabenseifner") => alg::allreduce_rabenseifner(n, me, count),
-                (None, _) => alg::allreduce_recursive_doubling(n, me, count),
+                Allreduce::Ring => alg::allreduce_ring(n, me, count),
+                Allreduce::Rabenseifner => alg::allreduce_rabenseifner(n, me, count),
+                Allreduce::RecursiveDoubling => alg::allreduce_recursive_doubling(n, me, count),
             })
         };
         Ok(Checked::new(number, shape, build, Some(combine)))
@@ -819,7 +860,7 @@ impl Comm {
         output: Vec<T>,
         op: Op<T>,
     ) -> Result<Run<'_, T>, Error> {
-        let checked = self.reduce_call(Some(root), &input, &output, &op, false)?;
+        let checked = self.reduce_call(root, &input, &output, &op, false)?;
         let call = self.prepare(checked, (&input, &output))?;
         self.spawn(call, input, output)
     }
@@ -835,7 +876,7 @@ impl Comm {
         output: &mut [T],
         op: Op<T>,
     ) -> Result<(), Error> {
-        let checked = self.reduce_call(Some(root), input, output, &op, true)?;
+        let checked = self.reduce_call(root, input, output, &op, true)?;
         self.blocking(checked, input, output)
     }
 
@@ -850,7 +891,7 @@ impl Comm {
         output: Vec<T>,
         op: Op<T>,
     ) -> Result<Run<'_, T>, Error> {
-        let checked = self.reduce_call(None, &input, &output, &op, false)?;
+        let checked = self.allreduce_call(&input, &output, &op, false)?;
         let call = self.prepare(checked, (&input, &output))?;
         self.spawn(call, input, output)
     }
@@ -865,7 +906,7 @@ impl Comm {
         output: &mut [T],
         op: Op<T>,
     ) -> Result<(), Error> {
-        let checked = self.reduce_call(None, input, output, &op, true)?;
+        let checked = self.allreduce_call(input, output, &op, true)?;
         self.blocking(checked, input, output)
     }
 
@@ -897,27 +938,37 @@ impl Comm {
         };
         let (n, me) = (self.group.size(), self.me);
         let shape = Shape::sized(collective, "bytes", Self::average::<T>(counts), true);
-        let build = |a: &str| {
-            Plan::Schedule(match (gather, a) {
-                (true, "shared") => {
-                    return Plan::Shared(shared::Shape::Gather {
-                        root: Some(root),
-                        counts: counts.to_vec(),
-                    })
-                }
-                (false, "shared") => {
-                    return Plan::Shared(shared::Shape::Scatter {
-                        root,
-                        counts: counts.to_vec(),
-                    })
-                }
-                (true, "linear") => alg::gatherv_linear(n, me, root, counts),
-                (true, _) => alg::gatherv_binomial(n, me, root, counts),
-                (false, "linear") => alg::scatterv_linear(n, me, root, counts),
-                (false, _) => alg::scatterv_binomial(n, me, root, counts),
-            })
-        };
-        self.the_long_way(Checked::new(number, shape, build, None), input, output)
+        if gather {
+            use algorithm::Gather;
+            let build = |a| {
+                Plan::Schedule(match a {
+                    Gather::Shared => {
+                        return Plan::Shared(shared::Shape::Gather {
+                            root: Some(root),
+                            counts: counts.to_vec(),
+                        })
+                    }
+                    Gather::Linear => alg::gatherv_linear(n, me, root, counts),
+                    Gather::Binomial => alg::gatherv_binomial(n, me, root, counts),
+                })
+            };
+            self.the_long_way(Checked::new(number, shape, build, None), input, output)
+        } else {
+            use algorithm::Scatter;
+            let build = |a| {
+                Plan::Schedule(match a {
+                    Scatter::Shared => {
+                        return Plan::Shared(shared::Shape::Scatter {
+                            root,
+                            counts: counts.to_vec(),
+                        })
+                    }
+                    Scatter::Linear => alg::scatterv_linear(n, me, root, counts),
+                    Scatter::Binomial => alg::scatterv_binomial(n, me, root, counts),
+                })
+            };
+            self.the_long_way(Checked::new(number, shape, build, None), input, output)
+        }
     }
 
     /// Gathers every member's `input` (`counts[r]` elements from group
@@ -969,17 +1020,18 @@ impl Comm {
             true,
         )
         .blocking(blocking);
-        let build = |a: &str| {
+        let build = |a| {
+            use algorithm::Allgather;
             Plan::Schedule(match a {
-                "shared" => {
+                Allgather::Shared => {
                     return Plan::Shared(shared::Shape::Gather {
                         root: None,
                         counts: counts.to_vec(),
                     })
                 }
-                "ring" => alg::allgatherv_ring(n, me, counts),
-                "bruck" => alg::allgatherv_bruck(n, me, counts),
-                _ => alg::allgatherv_recursive_doubling(n, me, counts),
+                Allgather::Ring => alg::allgatherv_ring(n, me, counts),
+                Allgather::Bruck => alg::allgatherv_bruck(n, me, counts),
+                Allgather::RecursiveDoubling => alg::allgatherv_recursive_doubling(n, me, counts),
             })
         };
         self.prepare(Checked::new(number, shape, build, None), (input, output))
@@ -1040,17 +1092,24 @@ impl Comm {
             by_size,
             ..Shape::sized(Collective::Alltoall, "bytes", bytes, true)
         };
-        let build = |a: &str| match a {
-            "shared" => Plan::Shared(shared::Shape::Alltoall {
-                sends: sends.to_vec(),
-                recvs: recvs.to_vec(),
-            }),
-            "onesided" => Plan::OneSided {
-                sends: sends.to_vec(),
-                recvs: recvs.to_vec(),
-            },
-            "linear" => Plan::Schedule(alg::alltoallv_linear(n as u32, me, sends, recvs)),
-            _ => Plan::Schedule(alg::alltoallv_pairwise(n as u32, me, sends, recvs)),
+        let build = |a| {
+            use algorithm::Alltoall;
+            match a {
+                Alltoall::Shared => Plan::Shared(shared::Shape::Alltoall {
+                    sends: sends.to_vec(),
+                    recvs: recvs.to_vec(),
+                }),
+                Alltoall::OneSided => Plan::OneSided {
+                    sends: sends.to_vec(),
+                    recvs: recvs.to_vec(),
+                },
+                Alltoall::Linear => {
+                    Plan::Schedule(alg::alltoallv_linear(n as u32, me, sends, recvs))
+                }
+                Alltoall::Pairwise => {
+                    Plan::Schedule(alg::alltoallv_pairwise(n as u32, me, sends, recvs))
+                }
+            }
         };
         self.the_long_way(Checked::new(number, shape, build, None), input, output)
     }
@@ -1179,12 +1238,17 @@ impl Comm {
             bytes,
             op.is_commutative(),
         );
-        let build = |a: &str| match a {
-            "shared" => Plan::Shared(shared::Shape::ReduceScatter {
-                counts: counts.to_vec(),
-            }),
-            "ring" => Plan::Schedule(alg::reduce_scatter_ring(n, me, counts)),
-            _ => Plan::Schedule(alg::reduce_scatter_pairwise(n, me, counts)),
+        let build = |a| {
+            use algorithm::ReduceScatter;
+            match a {
+                ReduceScatter::Shared => Plan::Shared(shared::Shape::ReduceScatter {
+                    counts: counts.to_vec(),
+                }),
+                ReduceScatter::Ring => Plan::Schedule(alg::reduce_scatter_ring(n, me, counts)),
+                ReduceScatter::Pairwise => {
+                    Plan::Schedule(alg::reduce_scatter_pairwise(n, me, counts))
+                }
+            }
         };
         self.the_long_way(
             Checked::new(number, shape, build, Some(combine)),
@@ -1241,7 +1305,7 @@ struct Checked<T, B> {
     combine: Option<Combine<T>>,
 }
 
-impl<T, B: Fn(&'static str) -> Plan> Checked<T, B> {
+impl<T, B> Checked<T, B> {
     fn new(number: u64, shape: Shape, build: B, combine: Option<Combine<T>>) -> Checked<T, B> {
         Checked {
             number,
@@ -1257,7 +1321,7 @@ impl<T, B: Fn(&'static str) -> Plan> Checked<T, B> {
 struct Call<T: bytemuck::Pod + Send> {
     number: u64,
     shape: Shape,
-    algorithm: &'static str,
+    algorithm: Algorithm,
     plan: Plan,
     combine: Option<Combine<T>>,
 }

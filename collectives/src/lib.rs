@@ -22,10 +22,13 @@
 //!   spinning, afresh whenever the call moves on.
 //! - [`op`]: reductions (sum, prod, min, max, band, bor, bxor on integer
 //!   and float elements; user-defined ones, commutative or not).
+//! - [`algorithm`]: the collectives and each one's algorithms as an enum
+//!   ([`algorithm::Allreduce::Ring`], ...), which [`Comm::force`] takes
+//!   and [`Comm::last_algorithm`] answers.
 //! - [`profile`] and [`select`]: performance profiles in a documented,
 //!   versioned text format; the geometry filter; log-log interpolation;
 //!   monitoring; removal of failed algorithms; the per-call choice.
-//! - [`schedule`] and [`algorithms`]: the message algorithms as data,
+//! - [`schedule`] and [`schedule::algorithms`]: the message algorithms as data,
 //!   checked in an in-memory simulator against serial references for 1 to
 //!   7 ranks, uneven and zero counts, every built-in operation and a
 //!   non-commutative one. The shared-memory steps and the one-sided
@@ -44,7 +47,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod algorithms;
+pub mod algorithm;
 mod comm;
 mod error;
 pub mod op;
@@ -54,10 +57,11 @@ pub mod schedule;
 pub mod select;
 mod shared;
 
+pub use algorithm::{Algorithm, Collective};
 pub use comm::Comm;
 pub use error::Error;
 pub use op::{Builtin, Op, Reducible};
-pub use profile::{Collective, Geometry, Profile, ProfileError};
+pub use profile::{Geometry, Profile, ProfileError};
 pub use run::{Buffers, Run};
 pub use select::Selector;
 

@@ -22,74 +22,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::algorithm::{Algorithm, Collective};
+
 /// The header line of version 1.
 pub const HEADER: &str = "onesided-profile 1";
-
-/// A collective operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Collective {
-    /// `barrier`
-    Barrier,
-    /// `bcast`
-    Bcast,
-    /// `reduce`
-    Reduce,
-    /// `allreduce`
-    Allreduce,
-    /// `gather` (and `gatherv`)
-    Gather,
-    /// `scatter` (and `scatterv`)
-    Scatter,
-    /// `allgather` (and `allgatherv`)
-    Allgather,
-    /// `alltoall` (and `alltoallv`)
-    Alltoall,
-    /// `reduce_scatter`
-    ReduceScatter,
-}
-
-impl Collective {
-    /// Every collective.
-    pub const ALL: [Collective; 9] = [
-        Collective::Barrier,
-        Collective::Bcast,
-        Collective::Reduce,
-        Collective::Allreduce,
-        Collective::Gather,
-        Collective::Scatter,
-        Collective::Allgather,
-        Collective::Alltoall,
-        Collective::ReduceScatter,
-    ];
-
-    /// Its name in profiles.
-    pub fn name(self) -> &'static str {
-        match self {
-            Collective::Barrier => "barrier",
-            Collective::Bcast => "bcast",
-            Collective::Reduce => "reduce",
-            Collective::Allreduce => "allreduce",
-            Collective::Gather => "gather",
-            Collective::Scatter => "scatter",
-            Collective::Allgather => "allgather",
-            Collective::Alltoall => "alltoall",
-            Collective::ReduceScatter => "reduce_scatter",
-        }
-    }
-
-    /// The collective named `name` (the `v` variants share their
-    /// collective's entries).
-    pub fn from_name(name: &str) -> Option<Collective> {
-        let base = match name {
-            "gatherv" => "gather",
-            "scatterv" => "scatter",
-            "allgatherv" => "allgather",
-            "alltoallv" => "alltoall",
-            other => other,
-        };
-        Collective::ALL.into_iter().find(|c| c.name() == base)
-    }
-}
 
 /// Where a job runs: how many ranks, and how many share a host (the most
 /// on any host).
@@ -283,19 +219,13 @@ impl Profile {
         interpolate(&points, bytes)
     }
 
-    /// The fastest of `candidates` for `collective` on `bytes` of
-    /// `element` by [`Profile::estimate`] (ties to the earlier candidate);
-    /// `None` when no candidate has entries.
-    pub fn choose<'a>(
-        &self,
-        collective: Collective,
-        element: &str,
-        bytes: u64,
-        candidates: &[&'a str],
-    ) -> Option<&'a str> {
-        let mut best: Option<(&'a str, f64)> = None;
+    /// The fastest of `candidates` on `bytes` of `element` by
+    /// [`Profile::estimate`] (ties to the earlier candidate); `None` when
+    /// no candidate has entries.
+    pub fn choose(&self, element: &str, bytes: u64, candidates: &[Algorithm]) -> Option<Algorithm> {
+        let mut best: Option<(Algorithm, f64)> = None;
         for &c in candidates {
-            if let Some(t) = self.estimate(collective, c, element, bytes) {
+            if let Some(t) = self.estimate(c.collective(), c.name(), element, bytes) {
                 if best.is_none_or(|(_, b)| t < b) {
                     best = Some((c, t));
                 }
@@ -436,6 +366,10 @@ fn interpolate(points: &[(u64, f64)], bytes: u64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::Allreduce;
+
+    const RING: Algorithm = Algorithm::Allreduce(Allreduce::Ring);
+    const RD: Algorithm = Algorithm::Allreduce(Allreduce::RecursiveDoubling);
 
     const TEXT: &str = "onesided-profile 1
 # a comment
@@ -577,23 +511,13 @@ alltoallv pairwise 4 2 bytes 64 7.5
             p.estimate(Collective::Allreduce, "ring", "i32", 8),
             Some(10.0)
         );
-        let both = ["ring", "recursive_doubling"];
-        assert_eq!(
-            p.choose(Collective::Allreduce, "f64", 8, &both),
-            Some("recursive_doubling")
-        );
-        assert_eq!(
-            p.choose(Collective::Allreduce, "f64", 1024, &both),
-            Some("ring")
-        );
+        let both = [RING, RD];
+        assert_eq!(p.choose("f64", 8, &both), Some(RD));
+        assert_eq!(p.choose("f64", 1024, &both), Some(RING));
         // Where the two curves cross (log-log): somewhere in between.
-        let switch =
-            (8..=1024).find(|&b| p.choose(Collective::Allreduce, "f64", b, &both) == Some("ring"));
+        let switch = (8..=1024).find(|&b| p.choose("f64", b, &both) == Some(RING));
         assert!(switch.is_some_and(|b| b > 8 && b < 1024));
-        assert_eq!(
-            p.choose(Collective::Allreduce, "f64", 8, &["rabenseifner"]),
-            None
-        );
+        assert_eq!(p.choose("f64", 8, &[Allreduce::Rabenseifner.into()]), None);
     }
 
     #[test]
@@ -617,16 +541,10 @@ alltoallv pairwise 4 2 bytes 64 7.5
             Some(5.0),
             "nonsense ignored"
         );
-        let both = ["ring", "recursive_doubling"];
-        assert_eq!(
-            p.choose(Collective::Allreduce, "f64", 1024, &both),
-            Some("ring")
-        );
+        let both = [RING, RD];
+        assert_eq!(p.choose("f64", 1024, &both), Some(RING));
         p.remove(Collective::Allreduce, "ring");
-        assert_eq!(
-            p.choose(Collective::Allreduce, "f64", 1024, &both),
-            Some("recursive_doubling")
-        );
+        assert_eq!(p.choose("f64", 1024, &both), Some(RD));
         // Bounded: past MAX_POINTS sizes the nearest point takes new times.
         for i in 0..200u64 {
             p.record(

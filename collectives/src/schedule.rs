@@ -9,6 +9,8 @@
 //!
 //! Slices count elements, not bytes.
 
+pub mod algorithms;
+
 use crate::op::{Op, Reduce, Reducible};
 
 /// Which buffer of a rank a slice lies in.

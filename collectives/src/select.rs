@@ -6,7 +6,11 @@
 
 use std::collections::HashSet;
 
-use crate::profile::{Collective, Geometry, Profile};
+use crate::algorithm::{
+    Algorithm, Allgather, Allreduce, Alltoall, Barrier, Bcast, Collective, Gather, Reduce,
+    ReduceScatter, Scatter,
+};
+use crate::profile::{Geometry, Profile};
 
 /// Environment variable naming the profile file to load at init.
 pub const PROFILE_ENV: &str = "ONESIDED_PROFILE";
@@ -18,32 +22,14 @@ pub const PROFILE_ENV: &str = "ONESIDED_PROFILE";
 pub const FAULT_ENV: &str = "ONESIDED_FAULT";
 
 /// The algorithms named by [`FAULT_ENV`].
-pub(crate) fn faults_from_env() -> HashSet<(Collective, &'static str)> {
+pub(crate) fn faults_from_env() -> HashSet<Algorithm> {
     let text = std::env::var(FAULT_ENV).unwrap_or_default();
     text.split(',')
         .filter_map(|item| {
             let (c, a) = item.trim().split_once(':')?;
-            let c = Collective::ALL.into_iter().find(|k| k.name() == c)?;
-            let a = algorithms(c).iter().find(|n| **n == a)?;
-            Some((c, *a))
+            Algorithm::parse(Collective::from_name(c)?, a)
         })
         .collect()
-}
-
-/// The algorithms of each collective (names as in profiles), the
-/// built-in default for small messages first.
-pub fn algorithms(collective: Collective) -> &'static [&'static str] {
-    match collective {
-        Collective::Barrier => &["dissemination", "shared"],
-        Collective::Bcast => &["binomial", "scatter_allgather", "linear", "shared"],
-        Collective::Reduce => &["binomial", "reduce_scatter_gather", "linear", "shared"],
-        Collective::Allreduce => &["recursive_doubling", "rabenseifner", "ring", "shared"],
-        Collective::Gather => &["binomial", "linear", "shared"],
-        Collective::Scatter => &["binomial", "linear", "shared"],
-        Collective::Allgather => &["recursive_doubling", "bruck", "ring", "shared"],
-        Collective::Alltoall => &["pairwise", "linear", "onesided", "shared"],
-        Collective::ReduceScatter => &["pairwise", "ring", "shared"],
-    }
 }
 
 /// Messages this large (bytes per rank) or larger are "large" for the
@@ -72,42 +58,46 @@ pub fn default_algorithm(
     bytes: u64,
     commutative: bool,
     ranks: u32,
-) -> &'static str {
+) -> Algorithm {
     let large = bytes >= LARGE;
     match collective {
-        Collective::Barrier => "dissemination",
-        Collective::Bcast if large && ranks >= BCAST_SCATTER_FROM => "scatter_allgather",
-        Collective::Bcast => "binomial",
+        Collective::Barrier => Barrier::Dissemination.into(),
+        Collective::Bcast if large && ranks >= BCAST_SCATTER_FROM => Bcast::ScatterAllgather.into(),
+        Collective::Bcast => Bcast::Binomial.into(),
         // reduce_scatter_gather moves less data but measured slower here
         // (2 ranks: 256 KiB 0.36 ms vs 0.06 ms): a profile may pick it.
-        Collective::Reduce => "binomial",
-        Collective::Allreduce if bytes >= ALLREDUCE_RING_FROM && commutative => "ring",
-        Collective::Allreduce => "recursive_doubling",
-        Collective::Gather | Collective::Scatter if large => "linear",
-        Collective::Gather | Collective::Scatter => "binomial",
-        Collective::Allgather if large => "ring",
-        Collective::Allgather => "recursive_doubling",
-        Collective::Alltoall if large => "pairwise",
-        Collective::Alltoall => "linear",
-        Collective::ReduceScatter if large && commutative => "ring",
-        Collective::ReduceScatter => "pairwise",
+        Collective::Reduce => Reduce::Binomial.into(),
+        Collective::Allreduce if bytes >= ALLREDUCE_RING_FROM && commutative => {
+            Allreduce::Ring.into()
+        }
+        Collective::Allreduce => Allreduce::RecursiveDoubling.into(),
+        Collective::Gather if large => Gather::Linear.into(),
+        Collective::Gather => Gather::Binomial.into(),
+        Collective::Scatter if large => Scatter::Linear.into(),
+        Collective::Scatter => Scatter::Binomial.into(),
+        Collective::Allgather if large => Allgather::Ring.into(),
+        Collective::Allgather => Allgather::RecursiveDoubling.into(),
+        Collective::Alltoall if large => Alltoall::Pairwise.into(),
+        Collective::Alltoall => Alltoall::Linear.into(),
+        Collective::ReduceScatter if large && commutative => ReduceScatter::Ring.into(),
+        Collective::ReduceScatter => ReduceScatter::Pairwise.into(),
     }
 }
 
-/// Algorithms only blocking calls run: `onesided` (alltoall by RMA get;
-/// there is no nonblocking alltoall).
-pub fn blocking_only(algorithm: &str) -> bool {
-    algorithm == "onesided"
+/// Algorithms only blocking calls run: the one-sided alltoall (by RMA
+/// get; there is no nonblocking one).
+pub fn blocking_only(algorithm: Algorithm) -> bool {
+    algorithm == Alltoall::OneSided.into()
 }
 
 /// Algorithms that combine operands out of rank order (chosen only for
 /// commutative operations).
-pub(crate) fn reorders(collective: Collective, algorithm: &str) -> bool {
+pub fn reorders(algorithm: Algorithm) -> bool {
     matches!(
-        (collective, algorithm),
-        (Collective::Allreduce, "ring" | "rabenseifner")
-            | (Collective::Reduce, "reduce_scatter_gather")
-            | (Collective::ReduceScatter, "ring")
+        algorithm,
+        Algorithm::Allreduce(Allreduce::Ring | Allreduce::Rabenseifner)
+            | Algorithm::Reduce(Reduce::ReduceScatterGather)
+            | Algorithm::ReduceScatter(ReduceScatter::Ring)
     )
 }
 
@@ -116,7 +106,7 @@ pub(crate) fn reorders(collective: Collective, algorithm: &str) -> bool {
 pub struct Selector {
     profile: Profile,
     geometry: Geometry,
-    failed: HashSet<(Collective, &'static str)>,
+    failed: HashSet<Algorithm>,
 }
 
 impl Selector {
@@ -174,17 +164,17 @@ impl Selector {
         bytes: u64,
         commutative: bool,
         blocking: bool,
-    ) -> Option<&'static str> {
-        let usable: Vec<&'static str> = self
+    ) -> Option<Algorithm> {
+        let usable: Vec<Algorithm> = self
             .usable(collective, blocking)
-            .filter(|a| commutative || !reorders(collective, a))
+            .filter(|a| commutative || !reorders(*a))
             .collect();
-        if let Some(best) = self.profile.choose(collective, element, bytes, &usable) {
+        if let Some(best) = self.profile.choose(element, bytes, &usable) {
             return Some(best);
         }
         let one_host = self.geometry.ranks_per_host >= self.geometry.ranks;
         let default = if one_host {
-            "shared"
+            Algorithm::shared(collective)
         } else {
             default_algorithm(collective, bytes, commutative, self.geometry.ranks)
         };
@@ -195,57 +185,55 @@ impl Selector {
     }
 
     /// The algorithms of `collective` that have not failed (and run
-    /// nonblocking unless `blocking`), in [`algorithms`] order.
+    /// nonblocking unless `blocking`), in [`Algorithm::all`] order.
     fn usable(
         &self,
         collective: Collective,
         blocking: bool,
-    ) -> impl Iterator<Item = &'static str> + '_ {
-        algorithms(collective)
+    ) -> impl Iterator<Item = Algorithm> + '_ {
+        Algorithm::all(collective)
             .iter()
             .copied()
-            .filter(move |a| !self.failed.contains(&(collective, *a)))
-            .filter(move |a| blocking || !blocking_only(a))
+            .filter(move |a| !self.failed.contains(a))
+            .filter(move |a| blocking || !blocking_only(*a))
     }
 
     /// For calls whose sizes differ per rank, which cannot choose by size:
     /// `shared` when every member is on one host, else the first algorithm
     /// of `collective` that has not failed (and runs nonblocking unless
     /// `blocking`).
-    pub fn first(&self, collective: Collective, blocking: bool) -> Option<&'static str> {
+    pub fn first(&self, collective: Collective, blocking: bool) -> Option<Algorithm> {
         let one_host = self.geometry.ranks_per_host >= self.geometry.ranks;
-        let shared = self.usable(collective, blocking).find(|a| *a == "shared");
+        let shared = self.usable(collective, blocking).find(|a| a.is_shared());
         shared
             .filter(|_| one_host)
             .or_else(|| self.usable(collective, blocking).next())
     }
 
     /// The algorithms that failed here.
-    pub fn failures(&self) -> impl Iterator<Item = (Collective, &'static str)> + '_ {
+    pub fn failures(&self) -> impl Iterator<Item = Algorithm> + '_ {
         self.failed.iter().copied()
     }
 
     /// Monitoring: a call of `algorithm` took `us` microseconds.
-    pub fn observe(
-        &mut self,
-        collective: Collective,
-        algorithm: &str,
-        element: &str,
-        bytes: u64,
-        us: f64,
-    ) {
-        self.profile
-            .record(collective, algorithm, self.geometry, element, bytes, us);
+    pub fn observe(&mut self, algorithm: Algorithm, element: &str, bytes: u64, us: f64) {
+        self.profile.record(
+            algorithm.collective(),
+            algorithm.name(),
+            self.geometry,
+            element,
+            bytes,
+            us,
+        );
     }
 
     /// `algorithm` failed during a call: it is never chosen again (its
     /// entries leave the profile); the call goes on with
     /// [`Selector::choose`]'s next answer.
-    pub fn failed(&mut self, collective: Collective, algorithm: &str) {
-        self.profile.remove(collective, algorithm);
-        if let Some(a) = algorithms(collective).iter().find(|a| **a == algorithm) {
-            self.failed.insert((collective, a));
-        }
+    pub fn failed(&mut self, algorithm: Algorithm) {
+        self.profile
+            .remove(algorithm.collective(), algorithm.name());
+        self.failed.insert(algorithm);
     }
 }
 
@@ -266,19 +254,19 @@ mod tests {
         let s = Selector::new(None, g());
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 8, true, false),
-            Some("recursive_doubling")
+            Some(Allreduce::RecursiveDoubling.into())
         );
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 1 << 20, true, false),
-            Some("ring")
+            Some(Allreduce::Ring.into())
         );
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 1 << 20, false, false),
-            Some("recursive_doubling")
+            Some(Allreduce::RecursiveDoubling.into())
         );
         assert_eq!(
             s.choose(Collective::Bcast, "bytes", 1 << 20, true, false),
-            Some("binomial"),
+            Some(Bcast::Binomial.into()),
             "4 ranks"
         );
         let eight = Selector::new(
@@ -290,7 +278,7 @@ mod tests {
         );
         assert_eq!(
             eight.choose(Collective::Bcast, "bytes", 1 << 20, true, false),
-            Some("scatter_allgather")
+            Some(Bcast::ScatterAllgather.into())
         );
         // On one host, calls go through shared memory.
         let one_host = Selector::new(
@@ -303,15 +291,15 @@ mod tests {
         for blocking in [true, false] {
             assert_eq!(
                 one_host.choose(Collective::Allreduce, "f64", 8, false, blocking),
-                Some("shared")
+                Some(Allreduce::Shared.into())
             );
         }
         for c in Collective::ALL {
             for bytes in [0, 8, LARGE, 1 << 25] {
                 for (commutative, ranks) in [(true, 2), (false, 2), (true, 8), (false, 16)] {
                     let d = default_algorithm(c, bytes, commutative, ranks);
-                    assert!(algorithms(c).contains(&d), "{c:?} {d}");
-                    assert!(commutative || !reorders(c, d), "{c:?} {d}");
+                    assert_eq!(d.collective(), c, "{d}");
+                    assert!(commutative || !reorders(d), "{d}");
                 }
             }
         }
@@ -329,28 +317,27 @@ allreduce hypercube 4 4 f64 0 0.5
         let mut s = Selector::new(Some(&p), g());
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 8, true, false),
-            Some("ring")
+            Some(Allreduce::Ring.into())
         );
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 8, false, false),
-            Some("recursive_doubling"),
+            Some(Allreduce::RecursiveDoubling.into()),
             "ring reorders"
         );
-        s.failed(Collective::Allreduce, "ring");
+        s.failed(Allreduce::Ring.into());
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 8, true, false),
-            Some("recursive_doubling")
+            Some(Allreduce::RecursiveDoubling.into())
         );
-        s.failed(Collective::Allreduce, "recursive_doubling");
-        s.failed(Collective::Allreduce, "rabenseifner");
-        s.failed(Collective::Allreduce, "hypercube");
+        s.failed(Allreduce::RecursiveDoubling.into());
+        s.failed(Allreduce::Rabenseifner.into());
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 8, true, true),
-            Some("shared")
+            Some(Allreduce::Shared.into())
         );
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 8, true, false),
-            Some("shared"),
+            Some(Allreduce::Shared.into()),
         );
         let q = Profile::parse(
             "onesided-profile 1\nalltoall onesided 4 2 bytes 8 0.1\n",
@@ -360,14 +347,14 @@ allreduce hypercube 4 4 f64 0 0.5
         let fastest = Selector::new(Some(&q), g());
         assert_eq!(
             fastest.choose(Collective::Alltoall, "bytes", 8, true, true),
-            Some("onesided")
+            Some(Alltoall::OneSided.into())
         );
         assert_eq!(
             fastest.choose(Collective::Alltoall, "bytes", 8, true, false),
-            Some("linear"),
+            Some(Alltoall::Linear.into()),
             "no nonblocking one-sided alltoall"
         );
-        s.failed(Collective::Allreduce, "shared");
+        s.failed(Allreduce::Shared.into());
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 8, true, false),
             None,
@@ -376,11 +363,11 @@ allreduce hypercube 4 4 f64 0 0.5
         // Monitoring moves the choice.
         let mut s = Selector::new(Some(&p), g());
         for _ in 0..20 {
-            s.observe(Collective::Allreduce, "ring", "f64", 8, 10.0);
+            s.observe(Allreduce::Ring.into(), "f64", 8, 10.0);
         }
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 8, true, false),
-            Some("recursive_doubling")
+            Some(Allreduce::RecursiveDoubling.into())
         );
     }
 
@@ -399,7 +386,7 @@ allreduce hypercube 4 4 f64 0 0.5
         assert!(warning.contains("bad.profile line 2"), "{warning}");
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 8, true, false),
-            Some("recursive_doubling")
+            Some(Allreduce::RecursiveDoubling.into())
         );
         std::env::set_var(PROFILE_ENV, dir.join("missing.profile"));
         assert!(Selector::from_env(g())

@@ -158,12 +158,12 @@ fn onesided_tune_writes_a_profile_the_library_uses() {
     let profile = onesided_collectives::Profile::parse(&text, "tuned").unwrap();
     // Every algorithm of every collective was measured.
     for c in onesided_collectives::Collective::ALL {
-        for a in onesided_collectives::select::algorithms(c) {
+        for a in onesided_collectives::Algorithm::all(c) {
             assert!(
                 profile
                     .entries()
                     .iter()
-                    .any(|e| e.collective == c && e.algorithm == *a),
+                    .any(|e| e.collective == c && e.algorithm == a.name()),
                 "{c:?} {a} missing"
             );
         }

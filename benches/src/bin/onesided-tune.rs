@@ -32,9 +32,8 @@ use std::process::{Command, ExitCode, Stdio};
 use clap::Parser;
 use std::time::Instant;
 
-use onesided_collectives::profile::{Collective, Entry, Profile};
-use onesided_collectives::select::algorithms;
-use onesided_collectives::{Comm, Op};
+use onesided_collectives::profile::{Entry, Profile};
+use onesided_collectives::{Algorithm, Collective, Comm, Op};
 use onesided_rma::Group;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -211,7 +210,7 @@ fn rank(scale: f64, max_bytes: usize, check: bool) -> Result<()> {
         for (algorithm, us) in runnable(&comm, point.collective).into_iter().zip(times) {
             entries.push(Entry {
                 collective: point.collective,
-                algorithm: algorithm.to_string(),
+                algorithm: algorithm.name().to_string(),
                 geometry,
                 element: point.element.to_string(),
                 bytes: point.bytes as u64,
@@ -235,12 +234,12 @@ fn rank(scale: f64, max_bytes: usize, check: bool) -> Result<()> {
 
 /// The algorithms of `collective` that run on this job's geometry
 /// (`shared` needs every rank on one host).
-fn runnable(comm: &Comm, collective: Collective) -> Vec<&'static str> {
+fn runnable(comm: &Comm, collective: Collective) -> Vec<Algorithm> {
     let g = comm.geometry();
-    algorithms(collective)
+    Algorithm::all(collective)
         .iter()
         .copied()
-        .filter(|a| *a != "shared" || g.ranks_per_host == g.ranks)
+        .filter(|a| !a.is_shared() || g.ranks_per_host == g.ranks)
         .collect()
 }
 
@@ -300,13 +299,14 @@ fn points(max_bytes: usize, every_element: bool) -> Vec<Point> {
 /// For each point of `grid`, the median time of each of its `variants`
 /// (an algorithm forced, or `None`: the choice) over [`PASSES`] passes,
 /// and [`MORE_PASSES`] more where the choice is [`close`].
-fn medians<'a>(
+fn medians(
     comm: &Comm,
     grid: &[Point],
-    variants: impl Fn(Collective) -> Vec<Option<&'a str>>,
+    variants: impl Fn(Collective) -> Vec<Option<Algorithm>>,
     scale: f64,
 ) -> Result<Vec<Vec<f64>>> {
-    let variants: Vec<Vec<Option<&str>>> = grid.iter().map(|p| variants(p.collective)).collect();
+    let variants: Vec<Vec<Option<Algorithm>>> =
+        grid.iter().map(|p| variants(p.collective)).collect();
     let mut times: Vec<Vec<Vec<f64>>> =
         variants.iter().map(|v| vec![Vec::new(); v.len()]).collect();
     let mut again = vec![true; grid.len()];
@@ -324,10 +324,13 @@ fn medians<'a>(
             // Who goes first turns from pass to pass: the first variant
             // measured at a point is the slower one more often than not.
             for i in (0..variants.len()).map(|i| (i + pass) % variants.len()) {
-                comm.force(c, variants[i])?;
+                match variants[i] {
+                    Some(a) => comm.force(a),
+                    None => comm.unforce(c),
+                }
                 times[i].push(measure(comm, c, point.element, bytes, reps(bytes, scale))?);
             }
-            comm.force(c, None)?;
+            comm.unforce(c);
         }
     }
     Ok(times.iter().map(|t| median_of(t)).collect())
@@ -347,7 +350,7 @@ fn median_of(times: &[Vec<f64>]) -> Vec<f64> {
 
 /// Whether the two fastest algorithms forced among `variants` (not the
 /// choice, `None`) took times within [`CLOSE`] of each other.
-fn close(variants: &[Option<&str>], medians: &[f64]) -> bool {
+fn close<A>(variants: &[Option<A>], medians: &[f64]) -> bool {
     let mut forced: Vec<f64> = (variants.iter().zip(medians))
         .filter(|(v, _)| v.is_some())
         .map(|(_, t)| *t)

@@ -14,7 +14,8 @@
 
 use std::process::exit;
 
-use onesided_collectives::{Builtin, Collective, Comm, Op};
+use onesided_collectives::algorithm::{Allgather, Alltoall, Bcast};
+use onesided_collectives::{Algorithm, Builtin, Collective, Comm, Op};
 use onesided_fabric::World;
 use onesided_rma::{Group, Request};
 use onesided_tests::rank::{check, die_when_told, must};
@@ -431,14 +432,21 @@ fn mismatch(comm: &Comm, truncates: bool) {
     // they got too little, so their children fail too, naming them.
     for (algorithm, name, says) in [
         (None, "bcast", "group rank 0 passed 80 bytes"),
-        (Some("linear"), "linear bcast", "group rank 0 sent 80 bytes"),
         (
-            Some("binomial"),
+            Some(Bcast::Linear),
+            "linear bcast",
+            "group rank 0 sent 80 bytes",
+        ),
+        (
+            Some(Bcast::Binomial),
             "binomial bcast",
             "bytes where this member expects 160",
         ),
     ] {
-        must(me, "force", comm.force(Collective::Bcast, algorithm));
+        match algorithm {
+            Some(a) => comm.force(a),
+            None => comm.unforce(Collective::Bcast),
+        }
         match comm.bcast(0, &mut buf) {
             Ok(()) => check(me, me == 0, || format!("a mismatched {name} succeeded")),
             Err(e) => {
@@ -452,7 +460,7 @@ fn mismatch(comm: &Comm, truncates: bool) {
     // algorithm's, through pooled buffers (small) and for messages that
     // land straight in the members' buffers (large); a right call follows.
     // Too much only where the provider gets over it (`truncates`).
-    must(me, "force", comm.force(Collective::Bcast, Some("linear")));
+    comm.force(Bcast::Linear);
     let too_much = (
         16384,
         8192,
@@ -485,7 +493,7 @@ fn mismatch(comm: &Comm, truncates: bool) {
     check(me, big.iter().all(|v| *v == 0), || {
         "bcast after a direct mismatch".into()
     });
-    must(me, "force", comm.force(Collective::Bcast, None));
+    comm.unforce(Collective::Bcast);
     // Larger: the root's call takes 32 steps, the others' would take 64
     // (they fail at the first); the calls after meet again.
     let mut large = vec![7i64; if me == 0 { 8192 } else { 16384 }];
@@ -520,11 +528,7 @@ fn mismatch(comm: &Comm, truncates: bool) {
     // each block into the peers' outputs) where the last member's counts
     // differ but add up to the same total: every member fails before
     // writing anything, and a right one follows.
-    must(
-        me,
-        "force",
-        comm.force(Collective::Allgather, Some("shared")),
-    );
+    comm.force(Allgather::Shared);
     let even = 4_200_000 / n as usize;
     let mut counts = vec![even; n as usize];
     if me == n - 1 {
@@ -554,7 +558,7 @@ fn mismatch(comm: &Comm, truncates: bool) {
     let (mine, concat) = blocks(me, &counts);
     must(me, "allgatherv", comm.allgatherv(&mine, &mut all, &counts));
     check(me, all == concat, || "allgatherv after a mismatch".into());
-    must(me, "force", comm.force(Collective::Allgather, None));
+    comm.unforce(Collective::Allgather);
     alltoallv_mismatch(comm);
     // Nonblocking calls dropped unfinished on every member, the later
     // one first: the calls after them go on.
@@ -573,7 +577,7 @@ fn mismatch(comm: &Comm, truncates: bool) {
     abandoned_bcast(comm);
     // The caller's mistakes are not the algorithms' failures.
     let failed: Vec<String> = (comm.observed().failures())
-        .map(|(c, a)| format!("{} {a}", c.name()))
+        .map(|a| format!("{} {a}", a.collective().name()))
         .collect();
     check(me, failed.is_empty(), || {
         format!("failed algorithms: {failed:?}")
@@ -641,12 +645,14 @@ fn alltoallv_mismatch(comm: &Comm) {
     if me == 1 {
         recvs[0] += 1000;
     }
-    for algorithm in ["shared", "onesided", "pairwise", "linear"] {
-        must(
-            me,
-            "force",
-            comm.force(Collective::Alltoall, Some(algorithm)),
-        );
+    for algorithm in [
+        Alltoall::Shared,
+        Alltoall::OneSided,
+        Alltoall::Pairwise,
+        Alltoall::Linear,
+    ] {
+        let algorithm = Algorithm::from(algorithm);
+        comm.force(algorithm);
         let mut input: Vec<i64> = (0..n * PER).map(|i| value(me, i)).collect();
         let mut short = vec![0i64; recvs.iter().sum()];
         match comm.alltoallv(&input, &sends, &mut short, &recvs) {
@@ -682,7 +688,7 @@ fn alltoallv_mismatch(comm: &Comm) {
             format!("{algorithm} alltoallv after a mismatch")
         });
     }
-    must(me, "force", comm.force(Collective::Alltoall, None));
+    comm.unforce(Collective::Alltoall);
 }
 
 /// `coll-check victim` (under `osrun --ft`): rank 1 dies when rank 0
@@ -748,22 +754,25 @@ fn main() {
         // Every algorithm of every collective, forced in turn.
         let most = Collective::ALL
             .iter()
-            .map(|c| onesided_collectives::select::algorithms(*c).len())
+            .map(|c| Algorithm::all(*c).len())
             .max()
             .unwrap_or(0);
         for i in 0..most {
             for c in Collective::ALL {
-                let algs = onesided_collectives::select::algorithms(c);
+                let algs = Algorithm::all(c);
                 let a = algs[i % algs.len()];
                 // Shared memory needs every rank on one host.
                 let g = comm.geometry();
-                let runs = a != "shared" || g.ranks_per_host == g.ranks;
-                must(me, "force", comm.force(c, runs.then_some(a)));
+                if !a.is_shared() || g.ranks_per_host == g.ranks {
+                    comm.force(a);
+                } else {
+                    comm.unforce(c);
+                }
             }
             used.extend(run(&comm, "forced"));
         }
         for c in Collective::ALL {
-            must(me, "unforce", comm.force(c, None));
+            comm.unforce(c);
         }
     }
     used.extend(run(&comm, "world"));
