@@ -201,10 +201,8 @@ pub(crate) struct State {
     /// Peers' shared memory mapped here, by name: kept across windows,
     /// since freed regions are reused.
     mappings: Mutex<FastMap<String, Arc<Mapping>>>,
-    /// Registered data regions ready for the next exposures.
-    pool: Mutex<Vec<MemoryRegion>>,
-    /// Registered header regions ready for the next exposures.
-    headers: Mutex<Vec<MemoryRegion>>,
+    /// Registered regions ready for the next exposures.
+    pools: Mutex<Pools>,
     /// Regions peers may still access: kept, never reused, while the `Rma`
     /// lives.
     retired: Mutex<Vec<MemoryRegion>>,
@@ -217,8 +215,16 @@ pub(crate) struct State {
     /// Per group key: barriers completed in order, and those completed
     /// ahead of an earlier one.
     barriers_done: Mutex<FastMap<u64, (u64, FastSet<u64>)>>,
-    /// Boards of peers on this host, mapped on first use (`None`: none).
-    boards: Mutex<FastMap<u32, Option<Arc<Mapping>>>>,
+    /// Boards of the job's ranks on this host, mapped on first use
+    /// (`None`: none), by rank.
+    boards: Vec<OnceLock<Option<Arc<Mapping>>>>,
+}
+
+/// Registered regions ready for the next exposures: headers, and data.
+#[derive(Default)]
+struct Pools {
+    headers: Vec<MemoryRegion>,
+    data: Vec<MemoryRegion>,
 }
 
 impl Rma {
@@ -282,13 +288,12 @@ impl Rma {
                 served,
                 attachments: Mutex::default(),
                 mappings: Mutex::default(),
-                pool: Mutex::default(),
-                headers: Mutex::default(),
+                pools: Mutex::default(),
                 retired: Mutex::default(),
                 releasing: Mutex::default(),
                 created: Mutex::default(),
                 directory,
-                boards: Mutex::default(),
+                boards: (0..ep.size()).map(|_| OnceLock::new()).collect(),
                 barriers_done: Mutex::default(),
             }),
         })
@@ -328,16 +333,7 @@ impl Rma {
             RemoteAccess::ReadOnly => Access::REMOTE_READ,
             RemoteAccess::ReadWrite => Access::REMOTE_READ | Access::REMOTE_WRITE,
         };
-        let header = self.state.region(
-            &self.state.headers,
-            HEADER,
-            Access::REMOTE_READ | Access::REMOTE_WRITE,
-        )?;
-        let data = if len > 0 {
-            Some(self.state.region(&self.state.pool, len, access)?)
-        } else {
-            None
-        };
+        let (header, data) = self.state.regions(len, access)?;
         // A peer that maps the header checks this, so that it never takes
         // another process's memory of the same name for this one.
         let nonce = nonce();
@@ -488,16 +484,16 @@ impl State {
 
     /// `rank`'s board, when it is on this host and has one.
     pub(crate) fn board(&self, rank: u32) -> Option<Arc<Mapping>> {
-        if let Some(known) = lock_state(&self.boards).get(&rank) {
-            return known.clone();
+        let find = || {
+            self.same_host(rank)
+                .then(|| self.ep.board_name(rank))
+                .flatten()
+                .and_then(|name| self.map(name, directory::LEN))
+        };
+        match self.boards.get(rank as usize) {
+            Some(slot) => slot.get_or_init(find).clone(),
+            None => find(),
         }
-        let board = self
-            .same_host(rank)
-            .then(|| self.ep.board_name(rank))
-            .flatten()
-            .and_then(|name| self.map(name, directory::LEN));
-        lock_state(&self.boards).insert(rank, board.clone());
-        board
     }
 
     /// Whether `rank` shares this process's host (and its shared memory).
@@ -508,16 +504,15 @@ impl State {
         }
     }
 
-    /// A registered shared region of at least `len` bytes with `access`:
-    /// the smallest that fits from `pool`, else a new one.
-    fn region(
+    /// The registered shared regions of a new exposure: a header, and
+    /// `len` bytes of data with `access` (none when `len` is 0); the
+    /// smallest pooled ones that fit, else new ones.
+    fn regions(
         &self,
-        pool: &Mutex<Vec<MemoryRegion>>,
         len: usize,
         access: Access,
-    ) -> Result<MemoryRegion, Error> {
-        let pooled = {
-            let mut pool = lock_state(pool);
+    ) -> Result<(MemoryRegion, Option<MemoryRegion>), Error> {
+        fn take(pool: &mut Vec<MemoryRegion>, len: usize, access: Access) -> Option<MemoryRegion> {
             let best = pool
                 .iter()
                 .enumerate()
@@ -525,19 +520,34 @@ impl State {
                 .min_by_key(|(_, r)| r.len())
                 .map(|(i, _)| i);
             best.map(|i| pool.swap_remove(i))
-        };
-        match pooled {
-            Some(region) => Ok(region),
-            None => Ok(self.ep.register_shared(len.max(1), access)?),
         }
+        let header_access = Access::REMOTE_READ | Access::REMOTE_WRITE;
+        let (header, data) = {
+            let mut pools = lock_state(&self.pools);
+            let header = take(&mut pools.headers, HEADER, header_access);
+            let data = (len > 0).then(|| take(&mut pools.data, len, access));
+            (header, data)
+        };
+        let header = match header {
+            Some(h) => h,
+            None => self.ep.register_shared(HEADER, header_access)?,
+        };
+        let data = match data {
+            None => None,
+            Some(Some(d)) => Some(d),
+            Some(None) => Some(self.ep.register_shared(len, access)?),
+        };
+        Ok((header, data))
     }
 
-    /// Keeps a region in `pool` for the next exposures (a few at most).
-    fn pool(pool: &Mutex<Vec<MemoryRegion>>, region: MemoryRegion) {
+    /// Keeps an exposure's regions for the next exposures (a few at most).
+    fn pool(&self, header: Option<MemoryRegion>, data: Option<MemoryRegion>) {
         const POOLED: usize = 32;
-        let mut pool = lock_state(pool);
-        if pool.len() < POOLED {
-            pool.push(region);
+        let pools = &mut *lock_state(&self.pools);
+        for (pool, region) in [(&mut pools.headers, header), (&mut pools.data, data)] {
+            if let Some(region) = region.filter(|_| pool.len() < POOLED) {
+                pool.push(region);
+            }
         }
     }
 
@@ -552,7 +562,6 @@ impl State {
             served.pushed.retain(|(x, _), _| *x != id);
         }
         self.directory.withdraw(id);
-        lock_state(&self.attachments).retain(|(_, x), _| *x != id);
         let mut mappings = lock_state(&self.mappings);
         if mappings.len() > MAPPINGS_KEPT {
             mappings.retain(|_, m| Arc::strong_count(m) > 1);
@@ -947,7 +956,11 @@ impl Drop for Exposed {
     fn drop(&mut self) {
         let memory = (self.header.take(), self.data.take());
         let tainted = *self.tainted.get_mut();
-        let dynamic = lock_state(&self.dynamic).take();
+        let dynamic = self
+            .dynamic
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         self.rma
             .release(self.id, &self.group, memory, dynamic, tainted);
     }

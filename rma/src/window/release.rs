@@ -99,12 +99,7 @@ impl State {
                 retired.extend(r.data);
                 continue;
             }
-            if let Some(h) = r.header {
-                State::pool(&self.headers, h);
-            }
-            if let Some(d) = r.data {
-                State::pool(&self.pool, d);
-            }
+            self.pool(r.header, r.data);
         }
         lock_state(&self.releasing).len()
     }
