@@ -36,6 +36,20 @@ pub enum Error {
     /// Collectives: mismatched calls, operations, late members, profiles.
     #[error(transparent)]
     Collective(onesided_collectives::Error),
+    /// Malleability: reconfigurations and registered data.
+    #[error(transparent)]
+    Mam(onesided_mam::Error),
+}
+
+impl From<onesided_mam::Error> for Error {
+    fn from(e: onesided_mam::Error) -> Error {
+        match e {
+            onesided_mam::Error::Fabric(f) => Error::Fabric(f),
+            onesided_mam::Error::Rma(r) => Error::from(r),
+            onesided_mam::Error::Collective(c) => Error::from(c),
+            other => Error::Mam(other),
+        }
+    }
 }
 
 impl From<onesided_fabric::Error> for Error {

@@ -12,6 +12,8 @@
 //! - [`Request`]: one trait for RMA requests, barriers and nonblocking
 //!   collectives, with [`wait_all`], [`wait_any`] and [`test_all`] over
 //!   mixed sets.
+//! - [`mam`]: redistribution of registered data for malleable jobs (jobs
+//!   whose process count changes at checkpoints).
 //! - [`Error`]: one error type; each layer's error converts into it whole.
 //!
 //! Every handle ([`World`], [`Rma`], [`Exposure`], [`Window`], [`Comm`]) is
@@ -65,6 +67,7 @@ pub use onesided_collectives as collectives;
 pub use onesided_collectives::{Buffers, Comm, Op, Reducible, Run};
 pub use onesided_fabric as fabric;
 pub use onesided_fabric::World;
+pub use onesided_mam as mam;
 pub use onesided_rma as rma;
 pub use onesided_rma::{
     test_all, wait_all, wait_any, Assert, Barrier, Element, Epoch, Exposure, Group, LockKind,

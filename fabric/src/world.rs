@@ -194,6 +194,28 @@ impl World {
         drop(self.endpoint);
         pmi.finalize()
     }
+
+    /// Leaves a job that goes on without this process (a process retired
+    /// by a shrinking reconfiguration): closes the endpoint and tells the
+    /// process manager this process is done, without waiting for the
+    /// others, which finalize later. The process may then exit with
+    /// status 0. Like [`World::finalize`], it refuses while other handles
+    /// of the endpoint are held.
+    ///
+    /// # Errors
+    /// [`Error::StillShared`]; as [`Pmi::finalize`].
+    pub fn leave(self) -> Result<()> {
+        let others = self.endpoint.handles() - 1;
+        if others > 0 {
+            return Err(Error::StillShared {
+                op: "leave",
+                handles: others,
+            });
+        }
+        let pmi = self.pmi.into_inner().unwrap_or_else(|p| p.into_inner());
+        drop(self.endpoint);
+        pmi.finalize()
+    }
 }
 
 /// Bytes of a process's board (see [`Endpoint::board_name`]).
