@@ -47,6 +47,7 @@ use crate::handles::Handles;
 use crate::mapping::Mapping;
 use crate::matching::{SourceMatch, MAX_TAG};
 use crate::memory::{register_memory, Access, LocalRegion, MemoryRegion, RemoteMemory};
+use crate::peers::{Peer, Peers};
 use crate::progress::{timeout_from_secs, Backoff, ProgressMode, DEFAULT_MAX_SLEEP};
 use crate::provider::{MrMode, Provider};
 use crate::slots::Slots;
@@ -404,6 +405,7 @@ impl Core {
         self.addrs
             .get(rank as usize)
             .copied()
+            .filter(|&a| a != sys::FI_ADDR_NOTAVAIL)
             .ok_or_else(|| Error::InvalidRank {
                 rank,
                 size: self.addrs.len() as u32,
@@ -610,11 +612,8 @@ pub struct Endpoint {
 struct Inner {
     shared: Arc<Shared>,
     rank: u32,
-    size: u32,
-    /// Each rank's host identity ([`crate::world::host_id`]), when known.
-    hosts: Vec<u64>,
-    /// Each rank's board name (empty when it has none).
-    boards: Vec<String>,
+    /// Each rank's name, host and board; grows as processes join.
+    peers: Peers,
     /// The CPUs the ranks on this process's host may run on together.
     host_cpus: usize,
     /// This process's board, kept alive (and removed at the end) here; it
@@ -743,10 +742,12 @@ impl Endpoint {
             inner: Arc::new(Inner {
                 shared,
                 rank: 0,
-                size: 1,
+                peers: {
+                    let peers = Peers::new();
+                    peers.grow(1);
+                    peers
+                },
                 background,
-                hosts: Vec::new(),
-                boards: Vec::new(),
                 host_cpus: crate::world::online_cpus(),
                 _board: None,
             }),
@@ -769,6 +770,9 @@ impl Endpoint {
     /// [`Error::InvalidRank`] when `rank` is not below `names.len()` or there
     /// are more than [`MAX_RANKS`] names; [`Error::Fabric`] when
     /// `fi_av_insert` refuses a name; [`Error::StillShared`] when other handles of the endpoint exist.
+    ///
+    /// An empty name stands for a rank that has left the job (not this
+    /// one): it is counted dead.
     pub fn connect(&mut self, rank: u32, names: &[Vec<u8>]) -> Result<()> {
         let inner = self.unique("connect")?;
         let size = u32::try_from(names.len())
@@ -784,15 +788,98 @@ impl Endpoint {
         let mut core = inner.shared.lock();
         let own_len = core.handles.name()?.len();
         let mut addrs = Vec::with_capacity(names.len());
-        for name in names {
-            addrs.push(core.handles.insert_address(name, own_len)?);
+        for (r, name) in names.iter().enumerate() {
+            addrs.push(match name.is_empty() && r as u32 != rank {
+                true => sys::FI_ADDR_NOTAVAIL,
+                false => core.handles.insert_address(name, own_len)?,
+            });
         }
         core.addrs = addrs;
         core.rank = rank;
         drop(core);
         inner.rank = rank;
-        inner.size = size;
+        inner.peers = Peers::new();
+        for (r, name) in names.iter().enumerate() {
+            inner.peers.set(
+                r as u32,
+                Peer {
+                    name: name.clone(),
+                    ..Peer::default()
+                },
+            );
+            if name.is_empty() {
+                inner.shared.mark_dead(r as u32);
+            }
+        }
+        inner.peers.grow(size);
         Ok(())
+    }
+
+    /// Makes room for `count` processes that join the job as its next
+    /// ranks, which it returns: their control-plane requests are received
+    /// from now on, their addresses come with [`Endpoint::add_peer`]
+    /// (until then, operations to them fail with [`Error::InvalidRank`]).
+    /// Every process of the job reserves the same ranks.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRank`] beyond [`MAX_RANKS`].
+    pub fn reserve(&self, count: u32) -> Result<std::ops::Range<u32>> {
+        let mut core = self.inner.shared.lock();
+        let first = self.inner.peers.len();
+        let end =
+            first
+                .checked_add(count)
+                .filter(|&e| e <= MAX_RANKS)
+                .ok_or(Error::InvalidRank {
+                    rank: MAX_RANKS,
+                    size: MAX_RANKS,
+                })?;
+        core.addrs.resize(end as usize, sys::FI_ADDR_NOTAVAIL);
+        let services: Vec<u16> = core.control.handlers.keys().copied().collect();
+        for peer in first..end {
+            for &service in &services {
+                let buffer = vec![0u8; 8 + control::MAX_REQUEST].into_boxed_slice();
+                core.post_request_receive(service, peer, buffer);
+            }
+        }
+        drop(core);
+        self.inner.peers.grow(end);
+        Ok(first..end)
+    }
+
+    /// Learns the address and placement of `rank`, a process that joined
+    /// the job (a rank [`Endpoint::reserve`]d here).
+    ///
+    /// # Errors
+    /// [`Error::InvalidRank`] for a rank not reserved or known already;
+    /// [`Error::BadDescriptor`] or [`Error::Fabric`] for a name the
+    /// provider refuses.
+    pub fn add_peer(&self, rank: u32, name: &[u8], host: u64, board: String) -> Result<()> {
+        let mut core = self.inner.shared.lock();
+        let size = core.addrs.len() as u32;
+        match core.addrs.get(rank as usize) {
+            Some(&a) if a == sys::FI_ADDR_NOTAVAIL && self.inner.peers.get(rank).is_none() => {}
+            _ => return Err(Error::InvalidRank { rank, size }),
+        }
+        let own_len = core.handles.name()?.len();
+        let addr = core.handles.insert_address(name, own_len)?;
+        core.addrs[rank as usize] = addr;
+        drop(core);
+        self.inner.peers.set(
+            rank,
+            Peer {
+                name: name.to_vec(),
+                host: Some(host),
+                board,
+            },
+        );
+        Ok(())
+    }
+
+    /// The endpoint name of `rank`, when known (empty for a rank that has
+    /// left).
+    pub fn peer_name(&self, rank: u32) -> Option<&[u8]> {
+        self.inner.peers.get(rank).map(|p| p.name.as_slice())
     }
 
     /// The endpoint's state, when this is its only handle.
@@ -813,7 +900,7 @@ impl Endpoint {
 
     /// Number of ranks.
     pub fn size(&self) -> u32 {
-        self.inner.size
+        self.inner.peers.len()
     }
 
     /// The provider in use.
@@ -891,8 +978,19 @@ impl Endpoint {
         host_cpus: usize,
     ) -> Result<()> {
         let inner = self.unique("set hosts")?;
-        inner.hosts = hosts;
-        inner.boards = boards;
+        let peers = Peers::new();
+        for (r, (host, board)) in hosts.into_iter().zip(boards).enumerate() {
+            let r = r as u32;
+            let name = inner
+                .peers
+                .get(r)
+                .map(|p| p.name.clone())
+                .unwrap_or_default();
+            let host = Some(host);
+            peers.set(r, Peer { name, host, board });
+        }
+        peers.grow(inner.peers.len());
+        inner.peers = peers;
         inner._board = Some(Mutex::new(board));
         inner.host_cpus = host_cpus;
         Ok(())
@@ -909,9 +1007,10 @@ impl Endpoint {
     /// The ranks on this process's host (all of them when hosts are
     /// unknown).
     pub fn host_ranks(&self) -> usize {
+        let all = self.inner.peers.len();
         match self.host_of(self.inner.rank) {
-            Some(here) => self.inner.hosts.iter().filter(|&&h| h == here).count(),
-            None => self.inner.size as usize,
+            Some(here) => (0..all).filter(|&r| self.host_of(r) == Some(here)).count(),
+            None => all as usize,
         }
     }
 
@@ -922,16 +1021,16 @@ impl Endpoint {
     /// unknown (an endpoint opened without [`crate::World`]).
     pub fn board_name(&self, rank: u32) -> Option<&str> {
         self.inner
-            .boards
-            .get(rank as usize)
-            .map(String::as_str)
+            .peers
+            .get(rank)
+            .map(|p| p.board.as_str())
             .filter(|n| !n.is_empty())
     }
 
     /// The host identity of `rank`, when known: ranks with the same one
     /// share a host and can map each other's shared memory.
     pub fn host_of(&self, rank: u32) -> Option<u64> {
-        self.inner.hosts.get(rank as usize).copied()
+        self.inner.peers.get(rank)?.host
     }
 
     /// A backoff for waits on this endpoint's peers: upper layers' waits use
@@ -1017,11 +1116,9 @@ impl Endpoint {
     }
 
     fn check_peer(&self, rank: u32, op: &'static str) -> Result<()> {
-        if rank >= self.inner.size {
-            return Err(Error::InvalidRank {
-                rank,
-                size: self.inner.size,
-            });
+        let size = self.inner.peers.len();
+        if rank >= size {
+            return Err(Error::InvalidRank { rank, size });
         }
         if self.inner.shared.is_dead(rank) {
             return Err(Error::PeerDead { op, rank });

@@ -158,6 +158,10 @@ pub enum Error {
         /// The server's message.
         message: Box<str>,
     },
+    /// The launcher could not start the processes a spawn asked for
+    /// (every process of the job gets this; the job goes on without them).
+    #[error("spawn failed: {0}")]
+    SpawnFailed(String),
     /// A call that needs the only handle of the endpoint (connecting,
     /// finalizing) while others are still held.
     #[error("{op}: {handles} other handle(s) of the endpoint are still held (windows, communicators, exposures or clones); drop them first")]

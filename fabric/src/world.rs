@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::endpoint::{Endpoint, EndpointConfig, Shared};
 use crate::error::{Error, Result};
+use crate::join::{self, Inbox, Notice, Place};
 use crate::mapping::Mapping;
-use crate::pmi::Pmi;
+use crate::pmi::{Pmi, SpawnRequest};
 
 /// Environment variable naming the pipe on which `osrun --ft` reports dead
 /// ranks, one line `dead RANK` each.
@@ -38,6 +39,8 @@ pub struct World {
     /// Behind a mutex so that the endpoint can stay borrowed (by windows,
     /// say) while the process uses PMI.
     pmi: Mutex<Pmi>,
+    /// Join notices (see [`crate::join`]).
+    inbox: Inbox,
 }
 
 impl World {
@@ -51,9 +54,14 @@ impl World {
     /// spinning waits; measurements: `docs/measurements.md`, "Spinning
     /// under a binding launcher").
     ///
+    /// A process started by [`World::spawn`] joins the running job: it
+    /// gets the next job ranks, connects to every process of the job, and
+    /// returns once each has welcomed it.
+    ///
     /// # Errors
     /// Any error of [`Pmi::from_env`], [`EndpointConfig::from_env`],
-    /// [`Endpoint::open`], or of the name exchange.
+    /// [`Endpoint::open`], or of the name exchange; for a joining
+    /// process, a job process that dies or does not answer.
     pub fn init() -> Result<World> {
         World::init_with(&EndpointConfig::from_env()?)
     }
@@ -68,6 +76,13 @@ impl World {
     pub fn init_with(config: &EndpointConfig) -> Result<World> {
         let mut pmi = Pmi::from_env()?;
         let mut endpoint = Endpoint::open(config)?;
+        // A spawned process of a running job: its job ranks start after
+        // the job's (`first`), and it learns the job's places.
+        let joins = match pmi.spawned() {
+            true => joining(&mut pmi)?,
+            false => None,
+        };
+        let (first, parents) = joins.clone().unwrap_or_default();
         let rank = pmi.rank();
         let size = pmi.size();
         pmi.put(&name_key(rank), &hex_encode(&endpoint.name()?))?;
@@ -79,7 +94,7 @@ impl World {
             &format!("onesided-host-{rank}"),
             &format!(
                 "{:016x}:{:016x}:{}:{}",
-                host_id(rank),
+                host_id(first + rank),
                 machine_id(),
                 board.name().unwrap_or_default(),
                 allowed_cpus()
@@ -89,17 +104,18 @@ impl World {
         if size == 0 || size > crate::MAX_RANKS || rank >= size {
             return Err(Error::InvalidRank { rank, size });
         }
-        let mut names = Vec::with_capacity(size as usize);
+        let mut names: Vec<Vec<u8>> = parents.iter().map(|p| p.name.clone()).collect();
         for r in 0..size {
             let value = pmi.get(&name_key(r))?;
             names.push(hex_decode(&value).ok_or_else(|| {
                 Error::BadDescriptor(format!("endpoint name of rank {r} is not hex: {value:?}"))
             })?);
         }
-        endpoint.connect(rank, &names)?;
-        let mut hosts = Vec::with_capacity(size as usize);
+        endpoint.connect(first + rank, &names)?;
+        // Ranks that left have no place; their host is none of the others'.
+        let mut hosts: Vec<u64> = parents.iter().map(|p| p.host).collect();
+        let mut boards: Vec<String> = parents.iter().map(|p| p.board.clone()).collect();
         let mut machines = Vec::with_capacity(size as usize);
-        let mut boards = Vec::with_capacity(size as usize);
         let mut cpus = Vec::with_capacity(size as usize);
         for r in 0..size {
             let value = pmi.get(&format!("onesided-host-{r}"))?;
@@ -135,10 +151,107 @@ impl World {
         }
         endpoint.set_hosts(hosts, boards, board, host_cpus)?;
         watch_failure_notices(Arc::downgrade(endpoint.shared()))?;
+        let inbox = Inbox::default();
+        inbox.serve(&endpoint)?;
+        if joins.is_some() {
+            // Tells every process of the job where this one is, and waits
+            // until each knows it.
+            let old: Vec<u32> = (0..first).filter(|&r| !endpoint.is_dead(r)).collect();
+            let me = Notice::Join(Place {
+                name: endpoint.name()?,
+                host: host_id(first + rank),
+                board: endpoint
+                    .board_name(first + rank)
+                    .unwrap_or_default()
+                    .to_string(),
+            });
+            for &r in &old {
+                endpoint.notify(r, join::JOIN, &me.encode())?;
+            }
+            inbox.wait(&endpoint, "join the job", &old, |_, n| {
+                (*n == Notice::Welcome).then_some(())
+            })?;
+        }
         Ok(World {
             endpoint,
             pmi: Mutex::new(pmi),
+            inbox,
         })
+    }
+
+    /// Starts `request.count` processes of `request.program` that join
+    /// this job as its next ranks (returned), from job rank `root`, which
+    /// asks the launcher (PMI-1 `spawn`). Every live process of the job
+    /// calls it, with the same count. The new processes' [`World::init`]
+    /// connects them; this returns once every one is known here (a new
+    /// process reads `request.preput`'s keys with [`Pmi::get`]). Existing
+    /// windows, groups and communicators stay valid.
+    ///
+    /// # Errors
+    /// [`Error::SpawnFailed`] on every process when the launcher cannot
+    /// start them (a missing program, beyond the universe size): the job
+    /// goes on without them; [`Error::Timeout`] or [`Error::PeerDead`]
+    /// when a new process or the root does not come.
+    pub fn spawn(&self, root: u32, request: &SpawnRequest) -> Result<std::ops::Range<u32>> {
+        let ep = &self.endpoint;
+        let ranks = ep.reserve(request.count)?;
+        let old: Vec<u32> = (0..ranks.start).filter(|&r| !ep.is_dead(r)).collect();
+        if ep.rank() == root {
+            let mut preput = request.preput.clone();
+            preput.push((
+                join::JOIN_KEY.to_string(),
+                format!("{}:{}", ranks.start, request.count),
+            ));
+            for r in 0..ranks.start {
+                let place =
+                    (ep.peer_name(r).filter(|n| !n.is_empty() && !ep.is_dead(r))).map(|name| {
+                        Place {
+                            name: name.to_vec(),
+                            host: ep.host_of(r).unwrap_or(u64::MAX),
+                            board: ep.board_name(r).unwrap_or_default().to_string(),
+                        }
+                    });
+                preput.push((
+                    join::rank_key(r),
+                    place.map(|p| p.encode()).unwrap_or_default(),
+                ));
+            }
+            let spawned = self.pmi().spawn(&SpawnRequest {
+                preput,
+                ..request.clone()
+            });
+            let notice = match &spawned {
+                Ok(()) => Notice::Spawned,
+                Err(e) => Notice::Failed(e.to_string()),
+            };
+            for &r in old.iter().filter(|&&r| r != root) {
+                ep.notify(r, join::JOIN, &notice.encode())?;
+            }
+            spawned.map_err(|e| Error::SpawnFailed(e.to_string()))?;
+        } else {
+            let told =
+                self.inbox
+                    .wait(ep, "hear from the spawn's root", &[root], |_, n| match n {
+                        Notice::Spawned => Some(None),
+                        Notice::Failed(why) => Some(Some(why.clone())),
+                        _ => None,
+                    })?;
+            if let Some((_, Some(why))) = told.into_iter().next() {
+                return Err(Error::SpawnFailed(why));
+            }
+        }
+        let new: Vec<u32> = ranks.clone().collect();
+        let joined = self
+            .inbox
+            .wait(ep, "wait for a new process", &new, |_, n| match n {
+                Notice::Join(place) => Some(place.clone()),
+                _ => None,
+            })?;
+        for (rank, place) in joined {
+            ep.add_peer(rank, &place.name, place.host, place.board)?;
+            ep.notify(rank, join::JOIN, &Notice::Welcome.encode())?;
+        }
+        Ok(ranks)
     }
 
     /// This process's rank.
@@ -244,6 +357,36 @@ pub fn machine_id() -> u64 {
         &std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default(),
         &std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default(),
     )
+}
+
+/// A spawned process's first job rank and the places of the job's ranks
+/// before it, from its preput keys; `None` for a process spawned as a job
+/// of its own (without them).
+fn joining(pmi: &mut Pmi) -> Result<Option<(u32, Vec<Place>)>> {
+    let Ok(text) = pmi.get(join::JOIN_KEY) else {
+        return Ok(None);
+    };
+    let bad = || Error::BadDescriptor(format!("{}: {text:?} is not FIRST:COUNT", join::JOIN_KEY));
+    let (first, count) = text.split_once(':').ok_or_else(bad)?;
+    let first: u32 = first.parse().map_err(|_| bad())?;
+    let count: u32 = count.parse().map_err(|_| bad())?;
+    if count != pmi.size()
+        || first
+            .checked_add(count)
+            .is_none_or(|e| e > crate::MAX_RANKS)
+    {
+        return Err(bad());
+    }
+    let mut places = Vec::with_capacity(first as usize);
+    for r in 0..first {
+        let value = pmi.get(&join::rank_key(r))?;
+        places.push(Place::parse(&value).unwrap_or(Place {
+            name: Vec::new(),
+            host: u64::MAX,
+            board: String::new(),
+        }));
+    }
+    Ok(Some((first, places)))
 }
 
 /// What a rank publishes of its place (`HOST:MACHINE:BOARD:CPUS`, the ids

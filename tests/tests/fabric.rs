@@ -158,6 +158,43 @@ fn spawn_starts_processes_into_the_running_job() {
 }
 
 #[test]
+fn spawned_processes_join_the_running_job() {
+    let _serial = serial();
+    for (provider, n, hosts) in [("shm", 2, false), ("tcp", 2, false), ("tcp", 3, true)] {
+        let mut run = Osrun::new(n, provider, "fabric-check").arg("grow");
+        if hosts {
+            run = run.env("ONESIDED_HOST", "node{rank}");
+        }
+        let out = run.run();
+        out.assert_success();
+        let size = n + 2;
+        for r in 0..n {
+            out.assert_stdout_has(&format!("rank {r}: ranks {n}..{size} joined"));
+        }
+        for r in 0..size {
+            let others: Vec<u32> = (0..size).filter(|&o| o != r).collect();
+            out.assert_stdout_has(&format!("rank {r} of {size}: exchanged with {others:?}"));
+        }
+        assert_eq!(out.pids.len(), size as usize, "{provider}: {out}");
+    }
+}
+
+#[test]
+fn a_spawn_that_cannot_start_fails_everywhere_and_the_job_goes_on() {
+    let _serial = serial();
+    let out = Osrun::new(3, "shm", "fabric-check")
+        .arg("grow-missing")
+        .run();
+    out.assert_success();
+    assert_eq!(
+        out.count("spawn failed: PMI server refused spawn"),
+        3,
+        "{out}"
+    );
+    assert_eq!(out.count("exchanged with"), 3, "{out}");
+}
+
+#[test]
 fn abort_ends_the_job_with_its_code() {
     let _serial = serial();
     let out = Osrun::new(2, "shm", "fabric-check").arg("abort").run();

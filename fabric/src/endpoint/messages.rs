@@ -85,7 +85,7 @@ impl Endpoint {
             return Err(Error::ServiceTaken { service });
         }
         core.control.handlers.insert(service, Box::new(handler));
-        for peer in 0..self.inner.size {
+        for peer in 0..self.size() {
             let buffer = vec![0u8; 8 + control::MAX_REQUEST].into_boxed_slice();
             core.post_request_receive(service, peer, buffer);
         }
@@ -257,8 +257,9 @@ impl Endpoint {
             .next_any_source
             .fetch_add(1, Ordering::Relaxed);
         loop {
-            for i in 0..self.inner.size {
-                let rank = (first + i) % self.inner.size;
+            let size = self.size();
+            for i in 0..size {
+                let rank = (first + i) % size;
                 if self.inner.shared.is_dead(rank) {
                     continue;
                 }

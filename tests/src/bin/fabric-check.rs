@@ -625,6 +625,53 @@ fn child(world: &mut World) {
     println!("child {me} of {}: {greeting}", world.size());
 }
 
+/// `grow`: every rank spawns two processes that join the job as ranks
+/// n and n + 1 (`grown`); then every rank of the grown job exchanges a
+/// message with every other. `grow-missing`: the spawn of a program that
+/// does not exist fails on every rank, and the job goes on.
+fn grow(world: &World, missing: bool) {
+    let me = world.rank();
+    let program = match missing {
+        true => "/nonexistent/onesided-program".into(),
+        false => std::env::current_exe().unwrap_or_else(|e| fail(me, &e.to_string())),
+    };
+    let request = onesided_fabric::pmi::SpawnRequest {
+        count: 2,
+        program: program.to_string_lossy().into_owned(),
+        args: vec!["grown".into()],
+        preput: vec![("greeting".into(), "welcome".into())],
+    };
+    match world.spawn(0, &request) {
+        Ok(ranks) if !missing => println!("rank {me}: ranks {ranks:?} joined"),
+        Err(onesided_fabric::Error::SpawnFailed(why)) if missing => {
+            println!("rank {me}: spawn failed: {why}")
+        }
+        other => fail(me, &format!("spawn gave {other:?}")),
+    }
+    greet_all(world);
+}
+
+/// Every rank sends its rank to every other live one and checks what
+/// arrives.
+fn greet_all(world: &World) {
+    let ep = world.endpoint();
+    let me = ep.rank();
+    let live: Vec<u32> = (0..ep.size())
+        .filter(|&r| r != me && ep.peer_name(r).is_some_and(|n| !n.is_empty()))
+        .collect();
+    for &r in &live {
+        must(me, "send", ep.send(r, 7, &me.to_le_bytes()));
+    }
+    for &r in &live {
+        let mut buf = [0u8; 4];
+        must(me, "recv", ep.recv(Some(r), 7, &mut buf));
+        check(me, u32::from_le_bytes(buf) == r, || {
+            format!("from {r}: {buf:?}")
+        });
+    }
+    println!("rank {me} of {}: exchanged with {live:?}", ep.size());
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = args.first().map(String::as_str).unwrap_or("");
@@ -639,6 +686,13 @@ fn main() {
         "victim" => victim(&mut world),
         "spawn" => spawn(&mut world),
         "child" => child(&mut world),
+        "grow" => grow(&world, false),
+        "grow-missing" => grow(&world, true),
+        "grown" => {
+            let greeting = must(world.rank(), "preput", world.pmi().get("greeting"));
+            check(world.rank(), greeting == "welcome", || greeting.clone());
+            greet_all(&world)
+        }
         "abort" => {
             must(
                 world.rank(),
