@@ -67,6 +67,9 @@ pub(crate) enum Notice {
     Spawned,
     /// The root's spawn failed: why.
     Failed(String),
+    /// The sender is finalizing (the barrier of a job whose membership
+    /// changed).
+    Bye,
 }
 
 impl Notice {
@@ -76,6 +79,7 @@ impl Notice {
             Notice::Welcome => "welcome".into(),
             Notice::Spawned => "spawned".into(),
             Notice::Failed(why) => format!("failed {why}"),
+            Notice::Bye => "bye".into(),
         }
         .into_bytes()
     }
@@ -88,6 +92,7 @@ impl Notice {
             "welcome" => Some(Notice::Welcome),
             "spawned" => Some(Notice::Spawned),
             "failed" => Some(Notice::Failed(rest.to_string())),
+            "bye" => Some(Notice::Bye),
             _ => None,
         }
     }
@@ -179,6 +184,7 @@ mod tests {
             Notice::Welcome,
             Notice::Spawned,
             Notice::Failed("no such program: x y".into()),
+            Notice::Bye,
         ] {
             assert_eq!(Notice::parse(&n.encode()), Some(n));
         }

@@ -63,4 +63,4 @@ pub use matching::MAX_TAG;
 pub use memory::{Access, MemoryRegion, RemoteMemory};
 pub use progress::ProgressMode;
 pub use provider::{libfabric_loaded, MrMode, Provider};
-pub use world::World;
+pub use world::{Spawner, World};

@@ -37,9 +37,19 @@ pub const EVENT_FD_ENV: &str = "ONESIDED_EVENT_FD";
 pub struct World {
     endpoint: Endpoint,
     /// Behind a mutex so that the endpoint can stay borrowed (by windows,
-    /// say) while the process uses PMI.
-    pmi: Mutex<Pmi>,
+    /// say) while the process uses PMI; shared with [`Spawner`]s.
+    pmi: Arc<Mutex<Pmi>>,
     /// Join notices (see [`crate::join`]).
+    inbox: Inbox,
+}
+
+/// What starts processes into the job ([`World::spawn`]): a handle a
+/// struct can keep (it holds a handle of the endpoint, so the world
+/// finalizes after it is dropped).
+#[derive(Clone)]
+pub struct Spawner {
+    endpoint: Endpoint,
+    pmi: Arc<Mutex<Pmi>>,
     inbox: Inbox,
 }
 
@@ -174,11 +184,127 @@ impl World {
         }
         Ok(World {
             endpoint,
-            pmi: Mutex::new(pmi),
+            pmi: Arc::new(Mutex::new(pmi)),
             inbox,
         })
     }
 
+    /// A handle that spawns processes into this job, for a struct to keep.
+    pub fn spawner(&self) -> Spawner {
+        Spawner {
+            endpoint: self.endpoint.clone(),
+            pmi: Arc::clone(&self.pmi),
+            inbox: self.inbox.clone(),
+        }
+    }
+
+    /// As [`Spawner::spawn`].
+    ///
+    /// # Errors
+    /// As [`Spawner::spawn`].
+    pub fn spawn(&self, root: u32, request: &SpawnRequest) -> Result<std::ops::Range<u32>> {
+        self.spawner().spawn(root, request)
+    }
+    /// This process's rank.
+    pub fn rank(&self) -> u32 {
+        self.endpoint.rank()
+    }
+
+    /// Number of processes in the job.
+    pub fn size(&self) -> u32 {
+        self.endpoint.size()
+    }
+
+    /// The endpoint, connected to every rank (clone it for a handle of
+    /// one's own).
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The PMI connection (for key-value exchanges and spawning).
+    pub fn pmi(&self) -> MutexGuard<'_, Pmi> {
+        self.pmi.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits for every rank through the process manager. Slow (a round trip
+    /// through the launcher) and meant for setup and teardown.
+    ///
+    /// # Errors
+    /// As [`Pmi::barrier`].
+    pub fn barrier(&self) -> Result<()> {
+        self.pmi().barrier()
+    }
+
+    /// Waits for every rank (every live one, over the fabric, when
+    /// processes joined or left the job), closes the endpoint, and tells
+    /// the process manager this process is done. Every other handle of the endpoint
+    /// (an `Rma`, its windows and exposures, communicators, clones) must be
+    /// dropped first: finalize refuses otherwise, rather than close an
+    /// endpoint that something still uses.
+    ///
+    /// # Errors
+    /// [`Error::StillShared`] when other handles of the endpoint are held
+    /// (then nothing is waited for and the process manager is not told);
+    /// as [`Pmi::barrier`] and [`Pmi::finalize`].
+    pub fn finalize(self) -> Result<()> {
+        let others = self.endpoint.handles() - 1;
+        if others > 0 {
+            return Err(Error::StillShared {
+                op: "finalize",
+                handles: others,
+            });
+        }
+        // A job whose processes came and went waits for its live
+        // processes over the fabric: the launcher's barrier would wait
+        // for those that left (Hydra's does), and those that joined are
+        // a job of their own to it.
+        let ep = &self.endpoint;
+        let changed = ep.size() != self.pmi().size() || !ep.dead_ranks().is_empty();
+        if changed {
+            let me = ep.rank();
+            let live: Vec<u32> = (0..ep.size())
+                .filter(|&r| r != me && !ep.is_dead(r))
+                .filter(|&r| ep.peer_name(r).is_some_and(|n| !n.is_empty()))
+                .collect();
+            for &r in &live {
+                ep.notify(r, join::JOIN, &Notice::Bye.encode())?;
+            }
+            (self.inbox).wait(ep, "finalize", &live, |_, n| {
+                (*n == Notice::Bye).then_some(())
+            })?;
+        }
+        let mut pmi = sole(self.pmi, "finalize")?;
+        if !changed {
+            pmi.barrier()?;
+        }
+        drop(self.endpoint);
+        pmi.finalize()
+    }
+
+    /// Leaves a job that goes on without this process (a process retired
+    /// by a shrinking reconfiguration): closes the endpoint and tells the
+    /// process manager this process is done, without waiting for the
+    /// others, which finalize later. The process may then exit with
+    /// status 0. Like [`World::finalize`], it refuses while other handles
+    /// of the endpoint are held.
+    ///
+    /// # Errors
+    /// [`Error::StillShared`]; as [`Pmi::finalize`].
+    pub fn leave(self) -> Result<()> {
+        let others = self.endpoint.handles() - 1;
+        if others > 0 {
+            return Err(Error::StillShared {
+                op: "leave",
+                handles: others,
+            });
+        }
+        let pmi = sole(self.pmi, "leave")?;
+        drop(self.endpoint);
+        pmi.finalize()
+    }
+}
+
+impl Spawner {
     /// Starts `request.count` processes of `request.program` that join
     /// this job as its next ranks (returned), from job rank `root`, which
     /// asks the launcher (PMI-1 `spawn`). Every live process of the job
@@ -194,6 +320,7 @@ impl World {
     /// when a new process or the root does not come.
     pub fn spawn(&self, root: u32, request: &SpawnRequest) -> Result<std::ops::Range<u32>> {
         let ep = &self.endpoint;
+        let pmi = || self.pmi.lock().unwrap_or_else(|p| p.into_inner());
         let ranks = ep.reserve(request.count)?;
         let old: Vec<u32> = (0..ranks.start).filter(|&r| !ep.is_dead(r)).collect();
         if ep.rank() == root {
@@ -216,7 +343,7 @@ impl World {
                     place.map(|p| p.encode()).unwrap_or_default(),
                 ));
             }
-            let spawned = self.pmi().spawn(&SpawnRequest {
+            let spawned = pmi().spawn(&SpawnRequest {
                 preput,
                 ..request.clone()
             });
@@ -253,82 +380,6 @@ impl World {
         }
         Ok(ranks)
     }
-
-    /// This process's rank.
-    pub fn rank(&self) -> u32 {
-        self.endpoint.rank()
-    }
-
-    /// Number of processes in the job.
-    pub fn size(&self) -> u32 {
-        self.endpoint.size()
-    }
-
-    /// The endpoint, connected to every rank (clone it for a handle of
-    /// one's own).
-    pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-
-    /// The PMI connection (for key-value exchanges and spawning).
-    pub fn pmi(&self) -> MutexGuard<'_, Pmi> {
-        self.pmi.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Waits for every rank through the process manager. Slow (a round trip
-    /// through the launcher) and meant for setup and teardown.
-    ///
-    /// # Errors
-    /// As [`Pmi::barrier`].
-    pub fn barrier(&self) -> Result<()> {
-        self.pmi().barrier()
-    }
-
-    /// Waits for every rank, closes the endpoint, and tells the process
-    /// manager this process is done. Every other handle of the endpoint
-    /// (an `Rma`, its windows and exposures, communicators, clones) must be
-    /// dropped first: finalize refuses otherwise, rather than close an
-    /// endpoint that something still uses.
-    ///
-    /// # Errors
-    /// [`Error::StillShared`] when other handles of the endpoint are held
-    /// (then nothing is waited for and the process manager is not told);
-    /// as [`Pmi::barrier`] and [`Pmi::finalize`].
-    pub fn finalize(self) -> Result<()> {
-        let others = self.endpoint.handles() - 1;
-        if others > 0 {
-            return Err(Error::StillShared {
-                op: "finalize",
-                handles: others,
-            });
-        }
-        let mut pmi = self.pmi.into_inner().unwrap_or_else(|p| p.into_inner());
-        pmi.barrier()?;
-        drop(self.endpoint);
-        pmi.finalize()
-    }
-
-    /// Leaves a job that goes on without this process (a process retired
-    /// by a shrinking reconfiguration): closes the endpoint and tells the
-    /// process manager this process is done, without waiting for the
-    /// others, which finalize later. The process may then exit with
-    /// status 0. Like [`World::finalize`], it refuses while other handles
-    /// of the endpoint are held.
-    ///
-    /// # Errors
-    /// [`Error::StillShared`]; as [`Pmi::finalize`].
-    pub fn leave(self) -> Result<()> {
-        let others = self.endpoint.handles() - 1;
-        if others > 0 {
-            return Err(Error::StillShared {
-                op: "leave",
-                handles: others,
-            });
-        }
-        let pmi = self.pmi.into_inner().unwrap_or_else(|p| p.into_inner());
-        drop(self.endpoint);
-        pmi.finalize()
-    }
 }
 
 /// Bytes of a process's board (see [`Endpoint::board_name`]).
@@ -357,6 +408,15 @@ pub fn machine_id() -> u64 {
         &std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default(),
         &std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default(),
     )
+}
+
+/// The PMI connection when no [`Spawner`] holds it any more.
+fn sole(pmi: Arc<Mutex<Pmi>>, op: &'static str) -> Result<Pmi> {
+    let pmi = Arc::try_unwrap(pmi).map_err(|shared| Error::StillShared {
+        op,
+        handles: Arc::strong_count(&shared) - 1,
+    })?;
+    Ok(pmi.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// A spawned process's first job rank and the places of the job's ranks

@@ -210,3 +210,91 @@ mod tests {
         assert!(Config::new(0).check().is_err());
     }
 }
+
+/// What a joining process learns of the reconfiguration it joins, from a
+/// preput key of its spawn: the source count, the configuration and the
+/// old group's members (job ranks). Text without blanks (PMI values
+/// hold none): `NS:NT:METHOD:STRATEGY:R0,R1,...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Handoff {
+    pub sources: u32,
+    pub config: Config,
+    pub members: Vec<u32>,
+}
+
+/// The preput key of a [`Handoff`].
+pub(crate) const HANDOFF_KEY: &str = "onesided-mam";
+
+impl Handoff {
+    pub(crate) fn encode(&self) -> String {
+        let members: Vec<String> = self.members.iter().map(u32::to_string).collect();
+        format!(
+            "{}:{}:{}:{}:{}",
+            self.sources,
+            self.config.targets,
+            self.config.method,
+            self.config.strategy,
+            members.join(",")
+        )
+    }
+
+    /// Parses [`Handoff::encode`]'s text.
+    ///
+    /// # Errors
+    /// [`Error::Config`] naming the key and what is malformed.
+    pub(crate) fn parse(text: &str) -> Result<Handoff, Error> {
+        let bad = |what: &str| Error::Config(format!("{HANDOFF_KEY} {text:?}: {what}"));
+        let fields: Vec<&str> = text.split(':').collect();
+        let [ns, nt, method, strategy, members] = fields[..] else {
+            return Err(bad("not NS:NT:METHOD:STRATEGY:MEMBERS"));
+        };
+        let count = |s: &str| s.parse::<u32>().map_err(|_| bad("a count is not a number"));
+        let members = (members.split(','))
+            .map(|m| m.parse::<u32>().map_err(|_| bad("a member is not a rank")))
+            .collect::<Result<Vec<u32>, Error>>()?;
+        let handoff = Handoff {
+            sources: count(ns)?,
+            config: Config {
+                targets: count(nt)?,
+                method: method.parse()?,
+                strategy: strategy.parse()?,
+            },
+            members,
+        };
+        handoff.config.check()?;
+        if handoff.sources == 0 || handoff.members.len() != handoff.sources as usize {
+            return Err(bad("the members are not the sources"));
+        }
+        Ok(handoff)
+    }
+}
+
+#[cfg(test)]
+mod handoff_tests {
+    use super::*;
+
+    #[test]
+    fn a_handoff_parses_back_and_bad_ones_are_named() {
+        let h = Handoff {
+            sources: 2,
+            config: Config {
+                targets: 4,
+                method: Method::RmaLock,
+                strategy: Strategy::Blocking,
+            },
+            members: vec![0, 3],
+        };
+        assert_eq!(h.encode(), "2:4:rma_lock:blocking:0,3");
+        assert_eq!(Handoff::parse(&h.encode()).unwrap(), h);
+        for bad in [
+            "",
+            "2:4:rma_lock:blocking:0",
+            "2:4:p2p:blocking:0,3",
+            "2:x:col:blocking:0,1",
+            "2:0:col:blocking:0,1",
+        ] {
+            let e = Handoff::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("bad reconfiguration"), "{bad}: {e}");
+        }
+    }
+}

@@ -96,13 +96,13 @@ impl<T: bytemuck::Pod + Send> Column for Vec<T> {
 }
 
 /// What every process must register alike, as numbers to compare:
-/// layout (0 distributed, 1 replicated), global length (0 when
-/// replicated: each process passes its copy), element size, moves (0
-/// constant, 1 variable).
-pub(crate) fn signature(layout: Layout, element: usize, moves: Moves) -> [u64; 4] {
+/// layout (0 distributed, 1 replicated), global length (a replicated
+/// array's is its `local` length), element size, moves (0 constant, 1
+/// variable).
+pub(crate) fn signature(layout: Layout, local: u64, element: usize, moves: Moves) -> [u64; 4] {
     let (kind, len) = match layout {
         Layout::Distributed { len } => (0, len),
-        Layout::Replicated => (1, 0),
+        Layout::Replicated => (1, local),
     };
     let moves = match moves {
         Moves::Constant => 0,
@@ -112,11 +112,13 @@ pub(crate) fn signature(layout: Layout, element: usize, moves: Moves) -> [u64; 4
 }
 
 /// The first difference between rank 0's signatures and `theirs` (rank
-/// `rank`'s), described.
+/// `rank`'s), described; a `new` process's replicated arrays are empty
+/// (it receives them), so their lengths are not compared.
 pub(crate) fn differs(
     mine: &[[u64; 4]],
     theirs: &[[u64; 4]],
     rank: u32,
+    new: bool,
 ) -> Option<(usize, String)> {
     if mine.len() != theirs.len() {
         return Some((
@@ -130,7 +132,8 @@ pub(crate) fn differs(
     }
     const FIELDS: [&str; 4] = ["layout", "global length", "element size", "kind"];
     for (i, (a, b)) in mine.iter().zip(theirs).enumerate() {
-        if let Some(f) = (0..4).find(|&f| a[f] != b[f]) {
+        let skip = |f: usize| new && f == 1 && a[0] == 1;
+        if let Some(f) = (0..4).find(|&f| a[f] != b[f] && !skip(f)) {
             return Some((
                 i,
                 format!("{} {} at rank 0, {} at rank {rank}", FIELDS[f], a[f], b[f]),
@@ -146,18 +149,26 @@ mod tests {
 
     #[test]
     fn signatures_name_the_first_difference() {
-        let a = signature(Layout::Distributed { len: 10 }, 8, Moves::Constant);
-        let b = signature(Layout::Distributed { len: 11 }, 8, Moves::Constant);
-        assert_eq!(differs(&[a], &[a], 1), None);
-        let (i, what) = differs(&[a, a], &[a, b], 3).unwrap();
+        let a = signature(Layout::Distributed { len: 10 }, 5, 8, Moves::Constant);
+        let b = signature(Layout::Distributed { len: 11 }, 5, 8, Moves::Constant);
+        assert_eq!(differs(&[a], &[a], 1, false), None);
+        let (i, what) = differs(&[a, a], &[a, b], 3, false).unwrap();
         assert_eq!(i, 1);
         assert_eq!(what, "global length 10 at rank 0, 11 at rank 3");
-        let c = signature(Layout::Replicated, 4, Moves::Variable);
-        assert!(differs(&[a], &[c], 2).unwrap().1.starts_with("layout"));
-        assert!(differs(&[a], &[], 2)
+        let c = signature(Layout::Replicated, 4, 4, Moves::Variable);
+        assert!(differs(&[a], &[c], 2, false)
             .unwrap()
             .1
-            .contains("registered 1 data at rank 0, 0 at rank 2"));
+            .starts_with("layout"));
+        let (_, what) = differs(&[a], &[], 2, false).unwrap();
+        assert!(what.contains("registered 1 data at rank 0, 0 at rank 2"));
+        // A new process's replicated copy is empty; its other fields count.
+        let empty = signature(Layout::Replicated, 0, 4, Moves::Variable);
+        assert_eq!(differs(&[c], &[empty], 2, true), None);
+        assert!(differs(&[c], &[empty], 2, false).is_some());
+        let wide = signature(Layout::Replicated, 0, 8, Moves::Variable);
+        let (_, what) = differs(&[c], &[wide], 2, true).unwrap();
+        assert!(what.starts_with("element size"));
     }
 
     #[test]

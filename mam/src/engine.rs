@@ -4,10 +4,12 @@
 use std::time::Instant;
 
 use onesided_collectives::{Comm, Op};
+use onesided_fabric::pmi::SpawnRequest;
+use onesided_fabric::{Spawner, World};
 use onesided_rma::{Assert, Exposure, Group, LockKind, RemoteAccess, Rma, Window};
 
 use crate::block::{self, Piece};
-use crate::config::{Config, Method, Strategy};
+use crate::config::{Config, Handoff, Method, Strategy, HANDOFF_KEY};
 use crate::data::{self, Column, Data, Layout, Moves};
 use crate::Error;
 
@@ -35,6 +37,33 @@ pub enum Wait {
     Wait,
 }
 
+/// A process's part in a reconfiguration (MaM's `CONTINUE`, `NEW_RANK`,
+/// `ZOMBIE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A source that stays a target.
+    Continues,
+    /// A process spawned by this reconfiguration: a target only.
+    New,
+    /// A source that leaves the job after it.
+    Retires,
+}
+
+/// What the user phase of a reconfiguration is told (see
+/// [`Mam::checkpoint_with`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Phase<'a> {
+    /// Processes before the reconfiguration.
+    pub sources: u32,
+    /// Processes after it.
+    pub targets: u32,
+    /// This process's part.
+    pub role: Role,
+    /// The group of every process taking part (sources first, then the
+    /// new processes); the targets are its first `targets` members.
+    pub group: &'a Group,
+}
+
 /// Times of the last reconfiguration, in seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Times {
@@ -44,21 +73,24 @@ pub struct Times {
     pub background: f64,
     /// Moving the variable data (the end of the cycle).
     pub end: f64,
+    /// The user phase.
+    pub user: f64,
     /// The whole reconfiguration.
     pub total: f64,
 }
 
 impl Times {
-    fn as_array(self) -> [f64; 4] {
-        [self.spawn, self.background, self.end, self.total]
+    fn as_array(self) -> [f64; 5] {
+        [self.spawn, self.background, self.end, self.user, self.total]
     }
 
-    fn from_array(a: [f64; 4]) -> Times {
+    fn from_array(a: [f64; 5]) -> Times {
         Times {
             spawn: a[0],
             background: a[1],
             end: a[2],
-            total: a[3],
+            user: a[3],
+            total: a[4],
         }
     }
 }
@@ -77,37 +109,96 @@ struct Entry {
 /// group it belongs to, and the reconfiguration asked for.
 pub struct Mam {
     rma: Rma,
+    spawner: Spawner,
+    /// The processes taking part: the sources, then (while a
+    /// reconfiguration that grows the job runs) the new processes.
     group: Group,
     comm: Comm,
     me: u32,
+    /// Processes holding the data now (the first of the group).
+    sources: u32,
     entries: Vec<Entry>,
     config: Option<Config>,
     times: (Times, Times),
+    /// What spawned processes run.
+    program: (String, Vec<String>),
 }
 
 impl Mam {
-    /// An engine over `group` (this process's rank in it is its source
-    /// rank), on `rma`. No message.
+    /// The engine of this process. Started with the job, it holds
+    /// nothing yet over the job's processes, which are the sources of the
+    /// first reconfiguration. Spawned by a reconfiguration, it joins it:
+    /// the program registers its data as the others did (distributed
+    /// arrays with empty blocks, replicated ones empty) and its next
+    /// [`Mam::checkpoint`] receives them. Spawned processes run this
+    /// process's program with its arguments (see [`Mam::set_program`]).
+    /// No message, apart from a joining process's reading of its
+    /// configuration from the launcher.
     ///
     /// # Errors
-    /// [`Error::Collective`] when this process is not a member.
-    pub fn new(rma: &Rma, group: Group) -> Result<Mam, Error> {
+    /// [`Error::Config`] for a malformed configuration from the spawning
+    /// processes; [`Error::Collective`] when a communicator cannot be made.
+    pub fn init(world: &World, rma: &Rma) -> Result<Mam, Error> {
+        let spawned = world.pmi().spawned();
+        let handoff = match spawned {
+            true => world.pmi().get(HANDOFF_KEY).ok(),
+            false => None,
+        };
+        let (group, sources, config) = match handoff {
+            Some(text) => {
+                let h = Handoff::parse(&text)?;
+                let pmi_rank = world.pmi().rank();
+                let first = world.rank() - pmi_rank;
+                let new = first..first + world.pmi().size();
+                let members: Vec<u32> = h.members.iter().copied().chain(new).collect();
+                (Group::new(members)?, h.sources, Some(h.config))
+            }
+            None => (Group::world(world.size()), world.size(), None),
+        };
         let comm = Comm::new(rma, group.clone())?;
+        let mut args = std::env::args();
+        let program = std::env::current_exe()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| args.next().unwrap_or_default());
         Ok(Mam {
             rma: rma.clone(),
+            spawner: world.spawner(),
             me: comm.rank(),
             group,
             comm,
+            sources,
             entries: Vec::new(),
-            config: None,
+            config,
             times: Default::default(),
+            program: (program, std::env::args().skip(1).collect()),
+        })
+    }
+
+    /// Sets what processes spawned by a reconfiguration run (by default
+    /// this process's program and arguments).
+    pub fn set_program(&mut self, program: impl Into<String>, args: Vec<String>) {
+        self.program = (program.into(), args);
+    }
+
+    /// This process's part in the reconfiguration asked for (or running),
+    /// `None` without one.
+    pub fn role(&self) -> Option<Role> {
+        let targets = self.config?.targets;
+        Some(if self.me >= self.sources {
+            Role::New
+        } else if self.me < targets {
+            Role::Continues
+        } else {
+            Role::Retires
         })
     }
 
     /// Registers `local`: this process's block of a distributed array
-    /// (as [`block::block`] gives it) or its copy of a replicated one.
-    /// Every process registers the same data in the same order. Exposes
-    /// it to the group (one local registration, no message).
+    /// (as [`block::block`] gives it; empty in a process that joins) or
+    /// its copy of a replicated one (anything, ignored, in a process that
+    /// joins: it receives rank 0's). Every process registers the same
+    /// data in the same order. Exposes it to the group (one local
+    /// registration, no message).
     ///
     /// # Errors
     /// [`Error::Registration`] for a block of the wrong length;
@@ -119,8 +210,12 @@ impl Mam {
         moves: Moves,
     ) -> Result<Data<T>, Error> {
         let index = self.entries.len();
+        let local = match layout {
+            Layout::Replicated if self.me >= self.sources => Vec::new(),
+            _ => local,
+        };
         if let Layout::Distributed { len } = layout {
-            let b = block::block(len, self.group.size(), self.me);
+            let b = block::block(len, self.sources, self.me);
             if local.len() as u64 != b.end - b.start {
                 return Err(Error::Registration {
                     data: index,
@@ -128,7 +223,7 @@ impl Mam {
                         "{} elements here, where rank {} of {} holds {} of {len}",
                         local.len(),
                         self.me,
-                        self.group.size(),
+                        self.sources,
                         b.end - b.start
                     ),
                 });
@@ -169,20 +264,20 @@ impl Mam {
             .ok_or_else(|| unknown(data.index))
     }
 
-    /// Asks for a reconfiguration at the next checkpoint.
+    /// Asks for a reconfiguration at the next checkpoint (growing the
+    /// job spawns the processes it lacks, through the launcher that
+    /// started it).
     ///
     /// # Errors
-    /// [`Error::Config`] for a configuration that cannot run here: a
-    /// target count of 0, more targets than processes (growing needs
-    /// processes that join, not built yet), a strategy not built yet.
+    /// [`Error::Config`] for a configuration that cannot run: a target
+    /// count of 0, a strategy not built yet; [`Error::State`] while
+    /// another is asked for.
     pub fn reconfigure(&mut self, config: Config) -> Result<(), Error> {
         config.check()?;
-        if config.targets > self.group.size() {
-            return Err(Error::Config(format!(
-                "{} targets from {} processes: growing a job needs spawned processes \
-                 to join it, which this version does not do yet",
-                config.targets,
-                self.group.size()
+        if let Some(pending) = self.config {
+            return Err(Error::State(format!(
+                "a reconfiguration to {} processes is asked for already",
+                pending.targets
             )));
         }
         if config.strategy != Strategy::Blocking {
@@ -205,6 +300,12 @@ impl Mam {
         &self.comm
     }
 
+    /// Processes holding the data now: the first of [`Mam::group`] (the
+    /// others, while a reconfiguration that grows the job runs, are new).
+    pub fn sources(&self) -> u32 {
+        self.sources
+    }
+
     /// This process's rank in [`Mam::group`].
     pub fn rank(&self) -> u32 {
         self.me
@@ -217,23 +318,50 @@ impl Mam {
     }
 
     /// Runs the reconfiguration asked for with [`Mam::reconfigure`], if
-    /// any, collectively over the group: checks that every process
-    /// registered the same data, moves it from the NS processes of the
-    /// group to the first NT, and leaves this process with its new blocks
-    /// and the new group ([`Status::Completed`]) or out of the job
-    /// ([`Status::Retired`]). With a blocking strategy `wait` does not
-    /// matter.
+    /// any, collectively over the group: spawns the processes a growing
+    /// job lacks (they join it), checks that every process registered
+    /// the same data, moves it from the NS sources to the NT targets, and
+    /// leaves this process with its new blocks and group
+    /// ([`Status::Completed`]) or out of the job ([`Status::Retired`]).
+    /// With a blocking strategy `wait` does not matter.
     ///
     /// # Errors
+    /// [`Error::Fabric`] (`SpawnFailed`) on every source when the
+    /// processes cannot be started: the job goes on as it was;
     /// [`Error::Registration`] on every process when registrations differ
     /// (nothing moved); collective and window errors (a process that
     /// died: an error naming it).
     pub fn checkpoint(&mut self, wait: Wait) -> Result<Status, Error> {
+        self.checkpoint_with(wait, |_| ())
+    }
+
+    /// As [`Mam::checkpoint`], running `user` between the constant and
+    /// the variable data's moves (the user phase: MaM's callback), on
+    /// every process taking part.
+    ///
+    /// # Errors
+    /// As [`Mam::checkpoint`].
+    pub fn checkpoint_with(
+        &mut self,
+        wait: Wait,
+        user: impl FnOnce(Phase<'_>),
+    ) -> Result<Status, Error> {
         let _ = wait;
-        let Some(config) = self.config.take() else {
+        let Some(config) = self.config else {
             return Ok(Status::NotStarted);
         };
+        let result = self.run(config, user);
+        self.config = None;
+        result
+    }
+
+    fn run(&mut self, config: Config, user: impl FnOnce(Phase<'_>)) -> Result<Status, Error> {
         let start = Instant::now();
+        let (ns, nt) = (self.sources, config.targets);
+        if nt > self.group.size() {
+            self.grow(config)?;
+        }
+        let spawned = Instant::now();
         // Variable data as the application left it, in the exposures the
         // RMA methods read; the check's allgather then orders these writes
         // before any target's read.
@@ -246,11 +374,18 @@ impl Mam {
                 }
             }
         }
-        self.check_registrations()?;
-        let (ns, nt) = (self.group.size(), config.targets);
-        let mut fresh = self.fresh(ns, nt);
+        let reference = self.check_registrations()?;
+        let mut fresh = self.fresh(&reference, (ns, nt));
         let constant = Instant::now();
         self.redistribute(config.method, Moves::Constant, &mut fresh, (ns, nt))?;
+        let user_start = Instant::now();
+        let role = self.role().unwrap_or(Role::Continues);
+        user(Phase {
+            sources: ns,
+            targets: nt,
+            role,
+            group: &self.group,
+        });
         let end = Instant::now();
         self.redistribute(config.method, Moves::Variable, &mut fresh, (ns, nt))?;
         // The sources' memory stays until every target has read it.
@@ -258,23 +393,56 @@ impl Mam {
             self.comm.barrier()?;
         }
         let done = Instant::now();
+        let secs = |a: Instant, b: Instant| (b - a).as_secs_f64();
         let mine = Times {
-            spawn: 0.0,
-            background: (end - constant).as_secs_f64(),
-            end: (done - end).as_secs_f64(),
-            total: (done - start).as_secs_f64(),
+            spawn: secs(start, spawned),
+            background: secs(constant, user_start),
+            end: secs(end, done),
+            user: secs(user_start, end),
+            total: secs(start, done),
         };
-        let mut most = [0.0; 4];
+        let mut most = [0.0; 5];
         self.comm.allreduce(&mine.as_array(), &mut most, Op::MAX)?;
         self.times = (mine, Times::from_array(most));
         self.commit(fresh, nt)
     }
 
+    /// Spawns the processes the job lacks for `config` and takes them
+    /// into the group, exposing the data to the new group (no message).
+    fn grow(&mut self, config: Config) -> Result<(), Error> {
+        let members = self.group.members().to_vec();
+        let handoff = Handoff {
+            sources: self.sources,
+            config,
+            members: members.clone(),
+        };
+        let request = SpawnRequest {
+            count: config.targets - self.group.size(),
+            program: self.program.0.clone(),
+            args: self.program.1.clone(),
+            preput: vec![(HANDOFF_KEY.to_string(), handoff.encode())],
+        };
+        let root = members[0];
+        let new = self.spawner.spawn(root, &request)?;
+        let group = Group::new(members.into_iter().chain(new).collect())?;
+        self.comm = Comm::new(&self.rma, group.clone())?;
+        self.group = group;
+        for i in 0..self.entries.len() {
+            let exposure = self.expose_bytes(i)?;
+            self.entries[i].exposure = exposure;
+        }
+        Ok(())
+    }
+
     /// Checks that every process registered the same data (an allgather
     /// of signatures); every process finds the same first difference.
-    fn check_registrations(&self) -> Result<(), Error> {
+    /// Returns rank 0's signatures.
+    fn check_registrations(&self) -> Result<Vec<[u64; 4]>, Error> {
         let mine: Vec<[u64; 4]> = (self.entries.iter())
-            .map(|e| data::signature(e.layout, e.column.element_size(), e.moves))
+            .map(|e| {
+                let len = e.column.bytes().len() / e.column.element_size().max(1);
+                data::signature(e.layout, len as u64, e.column.element_size(), e.moves)
+            })
             .collect();
         let n = self.group.size() as usize;
         let mut counts = vec![0u64; n];
@@ -289,30 +457,33 @@ impl Mam {
         for (rank, &size) in sizes.iter().enumerate() {
             let theirs = as_signatures(&all[at..at + size]);
             at += size;
-            if let Some((data, what)) = data::differs(&reference, &theirs, rank as u32) {
+            let new = rank as u32 >= self.sources;
+            if let Some((data, what)) = data::differs(&reference, &theirs, rank as u32, new) {
                 return Err(Error::Registration { data, what });
             }
         }
-        Ok(())
+        Ok(reference)
     }
 
     /// New columns for this process as a target (empty when it is not
     /// one): its new block, or a replicated array's copy (its own, or
     /// to be filled from rank 0 when it is new).
-    fn fresh(&self, ns: u32, nt: u32) -> Vec<Box<dyn Column>> {
-        let size = |e: &Entry| e.column.bytes().len() / e.column.element_size().max(1);
-        (self.entries.iter())
-            .map(|e| match e.layout {
+    fn fresh(&self, reference: &[[u64; 4]], (ns, nt): (u32, u32)) -> Vec<Box<dyn Column>> {
+        (self.entries.iter().zip(reference))
+            .map(|(e, sig)| match e.layout {
                 Layout::Distributed { len } => {
                     let b = block::block(len, nt, self.me);
                     e.column.fresh((b.end - b.start) as usize)
                 }
                 Layout::Replicated if self.me < ns.min(nt) => {
-                    let mut copy = e.column.fresh(size(e));
+                    let mut copy = e
+                        .column
+                        .fresh(e.column.bytes().len() / e.column.element_size());
                     copy.bytes_mut().copy_from_slice(e.column.bytes());
                     copy
                 }
-                Layout::Replicated => e.column.fresh(size(e)),
+                // Rank 0's length.
+                Layout::Replicated => e.column.fresh(sig[1] as usize),
             })
             .collect()
     }
@@ -330,7 +501,8 @@ impl Mam {
                 continue;
             }
             let size = e.column.element_size() as u64;
-            let (reads, writes) = self.pieces(e, (ns, nt));
+            let new_len = new.bytes().len() as u64 / size.max(1);
+            let (reads, writes) = self.pieces(e, new_len, (ns, nt));
             match method {
                 Method::Col => self.by_alltoallv(e, new.bytes_mut(), size, (&reads, &writes))?,
                 Method::RmaLock | Method::RmaLockAll => {
@@ -353,7 +525,8 @@ impl Mam {
 
     /// What this process reads as a target and writes as a source of
     /// entry `e`, in elements.
-    fn pieces(&self, e: &Entry, (ns, nt): (u32, u32)) -> (Vec<Piece>, Vec<Piece>) {
+    /// (`new_len`: elements of this process's new column.)
+    fn pieces(&self, e: &Entry, new_len: u64, (ns, nt): (u32, u32)) -> (Vec<Piece>, Vec<Piece>) {
         match e.layout {
             Layout::Distributed { len } => (
                 block::reads(len, ns, nt, self.me),
@@ -361,22 +534,20 @@ impl Mam {
             ),
             // New targets read the whole array from rank 0.
             Layout::Replicated => {
-                let len = (e.column.bytes().len() / e.column.element_size().max(1)) as u64;
-                let whole = |peer| Piece {
+                let own = (e.column.bytes().len() / e.column.element_size().max(1)) as u64;
+                let whole = |peer, count| Piece {
                     peer,
                     from: 0,
                     to: 0,
-                    count: len,
+                    count,
                 };
-                let reads = if self.me >= ns && self.me < nt {
-                    vec![whole(0)]
-                } else {
-                    Vec::new()
+                let reads = match self.me >= ns && self.me < nt {
+                    true => vec![whole(0, new_len)],
+                    false => Vec::new(),
                 };
-                let writes = if self.me == 0 {
-                    (ns..nt).map(whole).collect()
-                } else {
-                    Vec::new()
+                let writes = match self.me == 0 {
+                    true => (ns..nt).map(|t| whole(t, own)).collect(),
+                    false => Vec::new(),
                 };
                 (reads, writes)
             }
@@ -466,23 +637,32 @@ impl Mam {
     }
 
     /// Takes the new data and group: targets keep their new columns
-    /// (exposed again, over the new group); retired processes drop
-    /// everything.
+    /// (exposed again, over the new group) and forget the processes that
+    /// retired; retired processes drop everything.
     fn commit(&mut self, fresh: Vec<Box<dyn Column>>, nt: u32) -> Result<Status, Error> {
-        let members = self.group.members()[..nt as usize].to_vec();
+        let (targets, retired) = self.group.members().split_at(nt as usize);
+        let (targets, retired) = (targets.to_vec(), retired.to_vec());
         if self.me >= nt {
             self.entries.clear();
             return Ok(Status::Retired);
         }
-        let group = Group::new(members).map_err(Error::Rma)?;
+        let group = Group::new(targets)?;
         self.comm = Comm::new(&self.rma, group.clone())?;
         self.group = group;
+        self.sources = nt;
         for (e, column) in self.entries.iter_mut().zip(fresh) {
             e.column = column;
         }
+        // The old exposures go (a notice to every old member, the retired
+        // included, which wait for them before they leave), then the
+        // retired are forgotten.
         for i in 0..self.entries.len() {
             let exposure = self.expose_bytes(i)?;
             self.entries[i].exposure = exposure;
+        }
+        let ep = self.rma.endpoint();
+        for &r in &retired {
+            ep.mark_dead(r);
         }
         Ok(Status::Completed)
     }

@@ -19,7 +19,7 @@ pub enum Error {
     /// A call the engine's state does not allow now.
     #[error("{0}")]
     State(String),
-    /// The window layer failed.
+    /// The window layer failed (or a group could not be made).
     #[error(transparent)]
     Rma(#[from] onesided_rma::Error),
     /// A collective failed.

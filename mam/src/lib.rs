@@ -39,5 +39,5 @@ mod error;
 
 pub use config::{Config, Method, Strategy};
 pub use data::{Data, Layout, Moves};
-pub use engine::{Mam, Status, Times, Wait};
+pub use engine::{Mam, Phase, Role, Status, Times, Wait};
 pub use error::Error;

@@ -3,13 +3,16 @@
 //! variable data of `u8`, `u32`, `f64` and a 24-byte struct (lengths not
 //! divisible by the process counts, and one shorter than them), then
 //! reconfigures the job to each of COUNTS in turn by METHOD (`col`,
-//! `rma_lock`, `rma_lock_all`), checking every element after each one
-//! against the serial distribution. Variable data changes before each
+//! `rma_lock`, `rma_lock_all`), growing (the processes it spawns run
+//! `mam-check METHOD join=G COUNTS...` and join the G-th reconfiguration)
+//! and shrinking, checking every element after each one against the
+//! serial distribution. Variable data changes before each
 //! reconfiguration, so the check sees its latest values. Retired
 //! processes print `rank R: retired`, leave the job and exit 0; the last
 //! targets print `rank R: mam ok`. `mam-check misuse` checks the errors:
-//! registrations that differ, a target count of 0, growing. Exits non-zero
-//! naming the rank and the check otherwise.
+//! registrations that differ, a target count of 0, a second
+//! reconfiguration asked for before the first ran. Exits non-zero naming
+//! the rank and the check otherwise.
 
 #![forbid(unsafe_code)]
 
@@ -34,6 +37,8 @@ const WORDS: u64 = 3;
 const FLOATS: u64 = (1 << 16) + 5;
 const CELLS: u64 = 77;
 
+type Result<T> = std::result::Result<T, onesided_mam::Error>;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let world = must(0, "init", World::init());
@@ -47,12 +52,24 @@ fn main() {
         }
         Some(method) => {
             let method: Method = must(me, "method", method.parse());
-            let counts: Vec<u32> = (args[1..].iter())
+            let mut rest = &args[1..];
+            let joined = (rest.first())
+                .and_then(|a| a.strip_prefix("join="))
+                .map(|g| must(me, "join=G", g.parse::<usize>()));
+            if joined.is_some() {
+                rest = &rest[1..];
+            }
+            let counts: Vec<u32> = (rest.iter())
                 .map(|c| must(me, "count", c.parse::<u32>()))
                 .collect();
-            must(me, "reconfigure", reconfigure(&world, method, &counts))
+            let plan = Plan {
+                method,
+                counts,
+                joined,
+            };
+            must(me, "reconfigure", reconfigure(&world, &plan))
         }
-        None => fail(me, "usage: mam-check METHOD COUNTS... | misuse"),
+        None => fail(me, "usage: mam-check METHOD [join=G] COUNTS... | misuse"),
     };
     if retired {
         must(me, "leave", world.leave());
@@ -61,6 +78,14 @@ fn main() {
         must(me, "finalize", world.finalize());
         println!("rank {me}: mam ok");
     }
+}
+
+/// What to do: the method, the process counts in turn, and the
+/// reconfiguration this process joins (spawned by it), if any.
+struct Plan {
+    method: Method,
+    counts: Vec<u32>,
+    joined: Option<usize>,
 }
 
 fn byte(i: u64) -> u8 {
@@ -84,7 +109,7 @@ fn cell(i: u64, generation: u32) -> Cell {
     }
 }
 
-/// This process's block of `len` elements among `n`, made by `f`.
+/// Block `me` of `n` of a `len`-element array, made by `f`.
 fn local<T>(len: u64, n: u32, me: u32, f: impl Fn(u64) -> T) -> Vec<T> {
     block(len, n, me).map(f).collect()
 }
@@ -98,96 +123,123 @@ struct Handles {
     state: Data<f64>,
 }
 
-/// Registers the data, then reconfigures to each count; whether this
-/// process was retired.
-fn reconfigure(world: &World, method: Method, counts: &[u32]) -> Result<bool, onesided_mam::Error> {
-    let (me, n) = (world.rank(), world.size());
-    let rma = Rma::new(world.endpoint())?;
-    let mut mam = Mam::new(&rma, Group::world(n))?;
-    let h = Handles {
+/// Registers the data (a process that joins holds none yet: its blocks
+/// are empty), in the same order everywhere.
+fn register(mam: &mut Mam) -> Result<Handles> {
+    let (n, r) = (mam.sources(), mam.rank());
+    let distributed = |len| Layout::Distributed { len };
+    Ok(Handles {
         bytes: mam.add(
-            local(BYTES, n, me, byte),
-            Layout::Distributed { len: BYTES },
+            local(BYTES, n, r, byte),
+            distributed(BYTES),
             Moves::Constant,
         )?,
         words: mam.add(
-            local(WORDS, n, me, |i| word(i, 0)),
-            Layout::Distributed { len: WORDS },
+            local(WORDS, n, r, |i| word(i, 0)),
+            distributed(WORDS),
             Moves::Variable,
         )?,
         floats: mam.add(
-            local(FLOATS, n, me, float),
-            Layout::Distributed { len: FLOATS },
+            local(FLOATS, n, r, float),
+            distributed(FLOATS),
             Moves::Constant,
         )?,
         cells: mam.add(
-            local(CELLS, n, me, |i| cell(i, 0)),
-            Layout::Distributed { len: CELLS },
+            local(CELLS, n, r, |i| cell(i, 0)),
+            distributed(CELLS),
             Moves::Variable,
         )?,
         params: mam.add(vec![11u64, 22, 33], Layout::Replicated, Moves::Constant)?,
         state: mam.add(vec![0.0f64; 2], Layout::Replicated, Moves::Variable)?,
-    };
-    check(
-        me,
-        mam.checkpoint(Wait::Check)? == Status::NotStarted,
-        || "a checkpoint without a reconfiguration started one".into(),
-    );
-    for (g, &nt) in counts.iter().enumerate() {
+    })
+}
+
+/// The application's last iteration before reconfiguration `generation`
+/// changes the variable data.
+fn iterate(mam: &mut Mam, h: &Handles, generation: u32) -> Result<()> {
+    let start = block(WORDS, mam.sources(), mam.rank()).start;
+    for (k, v) in mam.get_mut(h.words)?.iter_mut().enumerate() {
+        *v = word(start + k as u64, generation);
+    }
+    for c in mam.get_mut(h.cells)?.iter_mut() {
+        c.generation = generation;
+    }
+    mam.get_mut(h.state)?
+        .copy_from_slice(&[f64::from(generation), -1.0]);
+    Ok(())
+}
+
+/// Checks every element after reconfiguration `generation` to `nt`.
+fn verify(mam: &Mam, h: &Handles, generation: u32, what: &str) -> Result<()> {
+    let (me, nt, r) = (mam.rank(), mam.group().size(), mam.rank());
+    let expect = |data: &str, ok: bool| check(me, ok, || format!("{data} after {what}"));
+    expect("bytes", mam.get(h.bytes)? == local(BYTES, nt, r, byte));
+    let words = local(WORDS, nt, r, |i| word(i, generation));
+    expect("words", mam.get(h.words)? == words);
+    expect("floats", mam.get(h.floats)? == local(FLOATS, nt, r, float));
+    let cells = local(CELLS, nt, r, |i| cell(i, generation));
+    expect("cells", mam.get(h.cells)? == cells);
+    expect("params", mam.get(h.params)? == [11, 22, 33]);
+    expect("state", mam.get(h.state)? == [f64::from(generation), -1.0]);
+    Ok(())
+}
+
+/// Registers the data, then reconfigures to each count; whether this
+/// process was retired.
+fn reconfigure(world: &World, plan: &Plan) -> Result<bool> {
+    let me = world.rank();
+    let rma = Rma::new(world.endpoint())?;
+    let mut mam = Mam::init(world, &rma)?;
+    let h = register(&mut mam)?;
+    if plan.joined.is_none() {
+        let status = mam.checkpoint(Wait::Check)?;
+        check(me, status == Status::NotStarted, || {
+            format!("a checkpoint without a reconfiguration gave {status:?}")
+        });
+    }
+    let exe = std::env::current_exe().map_err(|e| onesided_mam::Error::State(e.to_string()))?;
+    for (g, &nt) in plan
+        .counts
+        .iter()
+        .enumerate()
+        .skip(plan.joined.unwrap_or(0))
+    {
         let generation = g as u32 + 1;
-        // The application's last iteration changes the variable data.
-        let (size, rank) = (mam.group().size(), mam.rank());
-        for (k, v) in mam.get_mut(h.words)?.iter_mut().enumerate() {
-            *v = word(block(WORDS, size, rank).start + k as u64, generation);
+        let size = mam.sources();
+        if plan.joined != Some(g) {
+            iterate(&mut mam, &h, generation)?;
+            let mut args = vec![plan.method.to_string(), format!("join={g}")];
+            args.extend(plan.counts.iter().map(u32::to_string));
+            mam.set_program(exe.to_string_lossy(), args);
+            mam.reconfigure(Config {
+                method: plan.method,
+                ..Config::new(nt)
+            })?;
         }
-        for c in mam.get_mut(h.cells)?.iter_mut() {
-            c.generation = generation;
-        }
-        mam.get_mut(h.state)?
-            .copy_from_slice(&[f64::from(generation), -1.0]);
-        let config = Config {
-            targets: nt,
-            method,
-            ..Config::new(nt)
-        };
-        mam.reconfigure(config)?;
         let status = mam.checkpoint(Wait::Wait)?;
-        let (t, most) = mam.times();
+        let (mine, most) = mam.times();
+        let what = format!("{size} -> {nt} ({})", plan.method);
         match status {
             Status::Retired => {
                 println!(
-                    "rank {me}: {size} -> {nt} retired (total {:.3} ms)",
-                    t.total * 1e3
+                    "rank {me}: {what} retired (total {:.3} ms)",
+                    mine.total * 1e3
                 );
                 drop(mam);
                 drop(rma);
                 return Ok(true);
             }
             Status::Completed => {}
-            other => fail(me, &format!("checkpoint gave {other:?}")),
+            other => fail(me, &format!("{what}: checkpoint gave {other:?}")),
         }
-        let r = mam.rank();
         check(me, mam.group().size() == nt, || {
-            format!("a group of {} after {size} -> {nt}", mam.group().size())
+            format!("a group of {} after {what}", mam.group().size())
         });
-        let expect = |what: &str, ok: bool| {
-            check(me, ok, || format!("{what} after {size} -> {nt} ({method})"));
-        };
-        expect("bytes", mam.get(h.bytes)? == local(BYTES, nt, r, byte));
-        expect(
-            "words",
-            mam.get(h.words)? == local(WORDS, nt, r, |i| word(i, generation)),
-        );
-        expect("floats", mam.get(h.floats)? == local(FLOATS, nt, r, float));
-        expect(
-            "cells",
-            mam.get(h.cells)? == local(CELLS, nt, r, |i| cell(i, generation)),
-        );
-        expect("params", mam.get(h.params)? == [11, 22, 33]);
-        expect("state", mam.get(h.state)? == [f64::from(generation), -1.0]);
-        if r == 0 {
+        verify(&mam, &h, generation, &what)?;
+        if mam.rank() == 0 {
             println!(
-                "{size} -> {nt} {method}: redistribution {:.3} ms (constant {:.3}, variable {:.3})",
+                "{what}: spawn {:.3} ms, total {:.3} ms (constant {:.3}, variable {:.3})",
+                most.spawn * 1e3,
                 most.total * 1e3,
                 most.background * 1e3,
                 most.end * 1e3
@@ -200,10 +252,10 @@ fn reconfigure(world: &World, method: Method, counts: &[u32]) -> Result<bool, on
 }
 
 /// Misuse gives errors on every process and changes nothing.
-fn misuse(world: &World) -> Result<(), onesided_mam::Error> {
+fn misuse(world: &World) -> Result<()> {
     let (me, n) = (world.rank(), world.size());
     let rma = Rma::new(world.endpoint())?;
-    let mut mam = Mam::new(&rma, Group::world(n))?;
+    let mut mam = Mam::init(world, &rma)?;
     let wrong = mam.add(
         vec![1u8; 4],
         Layout::Distributed {
@@ -219,25 +271,20 @@ fn misuse(world: &World) -> Result<(), onesided_mam::Error> {
         Layout::Distributed { len },
         Moves::Constant,
     )?;
-    for bad in [0, n + 1] {
-        let e = mam.reconfigure(Config::new(bad));
-        check(me, e.is_err(), || {
-            format!("reconfigure({bad}) was accepted")
-        });
-        println!(
-            "rank {me}: reconfigure({bad}): {}",
-            e.err().map(|e| e.to_string()).unwrap_or_default()
-        );
-    }
+    let e = mam.reconfigure(Config::new(0)).err().map(|e| e.to_string());
+    check(me, e.is_some(), || "reconfigure(0) was accepted".into());
+    println!("rank {me}: reconfigure(0): {}", e.unwrap_or_default());
     mam.reconfigure(Config::new(1))?;
+    let e = mam.reconfigure(Config::new(2)).err().map(|e| e.to_string());
+    check(me, e.is_some(), || {
+        "a second reconfiguration was accepted".into()
+    });
+    println!("rank {me}: again: {}", e.unwrap_or_default());
     match mam.checkpoint(Wait::Wait) {
         Err(e @ onesided_mam::Error::Registration { .. }) => {
             let text = e.to_string();
-            check(
-                me,
-                text.contains("global length 10 at rank 0, 12 at rank 1"),
-                || text.clone(),
-            );
+            let named = text.contains("global length 10 at rank 0, 12 at rank 1");
+            check(me, named, || text.clone());
             println!("rank {me}: mismatch: {text}");
         }
         other => fail(me, &format!("differing registrations gave {other:?}")),
