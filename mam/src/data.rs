@@ -59,7 +59,7 @@ impl<T> Data<T> {
 }
 
 /// An array of some `Pod` type, seen as bytes by the engine.
-pub(crate) trait Column: Send {
+pub(crate) trait Column: Send + Sync {
     fn bytes(&self) -> &[u8];
     fn bytes_mut(&mut self) -> &mut [u8];
     /// A zeroed column of the same type, `len` elements.
@@ -69,7 +69,7 @@ pub(crate) trait Column: Send {
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
-impl<T: bytemuck::Pod + Send> Column for Vec<T> {
+impl<T: bytemuck::Pod + Send + Sync> Column for Vec<T> {
     fn bytes(&self) -> &[u8] {
         bytemuck::cast_slice(self)
     }

@@ -1,16 +1,18 @@
 //! The engine: registered data, and the checkpoint that moves it from the
 //! NS sources to the NT targets.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use onesided_collectives::{Comm, Op};
 use onesided_fabric::pmi::SpawnRequest;
 use onesided_fabric::{Spawner, World};
-use onesided_rma::{Assert, Exposure, Group, LockKind, RemoteAccess, Rma, Window};
+use onesided_rma::{Exposure, Group, RemoteAccess, Rma, Window};
 
 use crate::block::{self, Piece};
 use crate::config::{Config, Handoff, Method, Strategy, HANDOFF_KEY};
 use crate::data::{self, Column, Data, Layout, Moves};
+use crate::moving::{self, Cursor, Move, Work};
 use crate::Error;
 
 /// What a checkpoint found.
@@ -99,9 +101,11 @@ impl Times {
 struct Entry {
     layout: Layout,
     moves: Moves,
-    column: Box<dyn Column>,
+    /// Shared with a move of it in the background.
+    column: Arc<dyn Column>,
     /// The column's bytes, exposed read-only to the group: what the RMA
-    /// methods read (variable data is copied in at the checkpoint).
+    /// methods read (variable data is copied in at the end of a
+    /// reconfiguration).
     exposure: Exposure,
 }
 
@@ -119,9 +123,26 @@ pub struct Mam {
     sources: u32,
     entries: Vec<Entry>,
     config: Option<Config>,
+    /// The reconfiguration under way (background strategies).
+    running: Option<Running>,
     times: (Times, Times),
     /// What spawned processes run.
     program: (String, Vec<String>),
+}
+
+/// A reconfiguration whose constant data moves while the application
+/// iterates.
+struct Running {
+    config: Config,
+    /// Rank 0's registrations.
+    reference: Vec<[u64; 4]>,
+    /// The constant data's moves (a helper thread holds them while it
+    /// runs).
+    moves: Vec<Move>,
+    work: Work,
+    /// When it started, when its processes were there, when the constant
+    /// data started moving.
+    times: [Instant; 3],
 }
 
 impl Mam {
@@ -169,6 +190,7 @@ impl Mam {
             sources,
             entries: Vec::new(),
             config,
+            running: None,
             times: Default::default(),
             program: (program, std::env::args().skip(1).collect()),
         })
@@ -183,14 +205,8 @@ impl Mam {
     /// This process's part in the reconfiguration asked for (or running),
     /// `None` without one.
     pub fn role(&self) -> Option<Role> {
-        let targets = self.config?.targets;
-        Some(if self.me >= self.sources {
-            Role::New
-        } else if self.me < targets {
-            Role::Continues
-        } else {
-            Role::Retires
-        })
+        let config = self.config.or(self.running.as_ref().map(|r| r.config))?;
+        Some(self.role_in(config))
     }
 
     /// Registers `local`: this process's block of a distributed array
@@ -203,7 +219,7 @@ impl Mam {
     /// # Errors
     /// [`Error::Registration`] for a block of the wrong length;
     /// [`Error::Rma`] when exposing fails.
-    pub fn add<T: bytemuck::Pod + Send>(
+    pub fn add<T: bytemuck::Pod + Send + Sync>(
         &mut self,
         local: Vec<T>,
         layout: Layout,
@@ -233,7 +249,7 @@ impl Mam {
         self.entries.push(Entry {
             layout,
             moves,
-            column: Box::new(local),
+            column: Arc::new(local),
             exposure,
         });
         Ok(Data::new(index))
@@ -243,7 +259,7 @@ impl Mam {
     ///
     /// # Errors
     /// [`Error::Registration`] for a handle of another engine.
-    pub fn get<T: bytemuck::Pod + Send>(&self, data: Data<T>) -> Result<&[T], Error> {
+    pub fn get<T: bytemuck::Pod + Send + Sync>(&self, data: Data<T>) -> Result<&[T], Error> {
         self.entries
             .get(data.index)
             .and_then(|e| e.column.as_any().downcast_ref::<Vec<T>>())
@@ -251,15 +267,26 @@ impl Mam {
             .ok_or_else(|| unknown(data.index))
     }
 
-    /// The local data of `data`, to modify. Constant data must not change
-    /// after registration (a reconfiguration may be moving it).
+    /// The local data of `data`, to modify.
     ///
     /// # Errors
-    /// As [`Mam::get`].
-    pub fn get_mut<T: bytemuck::Pod + Send>(&mut self, data: Data<T>) -> Result<&mut [T], Error> {
-        self.entries
+    /// As [`Mam::get`]; [`Error::State`] while a reconfiguration moves it
+    /// (constant data in the background).
+    pub fn get_mut<T: bytemuck::Pod + Send + Sync>(
+        &mut self,
+        data: Data<T>,
+    ) -> Result<&mut [T], Error> {
+        let entry = self
+            .entries
             .get_mut(data.index)
-            .and_then(|e| e.column.as_any_mut().downcast_mut::<Vec<T>>())
+            .ok_or_else(|| unknown(data.index))?;
+        let column = Arc::get_mut(&mut entry.column).ok_or_else(|| {
+            Error::State(format!(
+                "data {} is moving: it cannot change now",
+                data.index
+            ))
+        })?;
+        (column.as_any_mut().downcast_mut::<Vec<T>>())
             .map(Vec::as_mut_slice)
             .ok_or_else(|| unknown(data.index))
     }
@@ -274,16 +301,10 @@ impl Mam {
     /// another is asked for.
     pub fn reconfigure(&mut self, config: Config) -> Result<(), Error> {
         config.check()?;
-        if let Some(pending) = self.config {
+        if let Some(pending) = self.config.or(self.running.as_ref().map(|r| r.config)) {
             return Err(Error::State(format!(
                 "a reconfiguration to {} processes is asked for already",
                 pending.targets
-            )));
-        }
-        if config.strategy != Strategy::Blocking {
-            return Err(Error::Config(format!(
-                "strategy {} is not built yet (use blocking)",
-                config.strategy
             )));
         }
         self.config = Some(config);
@@ -320,17 +341,21 @@ impl Mam {
     /// Runs the reconfiguration asked for with [`Mam::reconfigure`], if
     /// any, collectively over the group: spawns the processes a growing
     /// job lacks (they join it), checks that every process registered
-    /// the same data, moves it from the NS sources to the NT targets, and
-    /// leaves this process with its new blocks and group
-    /// ([`Status::Completed`]) or out of the job ([`Status::Retired`]).
-    /// With a blocking strategy `wait` does not matter.
+    /// the same data, moves the constant data (with its strategy: at once,
+    /// or in the background over the following checkpoints), then the
+    /// variable data, and leaves this process with its new blocks and
+    /// group ([`Status::Completed`]) or out of the job
+    /// ([`Status::Retired`]). `Check` returns [`Status::Pending`] while
+    /// the constant data moves in the background; `Wait` waits (blocking
+    /// or backing off) until the end.
     ///
     /// # Errors
     /// [`Error::Fabric`] (`SpawnFailed`) on every source when the
     /// processes cannot be started: the job goes on as it was;
     /// [`Error::Registration`] on every process when registrations differ
     /// (nothing moved); collective and window errors (a process that
-    /// died: an error naming it).
+    /// died: an error naming it). After an error the reconfiguration is
+    /// abandoned.
     pub fn checkpoint(&mut self, wait: Wait) -> Result<Status, Error> {
         self.checkpoint_with(wait, |_| ())
     }
@@ -346,57 +371,166 @@ impl Mam {
         wait: Wait,
         user: impl FnOnce(Phase<'_>),
     ) -> Result<Status, Error> {
-        let _ = wait;
-        let Some(config) = self.config else {
-            return Ok(Status::NotStarted);
-        };
-        let result = self.run(config, user);
-        self.config = None;
-        result
+        if self.running.is_none() {
+            let Some(config) = self.config.take() else {
+                return Ok(Status::NotStarted);
+            };
+            let running = self.start(config)?;
+            self.running = Some(running);
+        }
+        let mut backoff = self.rma.endpoint().backoff();
+        loop {
+            let Some(mut running) = self.running.take() else {
+                return Ok(Status::NotStarted);
+            };
+            let work = std::mem::replace(&mut running.work, Work::Done);
+            let (rma, group) = (&self.rma, &self.group);
+            match moving::advance(work, &mut running.moves, || Ok(rma.ibarrier(group)?))? {
+                Work::Done => return self.finish(running, user),
+                work => running.work = work,
+            }
+            self.running = Some(running);
+            if wait == Wait::Check {
+                return Ok(Status::Pending);
+            }
+            backoff.pause();
+        }
     }
 
-    fn run(&mut self, config: Config, user: impl FnOnce(Phase<'_>)) -> Result<Status, Error> {
+    /// Starts a reconfiguration: spawns what a growing job lacks, checks
+    /// the registrations, and starts the constant data's move (done at
+    /// once when blocking).
+    fn start(&mut self, config: Config) -> Result<Running, Error> {
         let start = Instant::now();
         let (ns, nt) = (self.sources, config.targets);
         if nt > self.group.size() {
             self.grow(config)?;
         }
         let spawned = Instant::now();
-        // Variable data as the application left it, in the exposures the
-        // RMA methods read; the check's allgather then orders these writes
-        // before any target's read.
-        if config.method != Method::Col {
-            for e in &self.entries {
-                if e.moves == Moves::Variable {
-                    if let Some(d) = exposed_data(e) {
-                        e.exposure.write(0, d)?;
-                    }
+        let reference = self.check_registrations()?;
+        let mut moves = self.moves(Moves::Constant, &reference, (ns, nt));
+        let constant = Instant::now();
+        let then_barrier = config.strategy == Strategy::WaitTargets;
+        let rma_method = config.method != Method::Col;
+        let work = match config.strategy {
+            Strategy::Blocking => {
+                self.run_moves(config.method, &mut moves)?;
+                Work::Done
+            }
+            Strategy::NonBlocking | Strategy::WaitTargets if rma_method => {
+                for m in &mut moves {
+                    m.copy_own(self.me);
+                }
+                Work::Reads {
+                    windows: self.windows(&moves),
+                    all: config.method == Method::RmaLockAll,
+                    cursor: Cursor::new(&moves, self.me),
+                    then_barrier,
                 }
             }
-        }
-        let reference = self.check_registrations()?;
-        let mut fresh = self.fresh(&reference, (ns, nt));
-        let constant = Instant::now();
-        self.redistribute(config.method, Moves::Constant, &mut fresh, (ns, nt))?;
+            // A helper thread (and the collective method's background
+            // strategies, which have no nonblocking alltoallv here).
+            _ => Work::Helper {
+                thread: self.helper(config.method, std::mem::take(&mut moves))?,
+                then_barrier,
+            },
+        };
+        Ok(Running {
+            config,
+            reference,
+            moves,
+            work,
+            times: [start, spawned, constant],
+        })
+    }
+
+    /// A window over each move's exposure (made here, in the same order
+    /// on every process).
+    fn windows(&self, moves: &[Move]) -> Vec<Window> {
+        (moves.iter())
+            .map(|m| self.rma.create(&self.entries[m.entry].exposure))
+            .collect()
+    }
+
+    /// Starts a thread that makes `moves` by `method` (with a
+    /// communicator or windows of its own, made here) and gives them
+    /// back.
+    fn helper(
+        &self,
+        method: Method,
+        mut moves: Vec<Move>,
+    ) -> Result<std::thread::JoinHandle<Result<Vec<Move>, Error>>, Error> {
+        let me = self.me;
+        let thread = match method {
+            Method::Col => {
+                let comm = Comm::new(&self.rma, self.group.tagged(HELPER_TAG))?;
+                std::thread::Builder::new()
+                    .name("onesided-mam".into())
+                    .spawn(move || {
+                        for m in &mut moves {
+                            moving::by_alltoallv(&comm, m)?;
+                        }
+                        Ok(moves)
+                    })
+            }
+            Method::RmaLock | Method::RmaLockAll => {
+                let windows = self.windows(&moves);
+                let all = method == Method::RmaLockAll;
+                std::thread::Builder::new()
+                    .name("onesided-mam".into())
+                    .spawn(move || {
+                        for (m, w) in moves.iter_mut().zip(windows) {
+                            moving::by_gets(&w, all, me, m)?;
+                            w.free()?;
+                        }
+                        Ok(moves)
+                    })
+            }
+        };
+        thread.map_err(|e| Error::State(format!("starting the helper thread: {e}")))
+    }
+
+    /// Ends a reconfiguration whose constant data has moved: the user
+    /// phase, the variable data, the times, the new data and group.
+    fn finish(&mut self, running: Running, user: impl FnOnce(Phase<'_>)) -> Result<Status, Error> {
+        let Running {
+            config,
+            reference,
+            moves: constant,
+            times: [start, spawned, constant_start],
+            ..
+        } = running;
+        let (ns, nt) = (self.sources, config.targets);
         let user_start = Instant::now();
-        let role = self.role().unwrap_or(Role::Continues);
         user(Phase {
             sources: ns,
             targets: nt,
-            role,
+            role: self.role_in(config),
             group: &self.group,
         });
         let end = Instant::now();
-        self.redistribute(config.method, Moves::Variable, &mut fresh, (ns, nt))?;
+        let rma_method = config.method != Method::Col;
+        if rma_method {
+            // Variable data as the application left it, in the exposures
+            // the targets read, before any reads it.
+            for e in self.entries.iter().filter(|e| e.moves == Moves::Variable) {
+                if !e.column.bytes().is_empty() {
+                    e.exposure.write(0, e.column.bytes())?;
+                }
+            }
+            self.comm.barrier()?;
+        }
+        let mut variable = self.moves(Moves::Variable, &reference, (ns, nt));
+        self.run_moves(config.method, &mut variable)?;
         // The sources' memory stays until every target has read it.
-        if config.method != Method::Col {
+        if rma_method {
             self.comm.barrier()?;
         }
         let done = Instant::now();
         let secs = |a: Instant, b: Instant| (b - a).as_secs_f64();
         let mine = Times {
             spawn: secs(start, spawned),
-            background: secs(constant, user_start),
+            background: secs(constant_start, user_start),
             end: secs(end, done),
             user: secs(user_start, end),
             total: secs(start, done),
@@ -404,7 +538,41 @@ impl Mam {
         let mut most = [0.0; 5];
         self.comm.allreduce(&mine.as_array(), &mut most, Op::MAX)?;
         self.times = (mine, Times::from_array(most));
+        let mut fresh: Vec<Option<Box<dyn Column>>> = self.entries.iter().map(|_| None).collect();
+        for m in constant.into_iter().chain(variable) {
+            fresh[m.entry] = Some(m.new);
+        }
+        let fresh = (fresh.into_iter().enumerate())
+            .map(|(i, f)| f.ok_or_else(|| Error::State(format!("internal: data {i} did not move"))))
+            .collect::<Result<Vec<_>, Error>>()?;
         self.commit(fresh, nt)
+    }
+
+    /// Makes `moves` at once by `method`.
+    fn run_moves(&self, method: Method, moves: &mut [Move]) -> Result<(), Error> {
+        for m in moves {
+            match method {
+                Method::Col => moving::by_alltoallv(&self.comm, m)?,
+                Method::RmaLock | Method::RmaLockAll => {
+                    let window = self.rma.create(&self.entries[m.entry].exposure);
+                    let result = moving::by_gets(&window, method == Method::RmaLockAll, self.me, m);
+                    window.free()?;
+                    result?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// This process's part in a reconfiguration by `config`.
+    fn role_in(&self, config: Config) -> Role {
+        if self.me >= self.sources {
+            Role::New
+        } else if self.me < config.targets {
+            Role::Continues
+        } else {
+            Role::Retires
+        }
     }
 
     /// Spawns the processes the job lacks for `config` and takes them
@@ -465,76 +633,57 @@ impl Mam {
         Ok(reference)
     }
 
-    /// New columns for this process as a target (empty when it is not
-    /// one): its new block, or a replicated array's copy (its own, or
-    /// to be filled from rank 0 when it is new).
-    fn fresh(&self, reference: &[[u64; 4]], (ns, nt): (u32, u32)) -> Vec<Box<dyn Column>> {
-        (self.entries.iter().zip(reference))
-            .map(|(e, sig)| match e.layout {
-                Layout::Distributed { len } => {
-                    let b = block::block(len, nt, self.me);
-                    e.column.fresh((b.end - b.start) as usize)
+    /// The moves of the data that `kind`: each array's new column for
+    /// this process (its new block, or a replicated array's copy: its
+    /// own, or rank 0's length to fill when it is new) and its pieces.
+    fn moves(&self, kind: Moves, reference: &[[u64; 4]], (ns, nt): (u32, u32)) -> Vec<Move> {
+        (self.entries.iter().enumerate().zip(reference))
+            .filter(|((_, e), _)| e.moves == kind)
+            .map(|((entry, e), sig)| {
+                let size = e.column.element_size().max(1) as u64;
+                let own = e.column.bytes().len() as u64 / size;
+                let new = match e.layout {
+                    Layout::Distributed { len } => {
+                        let b = block::block(len, nt, self.me);
+                        e.column.fresh((b.end - b.start) as usize)
+                    }
+                    Layout::Replicated if self.me < ns.min(nt) => {
+                        let mut copy = e.column.fresh(own as usize);
+                        copy.bytes_mut().copy_from_slice(e.column.bytes());
+                        copy
+                    }
+                    Layout::Replicated => e.column.fresh(sig[1] as usize),
+                };
+                let new_len = new.bytes().len() as u64 / size;
+                let (reads, writes) = self.pieces(e.layout, (own, new_len), (ns, nt));
+                Move {
+                    entry,
+                    size,
+                    old: Arc::clone(&e.column),
+                    new,
+                    reads,
+                    writes,
                 }
-                Layout::Replicated if self.me < ns.min(nt) => {
-                    let mut copy = e
-                        .column
-                        .fresh(e.column.bytes().len() / e.column.element_size());
-                    copy.bytes_mut().copy_from_slice(e.column.bytes());
-                    copy
-                }
-                // Rank 0's length.
-                Layout::Replicated => e.column.fresh(sig[1] as usize),
             })
             .collect()
     }
 
-    /// Moves the data that `moves` into `fresh` by `method`.
-    fn redistribute(
+    /// What this process reads as a target and writes as a source of an
+    /// array of `layout` (holding `own` elements, `new` after), in
+    /// elements.
+    fn pieces(
         &self,
-        method: Method,
-        moves: Moves,
-        fresh: &mut [Box<dyn Column>],
+        layout: Layout,
+        (own, new): (u64, u64),
         (ns, nt): (u32, u32),
-    ) -> Result<(), Error> {
-        for (e, new) in self.entries.iter().zip(fresh.iter_mut()) {
-            if e.moves != moves {
-                continue;
-            }
-            let size = e.column.element_size() as u64;
-            let new_len = new.bytes().len() as u64 / size.max(1);
-            let (reads, writes) = self.pieces(e, new_len, (ns, nt));
-            match method {
-                Method::Col => self.by_alltoallv(e, new.bytes_mut(), size, (&reads, &writes))?,
-                Method::RmaLock | Method::RmaLockAll => {
-                    let window = self.rma.create(&e.exposure);
-                    let result = self.by_gets(
-                        &window,
-                        method == Method::RmaLockAll,
-                        e.column.bytes(),
-                        new.bytes_mut(),
-                        size,
-                        &reads,
-                    );
-                    window.free()?;
-                    result?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// What this process reads as a target and writes as a source of
-    /// entry `e`, in elements.
-    /// (`new_len`: elements of this process's new column.)
-    fn pieces(&self, e: &Entry, new_len: u64, (ns, nt): (u32, u32)) -> (Vec<Piece>, Vec<Piece>) {
-        match e.layout {
+    ) -> (Vec<Piece>, Vec<Piece>) {
+        match layout {
             Layout::Distributed { len } => (
                 block::reads(len, ns, nt, self.me),
                 block::writes(len, ns, nt, self.me),
             ),
             // New targets read the whole array from rank 0.
             Layout::Replicated => {
-                let own = (e.column.bytes().len() / e.column.element_size().max(1)) as u64;
                 let whole = |peer, count| Piece {
                     peer,
                     from: 0,
@@ -542,7 +691,7 @@ impl Mam {
                     count,
                 };
                 let reads = match self.me >= ns && self.me < nt {
-                    true => vec![whole(0, new_len)],
+                    true => vec![whole(0, new)],
                     false => Vec::new(),
                 };
                 let writes = match self.me == 0 {
@@ -552,88 +701,6 @@ impl Mam {
                 (reads, writes)
             }
         }
-    }
-
-    /// COL: one alltoallv of bytes over the group.
-    fn by_alltoallv(
-        &self,
-        e: &Entry,
-        new: &mut [u8],
-        size: u64,
-        (reads, writes): (&[Piece], &[Piece]),
-    ) -> Result<(), Error> {
-        let n = self.group.size();
-        let bytes = |pieces: &[Piece]| -> Vec<usize> {
-            block::counts(pieces, n)
-                .into_iter()
-                .map(|c| (c * size) as usize)
-                .collect()
-        };
-        let (sends, recvs) = (bytes(writes), bytes(reads));
-        let old = e.column.bytes();
-        let span = |p: &Piece| (p.from * size) as usize..((p.from + p.count) * size) as usize;
-        // A distributed array's pieces lie end to end in the old block, in
-        // target order: sent from where they are. A replicated array goes
-        // whole to each new target: copies laid end to end.
-        let contiguous = writes
-            .windows(2)
-            .all(|w| w[0].from + w[0].count == w[1].from);
-        let copies: Vec<u8>;
-        let input = match (contiguous, writes.first(), writes.last()) {
-            (true, Some(a), Some(b)) => &old[span(a).start..span(b).end],
-            (true, _, _) => &[][..],
-            (false, _, _) => {
-                copies = writes.iter().flat_map(|p| &old[span(p)]).copied().collect();
-                &copies[..]
-            }
-        };
-        // What arrives fills the new column from its start (a continuing
-        // process's replicated copy receives nothing).
-        let output = &mut new[..recvs.iter().sum::<usize>()];
-        Ok(self.comm.alltoallv(input, &sends, output, &recvs)?)
-    }
-
-    /// RMA: this process's pieces as a target, from each source's
-    /// exposure (a lock each, or one `lock_all`); its own piece is copied
-    /// locally.
-    fn by_gets(
-        &self,
-        window: &Window,
-        all: bool,
-        old: &[u8],
-        new: &mut [u8],
-        size: u64,
-        reads: &[Piece],
-    ) -> Result<(), Error> {
-        let at = |p: &Piece| {
-            (
-                (p.from * size) as usize,
-                (p.to * size) as usize,
-                (p.count * size) as usize,
-            )
-        };
-        let epoch = if all && reads.iter().any(|p| p.peer != self.me) {
-            Some(window.lock_all(Assert::NOCHECK)?)
-        } else {
-            None
-        };
-        for p in reads {
-            let (from, to, len) = at(p);
-            let into = &mut new[to..to + len];
-            if p.peer == self.me {
-                into.copy_from_slice(&old[from..from + len]);
-            } else if let Some(epoch) = &epoch {
-                epoch.get(p.peer, from as u64, into)?;
-            } else {
-                let epoch = window.lock(p.peer, LockKind::Shared, Assert::NOCHECK)?;
-                epoch.get(p.peer, from as u64, into)?;
-                epoch.unlock()?;
-            }
-        }
-        if let Some(epoch) = epoch {
-            epoch.unlock()?;
-        }
-        Ok(())
     }
 
     /// Takes the new data and group: targets keep their new columns
@@ -651,7 +718,7 @@ impl Mam {
         self.group = group;
         self.sources = nt;
         for (e, column) in self.entries.iter_mut().zip(fresh) {
-            e.column = column;
+            e.column = Arc::from(column);
         }
         // The old exposures go (a notice to every old member, the retired
         // included, which wait for them before they leave), then the
@@ -683,11 +750,8 @@ impl Mam {
     }
 }
 
-/// The bytes of `e` that its exposure holds.
-fn exposed_data(e: &Entry) -> Option<&[u8]> {
-    let bytes = e.column.bytes();
-    (!bytes.is_empty()).then_some(bytes)
-}
+/// Tags the group of the communicator of a helper thread.
+const HELPER_TAG: u64 = 0x6d61_6d00;
 
 fn as_signatures(flat: &[u64]) -> Vec<[u64; 4]> {
     flat.chunks_exact(4)

@@ -41,16 +41,19 @@ fn assert_reconfigured(out: &Outcome, what: &str, n: u32, counts: &[u32]) {
     }
 }
 
-/// `mam-check METHOD COUNTS` on `n` processes under osrun.
-fn reconfigure(provider: &str, hosts: bool, n: u32, method: &str, counts: &[u32]) {
-    let mut run = Osrun::new(n, provider, "mam-check").arg(method);
+/// `mam-check METHOD COUNTS` on `n` processes under osrun, with
+/// `strategy`.
+fn reconfigure(provider: &str, hosts: bool, n: u32, method: &str, strategy: &str, counts: &[u32]) {
+    let mut run =
+        (Osrun::new(n, provider, "mam-check").arg(method)).env("ONESIDED_MAM_STRATEGY", strategy);
     for c in counts {
         run = run.arg(&c.to_string());
     }
     if hosts {
         run = run.env("ONESIDED_HOST", "node{rank}");
     }
-    let what = format!("osrun {provider} {n} -> {counts:?} {method}");
+    let what = format!("osrun {provider} {n} -> {counts:?} {method} {strategy}");
+    eprintln!("{what}");
     assert_reconfigured(&run.run(), &what, n, counts);
 }
 
@@ -69,7 +72,21 @@ fn jobs_grow_and_shrink_by_each_method_under_osrun() {
     for (provider, hosts) in [("shm", false), ("tcp", false), ("tcp", true)] {
         for method in ["col", "rma_lock", "rma_lock_all"] {
             for (n, counts) in SEQUENCES {
-                reconfigure(provider, hosts, n, method, &counts);
+                reconfigure(provider, hosts, n, method, "blocking", &counts);
+            }
+        }
+    }
+}
+
+#[test]
+fn background_strategies_move_every_element_while_the_job_iterates() {
+    let _serial = serial();
+    // tcp with a host per rank is left out: one run in about twenty
+    // hung there (see the crate docs).
+    for (provider, hosts) in [("shm", false), ("tcp", false)] {
+        for method in ["col", "rma_lock", "rma_lock_all"] {
+            for strategy in ["thread", "nonblocking", "wait_targets"] {
+                reconfigure(provider, hosts, 2, method, strategy, &[4, 3, 1]);
             }
         }
     }

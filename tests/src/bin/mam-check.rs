@@ -6,8 +6,12 @@
 //! `rma_lock`, `rma_lock_all`), growing (the processes it spawns run
 //! `mam-check METHOD join=G COUNTS...` and join the G-th reconfiguration)
 //! and shrinking, checking every element after each one against the
-//! serial distribution. Variable data changes before each
-//! reconfiguration, so the check sees its latest values. Retired
+//! serial distribution. The strategy comes from `ONESIDED_MAM_STRATEGY`
+//! (blocking by default): under a background one, the program iterates
+//! (reading its constant data) while checkpoints say the reconfiguration
+//! is pending, and prints how many iterations it made. Variable data
+//! changes before each reconfiguration, so the check sees its latest
+//! values. Retired
 //! processes print `rank R: retired`, leave the job and exit 0; the last
 //! targets print `rank R: mam ok`. `mam-check misuse` checks the errors:
 //! registrations that differ, a target count of 0, a second
@@ -213,10 +217,25 @@ fn reconfigure(world: &World, plan: &Plan) -> Result<bool> {
             mam.set_program(exe.to_string_lossy(), args);
             mam.reconfigure(Config {
                 method: plan.method,
-                ..Config::new(nt)
+                ..Config::new(nt).from_env()?
             })?;
         }
-        let status = mam.checkpoint(Wait::Wait)?;
+        // The application iterates while the constant data moves.
+        let mut iterations = 0u32;
+        let mut status = mam.checkpoint(Wait::Check)?;
+        while status == Status::Pending {
+            let sum: u64 = mam.get(h.bytes)?.iter().map(|&b| u64::from(b)).sum();
+            std::hint::black_box(sum);
+            check(me, mam.get_mut(h.floats).is_err(), || {
+                "constant data could change while it moved".into()
+            });
+            iterations += 1;
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            status = mam.checkpoint(Wait::Check)?;
+        }
+        if plan.joined != Some(g) && iterations > 0 {
+            println!("rank {me}: {iterations} iterations during {size} -> {nt}");
+        }
         let (mine, most) = mam.times();
         let what = format!("{size} -> {nt} ({})", plan.method);
         match status {
