@@ -315,8 +315,13 @@ impl Shared {
     /// [`Error::Rma`] when the window cannot be made.
     pub(crate) fn new(rma: &Rma, group: &Group, me: u32) -> Result<Shared, Error> {
         // Members reach it through their mappings alone: the provider
-        // needs no right to write it.
-        let window = rma.allocate(group, DATA + SLOT, onesided_rma::RemoteAccess::ReadOnly)?;
+        // needs no right to write it. Its counters and headers start at
+        // zero before any peer sees it (the window publishes it): a
+        // pooled registration holds an earlier Comm's, whose higher steps
+        // would read as calls given up.
+        let exposure = rma.expose(group, DATA + SLOT, onesided_rma::RemoteAccess::ReadOnly)?;
+        exposure.write(0, &[0u8; DATA])?;
+        let window = rma.create(&exposure);
         let own = (window.mapped(me)?)
             .ok_or_else(|| Error::BadCall("this member's own part is not mapped".into()))?;
         let parts = vec![OnceLock::new(); group.size() as usize];

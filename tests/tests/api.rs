@@ -91,6 +91,18 @@ fn the_examples_run_under_slurm() {
 }
 
 #[test]
+fn the_malleable_example_grows_and_shrinks_its_job() {
+    let _serial = serial();
+    for provider in ["shm", "tcp"] {
+        let out = Osrun::new(2, provider, "examples/malleable").run();
+        out.assert_success();
+        out.assert_stdout_has("rank 0: 1000000 elements checked");
+        assert_eq!(out.count(": retired"), 3, "{provider}: {out}");
+        assert_eq!(out.count("2 -> 4: spawn"), 1, "{provider}: {out}");
+    }
+}
+
+#[test]
 fn helper_threads_rget_while_the_main_thread_reduces() {
     let _serial = serial();
     for (provider, n, hosts) in [

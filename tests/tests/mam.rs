@@ -81,8 +81,8 @@ fn jobs_grow_and_shrink_by_each_method_under_osrun() {
 #[test]
 fn background_strategies_move_every_element_while_the_job_iterates() {
     let _serial = serial();
-    // tcp with a host per rank is left out: one run in about twenty
-    // hung there (see the crate docs).
+    // tcp with a host per rank is left out: about one run in twenty hangs
+    // there (onesided-mam's crate docs, "Known open problem").
     for (provider, hosts) in [("shm", false), ("tcp", false)] {
         for method in ["col", "rma_lock", "rma_lock_all"] {
             for strategy in ["thread", "nonblocking", "wait_targets"] {
