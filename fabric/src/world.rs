@@ -247,13 +247,7 @@ impl World {
     /// (then nothing is waited for and the process manager is not told);
     /// as [`Pmi::barrier`] and [`Pmi::finalize`].
     pub fn finalize(self) -> Result<()> {
-        let others = self.endpoint.handles() - 1;
-        if others > 0 {
-            return Err(Error::StillShared {
-                op: "finalize",
-                handles: others,
-            });
-        }
+        self.only_handle("finalize")?;
         // A job whose processes came and went waits for its live
         // processes over the fabric: the launcher's barrier would wait
         // for those that left (Hydra's does), and those that joined are
@@ -281,6 +275,14 @@ impl World {
         pmi.finalize()
     }
 
+    /// Refuses `op` while other handles of the endpoint are held.
+    fn only_handle(&self, op: &'static str) -> Result<()> {
+        match self.endpoint.handles() - 1 {
+            0 => Ok(()),
+            handles => Err(Error::StillShared { op, handles }),
+        }
+    }
+
     /// Leaves a job that goes on without this process (a process retired
     /// by a shrinking reconfiguration): closes the endpoint and tells the
     /// process manager this process is done, without waiting for the
@@ -291,13 +293,7 @@ impl World {
     /// # Errors
     /// [`Error::StillShared`]; as [`Pmi::finalize`].
     pub fn leave(self) -> Result<()> {
-        let others = self.endpoint.handles() - 1;
-        if others > 0 {
-            return Err(Error::StillShared {
-                op: "leave",
-                handles: others,
-            });
-        }
+        self.only_handle("leave")?;
         let pmi = sole(self.pmi, "leave")?;
         drop(self.endpoint);
         pmi.finalize()
