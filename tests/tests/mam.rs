@@ -133,7 +133,13 @@ fn jobs_grow_and_shrink_under_slurm() {
 #[test]
 fn misuse_gives_the_same_error_everywhere_and_changes_nothing() {
     let _serial = serial();
-    let out = Osrun::new(3, "shm", "mam-check").arg("misuse").run();
+    let mut command = std::process::Command::new(binary("osrun"));
+    command
+        .args(["-n", "3", "--universe", "4", "--timeout", "60"])
+        .env("ONESIDED_TIMEOUT", "20")
+        .arg(binary("mam-check"))
+        .arg("misuse");
+    let out = run(command, Duration::from_secs(90));
     out.assert_success();
     assert_eq!(out.count("mam ok"), 3, "{out}");
     assert_eq!(
@@ -143,4 +149,9 @@ fn misuse_gives_the_same_error_everywhere_and_changes_nothing() {
     );
     assert_eq!(out.count("a target count of 0"), 3, "{out}");
     assert_eq!(out.count("asked for already"), 3, "{out}");
+    assert_eq!(
+        out.count("spawn failed: PMI server refused spawn: rc=-1 spawn_of_2_processes"),
+        3,
+        "{out}"
+    );
 }

@@ -20,6 +20,11 @@ pub struct Options {
     /// it expires).
     #[arg(long, value_name = "SECS", value_parser = parse_timeout, allow_negative_numbers = true)]
     pub timeout: Option<Duration>,
+    /// The universe size: at most N processes live at once, so that a
+    /// spawn beyond it fails (default: the launch size is reported, and
+    /// spawns are not limited).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub universe: Option<u32>,
     /// Fault-tolerant mode: a dead rank is reported to the others instead
     /// of ending the job.
     #[arg(long = "ft")]

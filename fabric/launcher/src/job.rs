@@ -88,7 +88,14 @@ pub fn run(options: &Options) -> i32 {
     let mut job = Job {
         options,
         program,
-        server: PmiServer::new(&std::process::id().to_string(), options.processes),
+        server: {
+            let universe = options.universe.unwrap_or(options.processes);
+            let mut server = PmiServer::new(&std::process::id().to_string(), universe);
+            if options.universe.is_some() {
+                server.limit();
+            }
+            server
+        },
         processes: HashMap::new(),
         events: sender,
         first_failure: None,

@@ -67,6 +67,8 @@ struct Client {
 pub struct PmiServer {
     job_id: String,
     universe_size: u32,
+    /// Spawns beyond the universe size are refused.
+    limited: bool,
     groups: Vec<Group>,
     clients: HashMap<ClientId, Client>,
     spawning: HashMap<ClientId, Vec<SpawnCommand>>,
@@ -90,10 +92,17 @@ impl PmiServer {
         PmiServer {
             job_id: text(job_id),
             universe_size,
+            limited: false,
             groups: Vec::new(),
             clients: HashMap::new(),
             spawning: HashMap::new(),
         }
+    }
+
+    /// Refuses spawns that would make more processes live at once than
+    /// the universe size (`osrun --universe`).
+    pub fn limit(&mut self) {
+        self.limited = true;
     }
 
     /// Opens a group of `size` processes with its key-value space, holding
@@ -326,6 +335,15 @@ impl PmiServer {
             return Vec::new();
         }
         let commands = self.spawning.remove(&client).unwrap_or_default();
+        let live: u32 = self.groups.iter().map(|g| g.live).sum();
+        let wanted: u32 = commands.iter().map(|c| c.count).sum();
+        if self.limited && live.saturating_add(wanted) > self.universe_size {
+            let why = format!(
+                "spawn of {wanted} processes beside {live} live ones exceeds the universe size {}",
+                self.universe_size
+            );
+            return vec![Action::Reply(client, error_reply("spawn_result", &why))];
+        }
         vec![Action::Spawn { client, commands }]
     }
 
@@ -431,6 +449,27 @@ mod tests {
         );
         let bad = replies(&s.handle(0, &msg("cmd=init pmi_version=2 pmi_subversion=0")));
         assert!(bad[0].1.contains("rc=-1"));
+    }
+
+    #[test]
+    fn spawns_beyond_a_limited_universe_are_refused() {
+        let spawn = |n: u32| {
+            Message::new_multiline("spawn")
+                .with("nprocs", n)
+                .with("execname", "p")
+                .with("argcnt", 0)
+                .with("preput_num", 0)
+        };
+        let mut s = server(2);
+        s.universe_size = 3;
+        assert!(matches!(s.handle(0, &spawn(2))[..], [Action::Spawn { .. }]));
+        s.limit();
+        let refused = replies(&s.handle(0, &spawn(2)));
+        assert!(
+            refused[0].1.contains("exceeds_the_universe_size_3"),
+            "{refused:?}"
+        );
+        assert!(matches!(s.handle(0, &spawn(1))[..], [Action::Spawn { .. }]));
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //! processes print `rank R: retired`, leave the job and exit 0; the last
 //! targets print `rank R: mam ok`. `mam-check misuse` checks the errors:
 //! registrations that differ, a target count of 0, a second
-//! reconfiguration asked for before the first ran. Exits non-zero naming
+//! reconfiguration asked for before the first ran, growing beyond the
+//! universe (run it under `osrun --universe N+1`). Exits non-zero naming
 //! the rank and the check otherwise.
 
 #![forbid(unsafe_code)]
@@ -307,6 +308,16 @@ fn misuse(world: &World) -> Result<()> {
             println!("rank {me}: mismatch: {text}");
         }
         other => fail(me, &format!("differing registrations gave {other:?}")),
+    }
+    check(me, mam.group().size() == n, || "the group changed".into());
+    // Beyond the universe (the test runs `osrun --universe N+1`): the
+    // spawn fails on every process, and the job goes on as it was.
+    mam.reconfigure(Config::new(n + 2))?;
+    match mam.checkpoint(Wait::Wait) {
+        Err(onesided_mam::Error::Fabric(onesided_fabric::Error::SpawnFailed(why))) => {
+            println!("rank {me}: spawn failed: {why}")
+        }
+        other => fail(me, &format!("a spawn beyond the universe gave {other:?}")),
     }
     check(me, mam.group().size() == n, || "the group changed".into());
     drop(mam);
