@@ -16,7 +16,9 @@
 //! targets print `rank R: mam ok`. `mam-check misuse` checks the errors:
 //! registrations that differ, a target count of 0, a second
 //! reconfiguration asked for before the first ran, growing beyond the
-//! universe (run it under `osrun --universe N+1`). Exits non-zero naming
+//! universe (run it under `osrun --universe N+1`). `mam-check victim`
+//! (under `osrun --ft`): rank 1 dies while the data moves; the others'
+//! checkpoints fail naming it. Exits non-zero naming
 //! the rank and the check otherwise.
 
 #![forbid(unsafe_code)]
@@ -53,6 +55,10 @@ fn main() {
     let retired = match args.first().map(String::as_str) {
         Some("misuse") => {
             must(me, "misuse", misuse(&world));
+            false
+        }
+        Some("victim") => {
+            must(me, "victim", victim(&world));
             false
         }
         Some(method) => {
@@ -269,6 +275,42 @@ fn reconfigure(world: &World, plan: &Plan) -> Result<bool> {
     drop(mam);
     drop(rma);
     Ok(false)
+}
+
+/// `victim` (under `osrun --ft`): a shrink of every process to one, its
+/// constant data moving in the background, during which rank 1 (a
+/// source) is killed; the others' checkpoints fail naming it.
+fn victim(world: &World) -> Result<()> {
+    let me = world.rank();
+    let rma = Rma::new(world.endpoint())?;
+    let mut mam = Mam::init(world, &rma)?;
+    register(&mut mam)?;
+    mam.reconfigure(Config {
+        method: Method::RmaLockAll,
+        strategy: onesided_mam::Strategy::NonBlocking,
+        ..Config::new(1)
+    })?;
+    let mut status = Ok(Status::Pending);
+    while matches!(status, Ok(Status::Pending)) {
+        if me == 1 {
+            // SIGKILL, as a node failure would.
+            let pid = std::process::id().to_string();
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid])
+                .status();
+            std::thread::sleep(std::time::Duration::from_secs(30));
+        }
+        status = mam.checkpoint(Wait::Check);
+    }
+    match status {
+        Err(e) if e.to_string().contains("rank 1") => {
+            println!("rank {me}: got an error naming rank 1: {e}")
+        }
+        other => fail(me, &format!("a dead source gave {other:?}")),
+    }
+    drop(mam);
+    drop(rma);
+    Ok(())
 }
 
 /// Misuse gives errors on every process and changes nothing.
