@@ -160,7 +160,10 @@ fn misuse_gives_the_same_error_everywhere_and_changes_nothing() {
 fn a_source_killed_mid_redistribution_is_named_to_every_other_process() {
     let _serial = serial();
     for provider in ["shm", "tcp"] {
-        let out = Osrun::new(3, provider, "mam-check").ft().arg("victim").run();
+        let out = Osrun::new(3, provider, "mam-check")
+            .ft()
+            .arg("victim")
+            .run();
         assert_eq!(out.code(), 128 + 9, "{provider}: {out}");
         for r in [0, 2] {
             out.assert_stdout_has(&format!("rank {r}: got an error naming rank 1"));

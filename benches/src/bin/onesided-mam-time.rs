@@ -66,7 +66,11 @@ fn run(world: &World, args: &Args) -> Result<Status> {
     let local: Vec<f64> = block(args.len, mam.sources(), mam.rank())
         .map(|i| i as f64)
         .collect();
-    mam.add(local, Layout::Distributed { len: args.len }, Moves::Constant)?;
+    mam.add(
+        local,
+        Layout::Distributed { len: args.len },
+        Moves::Constant,
+    )?;
     let joined = world.pmi().spawned();
     let ns = mam.sources();
     // The iteration time without a reconfiguration.
