@@ -166,7 +166,9 @@ impl World {
         if joins.is_some() {
             // Tells every process of the job where this one is, and waits
             // until each knows it.
-            let old: Vec<u32> = (0..first).filter(|&r| !endpoint.is_dead(r)).collect();
+            let old: Vec<u32> = (endpoint.live_ranks().into_iter())
+                .filter(|&r| r < first)
+                .collect();
             let me = Notice::Join(Place {
                 name: endpoint.name()?,
                 host: host_id(first + rank),
@@ -255,11 +257,7 @@ impl World {
         let ep = &self.endpoint;
         let changed = ep.size() != self.pmi().size() || !ep.dead_ranks().is_empty();
         if changed {
-            let me = ep.rank();
-            let live: Vec<u32> = (0..ep.size())
-                .filter(|&r| r != me && !ep.is_dead(r))
-                .filter(|&r| ep.peer_name(r).is_some_and(|n| !n.is_empty()))
-                .collect();
+            let live = ep.live_ranks();
             for &r in &live {
                 ep.notify(r, join::JOIN, &Notice::Bye.encode())?;
             }
@@ -318,7 +316,9 @@ impl Spawner {
         let ep = &self.endpoint;
         let pmi = || self.pmi.lock().unwrap_or_else(|p| p.into_inner());
         let ranks = ep.reserve(request.count)?;
-        let old: Vec<u32> = (0..ranks.start).filter(|&r| !ep.is_dead(r)).collect();
+        // Ranks reserved by an earlier spawn that failed never joined:
+        // they are not told.
+        let old = ep.live_ranks();
         if ep.rank() == root {
             let mut preput = request.preput.clone();
             preput.push((
@@ -347,7 +347,7 @@ impl Spawner {
                 Ok(()) => Notice::Spawned,
                 Err(e) => Notice::Failed(e.to_string()),
             };
-            for &r in old.iter().filter(|&&r| r != root) {
+            for &r in &old {
                 ep.notify(r, join::JOIN, &notice.encode())?;
             }
             spawned.map_err(|e| Error::SpawnFailed(e.to_string()))?;

@@ -628,26 +628,27 @@ fn child(world: &mut World) {
 /// `grow`: every rank spawns two processes that join the job as ranks
 /// n and n + 1 (`grown`); then every rank of the grown job exchanges a
 /// message with every other. `grow-missing`: the spawn of a program that
-/// does not exist fails on every rank, and the job goes on.
+/// does not exist fails on every rank, and the job goes on: a second
+/// spawn (its ranks after the ones the failed spawn reserved) joins.
 fn grow(world: &World, missing: bool) {
     let me = world.rank();
-    let program = match missing {
-        true => "/nonexistent/onesided-program".into(),
-        false => std::env::current_exe().unwrap_or_else(|e| fail(me, &e.to_string())),
-    };
-    let request = onesided_fabric::pmi::SpawnRequest {
+    let request = |program: std::path::PathBuf| onesided_fabric::pmi::SpawnRequest {
         count: 2,
         program: program.to_string_lossy().into_owned(),
         args: vec!["grown".into()],
         preput: vec![("greeting".into(), "welcome".into())],
     };
-    match world.spawn(0, &request) {
-        Ok(ranks) if !missing => println!("rank {me}: ranks {ranks:?} joined"),
-        Err(onesided_fabric::Error::SpawnFailed(why)) if missing => {
-            println!("rank {me}: spawn failed: {why}")
+    if missing {
+        match world.spawn(0, &request("/nonexistent/onesided-program".into())) {
+            Err(onesided_fabric::Error::SpawnFailed(why)) => {
+                println!("rank {me}: spawn failed: {why}")
+            }
+            other => fail(me, &format!("a spawn of a missing program gave {other:?}")),
         }
-        other => fail(me, &format!("spawn gave {other:?}")),
     }
+    let exe = std::env::current_exe().unwrap_or_else(|e| fail(me, &e.to_string()));
+    let ranks = must(me, "spawn", world.spawn(0, &request(exe)));
+    println!("rank {me}: ranks {ranks:?} joined");
     greet_all(world);
 }
 
@@ -656,9 +657,7 @@ fn grow(world: &World, missing: bool) {
 fn greet_all(world: &World) {
     let ep = world.endpoint();
     let me = ep.rank();
-    let live: Vec<u32> = (0..ep.size())
-        .filter(|&r| r != me && ep.peer_name(r).is_some_and(|n| !n.is_empty()))
-        .collect();
+    let live = ep.live_ranks();
     for &r in &live {
         must(me, "send", ep.send(r, 7, &me.to_le_bytes()));
     }
