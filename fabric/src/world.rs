@@ -292,6 +292,13 @@ impl World {
     /// [`Error::StillShared`]; as [`Pmi::finalize`].
     pub fn leave(self) -> Result<()> {
         self.only_handle("leave")?;
+        // Goodbye to the others (Spawner::part_with waits for it), after
+        // everything this process needed from them has arrived; one that
+        // has gone already does not matter.
+        let ep = &self.endpoint;
+        for r in ep.live_ranks() {
+            let _ = ep.notify(r, join::JOIN, &Notice::Bye.encode());
+        }
         let pmi = sole(self.pmi, "leave")?;
         drop(self.endpoint);
         pmi.finalize()
@@ -299,6 +306,29 @@ impl World {
 }
 
 impl Spawner {
+    /// Parts with `ranks`, processes retiring from the job: waits until
+    /// each has said goodbye ([`World::leave`], sent once it needs nothing
+    /// more from anyone), then counts them out (dead), so that nothing
+    /// waits for them again. A process that closed its endpoint earlier
+    /// could lose what was still on its way to it.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] naming the first that did not say goodbye
+    /// within the endpoint's timeout (all of them are counted out all the
+    /// same); [`Error::PeerDead`].
+    pub fn part_with(&self, ranks: &[u32]) -> Result<()> {
+        let ep = &self.endpoint;
+        let heard = self
+            .inbox
+            .wait(ep, "part with a retiring process", ranks, |_, n| {
+                (*n == Notice::Bye).then_some(())
+            });
+        for &r in ranks {
+            ep.mark_dead(r);
+        }
+        heard.map(drop)
+    }
+
     /// Starts `request.count` processes of `request.program` that join
     /// this job as its next ranks (returned), from job rank `root`, which
     /// asks the launcher (PMI-1 `spawn`). Every live process of the job

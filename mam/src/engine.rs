@@ -26,7 +26,8 @@ pub enum Status {
     /// new data and group.
     Completed,
     /// The reconfiguration is done and this process is no longer part of
-    /// the job: it drops its handles and may exit with status 0.
+    /// the job: it drops its handles and calls `World::leave` (the
+    /// others wait for its goodbye), then may exit with status 0.
     Retired,
 }
 
@@ -722,15 +723,13 @@ impl Mam {
         }
         // The old exposures go (a notice to every old member, the retired
         // included, which wait for them before they leave), then the
-        // retired are forgotten.
+        // retired are parted with once they said goodbye: until then they
+        // may still be receiving what this process sent them.
         for i in 0..self.entries.len() {
             let exposure = self.expose_bytes(i)?;
             self.entries[i].exposure = exposure;
         }
-        let ep = self.rma.endpoint();
-        for &r in &retired {
-            ep.mark_dead(r);
-        }
+        self.spawner.part_with(&retired)?;
         Ok(Status::Completed)
     }
 

@@ -37,9 +37,12 @@
 //!   Like MaM, RMA with `NonBlocking` needs no barrier for safety: the
 //!   variable data's move and a closing barrier end every reconfiguration
 //!   before any source releases its memory.
-//! - Known open problem: one background run in about twenty over tcp with
-//!   a host per rank hung (not reproduced outside the test harness); the
-//!   tests leave that combination out until it is understood.
+//! - Parting: survivors wait for each retired process's goodbye
+//!   (`World::leave`, sent once it needs nothing more) before they count
+//!   it out. Counting it out at once let a survivor finish and close its
+//!   endpoint while its last message to the retired process was still on
+//!   its way over tcp: the retired process then waited for it forever
+//!   (about one run in twenty with a host per rank).
 //!
 //! Dependencies: `bytemuck` (registered data is any `Pod` type, moved as
 //! bytes), `thiserror` (the error type), and the layers below.

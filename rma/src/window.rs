@@ -218,6 +218,9 @@ pub(crate) struct State {
     /// Boards of the job's ranks on this host, mapped on first use
     /// (`None`: none), by rank.
     boards: Vec<OnceLock<Option<Arc<Mapping>>>>,
+    /// The same for ranks that joined the job after this `Rma` was made,
+    /// once their place is known.
+    joined_boards: Mutex<FastMap<u32, Option<Arc<Mapping>>>>,
 }
 
 /// Registered regions ready for the next exposures: headers, and data.
@@ -294,6 +297,7 @@ impl Rma {
                 created: Mutex::default(),
                 directory,
                 boards: (0..ep.size()).map(|_| OnceLock::new()).collect(),
+                joined_boards: Mutex::default(),
                 barriers_done: Mutex::default(),
             }),
         })
@@ -490,10 +494,18 @@ impl State {
                 .flatten()
                 .and_then(|name| self.map(name, directory::LEN))
         };
-        match self.boards.get(rank as usize) {
-            Some(slot) => slot.get_or_init(find).clone(),
-            None => find(),
+        if let Some(slot) = self.boards.get(rank as usize) {
+            return slot.get_or_init(find).clone();
         }
+        if let Some(known) = lock_state(&self.joined_boards).get(&rank) {
+            return known.clone();
+        }
+        let board = find();
+        // A rank not joined yet has no place: asked again later.
+        if self.ep.host_of(rank).is_some() {
+            lock_state(&self.joined_boards).insert(rank, board.clone());
+        }
+        board
     }
 
     /// Whether `rank` shares this process's host (and its shared memory).

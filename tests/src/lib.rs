@@ -314,6 +314,15 @@ impl Osrun {
         self
     }
 
+    /// With `yes`, makes every rank a host of its own
+    /// (`ONESIDED_HOST=node{rank}`): the multi-host paths on one machine.
+    pub fn host_per_rank(self, yes: bool) -> Osrun {
+        match yes {
+            true => self.env("ONESIDED_HOST", "node{rank}"),
+            false => self,
+        }
+    }
+
     /// Sets an environment variable for osrun and the ranks.
     pub fn env(mut self, key: &str, value: &str) -> Osrun {
         self.env.push((key.into(), value.into()));

@@ -47,9 +47,7 @@ fn the_examples_print_what_they_compute_under_osrun() {
             ("tcp", 4, true),
         ] {
             let mut run = Osrun::new(n, provider, &format!("examples/{example}"));
-            if hosts {
-                run = run.env("ONESIDED_HOST", "node{rank}");
-            }
+            run = run.host_per_rank(hosts);
             assert_examples(example, n, &run.run());
         }
     }
@@ -112,9 +110,7 @@ fn helper_threads_rget_while_the_main_thread_reduces() {
         ("tcp", 4, true),
     ] {
         let mut run = Osrun::new(n, provider, "threads-check");
-        if hosts {
-            run = run.env("ONESIDED_HOST", "node{rank}");
-        }
+        run = run.host_per_rank(hosts);
         let out = run.run();
         out.assert_success();
         assert_eq!(

@@ -59,11 +59,9 @@ fn every_algorithm_is_right_over_the_fabric() {
     let _serial = serial();
     for (provider, n, hosts) in [("shm", 3, false), ("shm", 4, false), ("tcp", 3, true)] {
         let mut run = Osrun::new(n, provider, "coll-check").arg("every");
-        if hosts {
-            // Every rank its own host: the one-sided algorithm's windows
-            // go through the provider.
-            run = run.env("ONESIDED_HOST", "node{rank}");
-        }
+        // Every rank its own host: the one-sided algorithm's windows
+        // go through the provider.
+        run = run.host_per_rank(hosts);
         let out = run.run();
         out.assert_success();
         assert_eq!(
@@ -233,9 +231,7 @@ fn a_dead_rank_fails_the_collectives_naming_it() {
     // Shared memory (one host) and messages (a host per rank).
     for (provider, one_host) in [("shm", true), ("tcp", false)] {
         let mut run = Osrun::new(3, provider, "coll-check").ft().arg("victim");
-        if !one_host {
-            run = run.env("ONESIDED_HOST", "node{rank}");
-        }
+        run = run.host_per_rank(!one_host);
         let out = run.run();
         assert_eq!(out.code(), 128 + 9, "{out}");
         for r in [0, 2] {

@@ -162,9 +162,7 @@ fn spawned_processes_join_the_running_job() {
     let _serial = serial();
     for (provider, n, hosts) in [("shm", 2, false), ("tcp", 2, false), ("tcp", 3, true)] {
         let mut run = Osrun::new(n, provider, "fabric-check").arg("grow");
-        if hosts {
-            run = run.env("ONESIDED_HOST", "node{rank}");
-        }
+        run = run.host_per_rank(hosts);
         let out = run.run();
         out.assert_success();
         let size = n + 2;

@@ -49,9 +49,7 @@ fn reconfigure(provider: &str, hosts: bool, n: u32, method: &str, strategy: &str
     for c in counts {
         run = run.arg(&c.to_string());
     }
-    if hosts {
-        run = run.env("ONESIDED_HOST", "node{rank}");
-    }
+    run = run.host_per_rank(hosts);
     let what = format!("osrun {provider} {n} -> {counts:?} {method} {strategy}");
     eprintln!("{what}");
     assert_reconfigured(&run.run(), &what, n, counts);
@@ -81,9 +79,7 @@ fn jobs_grow_and_shrink_by_each_method_under_osrun() {
 #[test]
 fn background_strategies_move_every_element_while_the_job_iterates() {
     let _serial = serial();
-    // tcp with a host per rank is left out: about one run in twenty hangs
-    // there (onesided-mam's crate docs, "Known open problem").
-    for (provider, hosts) in [("shm", false), ("tcp", false)] {
+    for (provider, hosts) in [("shm", false), ("tcp", false), ("tcp", true)] {
         for method in ["col", "rma_lock", "rma_lock_all"] {
             for strategy in ["thread", "nonblocking", "wait_targets"] {
                 reconfigure(provider, hosts, 2, method, strategy, &[4, 3, 1]);

@@ -13,9 +13,7 @@ fn run_everywhere(mode: &str, n: u32) {
     let _serial = serial();
     for (provider, one_host) in SETUPS {
         let mut run = Osrun::new(n, provider, "rma-check").arg(mode);
-        if !one_host {
-            run = run.env("ONESIDED_HOST", "node{rank}");
-        }
+        run = run.host_per_rank(!one_host);
         let out = run.run();
         out.assert_success();
         assert_eq!(
@@ -68,9 +66,7 @@ fn a_rank_dying_under_a_window_lock_gives_errors_naming_it() {
         let mut run = Osrun::new(3, provider, "rma-check")
             .ft()
             .arg("window-victim");
-        if !one_host {
-            run = run.env("ONESIDED_HOST", "node{rank}");
-        }
+        run = run.host_per_rank(!one_host);
         let out = run.run();
         assert_eq!(out.code(), 128 + 9, "{out}");
         out.assert_stdout_has("rank 0: got an error naming rank 1");
