@@ -106,8 +106,10 @@ struct Entry {
     column: Arc<dyn Column>,
     /// The column's bytes, exposed read-only to the group: what the RMA
     /// methods read (variable data is copied in at the end of a
-    /// reconfiguration).
-    exposure: Exposure,
+    /// reconfiguration). None in a process spawned by a `Col` growth
+    /// until it ends: that method reads none (the processes that were
+    /// there keep theirs, over the old group, for as long).
+    exposure: Option<Exposure>,
 }
 
 /// The redistribution engine of one process: its registered data, the
@@ -246,7 +248,11 @@ impl Mam {
                 });
             }
         }
-        let exposure = self.expose(&local)?;
+        let collective = self.config.is_some_and(|c| c.method == Method::Col);
+        let exposure = match self.me >= self.sources && collective {
+            true => None,
+            false => Some(self.expose(&local)?),
+        };
         self.entries.push(Entry {
             layout,
             moves,
@@ -404,15 +410,26 @@ impl Mam {
     fn start(&mut self, config: Config) -> Result<Running, Error> {
         let start = Instant::now();
         let (ns, nt) = (self.sources, config.targets);
-        if nt > self.group.size() {
+        let grows = nt > self.group.size();
+        if grows {
             self.grow(config)?;
         }
         let spawned = Instant::now();
+        let rma_method = config.method != Method::Col;
+        if grows && rma_method {
+            // The data opened to the grown group, not copied (the new
+            // processes exposed theirs at registration), in the same order.
+            for e in &mut self.entries {
+                let exposure = e.exposure.as_mut().ok_or_else(|| {
+                    Error::State("internal: data of a source is not exposed".into())
+                })?;
+                self.rma.regroup(exposure, &self.group)?;
+            }
+        }
         let reference = self.check_registrations()?;
         let mut moves = self.moves(Moves::Constant, &reference, (ns, nt));
         let constant = Instant::now();
         let then_barrier = config.strategy == Strategy::WaitTargets;
-        let rma_method = config.method != Method::Col;
         let work = match config.strategy {
             Strategy::Blocking => {
                 self.run_moves(config.method, &mut moves)?;
@@ -423,7 +440,7 @@ impl Mam {
                     m.copy_own(self.me);
                 }
                 Work::Reads {
-                    windows: self.windows(&moves),
+                    windows: self.windows(&moves)?,
                     all: config.method == Method::RmaLockAll,
                     cursor: Cursor::new(&moves, self.me),
                     then_barrier,
@@ -447,10 +464,16 @@ impl Mam {
 
     /// A window over each move's exposure (made here, in the same order
     /// on every process).
-    fn windows(&self, moves: &[Move]) -> Vec<Window> {
+    fn windows(&self, moves: &[Move]) -> Result<Vec<Window>, Error> {
         (moves.iter())
-            .map(|m| self.rma.create(&self.entries[m.entry].exposure))
+            .map(|m| Ok(self.rma.create(self.exposure(m.entry)?)))
             .collect()
+    }
+
+    /// Entry `i`'s exposure, which an RMA method reads.
+    fn exposure(&self, i: usize) -> Result<&Exposure, Error> {
+        (self.entries.get(i).and_then(|e| e.exposure.as_ref()))
+            .ok_or_else(|| Error::State(format!("internal: data {i} is not exposed")))
     }
 
     /// Starts a thread that makes `moves` by `method` (with a
@@ -475,7 +498,7 @@ impl Mam {
                     })
             }
             Method::RmaLock | Method::RmaLockAll => {
-                let windows = self.windows(&moves);
+                let windows = self.windows(&moves)?;
                 let all = method == Method::RmaLockAll;
                 std::thread::Builder::new()
                     .name("onesided-mam".into())
@@ -514,9 +537,9 @@ impl Mam {
         if rma_method {
             // Variable data as the application left it, in the exposures
             // the targets read, before any reads it.
-            for e in self.entries.iter().filter(|e| e.moves == Moves::Variable) {
-                if !e.column.bytes().is_empty() {
-                    e.exposure.write(0, e.column.bytes())?;
+            for (i, e) in self.entries.iter().enumerate() {
+                if e.moves == Moves::Variable && !e.column.bytes().is_empty() {
+                    self.exposure(i)?.write(0, e.column.bytes())?;
                 }
             }
             self.comm.barrier()?;
@@ -555,7 +578,7 @@ impl Mam {
             match method {
                 Method::Col => moving::by_alltoallv(&self.comm, m)?,
                 Method::RmaLock | Method::RmaLockAll => {
-                    let window = self.rma.create(&self.entries[m.entry].exposure);
+                    let window = self.rma.create(self.exposure(m.entry)?);
                     let result = moving::by_gets(&window, method == Method::RmaLockAll, self.me, m);
                     window.free()?;
                     result?;
@@ -577,7 +600,7 @@ impl Mam {
     }
 
     /// Spawns the processes the job lacks for `config` and takes them
-    /// into the group, exposing the data to the new group (no message).
+    /// into the group.
     fn grow(&mut self, config: Config) -> Result<(), Error> {
         let members = self.group.members().to_vec();
         let handoff = Handoff {
@@ -596,10 +619,6 @@ impl Mam {
         let group = Group::new(members.into_iter().chain(new).collect())?;
         self.comm = Comm::new(&self.rma, group.clone())?;
         self.group = group;
-        for i in 0..self.entries.len() {
-            let exposure = self.expose_bytes(i)?;
-            self.entries[i].exposure = exposure;
-        }
         Ok(())
     }
 
@@ -726,8 +745,7 @@ impl Mam {
         // retired are parted with once they said goodbye: until then they
         // may still be receiving what this process sent them.
         for i in 0..self.entries.len() {
-            let exposure = self.expose_bytes(i)?;
-            self.entries[i].exposure = exposure;
+            self.entries[i].exposure = Some(self.expose_bytes(i)?);
         }
         self.spawner.part_with(&retired)?;
         Ok(Status::Completed)

@@ -338,6 +338,80 @@ impl Rma {
             RemoteAccess::ReadWrite => Access::REMOTE_READ | Access::REMOTE_WRITE,
         };
         let (header, data) = self.state.regions(len, access)?;
+        self.exposed(group, header, data, len, access)
+    }
+
+    /// Opens the memory of `exposure` to `group` instead (which this
+    /// process must belong to), without copying it: what the owner wrote
+    /// stays. As [`Rma::expose`], every member of `group` calls it (or
+    /// `expose`), in the same order; the old group's members see the old
+    /// exposure released, as by its drop. For a job that grows: the data
+    /// a process exposed to the old group, opened to the new one.
+    ///
+    /// Cost: one header from the pool (a registration when it is empty);
+    /// no copy, no message.
+    ///
+    /// ```
+    /// use onesided_rma::{Group, RemoteAccess, Rma};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let world = onesided_fabric::World::init()?; // one rank without a launcher
+    /// let rma = Rma::new(world.endpoint())?;
+    /// let old = Group::world(world.size());
+    /// let mut exposure = rma.expose(&old, 8, RemoteAccess::ReadOnly)?;
+    /// exposure.write(0, &[7u64])?;
+    /// let window = rma.create(&exposure);
+    /// // Not while a window is open over it; nothing changes.
+    /// assert!(rma.regroup(&mut exposure, &old.tagged(1)).is_err());
+    /// window.free()?;
+    /// rma.regroup(&mut exposure, &old.tagged(1))?;
+    /// let mut x = [0u64];
+    /// exposure.read(0, &mut x)?;
+    /// assert_eq!(x, [7]);
+    /// # drop((exposure, rma));
+    /// # world.finalize()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::BadGroup`] when this process is not a member of `group`;
+    /// [`Error::EpochConflict`] while a window over `exposure` is open or
+    /// after one was dropped without `free` (its memory may still change);
+    /// nothing changes then. [`Error::Fabric`] when registering a header fails.
+    pub fn regroup(&self, exposure: &mut Exposure, group: &Group) -> Result<(), Error> {
+        self.state.member(group)?;
+        let Some(old) = Arc::get_mut(&mut exposure.state) else {
+            return Err(Error::EpochConflict(
+                "regroup: a window over the exposure is still open",
+            ));
+        };
+        if *old.tainted.get_mut() {
+            return Err(Error::EpochConflict(
+                "regroup: a window over the exposure was dropped without free",
+            ));
+        }
+        self.state.collect_releases();
+        let access = old
+            .data
+            .as_ref()
+            .map_or(Access::REMOTE_READ, |d| d.access());
+        let (header, _) = self.state.regions(0, access)?;
+        let data = old.data.take();
+        *exposure = self.exposed(group, header, data, old.len, access)?;
+        Ok(())
+    }
+
+    /// An exposure to `group` of `data` (`len` bytes of it) with `access`,
+    /// its lock word and nonce in `header`.
+    fn exposed(
+        &self,
+        group: &Group,
+        header: MemoryRegion,
+        data: Option<MemoryRegion>,
+        len: usize,
+        access: Access,
+    ) -> Result<Exposure, Error> {
         // A peer that maps the header checks this, so that it never takes
         // another process's memory of the same name for this one.
         let nonce = nonce();

@@ -35,6 +35,10 @@ struct Args {
     /// blocking, thread, nonblocking or wait_targets.
     #[arg(long, default_value = "blocking")]
     strategy: Strategy,
+    /// Iterations before the reconfiguration (the job's processes start
+    /// meanwhile, and `osrun --standby` processes get ready).
+    #[arg(long, default_value_t = 1000)]
+    before: u32,
 }
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -76,6 +80,9 @@ fn run(world: &World, args: &Args) -> Result<Status> {
     // The iteration time without a reconfiguration.
     let alone: Duration = (0..5).map(|_| iterate()).sum::<Duration>() / 5;
     if !joined {
+        for _ in 0..args.before {
+            iterate();
+        }
         mam.reconfigure(Config {
             method: args.method,
             strategy: args.strategy,
