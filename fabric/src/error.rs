@@ -162,6 +162,10 @@ pub enum Error {
     /// (every process of the job gets this; the job goes on without them).
     #[error("spawn failed: {0}")]
     SpawnFailed(String),
+    /// A standby process (see [`crate::pmi::STANDBY_ENV`]) that the job
+    /// ended without needing.
+    #[error("this standby process was not needed by the job")]
+    Dismissed,
     /// A call that needs the only handle of the endpoint (connecting,
     /// finalizing) while others are still held.
     #[error("{op}: {handles} other handle(s) of the endpoint are still held (windows, communicators, exposures or clones); drop them first")]

@@ -66,7 +66,9 @@ impl World {
     ///
     /// A process started by [`World::spawn`] joins the running job: it
     /// gets the next job ranks, connects to every process of the job, and
-    /// returns once each has welcomed it.
+    /// returns once each has welcomed it. One that `osrun --standby`
+    /// started ahead opens its endpoint, then waits here until a spawn
+    /// takes it; one the job ends without taking exits here with status 0.
     ///
     /// # Errors
     /// Any error of [`Pmi::from_env`], [`EndpointConfig::from_env`],
@@ -84,8 +86,18 @@ impl World {
     /// # Errors
     /// As [`World::init`].
     pub fn init_with(config: &EndpointConfig) -> Result<World> {
-        let mut pmi = Pmi::from_env()?;
+        // The endpoint first: a standby process (`osrun --standby`) pays
+        // libfabric's start before it is needed.
         let mut endpoint = Endpoint::open(config)?;
+        let mut pmi = match Pmi::from_env() {
+            Err(Error::Dismissed) => {
+                // Not needed: closes the endpoint (so no file stays in
+                // /dev/shm) and ends, having run nothing past this call.
+                drop(endpoint);
+                std::process::exit(0)
+            }
+            pmi => pmi?,
+        };
         // A spawned process of a running job: its job ranks start after
         // the job's (`first`), and it learns the job's places.
         let joins = match pmi.spawned() {

@@ -62,6 +62,19 @@ pub struct Outcome {
     pub stderr: String,
     /// PIDs the ranks reported (`pid RANK PID` lines).
     pub pids: Vec<u32>,
+    /// The process group of the launcher and everything it started.
+    pub group: i32,
+}
+
+impl Outcome {
+    /// Whether a process of the launcher's group is still there.
+    pub fn group_alive(&self) -> bool {
+        Command::new("kill")
+            .args(["-0", "--", &format!("-{}", self.group)])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
 }
 
 impl Outcome {
@@ -178,6 +191,7 @@ fn run_reading_stderr(mut command: Command, timeout: Duration, read_stderr: bool
         stdout,
         stderr,
         pids,
+        group,
     };
     check_nothing_left(&outcome);
     outcome
@@ -284,6 +298,7 @@ pub struct Osrun {
     processes: u32,
     provider: String,
     fault_tolerant: bool,
+    standby: u32,
     program: PathBuf,
     args: Vec<String>,
     env: Vec<(String, String)>,
@@ -296,10 +311,17 @@ impl Osrun {
             processes,
             provider: provider.into(),
             fault_tolerant: false,
+            standby: 0,
             program: binary(program),
             args: Vec::new(),
             env: Vec::new(),
         }
+    }
+
+    /// Adds `--standby COUNT`.
+    pub fn standby(mut self, count: u32) -> Osrun {
+        self.standby = count;
+        self
     }
 
     /// Adds `--ft`.
@@ -339,6 +361,9 @@ impl Osrun {
             .env("ONESIDED_TIMEOUT", "20");
         if self.fault_tolerant {
             command.arg("--ft");
+        }
+        if self.standby > 0 {
+            command.args(["--standby", &self.standby.to_string()]);
         }
         command.arg(&self.program).args(&self.args).envs(self.env);
         run(command, Duration::from_secs(90))

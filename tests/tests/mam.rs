@@ -88,6 +88,33 @@ fn background_strategies_move_every_element_while_the_job_iterates() {
     }
 }
 
+#[test]
+fn spawns_take_the_processes_osrun_started_ahead() {
+    let _serial = serial();
+    for (provider, method) in [("shm", "rma_lock_all"), ("tcp", "col")] {
+        let what = format!("osrun --standby 2 {provider} 2 -> [4, 1, 3] {method}");
+        eprintln!("{what}");
+        let out = Osrun::new(2, provider, "mam-check")
+            .standby(2)
+            .arg(method)
+            .arg("from=2")
+            .arg("4")
+            .arg("1")
+            .arg("3")
+            .run();
+        assert_reconfigured(&out, &what, 2, &[4, 1, 3]);
+        // The first growth took both standby processes; the second takes
+        // their replacements when they are up (2 s later), else starts
+        // new ones. Those not taken were dismissed.
+        let ahead = out.count("started ahead");
+        assert!(
+            (2..=4).contains(&ahead),
+            "{what}: {ahead} started ahead: {out}"
+        );
+        assert!(!out.group_alive(), "{what}: a process outlived osrun");
+    }
+}
+
 /// `mam-check METHOD 3 1` on 2 processes started by `command`.
 fn grow_and_shrink(mut command: Command, launcher: &str) {
     command

@@ -25,6 +25,12 @@ pub struct Options {
     /// spawns are not limited).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub universe: Option<u32>,
+    /// Processes of PROGRAM started ahead, waiting for spawns: a spawn of
+    /// PROGRAM with the job's arguments takes them instead of starting
+    /// new ones (they have paid libfabric's start), and they are replaced.
+    /// Unused ones exit when the job ends.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub standby: u32,
     /// Fault-tolerant mode: a dead rank is reported to the others instead
     /// of ending the job.
     #[arg(long = "ft")]

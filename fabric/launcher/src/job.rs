@@ -15,10 +15,25 @@ use crate::args::Options;
 use crate::janitor::{self, Janitor};
 use crate::server::{Action, ClientId, PmiServer, SpawnCommand};
 use onesided_fabric::pmi::wire::{Message, WireError};
+use onesided_fabric::pmi::{ASSIGN, STANDBY_ENV};
 use onesided_fabric::world::EVENT_FD_ENV;
 
 /// Exit status when `--timeout` expires.
 pub const TIMEOUT_STATUS: i32 = 124;
+
+/// What a started process is.
+#[derive(Clone, Copy)]
+enum Role {
+    /// Rank `rank` of `size` in `group` (`spawned` by a running job).
+    Rank {
+        group: usize,
+        rank: u32,
+        size: u32,
+        spawned: bool,
+    },
+    /// Started ahead of a spawn (`--standby`).
+    Standby,
+}
 
 /// Signals that end the job: `osrun` kills its processes, removes what
 /// they left in `/dev/shm` and exits with 128 + the signal (dying at once,
@@ -36,6 +51,9 @@ enum Event {
 struct Process {
     label: String,
     group: usize,
+    /// Started ahead for a spawn (`--standby`), not handed to one yet: in
+    /// no group, and its exit is no failure of the job.
+    standby: bool,
     pid: u32,
     /// Reaped by the main thread only, after the waiter thread reports the
     /// exit (without reaping): a pid is never signalled after it could be
@@ -56,6 +74,8 @@ struct Job<'a> {
     ending: bool,
     /// Told every process's pid (`None` when it could not start).
     janitor: Option<Janitor>,
+    /// When to start standby processes in place of those a spawn took.
+    refill_at: Option<Instant>,
 }
 
 /// Prints `osrun: MESSAGE` on standard error. A standard error that is
@@ -107,6 +127,7 @@ pub fn run(options: &Options) -> i32 {
                 ))
             })
             .ok(),
+        refill_at: None,
     };
     let start = SpawnCommand {
         count: options.processes,
@@ -120,11 +141,23 @@ pub fn run(options: &Options) -> i32 {
         job.drain(&receiver);
         return 1;
     }
+    job.refill_standby();
     let deadline = options.timeout.and_then(|t| Instant::now().checked_add(t));
-    while job.processes.values().any(|p| !p.exited) {
-        let event = match deadline {
-            Some(d) => match receiver.recv_timeout(d.saturating_duration_since(Instant::now())) {
+    while job.processes.values().any(|p| !p.exited && !p.standby) {
+        let wake = match (deadline, job.refill_at) {
+            (Some(d), Some(r)) => Some(d.min(r)),
+            (d, r) => d.or(r),
+        };
+        let event = match wake {
+            Some(w) => match receiver.recv_timeout(w.saturating_duration_since(Instant::now())) {
                 Ok(e) => e,
+                Err(mpsc::RecvTimeoutError::Timeout)
+                    if job.refill_at.is_some_and(|r| r <= Instant::now()) =>
+                {
+                    job.refill_at = None;
+                    job.refill_standby();
+                    continue;
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if !job.ending {
                         say(&format!(
@@ -148,8 +181,18 @@ pub fn run(options: &Options) -> i32 {
         };
         job.handle(event);
     }
+    job.dismiss_standby(&receiver);
     job.first_failure.unwrap_or(0)
 }
+
+/// How long after a spawn took standby processes new ones start: not at
+/// once, so that their start (libfabric's, 0.3 s of a core here) does not
+/// slow the job while the new processes join and its data moves.
+const REFILL_DELAY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long standby processes have to close their endpoints and exit once
+/// dismissed, before they are killed.
+const DISMISS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Job<'_> {
     fn handle(&mut self, event: Event) {
@@ -251,15 +294,24 @@ impl Job<'_> {
         let group = self.server.add_group(size, &preput);
         let mut rank = 0;
         for (command, program) in commands.iter().zip(&programs) {
+            let warm = command.args == self.options.args && same_file(program, &self.program);
             for _ in 0..command.count {
                 let label = if group == 0 {
                     format!("rank {rank}")
                 } else {
                     format!("rank {rank} of spawned group {group}")
                 };
-                if let Err(e) =
-                    self.start_process(group, rank, size, program, &command.args, label, spawned)
-                {
+                if warm && self.assign_standby(group, rank, size, &label) {
+                    rank += 1;
+                    continue;
+                }
+                let role = Role::Rank {
+                    group,
+                    rank,
+                    size,
+                    spawned,
+                };
+                if let Err(e) = self.start_process(role, program, &command.args, label) {
                     // The group cannot be complete: end the members already
                     // started and let the rest of the job carry on.
                     for p in self
@@ -276,19 +328,96 @@ impl Job<'_> {
                 rank += 1;
             }
         }
+        if spawned && self.options.standby > 0 {
+            self.refill_at = Instant::now().checked_add(REFILL_DELAY);
+        }
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Hands a standby process to `group` as its `rank` of `size`; false
+    /// when there is none.
+    fn assign_standby(&mut self, group: usize, rank: u32, size: u32, label: &str) -> bool {
+        let line = match Message::new(ASSIGN)
+            .with("rank", rank)
+            .with("size", size)
+            .format()
+        {
+            Ok(line) => line,
+            Err(_) => return false,
+        };
+        let ready = self
+            .processes
+            .iter_mut()
+            .filter(|(_, p)| p.standby && !p.exited)
+            .find_map(|(&client, p)| {
+                p.pmi
+                    .write_all(line.as_bytes())
+                    .is_ok()
+                    .then_some((client, p))
+            });
+        let Some((client, p)) = ready else {
+            return false;
+        };
+        p.standby = false;
+        p.group = group;
+        p.label = label.to_string();
+        self.server.add_client(client, group);
+        true
+    }
+
+    /// Starts standby processes until `--standby` of them wait (none once
+    /// the job is ending).
+    fn refill_standby(&mut self) {
+        let waiting = self
+            .processes
+            .values()
+            .filter(|p| p.standby && !p.exited)
+            .count();
+        let wanted = self.options.standby as usize;
+        for _ in waiting..wanted {
+            if self.ending {
+                return;
+            }
+            let program = self.program.clone();
+            let args = self.options.args.clone();
+            if let Err(e) =
+                self.start_process(Role::Standby, &program, &args, "a standby process".into())
+            {
+                say(&format!("{e}; spawns start new processes instead"));
+                return;
+            }
+        }
+    }
+
+    /// Ends the standby processes once the job is over: their PMI
+    /// connections close, so they close their endpoints and exit 0;
+    /// those still there after [`DISMISS_WAIT`] are killed.
+    fn dismiss_standby(&mut self, receiver: &mpsc::Receiver<Event>) {
+        for p in self.processes.values().filter(|p| p.standby && !p.exited) {
+            let _ = p.pmi.shutdown(std::net::Shutdown::Both);
+        }
+        let deadline = Instant::now() + DISMISS_WAIT;
+        while self.processes.values().any(|p| !p.exited) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match receiver.recv_timeout(left) {
+                Ok(Event::Exited(client)) => self.exited(client),
+                Ok(_) => {}
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    self.kill_all();
+                    self.drain(receiver);
+                    return;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
     fn start_process(
         &mut self,
-        group: usize,
-        rank: u32,
-        size: u32,
+        role: Role,
         program: &Path,
         args: &[String],
         label: String,
-        spawned: bool,
     ) -> Result<(), String> {
         let client = self.processes.len();
         let (ours, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
@@ -301,12 +430,30 @@ impl Job<'_> {
         command
             .args(args)
             .env("PMI_FD", theirs.as_raw_fd().to_string())
-            .env("PMI_RANK", rank.to_string())
-            .env("PMI_SIZE", size.to_string())
             .env_remove("PMI_PORT")
-            .env_remove("PMI_ID");
-        if spawned {
-            command.env("PMI_SPAWNED", "1");
+            .env_remove("PMI_ID")
+            .env_remove(STANDBY_ENV);
+        match role {
+            Role::Rank {
+                rank,
+                size,
+                spawned,
+                ..
+            } => {
+                command
+                    .env("PMI_RANK", rank.to_string())
+                    .env("PMI_SIZE", size.to_string());
+                if spawned {
+                    command.env("PMI_SPAWNED", "1");
+                }
+            }
+            Role::Standby => {
+                command
+                    .env(STANDBY_ENV, "1")
+                    .env("PMI_SPAWNED", "1")
+                    .env_remove("PMI_RANK")
+                    .env_remove("PMI_SIZE");
+            }
         }
         if let Some(provider) = self.options.provider {
             command.env("ONESIDED_PROVIDER", provider.name());
@@ -352,7 +499,13 @@ impl Job<'_> {
         if let Some(janitor) = &mut self.janitor {
             janitor.watch(pid);
         }
-        self.server.add_client(client, group);
+        let (group, standby) = match role {
+            Role::Rank { group, .. } => {
+                self.server.add_client(client, group);
+                (group, false)
+            }
+            Role::Standby => (usize::MAX, true),
+        };
         let reader = ours.try_clone().map_err(|e| format!("socket: {e}"))?;
         let events = self.events.clone();
         std::thread::spawn(move || {
@@ -380,6 +533,7 @@ impl Job<'_> {
             Process {
                 label,
                 group,
+                standby,
                 pid,
                 child,
                 pmi: ours,
@@ -401,6 +555,12 @@ impl Job<'_> {
         let group = p.group;
         let (label, pid) = (p.label.clone(), p.pid);
         janitor::remove_shm_leftovers(pid);
+        if p.standby {
+            if !status.success() && !self.ending {
+                say(&format!("{label} (pid {pid}) ended: {status}"));
+            }
+            return;
+        }
         let actions = self.server.remove_client(client);
         self.perform(actions);
         let code = match (status.code(), status.signal()) {
@@ -542,6 +702,14 @@ fn wait_exit(pid: u32) {
     }
 }
 
+/// Whether `a` and `b` name the same file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// Clears `FD_CLOEXEC` so the next child inherits the descriptor.
 fn inheritable(stream: &UnixStream) -> Result<(), String> {
     // SAFETY: F_SETFD on a descriptor this function's caller owns.
@@ -581,10 +749,57 @@ fn resolve_program(program: &str) -> Result<PathBuf, String> {
 
 /// Checks that libfabric can be loaded, so a missing library gives one clear
 /// line instead of N loader errors.
+///
+/// Loading it costs 0.2 s here: Debian's build pulls in PSM libraries whose
+/// constructors calibrate a clock by sleeping. So the file the loader would
+/// take (`LD_LIBRARY_PATH`, then the usual directories) is only checked to
+/// be a shared object; `dlopen` decides when no such file is found (a
+/// directory of `ld.so.conf`).
 fn check_libfabric() -> Result<(), String> {
-    let name = c"libfabric.so.1";
+    const NAME: &str = "libfabric.so.1";
+    const DIRS: [&str; 7] = [
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib64",
+        "/usr/lib64",
+        "/lib",
+        "/usr/lib",
+        "/usr/local/lib",
+    ];
+    let path = std::env::var_os("LD_LIBRARY_PATH");
+    let found = (path.iter().flat_map(std::env::split_paths))
+        .chain(DIRS.iter().map(PathBuf::from))
+        .map(|dir| dir.join(NAME))
+        .find(|p| p.exists());
+    match found {
+        Some(lib) => shared_object(&lib).map_err(|why| {
+            format!(
+                "libfabric is not usable: {}: {why} (install it: apt-get install libfabric1)",
+                lib.display()
+            )
+        }),
+        None => loadable(NAME),
+    }
+}
+
+/// Whether `lib` starts as an ELF file does.
+fn shared_object(lib: &Path) -> Result<(), String> {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(lib)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .map_err(|e| e.to_string())?;
+    if magic != *b"\x7fELF" {
+        return Err("not a shared object".into());
+    }
+    Ok(())
+}
+
+/// Whether `dlopen` loads `name` (and unloads it at once).
+fn loadable(name: &str) -> Result<(), String> {
+    let c_name = std::ffi::CString::new(name).map_err(|e| e.to_string())?;
     // SAFETY: dlopen with a valid C string; the handle is closed at once.
-    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+    let handle = unsafe { libc::dlopen(c_name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
     if handle.is_null() {
         // SAFETY: dlerror returns a thread-local C string or null.
         let why = unsafe {

@@ -18,7 +18,16 @@
 //! among the survivors, and the job runs on. On one host `osrun` sets
 //! `FI_TCP_IFACE=lo` and `FI_SOCKETS_IFACE=lo` unless they are set. When a
 //! process exits, the `shm` provider's files it left in `/dev/shm` are
-//! removed. Ranks die with `osrun` (`PR_SET_PDEATHSIG`), however it ends;
+//! removed. With `--standby K`, K processes of the job's program start
+//! ahead of any spawn and wait in `World::init` (endpoint open, libfabric
+//! started: 0.3 s of a core with Debian's 1.17) until a spawn of that
+//! program with the job's arguments takes them (`cmd=onesided-assign`
+//! gives each its rank); other spawns start new processes. Replacements
+//! start 2 s after a spawn took some, not at once, so that their start
+//! does not slow the growing job. Unused ones are dismissed (their PMI
+//! connection closed: they close their endpoints and exit 0) when the
+//! job's other processes have ended; their exit is never a failure of
+//! the job. Ranks die with `osrun` (`PR_SET_PDEATHSIG`), however it ends;
 //! on SIGTERM, SIGINT or SIGHUP it kills them itself, removes their files
 //! and exits with 128 + the signal; killed by SIGKILL, it leaves the
 //! removal to its janitor.

@@ -34,6 +34,18 @@ struct Connection {
     writer: Box<dyn Write + Send>,
 }
 
+/// Set by `osrun --standby` in the processes it starts ahead of a spawn:
+/// such a process opens its endpoint, then waits on `PMI_FD` for its rank
+/// and size ([`ASSIGN`]), or for the connection to close (it is not
+/// needed: [`Error::Dismissed`]).
+pub const STANDBY_ENV: &str = "ONESIDED_STANDBY";
+
+/// The command by which `osrun` hands a standby process to a spawn, with
+/// `rank` and `size` in the spawned group (not a PMI-1 command: only
+/// `osrun` sends it, only to the processes it started with
+/// [`STANDBY_ENV`]).
+pub const ASSIGN: &str = "onesided-assign";
+
 /// What to start with [`Pmi::spawn`].
 #[derive(Debug, Clone, Default)]
 pub struct SpawnRequest {
@@ -67,9 +79,15 @@ impl Pmi {
             let reader = stream
                 .try_clone()
                 .map_err(|e| Error::io("PMI_FD: cloning the socket", e))?;
-            let rank = env_num("PMI_RANK")?;
-            let size = env_num("PMI_SIZE")?;
-            Pmi::connected(Box::new(reader), Box::new(stream), rank, size, spawned)
+            if std::env::var_os(STANDBY_ENV).is_some() {
+                let mut pmi = Pmi::connected(Box::new(reader), Box::new(stream), 0, 0, true);
+                pmi.assignment()?;
+                pmi
+            } else {
+                let rank = env_num("PMI_RANK")?;
+                let size = env_num("PMI_SIZE")?;
+                Pmi::connected(Box::new(reader), Box::new(stream), rank, size, spawned)
+            }
         } else if let Ok(port) = std::env::var("PMI_PORT") {
             let stream = TcpStream::connect(port.as_str())
                 .map_err(|e| Error::io(format!("PMI_PORT: connecting to {port}"), e))?;
@@ -115,6 +133,26 @@ impl Pmi {
             spawned,
             singleton_kvs: HashMap::new(),
         }
+    }
+
+    /// Standby mode: waits for `osrun` to hand this process to a spawn
+    /// (`cmd=onesided-assign rank=R size=S`).
+    fn assignment(&mut self) -> Result<()> {
+        let connection = self.connection.as_mut().ok_or(WireError::Closed {
+            partial: String::new(),
+        })?;
+        let Some(assign) = Message::read_from(&mut connection.reader)? else {
+            return Err(Error::Dismissed);
+        };
+        if assign.command != ASSIGN {
+            return Err(WireError::UnknownCommand {
+                command: format!("{} (expected {ASSIGN})", assign.command),
+            }
+            .into());
+        }
+        self.rank = assign.require_num("rank")?;
+        self.size = assign.require_num("size")?;
+        Ok(())
     }
 
     /// `PMI_PORT` mode: introduce ourselves with `PMI_ID`, learn rank and size.

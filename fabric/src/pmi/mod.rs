@@ -7,5 +7,5 @@
 mod client;
 pub mod wire;
 
-pub use client::{Pmi, SpawnRequest};
+pub use client::{Pmi, SpawnRequest, ASSIGN, STANDBY_ENV};
 pub use wire::{Message, WireError};

@@ -4,8 +4,11 @@
 //! divisible by the process counts, and one shorter than them), then
 //! reconfigures the job to each of COUNTS in turn by METHOD (`col`,
 //! `rma_lock`, `rma_lock_all`), growing (the processes it spawns run
-//! `mam-check METHOD join=G COUNTS...` and join the G-th reconfiguration)
-//! and shrinking, checking every element after each one against the
+//! `mam-check METHOD join=G COUNTS...` and join the G-th reconfiguration;
+//! with `mam-check METHOD from=N COUNTS...`, N the launch size, they run
+//! the job's own command line, as `osrun --standby` processes do, and
+//! find G from the first reconfiguration from the sources' count to the
+//! new group's) and shrinking, checking every element after each one against the
 //! serial distribution. The strategy comes from `ONESIDED_MAM_STRATEGY`
 //! (blocking by default): under a background one, the program iterates
 //! (reading its constant data) while checkpoints say the reconfiguration
@@ -52,6 +55,9 @@ fn main() {
     let me = world.rank();
     // For the harness's checks of what the job leaves behind.
     println!("pid {me} {}", std::process::id());
+    if std::env::var_os(onesided_fabric::pmi::STANDBY_ENV).is_some() {
+        println!("{me}: started ahead");
+    }
     let retired = match args.first().map(String::as_str) {
         Some("misuse") => {
             must(me, "misuse", misuse(&world));
@@ -70,6 +76,12 @@ fn main() {
             if joined.is_some() {
                 rest = &rest[1..];
             }
+            let from = (rest.first())
+                .and_then(|a| a.strip_prefix("from="))
+                .map(|n| must(me, "from=N", n.parse::<u32>()));
+            if from.is_some() {
+                rest = &rest[1..];
+            }
             let counts: Vec<u32> = (rest.iter())
                 .map(|c| must(me, "count", c.parse::<u32>()))
                 .collect();
@@ -77,6 +89,7 @@ fn main() {
                 method,
                 counts,
                 joined,
+                from,
             };
             must(me, "reconfigure", reconfigure(&world, &plan))
         }
@@ -97,6 +110,8 @@ struct Plan {
     method: Method,
     counts: Vec<u32>,
     joined: Option<usize>,
+    /// The launch size, when spawned processes run the job's command line.
+    from: Option<u32>,
 }
 
 fn byte(i: u64) -> u8 {
@@ -202,6 +217,20 @@ fn reconfigure(world: &World, plan: &Plan) -> Result<bool> {
     let rma = Rma::new(world.endpoint())?;
     let mut mam = Mam::init(world, &rma)?;
     let h = register(&mut mam)?;
+    let joined = match (plan.joined, plan.from) {
+        (None, Some(n)) if world.pmi().spawned() => {
+            let (ns, nt) = (mam.sources(), mam.group().size());
+            let prev = |g: usize| if g == 0 { n } else { plan.counts[g - 1] };
+            let g = (0..plan.counts.len()).find(|&g| prev(g) == ns && plan.counts[g] == nt);
+            Some(g.unwrap_or_else(|| fail(me, &format!("no reconfiguration {ns} -> {nt}"))))
+        }
+        (joined, _) => joined,
+    };
+    let plan = Plan {
+        joined,
+        counts: plan.counts.clone(),
+        ..*plan
+    };
     if plan.joined.is_none() {
         let status = mam.checkpoint(Wait::Check)?;
         check(me, status == Status::NotStarted, || {
@@ -219,9 +248,11 @@ fn reconfigure(world: &World, plan: &Plan) -> Result<bool> {
         let size = mam.sources();
         if plan.joined != Some(g) {
             iterate(&mut mam, &h, generation)?;
-            let mut args = vec![plan.method.to_string(), format!("join={g}")];
-            args.extend(plan.counts.iter().map(u32::to_string));
-            mam.set_program(exe.to_string_lossy(), args);
+            if plan.from.is_none() {
+                let mut args = vec![plan.method.to_string(), format!("join={g}")];
+                args.extend(plan.counts.iter().map(u32::to_string));
+                mam.set_program(exe.to_string_lossy(), args);
+            }
             mam.reconfigure(Config {
                 method: plan.method,
                 ..Config::new(nt).from_env()?
