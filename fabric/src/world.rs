@@ -195,6 +195,7 @@ impl World {
             inbox.wait(&endpoint, "join the job", &old, |_, n| {
                 (*n == Notice::Welcome).then_some(())
             })?;
+            stop_spinning_when_crowded(&endpoint);
         }
         Ok(World {
             endpoint,
@@ -416,6 +417,7 @@ impl Spawner {
             ep.add_peer(rank, &place.name, place.host, place.board)?;
             ep.notify(rank, join::JOIN, &Notice::Welcome.encode())?;
         }
+        stop_spinning_when_crowded(ep);
         Ok(ranks)
     }
 }
@@ -460,6 +462,21 @@ fn sole(pmi: Arc<Mutex<Pmi>>, op: &'static str) -> Result<Pmi> {
 /// A spawned process's first job rank and the places of the job's ranks
 /// before it, from its preput keys; `None` for a process spawned as a job
 /// of its own (without them).
+/// Makes waits stop spinning once the live processes on this host
+/// outnumber its CPUs (a job that grew): a spinning wait would take the
+/// core of the process it waits for. Never the other way: a job that
+/// shrinks keeps the start's choice.
+fn stop_spinning_when_crowded(ep: &Endpoint) {
+    let here = ep.host_of(ep.rank());
+    let local = 1
+        + (ep.live_ranks().into_iter())
+            .filter(|&r| ep.host_of(r) == here)
+            .count();
+    if local > ep.host_cpus() {
+        ep.set_spin(std::time::Duration::ZERO);
+    }
+}
+
 fn joining(pmi: &mut Pmi) -> Result<Option<(u32, Vec<Place>)>> {
     let Ok(text) = pmi.get(join::JOIN_KEY) else {
         return Ok(None);
