@@ -70,7 +70,7 @@ fn reconfigure(world: &World) -> Result<Status, onesided::Error> {
             println!(
                 "{before} -> {targets}: spawn {:.1} ms, redistribution {:.1} ms, total {:.1} ms",
                 most.spawn * 1e3,
-                (most.background + most.end) * 1e3,
+                most.redistribution * 1e3,
                 most.total * 1e3
             );
         }

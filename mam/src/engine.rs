@@ -78,22 +78,35 @@ pub struct Times {
     pub end: f64,
     /// The user phase.
     pub user: f64,
+    /// Moving the data: `background + end` of one process. Reduced over
+    /// the processes, the most of that sum (the redistribution's length),
+    /// not the sum of the most background and the most end, which come
+    /// from different processes when targets read while sources wait.
+    pub redistribution: f64,
     /// The whole reconfiguration.
     pub total: f64,
 }
 
 impl Times {
-    fn as_array(self) -> [f64; 5] {
-        [self.spawn, self.background, self.end, self.user, self.total]
+    fn as_array(self) -> [f64; 6] {
+        [
+            self.spawn,
+            self.background,
+            self.end,
+            self.user,
+            self.redistribution,
+            self.total,
+        ]
     }
 
-    fn from_array(a: [f64; 5]) -> Times {
+    fn from_array(a: [f64; 6]) -> Times {
         Times {
             spawn: a[0],
             background: a[1],
             end: a[2],
             user: a[3],
-            total: a[4],
+            redistribution: a[4],
+            total: a[5],
         }
     }
 }
@@ -392,7 +405,11 @@ impl Mam {
             };
             let work = std::mem::replace(&mut running.work, Work::Done);
             let (rma, group) = (&self.rma, &self.group);
-            match moving::advance(work, &mut running.moves, || Ok(rma.ibarrier(group)?))? {
+            // A process that waits moves at full speed, unless the
+            // processes here outnumber the cores: it would take the
+            // iterating ones' time.
+            let paced = wait == Wait::Check || self.local_processes() > self.cpus();
+            match moving::advance(work, &mut running.moves, paced, || Ok(rma.ibarrier(group)?))? {
                 Work::Done => return self.finish(running, user),
                 work => running.work = work,
             }
@@ -435,17 +452,14 @@ impl Mam {
                 self.run_moves(config.method, &mut moves)?;
                 Work::Done
             }
-            Strategy::NonBlocking | Strategy::WaitTargets if rma_method => {
-                for m in &mut moves {
-                    m.copy_own(self.me);
-                }
-                Work::Reads {
-                    windows: self.windows(&moves)?,
-                    all: config.method == Method::RmaLockAll,
-                    cursor: Cursor::new(&moves, self.me),
-                    then_barrier,
-                }
-            }
+            Strategy::NonBlocking | Strategy::WaitTargets if rma_method => Work::Reads {
+                windows: self.windows(&moves)?,
+                all: config.method == Method::RmaLockAll,
+                me: self.me,
+                cursor: Cursor::new(&moves),
+                then_barrier,
+                last: Instant::now(),
+            },
             // A helper thread (and the collective method's background
             // strategies, which have no nonblocking alltoallv here).
             _ => Work::Helper {
@@ -485,6 +499,7 @@ impl Mam {
         mut moves: Vec<Move>,
     ) -> Result<std::thread::JoinHandle<Result<Vec<Move>, Error>>, Error> {
         let me = self.me;
+        let share = self.helper_share();
         let thread = match method {
             Method::Col => {
                 let comm = Comm::new(&self.rma, self.group.tagged(HELPER_TAG))?;
@@ -492,7 +507,7 @@ impl Mam {
                     .name("onesided-mam".into())
                     .spawn(move || {
                         for m in &mut moves {
-                            moving::by_alltoallv(&comm, m)?;
+                            moving::by_alltoallv_paced(&comm, m, share)?;
                         }
                         Ok(moves)
                     })
@@ -504,7 +519,7 @@ impl Mam {
                     .name("onesided-mam".into())
                     .spawn(move || {
                         for (m, w) in moves.iter_mut().zip(windows) {
-                            moving::by_gets(&w, all, me, m)?;
+                            moving::by_gets(&w, all, me, m, share)?;
                             w.free()?;
                         }
                         Ok(moves)
@@ -512,6 +527,30 @@ impl Mam {
             }
         };
         thread.map_err(|e| Error::State(format!("starting the helper thread: {e}")))
+    }
+
+    /// The share of a core a helper thread takes: all of one when this
+    /// host's processes of the group and their helpers have a CPU each,
+    /// else [`moving::SHARE`] (it would take the application's core).
+    fn helper_share(&self) -> f64 {
+        match 2 * self.local_processes() > self.cpus() {
+            true => moving::SHARE,
+            false => 1.0,
+        }
+    }
+
+    /// The group's processes on this process's host.
+    fn local_processes(&self) -> usize {
+        let ep = self.rma.endpoint();
+        let here = ep.host_of(ep.rank());
+        (self.group.members().iter())
+            .filter(|&&r| ep.host_of(r) == here)
+            .count()
+    }
+
+    /// The CPUs this host's processes may run on.
+    fn cpus(&self) -> usize {
+        self.rma.endpoint().host_cpus()
     }
 
     /// Ends a reconfiguration whose constant data has moved: the user
@@ -557,9 +596,10 @@ impl Mam {
             background: secs(constant_start, user_start),
             end: secs(end, done),
             user: secs(user_start, end),
+            redistribution: secs(constant_start, user_start) + secs(end, done),
             total: secs(start, done),
         };
-        let mut most = [0.0; 5];
+        let mut most = [0.0; 6];
         self.comm.allreduce(&mine.as_array(), &mut most, Op::MAX)?;
         self.times = (mine, Times::from_array(most));
         let mut fresh: Vec<Option<Box<dyn Column>>> = self.entries.iter().map(|_| None).collect();
@@ -579,7 +619,8 @@ impl Mam {
                 Method::Col => moving::by_alltoallv(&self.comm, m)?,
                 Method::RmaLock | Method::RmaLockAll => {
                     let window = self.rma.create(self.exposure(m.entry)?);
-                    let result = moving::by_gets(&window, method == Method::RmaLockAll, self.me, m);
+                    let result =
+                        moving::by_gets(&window, method == Method::RmaLockAll, self.me, m, 1.0);
                     window.free()?;
                     result?;
                 }

@@ -15,8 +15,11 @@
 //!   exposures, a lock per source or one `lock_all`; sources take no
 //!   part). The data is exposed when registered and again by each target
 //!   after a reconfiguration, so a redistribution's windows cost no
-//!   message (the study's RMA methods paid a blocking `MPI_Win_create`).
-//!   A process that is both source and target copies the part it keeps.
+//!   message (the study's RMA methods paid a blocking `MPI_Win_create`);
+//!   a growth opens the sources' exposures to the grown group without a
+//!   copy (`Rma::regroup`), and a `Col` growth exposes nothing until it
+//!   ends. A process that is both source and target copies the part it
+//!   keeps.
 //! - [`block`]: the block distribution and the spec's Algorithm 1 on
 //!   `u64` counts, pure and tested exhaustively.
 //!
@@ -28,15 +31,24 @@
 //!   retired processes get [`Status::Retired`], leave
 //!   (`World::leave`) and exit 0 while the job goes on.
 //! - Strategies: `Blocking`; `NonBlocking` and `WaitTargets` with the RMA
-//!   methods make a budget of gets per checkpoint (no thread), and
-//!   `WaitTargets` ends with a nonblocking barrier tested at checkpoints,
-//!   so the last target's checkpoint sees completion in the same
-//!   iteration; `Thread`, and the collective method's background
-//!   strategies (there is no nonblocking alltoallv yet), run the move in
-//!   a helper thread that waits on the fabric's wait objects or backs off.
-//!   Like MaM, RMA with `NonBlocking` needs no barrier for safety: the
-//!   variable data's move and a closing barrier end every reconfiguration
-//!   before any source releases its memory.
+//!   methods get (and copy what a process keeps) slice by slice at
+//!   checkpoints (no thread), and `WaitTargets` ends with a nonblocking
+//!   barrier tested at checkpoints, so the last target's checkpoint sees
+//!   completion in the same iteration; `Thread`, and the collective
+//!   method's background strategies (there is no nonblocking alltoallv
+//!   yet), run the move in a helper thread. Like MaM, RMA with
+//!   `NonBlocking` needs no barrier for safety: the variable data's move
+//!   and a closing barrier end every reconfiguration before any source
+//!   releases its memory.
+//! - Pacing (the application keeps its cores: omega near 1): a checkpoint
+//!   moves data for a sixteenth of the time since the previous one; a
+//!   helper thread moves 256 KiB slices (an alltoallv in rounds for
+//!   `Col`) and sleeps fifteen times its shortest slice's time after each
+//!   when the group's processes here and their helpers outnumber the
+//!   CPUs, else runs flat out; a process that waits for the end moves
+//!   flat out unless the processes here outnumber the CPUs. MaM's helper
+//!   threads poll, and took iterations 6-12 times longer on these
+//!   machines.
 //! - Parting: survivors wait for each retired process's goodbye
 //!   (`World::leave`, sent once it needs nothing more) before they count
 //!   it out. Counting it out at once let a survivor finish and close its

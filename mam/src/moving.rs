@@ -1,12 +1,13 @@
 //! How the data moves: one registered array's pieces ([`Move`]), by an
-//! alltoallv or by gets, at once or a budget of bytes per checkpoint
-//! ([`Cursor`], pure), and the constant data's move in the background
-//! ([`Work`]).
+//! alltoallv or by gets, at once or slice by slice ([`Cursor`], pure),
+//! and the constant data's move in the background ([`Work`]), paced so
+//! that the application keeps its core ([`SHARE`], [`pause`]).
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use onesided_collectives::Comm;
+use onesided_collectives::{Comm, Op};
 use onesided_rma::{Assert, Barrier, LockKind, Request, Window};
 
 use crate::block::{self, Piece};
@@ -38,78 +39,142 @@ impl Move {
             (p.count * s) as usize,
         )
     }
+}
 
-    /// Copies the pieces this process holds itself (it is their source).
-    pub(crate) fn copy_own(&mut self, me: u32) {
-        let own: Vec<Piece> = self
-            .reads
-            .iter()
-            .copied()
-            .filter(|p| p.peer == me)
-            .collect();
-        for p in own {
-            let (from, to, len) = self.span(&p);
-            self.new.bytes_mut()[to..to + len].copy_from_slice(&self.old.bytes()[from..from + len]);
-        }
-    }
+/// Bytes `m` sends to and receives from each rank of a group of `n`.
+fn exchanged(m: &Move, n: u32) -> (Vec<usize>, Vec<usize>) {
+    let bytes = |pieces: &[Piece]| -> Vec<usize> {
+        block::counts(pieces, n)
+            .into_iter()
+            .map(|c| (c * m.size) as usize)
+            .collect()
+    };
+    (bytes(&m.writes), bytes(&m.reads))
 }
 
 /// COL: one alltoallv of `m`'s bytes over `comm`'s group.
 pub(crate) fn by_alltoallv(comm: &Comm, m: &mut Move) -> Result<(), Error> {
-    let n = comm.group().size();
-    let size = m.size;
-    let bytes = |pieces: &[Piece]| -> Vec<usize> {
-        block::counts(pieces, n)
-            .into_iter()
-            .map(|c| (c * size) as usize)
+    let (sends, recvs) = exchanged(m, comm.group().size());
+    let input = sent(&m.writes, m.old.bytes(), m.size);
+    // What arrives fills the new column from its start (a continuing
+    // process's replicated copy receives nothing).
+    let output = &mut m.new.bytes_mut()[..recvs.iter().sum::<usize>()];
+    Ok(comm.alltoallv(&input, &sends, output, &recvs)?)
+}
+
+/// COL in rounds of at most [`SLICE`] bytes per pair, each followed by
+/// a [`pause`] for `share` of the time: a helper thread that leaves the
+/// application its core. Every member makes as many rounds as the
+/// largest pair needs (one small allreduce says how many).
+pub(crate) fn by_alltoallv_paced(comm: &Comm, m: &mut Move, share: f64) -> Result<(), Error> {
+    if share >= 1.0 {
+        return by_alltoallv(comm, m);
+    }
+    let (sends, recvs) = exchanged(m, comm.group().size());
+    let input = sent(&m.writes, m.old.bytes(), m.size);
+    let largest = sends.iter().chain(&recvs).copied().max().unwrap_or(0) as u64;
+    let mut most = [0u64];
+    comm.allreduce(&[largest], &mut most, Op::MAX)?;
+    let rounds = most[0].div_ceil(SLICE as u64) as usize;
+    let starts = |counts: &[usize]| -> Vec<usize> {
+        let mut at = 0;
+        (counts.iter())
+            .map(|&c| {
+                at += c;
+                at - c
+            })
             .collect()
     };
-    let (sends, recvs) = (bytes(&m.writes), bytes(&m.reads));
-    let old = m.old.bytes();
+    let (send_at, recv_at) = (starts(&sends), starts(&recvs));
+    let part = |total: usize, k: usize| total.saturating_sub(k * SLICE).min(SLICE);
+    let mut pacer = Pacer::new(share);
+    for k in 0..rounds {
+        let begun = Instant::now();
+        let s: Vec<usize> = sends.iter().map(|&t| part(t, k)).collect();
+        let r: Vec<usize> = recvs.iter().map(|&t| part(t, k)).collect();
+        let mut round_in = Vec::with_capacity(s.iter().sum());
+        for (peer, &len) in s.iter().enumerate().filter(|(_, &len)| len > 0) {
+            let from = send_at[peer] + k * SLICE;
+            round_in.extend_from_slice(&input[from..from + len]);
+        }
+        let mut round_out = vec![0u8; r.iter().sum()];
+        comm.alltoallv(&round_in, &s, &mut round_out, &r)?;
+        let new = m.new.bytes_mut();
+        let mut at = 0;
+        for (peer, &len) in r.iter().enumerate().filter(|(_, &len)| len > 0) {
+            let to = recv_at[peer] + k * SLICE;
+            new[to..to + len].copy_from_slice(&round_out[at..at + len]);
+            at += len;
+        }
+        std::thread::sleep(pacer.after(begun.elapsed()));
+    }
+    Ok(())
+}
+
+/// The bytes of `writes` (pieces of `old`, `size`-byte elements), laid
+/// end to end in target order.
+fn sent<'a>(writes: &[Piece], old: &'a [u8], size: u64) -> std::borrow::Cow<'a, [u8]> {
     let span = |p: &Piece| (p.from * size) as usize..((p.from + p.count) * size) as usize;
     // A distributed array's pieces lie end to end in the old block, in
     // target order: sent from where they are. A replicated array goes
     // whole to each new target: copies laid end to end.
-    let contiguous = (m.writes.windows(2)).all(|w| w[0].from + w[0].count == w[1].from);
-    let copies: Vec<u8>;
-    let input = match (contiguous, m.writes.first(), m.writes.last()) {
-        (true, Some(a), Some(b)) => &old[span(a).start..span(b).end],
-        (true, _, _) => &[][..],
-        (false, _, _) => {
-            copies = m
-                .writes
-                .iter()
-                .flat_map(|p| &old[span(p)])
-                .copied()
-                .collect();
-            &copies[..]
-        }
-    };
-    // What arrives fills the new column from its start (a continuing
-    // process's replicated copy receives nothing).
-    let output = &mut m.new.bytes_mut()[..recvs.iter().sum::<usize>()];
-    Ok(comm.alltoallv(input, &sends, output, &recvs)?)
+    let contiguous = (writes.windows(2)).all(|w| w[0].from + w[0].count == w[1].from);
+    match (contiguous, writes.first(), writes.last()) {
+        (true, Some(a), Some(b)) => old[span(a).start..span(b).end].into(),
+        (true, _, _) => (&[][..]).into(),
+        (false, _, _) => (writes.iter())
+            .flat_map(|p| &old[span(p)])
+            .copied()
+            .collect::<Vec<u8>>()
+            .into(),
+    }
 }
 
 /// RMA: every piece of `m` this process reads as a target, from each
 /// source's exposure through `window` (one `lock_all` when `all`, else a
-/// lock per source); its own pieces are copied locally.
-pub(crate) fn by_gets(window: &Window, all: bool, me: u32, m: &mut Move) -> Result<(), Error> {
-    m.copy_own(me);
-    let mut cursor = Cursor::new(std::slice::from_ref(m), me);
-    let slices = cursor.next(u64::MAX);
-    get_slices(&[window], all, std::slice::from_mut(m), &slices)
+/// lock per source); its own pieces are copied locally. With `share`
+/// below 1, [`SLICE`] bytes at a time, each followed by a pause
+/// ([`Pacer`]).
+pub(crate) fn by_gets(
+    window: &Window,
+    all: bool,
+    me: u32,
+    m: &mut Move,
+    share: f64,
+) -> Result<(), Error> {
+    let mut cursor = Cursor::new(std::slice::from_ref(m));
+    let slice = match share < 1.0 {
+        true => SLICE as u64,
+        false => u64::MAX,
+    };
+    let mut pacer = Pacer::new(share);
+    while !cursor.finished() {
+        let begun = Instant::now();
+        let slices = cursor.next(slice);
+        get_slices(&[window], all, me, std::slice::from_mut(m), &slices)?;
+        std::thread::sleep(pacer.after(begun.elapsed()));
+    }
+    Ok(())
 }
 
-/// Gets `slices` (of `moves`, through `windows[move]`).
+/// Gets `slices` (of `moves`, through `windows[move]`); a slice of a
+/// piece this process holds itself (`me` is its source) is copied.
 fn get_slices(
     windows: &[&Window],
     all: bool,
+    me: u32,
     moves: &mut [Move],
     slices: &[Slice],
 ) -> Result<(), Error> {
     for (k, (window, m)) in windows.iter().zip(moves.iter_mut()).enumerate() {
-        let mine: Vec<&Slice> = slices.iter().filter(|s| s.of == k).collect();
+        let (own, mine): (Vec<&Slice>, Vec<&Slice>) = (slices.iter())
+            .filter(|s| s.of == k)
+            .partition(|s| m.reads[s.piece].peer == me);
+        for s in own {
+            let (from, to, _) = m.span(&m.reads[s.piece]);
+            let (a, b) = (s.bytes.start as usize, s.bytes.end as usize);
+            m.new.bytes_mut()[to + a..to + b].copy_from_slice(&m.old.bytes()[from + a..from + b]);
+        }
         if mine.is_empty() {
             continue;
         }
@@ -148,22 +213,23 @@ pub(crate) struct Slice {
     pub bytes: std::ops::Range<u64>,
 }
 
-/// Where the gets of a set of moves stand: the remote pieces in order,
-/// and how far into the current one. Pure.
+/// Where the gets of a set of moves stand: the pieces to read (or copy,
+/// from this process's own old block) in order, and how far into the
+/// current one. Pure.
 #[derive(Debug, Clone)]
 pub(crate) struct Cursor {
-    /// (move, piece, bytes) of every piece read from another process.
+    /// (move, piece, bytes) of every piece.
     pieces: Vec<(usize, usize, u64)>,
     at: usize,
     done: u64,
 }
 
 impl Cursor {
-    pub(crate) fn new(moves: &[Move], me: u32) -> Cursor {
+    pub(crate) fn new(moves: &[Move]) -> Cursor {
         let pieces = (moves.iter().enumerate())
             .flat_map(|(k, m)| {
                 (m.reads.iter().enumerate())
-                    .filter(|(_, p)| p.peer != me && p.count > 0)
+                    .filter(|(_, p)| p.count > 0)
                     .map(move |(i, p)| (k, i, p.count * m.size))
             })
             .collect();
@@ -203,22 +269,63 @@ impl Cursor {
     }
 }
 
-/// Bytes a process gets per checkpoint under the nonblocking
-/// strategies: a few hundred microseconds of copying on these machines,
-/// so an iteration barely notices it.
-pub(crate) const BUDGET: u64 = 4 << 20;
+/// The share of the time a background move takes from the application:
+/// a checkpoint moves data for this share of the time since the previous
+/// one, and a helper thread that shares a core with the application
+/// sleeps the rest. One sixteenth keeps an iteration within 10% of its
+/// time without a move (omega <= 1.1) with room for the noise.
+pub(crate) const SHARE: f64 = 1.0 / 16.0;
+
+/// The unit of a paced move: 256 KiB, some tens of microseconds of
+/// copying here.
+pub(crate) const SLICE: usize = 256 << 10;
+
+/// How long to leave the core after `busy` moving data, to take `share`
+/// of the time (none for a share of 1 or more). Pure.
+pub(crate) fn pause(busy: Duration, share: f64) -> Duration {
+    if share >= 1.0 || share <= 0.0 {
+        return Duration::ZERO;
+    }
+    busy.mul_f64((1.0 - share) / share)
+}
+
+/// The pauses of a helper thread moving slice after slice: each after
+/// the shortest slice so far, the slice's own work. A slice of an
+/// alltoallv also waits for the peers, whose pauses would otherwise
+/// lengthen this one's, and theirs in turn. Pure.
+#[derive(Debug, Clone)]
+pub(crate) struct Pacer {
+    share: f64,
+    least: Option<Duration>,
+}
+
+impl Pacer {
+    pub(crate) fn new(share: f64) -> Pacer {
+        Pacer { share, least: None }
+    }
+
+    /// The pause after a slice that took `busy`.
+    pub(crate) fn after(&mut self, busy: Duration) -> Duration {
+        let least = self.least.map_or(busy, |l| l.min(busy));
+        self.least = Some(least);
+        pause(least, self.share)
+    }
+}
 
 /// The constant data's move while the application iterates.
 pub(crate) enum Work {
     /// Moved.
     Done,
-    /// Gets still to make, [`BUDGET`] bytes per checkpoint, through a
-    /// window per move; then (Wait Targets) a barrier.
+    /// Gets still to make through a window per move, slices for
+    /// [`SHARE`] of the time since the previous checkpoint (`last`) at
+    /// each; then (Wait Targets) a barrier.
     Reads {
         windows: Vec<Window>,
         all: bool,
+        me: u32,
         cursor: Cursor,
         then_barrier: bool,
+        last: Instant,
     },
     /// A helper thread moving it (the moves come back when it ends);
     /// then (Wait Targets) a barrier.
@@ -231,7 +338,9 @@ pub(crate) enum Work {
 }
 
 /// Advances `work` once: the moves it reads into are `moves` (a helper
-/// thread holds them while it runs, and gives them back there);
+/// thread holds them while it runs, and gives them back there); gets
+/// take [`SHARE`] of the time since the previous call when `paced` (the
+/// application iterates between calls), else run to the end;
 /// `start_barrier` begins a barrier over the group when it is time for
 /// one. Returns the work left.
 ///
@@ -240,6 +349,7 @@ pub(crate) enum Work {
 pub(crate) fn advance(
     work: Work,
     moves: &mut Vec<Move>,
+    paced: bool,
     start_barrier: impl FnOnce() -> Result<Barrier, Error>,
 ) -> Result<Work, Error> {
     match work {
@@ -247,18 +357,29 @@ pub(crate) fn advance(
         Work::Reads {
             windows,
             all,
+            me,
             mut cursor,
             then_barrier,
+            last,
         } => {
-            let slices = cursor.next(BUDGET);
+            let begun = Instant::now();
+            let allowed = (begun - last).mul_f64(SHARE);
             let refs: Vec<&Window> = windows.iter().collect();
-            get_slices(&refs, all, moves, &slices)?;
+            loop {
+                let slices = cursor.next(SLICE as u64);
+                get_slices(&refs, all, me, moves, &slices)?;
+                if cursor.finished() || (paced && begun.elapsed() >= allowed) {
+                    break;
+                }
+            }
             if !cursor.finished() {
                 return Ok(Work::Reads {
                     windows,
                     all,
+                    me,
                     cursor,
                     then_barrier,
+                    last: Instant::now(),
                 });
             }
             for w in windows {
@@ -324,14 +445,27 @@ mod tests {
     }
 
     #[test]
-    fn a_cursor_hands_out_every_remote_byte_once_within_the_budget() {
+    fn pauses_leave_the_application_its_share() {
+        let ms = Duration::from_millis;
+        assert_eq!(pause(ms(1), 1.0), Duration::ZERO);
+        assert_eq!(pause(ms(1), 0.25), ms(3));
+        let mut p = Pacer::new(0.5);
+        assert_eq!(p.after(ms(4)), ms(4));
+        // A slice that waited for its peers does not lengthen the pause.
+        assert_eq!(p.after(ms(40)), ms(4));
+        assert_eq!(p.after(ms(2)), ms(2));
+        assert_eq!(Pacer::new(1.0).after(ms(9)), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_cursor_hands_out_every_byte_once_within_the_budget() {
         // Move 0: 10 elements of 8 bytes from rank 1, 3 from itself (rank
         // 0, copied locally), 5 from rank 2; move 1: 7 bytes from rank 1.
         let moves = [
             mv(vec![piece(1, 10), piece(0, 3), piece(2, 5)], 8),
             mv(vec![piece(1, 7)], 1),
         ];
-        let mut c = Cursor::new(&moves, 0);
+        let mut c = Cursor::new(&moves);
         let mut got = Vec::new();
         while !c.finished() {
             let slices = c.next(30);
@@ -346,12 +480,12 @@ mod tests {
                 .collect()
         };
         assert_eq!(of(0, 0), vec![0..30, 30..60, 60..80]);
-        assert!(of(0, 1).is_empty(), "its own piece is copied, not read");
-        assert_eq!(of(0, 2), vec![0..10, 10..40]);
-        assert_eq!(of(1, 0), vec![0..7]);
-        let mut all = Cursor::new(&moves, 0);
-        assert_eq!(all.next(u64::MAX).len(), 3);
+        assert_eq!(of(0, 1), vec![0..10, 10..24], "its own piece, copied");
+        assert_eq!(of(0, 2), vec![0..16, 16..40]);
+        assert_eq!(of(1, 0), vec![0..6, 6..7]);
+        let mut all = Cursor::new(&moves);
+        assert_eq!(all.next(u64::MAX).len(), 4);
         assert!(all.finished());
-        assert!(Cursor::new(&[], 0).finished());
+        assert!(Cursor::new(&[]).finished());
     }
 }
