@@ -61,7 +61,7 @@ pub struct Cli {
         value_delimiter = ',',
         required = true,
         value_parser = clap::builder::PossibleValuesParser::new(
-            crate::suites::SUITES.iter().copied().chain(["all"])
+            crate::suites::SUITES.iter().copied().chain([crate::malleable::SUITE, "all"])
         )
     )]
     suites: Vec<String>,
@@ -239,6 +239,8 @@ impl Rounds {
                     peer_us: median(peer)?,
                     speedup: median(&pairs)?,
                     algorithm: self.algorithms.get(key).cloned(),
+                    omega: None,
+                    iterations: None,
                 })
             })
             .collect()

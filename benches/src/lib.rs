@@ -10,6 +10,9 @@
 //! lines and SVG plots ([`report`]); [`driver`] holds its command line and
 //! the arithmetic of rounds. `onesided-tune` (`src/bin/onesided-tune.rs`)
 //! measures the collectives' algorithms into a performance profile.
+//! The `malleable` suite ([`malleable`]) runs `onesided-mam-time` jobs
+//! that grow and shrink; it is not part of `all` (a run takes minutes,
+//! and its MPICH peer comes with the malleability study).
 //!
 //! Dependencies (tools, not libraries): `clap` (the command lines),
 //! `serde`/`serde_json` (the JSON rows), `plotters` with its SVG backend
@@ -27,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod driver;
+pub mod malleable;
 pub mod report;
 pub mod suites;
 pub mod turns;

@@ -37,6 +37,11 @@ pub struct Row {
     pub speedup: f64,
     /// The algorithm onesided chose, where it chooses (collectives).
     pub algorithm: Option<String>,
+    /// Omega of a background redistribution (malleable): iteration time
+    /// during it over without.
+    pub omega: Option<f64>,
+    /// Iterations a background redistribution overlapped (malleable).
+    pub iterations: Option<f64>,
 }
 
 /// Where a run ran: said above its table and in every JSON row.
@@ -142,6 +147,8 @@ pub(crate) mod fixtures {
             peer_us,
             speedup: speedup(onesided_us, peer_us),
             algorithm: None,
+            omega: None,
+            iterations: None,
         }
     }
 

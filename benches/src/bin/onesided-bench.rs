@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use onesided_bench::driver::{self, Args, Libfabric, Measured, Rounds};
 use onesided_bench::turns::{self, Turns, TURNS_ENV};
-use onesided_bench::{report, suites};
+use onesided_bench::{malleable, report, suites};
 
 /// MPICH's yield settings (shared/BENCHMARKS.md) for ranks > cores.
 const MPICH_YIELD: [(&str, &str); 3] = [
@@ -128,6 +128,11 @@ fn drive(args: &[String]) -> Result<()> {
     let mpich_libfabric = root.join("target/mpich-venv/lib/mpich");
     let mut rows = Vec::new();
     for suite in &args.suites {
+        if suite == malleable::SUITE {
+            let mam_time = exe.with_file_name("onesided-mam-time");
+            rows.extend(malleable_rows(&args, &osrun, &mam_time, &mpich_libfabric)?);
+            continue;
+        }
         let mut plain = Rounds::default();
         let mut yielding = Rounds::default();
         for round in 0..args.rounds {
@@ -204,7 +209,12 @@ fn drive(args: &[String]) -> Result<()> {
         args.provider,
         if args.nolocal { "-nolocal" } else { "" }
     );
-    let plots = report::svg_plots(&rows, &dir, &prefix)?;
+    // The malleable suite's figures come with its MPICH peer.
+    let plotted: Vec<report::Row> = (rows.iter())
+        .filter(|r| r.suite != malleable::SUITE)
+        .cloned()
+        .collect();
+    let plots = report::svg_plots(&plotted, &dir, &prefix)?;
     println!("plots: {}", dir.display());
     for p in plots {
         println!("  {}", p.display());
@@ -266,6 +276,59 @@ fn ours(args: &Args, (osrun, exe): (&Path, &Path), suite: &str, mpich_libfabric:
         cmd.env("LD_LIBRARY_PATH", path);
     }
     cmd
+}
+
+/// The malleable suite: every run of [`malleable::runs`] as a job of its
+/// own (`osrun -n NS --standby 3 onesided-mam-time --to NT ...`), round
+/// after round; a run that fails fails the suite.
+fn malleable_rows(
+    args: &Args,
+    osrun: &Path,
+    mam_time: &Path,
+    mpich_libfabric: &Path,
+) -> Result<Vec<report::Row>> {
+    let len = ((malleable::LEN as f64 * args.scale).round() as u64).max(1);
+    let mut rounds = std::collections::BTreeMap::new();
+    for round in 0..args.rounds {
+        eprintln!(
+            "onesided-bench: malleable round {}/{} ({})",
+            round + 1,
+            args.rounds,
+            args.provider
+        );
+        for run in malleable::runs() {
+            let mut cmd = Command::new(osrun);
+            cmd.arg("-n")
+                .arg(run.ns.to_string())
+                .args(["--provider", &args.provider, "--timeout", "300"])
+                .args(["--standby", &malleable::STANDBY.to_string()])
+                .arg(mam_time)
+                .args(["--to", &run.nt.to_string(), "--len", &len.to_string()])
+                .args(["--method", run.method, "--strategy", run.strategy]);
+            if args.nolocal {
+                cmd.env(onesided_fabric::world::HOST_ENV, "node{rank}");
+            }
+            if args.libfabric == Libfabric::Mpich {
+                cmd.env("LD_LIBRARY_PATH", mpich_libfabric);
+            }
+            let out = cmd.stdin(Stdio::null()).output()?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            let timed = text.lines().find_map(malleable::parse);
+            match (out.status.success(), timed) {
+                (true, Some(t)) => rounds.entry(run).or_insert_with(Vec::new).push(t),
+                _ => {
+                    return Err(format!(
+                        "malleable {run:?} failed ({}): {}{}",
+                        out.status,
+                        text,
+                        String::from_utf8_lossy(&out.stderr)
+                    )
+                    .into())
+                }
+            }
+        }
+    }
+    Ok(malleable::rows(&rounds, &args.provider))
 }
 
 /// An MPICH side of a round: the C peer under the venv's `mpiexec`, with

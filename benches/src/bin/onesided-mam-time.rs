@@ -3,17 +3,19 @@
 //! block-distributed constant array of `--len` `f64` (2^22 by default)
 //! moves from NS to NT processes by `--method` with `--strategy`;
 //! processes spawned to grow the job run this program again and join.
-//! Under a background strategy the job iterates (1 ms of work a step)
-//! while checkpoints say the move is pending, and the iteration time
-//! during it over the time without (omega) is reported. Rank 0 prints
-//! one line: `NS -> NT METHOD STRATEGY spawn_ms redistribution_ms
-//! iterations omega`. Until `onesided-bench malleable` runs this side by
-//! side with an MPICH peer (the next issue), this is how the engine's
-//! times are measured.
+//! An iteration is 1 ms of work and a checkpoint; under a background
+//! strategy the job's processes iterate while checkpoints say the move
+//! is pending (joining ones wait: they have no data yet), and omega is
+//! the iteration time meanwhile over the time without (the most over
+//! the targets, as the iterations). Rank 0 prints `loaded
+//! libfabric VERSION PATH`, then `NS -> NT METHOD STRATEGY spawn X ms
+//! redistribution Y ms iterations N omega W`. `onesided-bench malleable`
+//! runs it for every pair, method and strategy.
 
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use onesided_collectives::Op;
 use onesided_fabric::World;
 use onesided_mam::block::block;
 use onesided_mam::{Config, Layout, Mam, Method, Moves, Status, Strategy, Wait};
@@ -77,38 +79,69 @@ fn run(world: &World, args: &Args) -> Result<Status> {
     )?;
     let joined = world.pmi().spawned();
     let ns = mam.sources();
-    // The iteration time without a reconfiguration.
-    let alone: Duration = (0..5).map(|_| iterate()).sum::<Duration>() / 5;
+    // An iteration: 1 ms of work and a checkpoint; its time without a
+    // reconfiguration.
+    let mut alone = Duration::ZERO;
+    for _ in 0..5 {
+        let start = Instant::now();
+        iterate();
+        mam.checkpoint(Wait::Check)?;
+        alone += start.elapsed();
+    }
+    let alone = alone / 5;
     if !joined {
         for _ in 0..args.before {
             iterate();
         }
+        // Every process starts the reconfiguration together, so that none
+        // counts another's lateness as its own time.
+        mam.comm().barrier()?;
         mam.reconfigure(Config {
             method: args.method,
             strategy: args.strategy,
             ..Config::new(args.to)
         })?;
     }
+    // Iterations while the move is pending (not the one whose checkpoint
+    // ends the reconfiguration: it carries the end of the cycle). Joining
+    // processes have no data to iterate on yet: they wait.
     let (mut iterations, mut during) = (0u32, Duration::ZERO);
-    let mut status = mam.checkpoint(Wait::Check)?;
+    let mut status = match joined {
+        true => mam.checkpoint(Wait::Wait)?,
+        false => mam.checkpoint(Wait::Check)?,
+    };
     while status == Status::Pending {
-        during += iterate();
-        iterations += 1;
+        let start = Instant::now();
+        iterate();
         status = mam.checkpoint(Wait::Check)?;
+        if status == Status::Pending {
+            during += start.elapsed();
+            iterations += 1;
+        }
+    }
+    if status != Status::Completed {
+        return Ok(status);
     }
     let (_, most) = mam.times();
-    if mam.rank() == 0 && status == Status::Completed {
-        let omega = match iterations {
-            0 => 1.0,
-            n => (during / n).as_secs_f64() / alone.as_secs_f64(),
-        };
+    let omega = match iterations {
+        0 => 1.0,
+        n => (during / n).as_secs_f64() / alone.as_secs_f64(),
+    };
+    // The most over the targets (retired processes have left).
+    let mut worst = [0.0f64; 2];
+    let comm = mam.comm();
+    comm.allreduce(&[omega, f64::from(iterations)], &mut worst, Op::MAX)?;
+    let [omega, iterations] = worst;
+    if mam.rank() == 0 {
+        let (version, path) = onesided_fabric::libfabric_loaded();
+        println!("loaded libfabric {version} {path}");
         println!(
             "{ns} -> {} {} {} spawn {:.1} ms redistribution {:.1} ms iterations {iterations} omega {omega:.2}",
             args.to,
             args.method,
             args.strategy,
             most.spawn * 1e3,
-            (most.background + most.end) * 1e3,
+            most.redistribution * 1e3,
         );
     }
     drop(mam);

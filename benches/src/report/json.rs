@@ -14,6 +14,10 @@ struct JsonRow<'a> {
     speedup: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     algorithm: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    omega: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    iterations: Option<f64>,
     cpu: &'a str,
     cores: usize,
     oversubscribed: bool,
@@ -25,7 +29,8 @@ struct JsonRow<'a> {
 
 /// One JSON object on one line (no trailing newline) with the keys
 /// `suite`, `case`, `ranks`, `provider`, `onesided_us`, `peer_us`, `speedup`,
-/// `algorithm` (where onesided chose one), then where it ran: `cpu`,
+/// `algorithm` (where onesided chose one), `omega` and `iterations`
+/// (background redistributions), then where it ran: `cpu`,
 /// `cores`, `oversubscribed`, `nolocal`, `onesided_libfabric`,
 /// `peer_libfabric`, `mpich`, in that order; a non-finite number is
 /// written as `null`.
@@ -40,6 +45,8 @@ pub fn json_line(row: &Row, setup: &Setup) -> String {
         peer_us: finite(row.peer_us),
         speedup: finite(row.speedup),
         algorithm: row.algorithm.as_deref(),
+        omega: row.omega.filter(|v| v.is_finite()),
+        iterations: row.iterations.filter(|v| v.is_finite()),
         cpu: &setup.cpu,
         cores: setup.cores,
         oversubscribed: setup.oversubscribed(),

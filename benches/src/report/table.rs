@@ -31,12 +31,13 @@ pub(crate) fn fmt_speedup(speedup: f64) -> String {
 }
 
 /// A fixed-width text table with the header
-/// `suite case ranks provider onesided_us peer_us speedup`: text columns
+/// `suite case ranks provider onesided_us peer_us speedup`, and `omega
+/// n_it` when a row has them (background redistributions): text columns
 /// left-aligned, numbers right-aligned, times with 2 decimals (3 significant
 /// digits below 1), speedup with 2 decimals and "x"; "-" for a non-finite
 /// number. Every line, the header included, ends with a newline.
 pub fn table(rows: &[Row]) -> String {
-    const HEADER: [&str; 7] = [
+    const HEADER: [&str; 9] = [
         "suite",
         "case",
         "ranks",
@@ -44,9 +45,19 @@ pub fn table(rows: &[Row]) -> String {
         "onesided_us",
         "peer_us",
         "speedup",
+        "omega",
+        "n_it",
     ];
-    const LEFT_ALIGNED: [bool; 7] = [true, true, false, true, false, false, false];
-    let mut lines = vec![HEADER.map(String::from)];
+    const LEFT_ALIGNED: [bool; 9] = [true, true, false, true, false, false, false, false, false];
+    let columns = match rows.iter().any(|r| r.omega.is_some()) {
+        true => 9,
+        false => 7,
+    };
+    let optional = |v: Option<f64>, decimals: usize| match v {
+        Some(v) if v.is_finite() => format!("{v:.decimals$}"),
+        _ => "-".to_string(),
+    };
+    let mut lines = vec![HEADER.map(String::from)[..columns].to_vec()];
     lines.extend(rows.iter().map(|r| {
         [
             r.suite.clone(),
@@ -56,9 +67,12 @@ pub fn table(rows: &[Row]) -> String {
             fmt_time(r.onesided_us),
             fmt_time(r.peer_us),
             fmt_speedup(r.speedup),
-        ]
+            optional(r.omega, 2),
+            optional(r.iterations, 0),
+        ][..columns]
+            .to_vec()
     }));
-    let mut widths = [0; 7];
+    let mut widths = [0; 9];
     for line in &lines {
         for (width, cell) in widths.iter_mut().zip(line) {
             *width = (*width).max(cell.chars().count());
