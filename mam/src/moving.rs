@@ -63,19 +63,21 @@ pub(crate) fn by_alltoallv(comm: &Comm, m: &mut Move) -> Result<(), Error> {
 }
 
 /// COL in rounds of at most [`SLICE`] bytes per pair, each followed by
-/// a [`pause`] for `share` of the time: a helper thread that leaves the
-/// application its core. Every member makes as many rounds as the
-/// largest pair needs (one small allreduce says how many).
+/// a pause ([`Pacer`]) for `share` of the time: a helper thread that
+/// leaves the application its core. One small allreduce first makes
+/// every member take the same rounds: as many as the largest pair needs
+/// when any member paces, else one.
 pub(crate) fn by_alltoallv_paced(comm: &Comm, m: &mut Move, share: f64) -> Result<(), Error> {
-    if share >= 1.0 {
-        return by_alltoallv(comm, m);
-    }
     let (sends, recvs) = exchanged(m, comm.group().size());
     let input = sent(&m.writes, m.old.bytes(), m.size);
     let largest = sends.iter().chain(&recvs).copied().max().unwrap_or(0) as u64;
-    let mut most = [0u64];
-    comm.allreduce(&[largest], &mut most, Op::MAX)?;
-    let rounds = most[0].div_ceil(SLICE as u64) as usize;
+    let mut most = [0u64; 2];
+    comm.allreduce(&[largest, u64::from(share < 1.0)], &mut most, Op::MAX)?;
+    let slice = match most[1] {
+        0 => (most[0] as usize).max(1),
+        _ => SLICE,
+    };
+    let rounds = most[0].div_ceil(slice as u64) as usize;
     let starts = |counts: &[usize]| -> Vec<usize> {
         let mut at = 0;
         (counts.iter())
@@ -86,7 +88,7 @@ pub(crate) fn by_alltoallv_paced(comm: &Comm, m: &mut Move, share: f64) -> Resul
             .collect()
     };
     let (send_at, recv_at) = (starts(&sends), starts(&recvs));
-    let part = |total: usize, k: usize| total.saturating_sub(k * SLICE).min(SLICE);
+    let part = |total: usize, k: usize| total.saturating_sub(k * slice).min(slice);
     let mut pacer = Pacer::new(share);
     for k in 0..rounds {
         let begun = Instant::now();
@@ -94,7 +96,7 @@ pub(crate) fn by_alltoallv_paced(comm: &Comm, m: &mut Move, share: f64) -> Resul
         let r: Vec<usize> = recvs.iter().map(|&t| part(t, k)).collect();
         let mut round_in = Vec::with_capacity(s.iter().sum());
         for (peer, &len) in s.iter().enumerate().filter(|(_, &len)| len > 0) {
-            let from = send_at[peer] + k * SLICE;
+            let from = send_at[peer] + k * slice;
             round_in.extend_from_slice(&input[from..from + len]);
         }
         let mut round_out = vec![0u8; r.iter().sum()];
@@ -102,7 +104,7 @@ pub(crate) fn by_alltoallv_paced(comm: &Comm, m: &mut Move, share: f64) -> Resul
         let new = m.new.bytes_mut();
         let mut at = 0;
         for (peer, &len) in r.iter().enumerate().filter(|(_, &len)| len > 0) {
-            let to = recv_at[peer] + k * SLICE;
+            let to = recv_at[peer] + k * slice;
             new[to..to + len].copy_from_slice(&round_out[at..at + len]);
             at += len;
         }

@@ -336,6 +336,12 @@ impl Osrun {
         self
     }
 
+    /// Adds arguments for the program.
+    pub fn args(mut self, args: &[&str]) -> Osrun {
+        self.args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
     /// With `yes`, makes every rank a host of its own
     /// (`ONESIDED_HOST=node{rank}`): the multi-host paths on one machine.
     pub fn host_per_rank(self, yes: bool) -> Osrun {

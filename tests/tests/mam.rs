@@ -115,6 +115,24 @@ fn spawns_take_the_processes_osrun_started_ahead() {
     }
 }
 
+#[test]
+fn the_reconfiguration_timer_reports_one_line_per_run() {
+    let _serial = serial();
+    for (n, to, method, strategy) in [(1, 2, "col", "blocking"), (2, 1, "rma_lock_all", "thread")] {
+        let out = Osrun::new(n, "shm", "onesided-mam-time")
+            .standby(1)
+            .arg("--to")
+            .arg(&to.to_string())
+            .args(&["--len", "1001", "--before", "5", "--method", method])
+            .args(&["--strategy", strategy])
+            .run();
+        out.assert_success();
+        let line = format!("{n} -> {to} {method} {strategy} spawn ");
+        assert_eq!(out.count(&line), 1, "{out}");
+        out.assert_stdout_has("omega ");
+    }
+}
+
 /// `mam-check METHOD 3 1` on 2 processes started by `command`.
 fn grow_and_shrink(mut command: Command, launcher: &str) {
     command

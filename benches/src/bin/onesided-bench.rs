@@ -130,7 +130,9 @@ fn drive(args: &[String]) -> Result<()> {
     for suite in &args.suites {
         if suite == malleable::SUITE {
             let mam_time = exe.with_file_name("onesided-mam-time");
-            rows.extend(malleable_rows(&args, &osrun, &mam_time, &mpich_libfabric)?);
+            let (found, libfabric) = malleable_rows(&args, &osrun, &mam_time, &mpich_libfabric)?;
+            setup.onesided_libfabric = libfabric;
+            rows.extend(found);
             continue;
         }
         let mut plain = Rounds::default();
@@ -280,13 +282,15 @@ fn ours(args: &Args, (osrun, exe): (&Path, &Path), suite: &str, mpich_libfabric:
 
 /// The malleable suite: every run of [`malleable::runs`] as a job of its
 /// own (`osrun -n NS --standby 3 onesided-mam-time --to NT ...`), round
-/// after round; a run that fails fails the suite.
+/// after round; a run that fails fails the suite. Returns the rows and
+/// the libfabric the runs loaded.
 fn malleable_rows(
     args: &Args,
     osrun: &Path,
     mam_time: &Path,
     mpich_libfabric: &Path,
-) -> Result<Vec<report::Row>> {
+) -> Result<(Vec<report::Row>, String)> {
+    let mut libfabric = String::new();
     let len = ((malleable::LEN as f64 * args.scale).round() as u64).max(1);
     let mut rounds = std::collections::BTreeMap::new();
     for round in 0..args.rounds {
@@ -314,6 +318,11 @@ fn malleable_rows(
             let out = cmd.stdin(Stdio::null()).output()?;
             let text = String::from_utf8_lossy(&out.stdout);
             let timed = text.lines().find_map(malleable::parse);
+            if let Some((_, value)) = (text.lines().filter_map(driver::parse_loaded))
+                .find(|(what, _)| what == "libfabric")
+            {
+                libfabric = value;
+            }
             match (out.status.success(), timed) {
                 (true, Some(t)) => rounds.entry(run).or_insert_with(Vec::new).push(t),
                 _ => {
@@ -328,7 +337,7 @@ fn malleable_rows(
             }
         }
     }
-    Ok(malleable::rows(&rounds, &args.provider))
+    Ok((malleable::rows(&rounds, &args.provider), libfabric))
 }
 
 /// An MPICH side of a round: the C peer under the venv's `mpiexec`, with
