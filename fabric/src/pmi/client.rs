@@ -66,7 +66,8 @@ impl Pmi {
     /// # Errors
     /// [`Error::BadEnv`] for a malformed `PMI_*` variable, [`Error::Io`] when
     /// the connection fails, [`Error::Pmi`] or [`Error::PmiRefused`] when the
-    /// handshake does.
+    /// handshake does; [`Error::Dismissed`] for a standby process
+    /// ([`STANDBY_ENV`]) whose connection closed before a spawn took it.
     pub fn from_env() -> Result<Pmi> {
         let spawned = std::env::var("PMI_SPAWNED").is_ok_and(|v| v == "1");
         let mut pmi = if let Ok(fd) = std::env::var("PMI_FD") {
