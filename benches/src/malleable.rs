@@ -127,15 +127,18 @@ pub fn rows(rounds: &BTreeMap<Run, Vec<Timed>>, provider: &str) -> Vec<Row> {
     let mut out = Vec::new();
     for (ns, nt) in PAIRS {
         let ranks = ns.max(nt);
-        let of = |strategy: &str, method: &str| {
-            let run = runs()
-                .into_iter()
-                .find(|r| (r.ns, r.nt, r.method, r.strategy) == (ns, nt, method, strategy))?;
+        let of = |strategy: &'static str, method: &'static str| {
+            let run = Run {
+                ns,
+                nt,
+                method,
+                strategy,
+            };
             rounds.get(&run).filter(|t| !t.is_empty())
         };
         if nt > ns {
             let spawns: Vec<f64> = (METHODS.iter())
-                .filter_map(|m| of("blocking", m))
+                .filter_map(|&m| of("blocking", m))
                 .flatten()
                 .map(|t| t.spawn_ms)
                 .collect();

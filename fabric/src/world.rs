@@ -467,12 +467,7 @@ fn sole(pmi: Arc<Mutex<Pmi>>, op: &'static str) -> Result<Pmi> {
 /// core of the process it waits for. Never the other way: a job that
 /// shrinks keeps the start's choice.
 fn stop_spinning_when_crowded(ep: &Endpoint) {
-    let here = ep.host_of(ep.rank());
-    let local = 1
-        + (ep.live_ranks().into_iter())
-            .filter(|&r| ep.host_of(r) == here)
-            .count();
-    if local > ep.host_cpus() {
+    if ep.live_here() > ep.host_cpus() {
         ep.set_spin(std::time::Duration::ZERO);
     }
 }

@@ -399,16 +399,16 @@ impl Mam {
             self.running = Some(running);
         }
         let mut backoff = self.rma.endpoint().backoff();
+        // A process that waits moves at full speed, unless the processes
+        // here outnumber the cores: it would take the iterating ones' time.
+        let ep = self.rma.endpoint();
+        let paced = wait == Wait::Check || ep.live_here() > ep.host_cpus();
         loop {
             let Some(mut running) = self.running.take() else {
                 return Ok(Status::NotStarted);
             };
             let work = std::mem::replace(&mut running.work, Work::Done);
             let (rma, group) = (&self.rma, &self.group);
-            // A process that waits moves at full speed, unless the
-            // processes here outnumber the cores: it would take the
-            // iterating ones' time.
-            let paced = wait == Wait::Check || self.local_processes() > self.cpus();
             match moving::advance(work, &mut running.moves, paced, || Ok(rma.ibarrier(group)?))? {
                 Work::Done => return self.finish(running, user),
                 work => running.work = work,
@@ -530,27 +530,14 @@ impl Mam {
     }
 
     /// The share of a core a helper thread takes: all of one when this
-    /// host's processes of the group and their helpers have a CPU each,
-    /// else [`moving::SHARE`] (it would take the application's core).
+    /// host's processes and their helpers have a CPU each, else
+    /// [`moving::SHARE`] (it would take an application's core).
     fn helper_share(&self) -> f64 {
-        match 2 * self.local_processes() > self.cpus() {
+        let ep = self.rma.endpoint();
+        match 2 * ep.live_here() > ep.host_cpus() {
             true => moving::SHARE,
             false => 1.0,
         }
-    }
-
-    /// The group's processes on this process's host.
-    fn local_processes(&self) -> usize {
-        let ep = self.rma.endpoint();
-        let here = ep.host_of(ep.rank());
-        (self.group.members().iter())
-            .filter(|&&r| ep.host_of(r) == here)
-            .count()
-    }
-
-    /// The CPUs this host's processes may run on.
-    fn cpus(&self) -> usize {
-        self.rma.endpoint().host_cpus()
     }
 
     /// Ends a reconfiguration whose constant data has moved: the user

@@ -97,10 +97,7 @@ fn spawns_take_the_processes_osrun_started_ahead() {
         let out = Osrun::new(2, provider, "mam-check")
             .standby(2)
             .arg(method)
-            .arg("from=2")
-            .arg("4")
-            .arg("1")
-            .arg("3")
+            .args(&["from=2", "4", "1", "3"])
             .run();
         assert_reconfigured(&out, &what, 2, &[4, 1, 3]);
         // The first growth took both standby processes; the second takes

@@ -178,6 +178,17 @@ impl Endpoint {
         self.inner.host_cpus
     }
 
+    /// The live processes on this process's host, itself included: what
+    /// competes for its CPUs now (a job grows and shrinks). Views of
+    /// liveness differ between processes for a while: nothing that must
+    /// agree without a message may depend on it ([`Endpoint::host_ranks`]).
+    pub fn live_here(&self) -> usize {
+        let here = self.host_of(self.inner.rank);
+        1 + (self.live_ranks().into_iter())
+            .filter(|&r| self.host_of(r) == here)
+            .count()
+    }
+
     /// The ranks on this process's host (all of them when hosts are
     /// unknown).
     pub fn host_ranks(&self) -> usize {
