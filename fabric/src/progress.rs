@@ -20,6 +20,11 @@
 //! calls that do not poll (collectives through shared memory,
 //! [`Endpoint::note_busy`]).
 //!
+//! A thread that runs beside the application's, and must leave it its
+//! core even at the cost of its own latency (a malleable job's helper
+//! thread moving data in the background), makes its own waits block
+//! from the start with [`wait_quietly`].
+//!
 //! [`Endpoint::note_busy`]: crate::Endpoint::note_busy
 
 use std::sync::Arc;
@@ -94,6 +99,20 @@ const YIELD_FOR: Duration = Duration::from_millis(1);
 /// The first sleep.
 const FIRST_SLEEP: Duration = Duration::from_micros(4);
 
+std::thread_local! {
+    /// Whether this thread's waits neither spin nor yield ([`wait_quietly`]).
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Makes this thread's waits, from now on and for its life, sleep or
+/// block from the start: no spin, no yield. A yielding thread stays
+/// runnable, and the scheduler runs it often where threads outnumber
+/// cores: a helper waiting for its peers by yields takes the cores of the
+/// application it should leave them to.
+pub fn wait_quietly() {
+    QUIET.with(|q| q.set(true));
+}
+
 /// A spin, yield, then sleep schedule for polling loops, by time waited so
 /// far: polls back to back for a while ([`DEFAULT_SPIN`] by default; none
 /// when ranks outnumber cores, where spinning takes the core from the rank
@@ -107,6 +126,8 @@ const FIRST_SLEEP: Duration = Duration::from_micros(4);
 /// to the rank being waited for sooner than a block and its wake-up do
 /// (3 ranks on 2 cores over `tcp`, each its own host: ibarrier 144 us
 /// blocking at once, 50 us yielding first; MPICH 42 us).
+/// On a thread that called [`wait_quietly`], it sleeps (or blocks) from
+/// the start.
 /// Pure: [`Backoff::next_pause`] says what to do for a given elapsed time;
 /// [`Backoff::pause`] does it.
 ///
@@ -114,6 +135,7 @@ const FIRST_SLEEP: Duration = Duration::from_micros(4);
 #[derive(Clone)]
 pub struct Backoff {
     spin: Duration,
+    yield_for: Duration,
     start: Option<std::time::Instant>,
     calls: u32,
     elapsed: Duration,
@@ -144,8 +166,14 @@ impl Backoff {
     /// A fresh backoff that spins for `spin` (zero: yield from the start)
     /// and whose sleeps grow to `max_sleep`.
     pub fn with_spin(spin: Duration, max_sleep: Duration) -> Backoff {
+        let quiet = QUIET.with(std::cell::Cell::get);
+        let (spin, yield_for) = match quiet {
+            true => (Duration::ZERO, Duration::ZERO),
+            false => (spin, YIELD_FOR),
+        };
         Backoff {
             spin,
+            yield_for,
             start: None,
             calls: 0,
             elapsed: Duration::ZERO,
@@ -173,7 +201,7 @@ impl Backoff {
     pub fn next_pause(&mut self, elapsed: Duration) -> Pause {
         if elapsed < self.spin {
             Pause::Spin
-        } else if elapsed < self.spin + YIELD_FOR {
+        } else if elapsed < self.spin + self.yield_for {
             Pause::Yield
         } else {
             let sleep = self.sleep;
@@ -253,6 +281,19 @@ mod tests {
         assert_eq!(b.next_pause(us(1000)), Pause::Sleep(FIRST_SLEEP));
         b.reset();
         assert_eq!(b.next_pause(us(0)), Pause::Yield);
+    }
+
+    #[test]
+    fn a_quiet_thread_sleeps_from_the_start() {
+        let pauses = std::thread::spawn(|| {
+            wait_quietly();
+            let mut b = Backoff::new(us(100));
+            [b.next_pause(us(0)), b.next_pause(us(5))]
+        });
+        let pauses = pauses.join().expect("the thread ends");
+        assert_eq!(pauses, [Pause::Sleep(FIRST_SLEEP), Pause::Sleep(us(8))]);
+        // Other threads are unchanged.
+        assert_eq!(Backoff::new(us(100)).next_pause(us(0)), Pause::Spin);
     }
 
     #[test]

@@ -144,6 +144,8 @@ pub struct Mam {
     times: (Times, Times),
     /// What spawned processes run.
     program: (String, Vec<String>),
+    /// Processes the last reconfiguration retired, not parted with yet.
+    retiring: Vec<u32>,
 }
 
 /// A reconfiguration whose constant data moves while the application
@@ -156,6 +158,11 @@ struct Running {
     /// runs).
     moves: Vec<Move>,
     work: Work,
+    /// Over the sources, which iterate while the constant data moves in
+    /// the background: each of their checkpoints agrees whether every
+    /// source's part is done (None in new processes, which wait, and
+    /// when blocking).
+    agree: Option<Comm>,
     /// When it started, when its processes were there, when the constant
     /// data started moving.
     times: [Instant; 3],
@@ -209,6 +216,7 @@ impl Mam {
             running: None,
             times: Default::default(),
             program: (program, std::env::args().skip(1).collect()),
+            retiring: Vec::new(),
         })
     }
 
@@ -369,6 +377,13 @@ impl Mam {
     /// the constant data moves in the background; `Wait` waits (blocking
     /// or backing off) until the end.
     ///
+    /// In the background, the sources' checkpoints agree (an allreduce of
+    /// one byte each, as MaM's do): every source sees the end at the
+    /// same checkpoint, the first after the last one's part was done, so
+    /// an application whose iterations hold collectives stays in step.
+    /// Sources therefore call `checkpoint` alike: once per iteration
+    /// while it is pending (a `Wait` counts as every call until the end).
+    ///
     /// # Errors
     /// [`Error::Fabric`] (`SpawnFailed`) on every source when the
     /// processes cannot be started: the job goes on as it was;
@@ -391,6 +406,7 @@ impl Mam {
         wait: Wait,
         user: impl FnOnce(Phase<'_>),
     ) -> Result<Status, Error> {
+        self.part_with_retired()?;
         if self.running.is_none() {
             let Some(config) = self.config.take() else {
                 return Ok(Status::NotStarted);
@@ -402,16 +418,30 @@ impl Mam {
         // A process that waits moves at full speed, unless the processes
         // here outnumber the cores: it would take the iterating ones' time.
         let ep = self.rma.endpoint();
-        let paced = wait == Wait::Check || ep.live_here() > ep.host_cpus();
+        let crowded = ep.live_here() > ep.host_cpus();
+        let share = match wait == Wait::Check || crowded {
+            true => moving::share(ep.live_here(), ep.host_cpus()),
+            false => 1.0,
+        };
         loop {
             let Some(mut running) = self.running.take() else {
                 return Ok(Status::NotStarted);
             };
             let work = std::mem::replace(&mut running.work, Work::Done);
             let (rma, group) = (&self.rma, &self.group);
-            match moving::advance(work, &mut running.moves, paced, || Ok(rma.ibarrier(group)?))? {
-                Work::Done => return self.finish(running, user),
-                work => running.work = work,
+            running.work =
+                moving::advance(work, &mut running.moves, share, || Ok(rma.ibarrier(group)?))?;
+            let here = matches!(running.work, Work::Done);
+            let everywhere = match &running.agree {
+                Some(sources) => {
+                    let mut all = [0u8];
+                    sources.allreduce(&[u8::from(here)], &mut all, Op::MIN)?;
+                    all[0] == 1
+                }
+                None => here,
+            };
+            if everywhere {
+                return self.finish(running, user);
             }
             self.running = Some(running);
             if wait == Wait::Check {
@@ -457,6 +487,7 @@ impl Mam {
                 all: config.method == Method::RmaLockAll,
                 me: self.me,
                 cursor: Cursor::new(&moves),
+                budget: moving::Budget::default(),
                 then_barrier,
                 last: Instant::now(),
             },
@@ -467,11 +498,19 @@ impl Mam {
                 then_barrier,
             },
         };
+        let agree = match config.strategy != Strategy::Blocking && self.me < ns {
+            true => {
+                let sources = Group::new(self.group.members()[..ns as usize].to_vec())?;
+                Some(Comm::new(&self.rma, sources.tagged(AGREE_TAG))?)
+            }
+            false => None,
+        };
         Ok(Running {
             config,
             reference,
             moves,
             work,
+            agree,
             times: [start, spawned, constant],
         })
     }
@@ -500,12 +539,18 @@ impl Mam {
     ) -> Result<std::thread::JoinHandle<Result<Vec<Move>, Error>>, Error> {
         let me = self.me;
         let share = self.helper_share();
+        // A helper that shares the cores with the application waits
+        // without spinning or yielding.
+        let quiet = share < 1.0;
         let thread = match method {
             Method::Col => {
                 let comm = Comm::new(&self.rma, self.group.tagged(HELPER_TAG))?;
                 std::thread::Builder::new()
                     .name("onesided-mam".into())
                     .spawn(move || {
+                        if quiet {
+                            onesided_fabric::progress::wait_quietly();
+                        }
                         for m in &mut moves {
                             moving::by_alltoallv_paced(&comm, m, share)?;
                         }
@@ -518,6 +563,9 @@ impl Mam {
                 std::thread::Builder::new()
                     .name("onesided-mam".into())
                     .spawn(move || {
+                        if quiet {
+                            onesided_fabric::progress::wait_quietly();
+                        }
                         for (m, w) in moves.iter_mut().zip(windows) {
                             moving::by_gets(&w, all, me, m, share)?;
                             w.free()?;
@@ -531,11 +579,11 @@ impl Mam {
 
     /// The share of a core a helper thread takes: all of one when this
     /// host's processes and their helpers have a CPU each, else
-    /// [`moving::SHARE`] (it would take an application's core).
+    /// [`moving::share`] (it would take an application's core).
     fn helper_share(&self) -> f64 {
         let ep = self.rma.endpoint();
         match 2 * ep.live_here() > ep.host_cpus() {
-            true => moving::SHARE,
+            true => moving::share(ep.live_here(), ep.host_cpus()),
             false => 1.0,
         }
     }
@@ -614,6 +662,25 @@ impl Mam {
             }
         }
         Ok(())
+    }
+
+    /// Parts with the processes the last reconfiguration retired: waits
+    /// for each one's goodbye, sent once it needs nothing more from
+    /// anyone (until then it may still be receiving what this process
+    /// sent it), then counts it out. The next checkpoint and the engine's
+    /// drop do it; a process that retired waits, before its goodbye, for
+    /// the others to let go of what they hold over the old group (drop
+    /// Comms over it before the engine).
+    ///
+    /// # Errors
+    /// [`Error::Fabric`]: a timeout naming the first that did not say
+    /// goodbye (all are counted out all the same).
+    pub fn part_with_retired(&mut self) -> Result<(), Error> {
+        if self.retiring.is_empty() {
+            return Ok(());
+        }
+        let retiring = std::mem::take(&mut self.retiring);
+        Ok(self.spawner.part_with(&retiring)?)
     }
 
     /// This process's part in a reconfiguration by `config`.
@@ -769,13 +836,14 @@ impl Mam {
             e.column = Arc::from(column);
         }
         // The old exposures go (a notice to every old member, the retired
-        // included, which wait for them before they leave), then the
-        // retired are parted with once they said goodbye: until then they
-        // may still be receiving what this process sent them.
+        // included, which wait for them before they leave). The retired
+        // are parted with later ([`Mam::part_with_retired`]): they leave
+        // once the application here let go of what it holds over the old
+        // group too (a Comm), which it does after this returns.
         for i in 0..self.entries.len() {
             self.entries[i].exposure = Some(self.expose_bytes(i)?);
         }
-        self.spawner.part_with(&retired)?;
+        self.retiring = retired;
         Ok(Status::Completed)
     }
 
@@ -795,8 +863,20 @@ impl Mam {
     }
 }
 
+impl Drop for Mam {
+    /// Parts with the processes the last reconfiguration retired (see
+    /// [`Mam::part_with_retired`]), so that this process does not close
+    /// its endpoint under a message still on its way to them.
+    fn drop(&mut self) {
+        let _ = self.part_with_retired();
+    }
+}
+
 /// Tags the group of the communicator of a helper thread.
 const HELPER_TAG: u64 = 0x6d61_6d00;
+/// Tags the group of the communicator over which sources agree that a
+/// background move is done.
+const AGREE_TAG: u64 = 0x6d61_6d01;
 
 fn as_signatures(flat: &[u64]) -> Vec<[u64; 4]> {
     flat.chunks_exact(4)

@@ -41,17 +41,27 @@
 //!   and a closing barrier end every reconfiguration before any source
 //!   releases its memory.
 //! - Pacing (the application keeps its cores: omega near 1): a checkpoint
-//!   moves data for a sixteenth of the time since the previous one; a
-//!   helper thread moves 256 KiB slices (an alltoallv in rounds for
-//!   `Col`) and sleeps fifteen times its shortest slice's time after each
-//!   when the group's processes here and their helpers outnumber the
-//!   CPUs, else runs flat out; a process that waits for the end moves
-//!   flat out unless the processes here outnumber the CPUs. MaM's helper
-//!   threads poll, and took iterations 6-12 times longer on these
-//!   machines.
+//!   moves as many bytes as fit a sixteenth of the time since the
+//!   previous one at the rate seen so far; a helper thread moves 256 KiB
+//!   slices (an alltoallv in rounds for `Col`) and sleeps fifteen times
+//!   its shortest slice's time after each when the group's processes here
+//!   and their helpers outnumber the CPUs (waiting without spinning or
+//!   yielding: `onesided_fabric::progress::wait_quietly`), else runs flat
+//!   out; a process that waits for the end moves flat out unless the
+//!   processes here outnumber the CPUs. Where they do, each takes that
+//!   share times CPUs over processes, so that together they take a
+//!   sixteenth. MaM's helper threads poll, and took iterations 6-12 times
+//!   longer on these machines.
+//! - Agreement: in the background, every source's checkpoint takes part
+//!   in a one-byte allreduce over the sources (as MaM's do), so that all
+//!   see the end at the same checkpoint and an application whose
+//!   iterations hold collectives stays in step.
 //! - Parting: survivors wait for each retired process's goodbye
 //!   (`World::leave`, sent once it needs nothing more) before they count
-//!   it out. Counting it out at once let a survivor finish and close its
+//!   it out, at their next checkpoint or when the engine is dropped (a
+//!   retired process first waits for the survivors to drop what they
+//!   hold over the old group, such as the application's Comm, which they
+//!   do after the checkpoint that completed). Counting it out at once let a survivor finish and close its
 //!   endpoint while its last message to the retired process was still on
 //!   its way over tcp: the retired process then waited for it forever
 //!   (about one run in twenty with a host per rank).

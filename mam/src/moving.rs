@@ -278,6 +278,15 @@ impl Cursor {
 /// time without a move (omega <= 1.1) with room for the noise.
 pub(crate) const SHARE: f64 = 1.0 / 16.0;
 
+/// The share of the time each process's move may take where `live`
+/// processes share `cpus` CPUs: [`SHARE`], and less where the processes
+/// outnumber the CPUs, so that their moves together still take [`SHARE`]
+/// of the CPUs (each process's iteration waits for the others' in a
+/// bulk-synchronous application). Pure.
+pub(crate) fn share(live: usize, cpus: usize) -> f64 {
+    SHARE * (cpus as f64 / live.max(1) as f64).min(1.0)
+}
+
 /// The unit of a paced move: 256 KiB, some tens of microseconds of
 /// copying here.
 pub(crate) const SLICE: usize = 256 << 10;
@@ -314,18 +323,50 @@ impl Pacer {
     }
 }
 
+/// How many bytes a checkpoint moves in its share of time: the time
+/// allowed at the rate of the moves so far ([`LEAST`] at least, and
+/// [`LEAST`] before any), so that a checkpoint takes about its share
+/// whatever a slice costs here (a [`SLICE`] took a third of a 1 ms
+/// iteration on shm, first touches of the new memory included). Pure.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Budget {
+    bytes: u64,
+    busy: Duration,
+}
+
+/// The fewest bytes a checkpoint moves: a page, so that a move always ends.
+pub(crate) const LEAST: u64 = 4 << 10;
+
+impl Budget {
+    /// The bytes to move in `allowed`.
+    pub(crate) fn bytes_in(&self, allowed: Duration) -> u64 {
+        if self.busy.is_zero() {
+            return LEAST;
+        }
+        let rate = self.bytes as f64 / self.busy.as_secs_f64();
+        ((rate * allowed.as_secs_f64()) as u64).max(LEAST)
+    }
+
+    /// Counts `bytes` moved in `busy`.
+    pub(crate) fn moved(&mut self, bytes: u64, busy: Duration) {
+        self.bytes += bytes;
+        self.busy += busy;
+    }
+}
+
 /// The constant data's move while the application iterates.
 pub(crate) enum Work {
     /// Moved.
     Done,
-    /// Gets still to make through a window per move, slices for
-    /// [`SHARE`] of the time since the previous checkpoint (`last`) at
-    /// each; then (Wait Targets) a barrier.
+    /// Gets still to make through a window per move, as many bytes as
+    /// fit a share of the time since the previous checkpoint (`last`)
+    /// at each ([`Budget`]); then (Wait Targets) a barrier.
     Reads {
         windows: Vec<Window>,
         all: bool,
         me: u32,
         cursor: Cursor,
+        budget: Budget,
         then_barrier: bool,
         last: Instant,
     },
@@ -341,8 +382,8 @@ pub(crate) enum Work {
 
 /// Advances `work` once: the moves it reads into are `moves` (a helper
 /// thread holds them while it runs, and gives them back there); gets
-/// take [`SHARE`] of the time since the previous call when `paced` (the
-/// application iterates between calls), else run to the end;
+/// take `share` of the time since the previous call (the application
+/// iterates between calls), or run to the end for a share of 1;
 /// `start_barrier` begins a barrier over the group when it is time for
 /// one. Returns the work left.
 ///
@@ -351,7 +392,7 @@ pub(crate) enum Work {
 pub(crate) fn advance(
     work: Work,
     moves: &mut Vec<Move>,
-    paced: bool,
+    share: f64,
     start_barrier: impl FnOnce() -> Result<Barrier, Error>,
 ) -> Result<Work, Error> {
     match work {
@@ -361,18 +402,23 @@ pub(crate) fn advance(
             all,
             me,
             mut cursor,
+            mut budget,
             then_barrier,
             last,
         } => {
             let begun = Instant::now();
-            let allowed = (begun - last).mul_f64(SHARE);
+            let mut left = match share < 1.0 {
+                true => budget.bytes_in((begun - last).mul_f64(share)),
+                false => u64::MAX,
+            };
             let refs: Vec<&Window> = windows.iter().collect();
-            loop {
-                let slices = cursor.next(SLICE as u64);
+            while left > 0 && !cursor.finished() {
+                let started = Instant::now();
+                let slices = cursor.next(left.min(SLICE as u64));
                 get_slices(&refs, all, me, moves, &slices)?;
-                if cursor.finished() || (paced && begun.elapsed() >= allowed) {
-                    break;
-                }
+                let bytes: u64 = slices.iter().map(|s| s.bytes.end - s.bytes.start).sum();
+                budget.moved(bytes, started.elapsed());
+                left -= bytes.min(left);
             }
             if !cursor.finished() {
                 return Ok(Work::Reads {
@@ -380,6 +426,7 @@ pub(crate) fn advance(
                     all,
                     me,
                     cursor,
+                    budget,
                     then_barrier,
                     last: Instant::now(),
                 });
@@ -457,6 +504,27 @@ mod tests {
         assert_eq!(p.after(ms(40)), ms(4));
         assert_eq!(p.after(ms(2)), ms(2));
         assert_eq!(Pacer::new(1.0).after(ms(9)), Duration::ZERO);
+    }
+
+    #[test]
+    fn crowded_processes_share_the_share() {
+        assert_eq!(share(2, 2), SHARE);
+        assert_eq!(share(1, 2), SHARE);
+        assert_eq!(share(4, 2), SHARE / 2.0);
+        assert_eq!(share(0, 2), SHARE);
+    }
+
+    #[test]
+    fn a_budget_moves_at_the_rate_seen_so_far() {
+        let us = Duration::from_micros;
+        let mut b = Budget::default();
+        assert_eq!(b.bytes_in(us(60)), LEAST, "nothing seen yet");
+        // 1 MiB in 1 ms: 64 KiB in 62.5 us.
+        b.moved(1 << 20, us(1000));
+        assert_eq!(b.bytes_in(us(62) + Duration::from_nanos(500)), 64 << 10);
+        assert_eq!(b.bytes_in(Duration::ZERO), LEAST);
+        b.moved(1 << 20, us(3000));
+        assert_eq!(b.bytes_in(us(4000)), 2 << 20);
     }
 
     #[test]

@@ -112,15 +112,25 @@ fn spawns_take_the_processes_osrun_started_ahead() {
     }
 }
 
+/// onesided-mam-time's iterations end with an allreduce over the job's
+/// processes, as a solver's do: background moves long enough to span
+/// many iterations finish only if every source sees their end at the
+/// same checkpoint (a source that left the loop one iteration early
+/// would leave the others in that allreduce).
 #[test]
 fn the_reconfiguration_timer_reports_one_line_per_run() {
     let _serial = serial();
-    for (n, to, method, strategy) in [(1, 2, "col", "blocking"), (2, 1, "rma_lock_all", "thread")] {
+    for (n, to, method, strategy, len) in [
+        (1, 2, "col", "blocking", "1001"),
+        (2, 1, "rma_lock_all", "thread", "1001"),
+        (3, 2, "rma_lock_all", "nonblocking", "400000"),
+        (2, 3, "col", "wait_targets", "400000"),
+    ] {
         let out = Osrun::new(n, "shm", "onesided-mam-time")
             .standby(1)
             .arg("--to")
             .arg(&to.to_string())
-            .args(&["--len", "1001", "--before", "5", "--method", method])
+            .args(&["--len", len, "--before", "5", "--method", method])
             .args(&["--strategy", strategy])
             .run();
         out.assert_success();

@@ -3,19 +3,20 @@
 //! block-distributed constant array of `--len` `f64` (2^22 by default)
 //! moves from NS to NT processes by `--method` with `--strategy`;
 //! processes spawned to grow the job run this program again and join.
-//! An iteration is 1 ms of work and a checkpoint; under a background
-//! strategy the job's processes iterate while checkpoints say the move
-//! is pending (joining ones wait: they have no data yet), and omega is
-//! the iteration time meanwhile over the time without (the most over
-//! the targets, as the iterations). Rank 0 prints `loaded
-//! libfabric VERSION PATH`, then `NS -> NT METHOD STRATEGY spawn X ms
-//! redistribution Y ms iterations N omega W`. `onesided-bench malleable`
+//! An iteration is a fixed amount of work (about 1 ms), an allreduce
+//! and a checkpoint; under a background strategy the job's processes
+//! iterate while checkpoints say the move is pending (joining ones wait:
+//! they have no data yet), and omega is the iteration time meanwhile
+//! over the time without (the most over the targets, as the
+//! iterations). Rank 0 prints `loaded libfabric VERSION PATH`, then
+//! `NS -> NT METHOD STRATEGY spawn X ms redistribution Y ms iterations N
+//! omega W`. `onesided-bench malleable`
 //! runs it for every pair, method and strategy.
 
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use onesided_collectives::Op;
+use onesided_collectives::{Comm, Op};
 use onesided_fabric::World;
 use onesided_mam::block::block;
 use onesided_mam::{Config, Layout, Mam, Method, Moves, Status, Strategy, Wait};
@@ -37,23 +38,36 @@ struct Args {
     /// blocking, thread, nonblocking or wait_targets.
     #[arg(long, default_value = "blocking")]
     strategy: Strategy,
-    /// Iterations before the reconfiguration (the job's processes start
-    /// meanwhile, and `osrun --standby` processes get ready).
+    /// Iterations before the reconfiguration: their mean time is the
+    /// iteration time without one (the job's processes start meanwhile,
+    /// and `osrun --standby` processes get ready).
     #[arg(long, default_value_t = 1000)]
     before: u32,
 }
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-/// One step of the application: 1 ms of work.
-fn iterate() -> Duration {
-    let start = Instant::now();
+/// One step of the application over `app` (the processes that hold the
+/// data): a fixed amount of work (about 1 ms here, alone on a core), then
+/// an allreduce of one number, as a bulk-synchronous application's step
+/// ends (a solver's dot product), so that every process's step takes the
+/// job's time: where processes outnumber the cores, the scheduler gives
+/// them unequal shares for a while, and steps that did not wait for each
+/// other would time those shares. Fixed work rather than 1 ms of the
+/// clock: a step that lost its core takes longer, as a real one does.
+fn iterate(app: &Comm) -> Result<()> {
     let mut x = 0u64;
-    while start.elapsed() < Duration::from_millis(1) {
+    for _ in 0..WORK {
         x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
     }
-    start.elapsed()
+    let mut sum = [0u64];
+    app.allreduce(&[x & 1], &mut sum, Op::SUM)?;
+    Ok(())
 }
+
+/// Multiply-adds of [`iterate`] (a dependent chain: about 1 ms on this
+/// kind of machine).
+const WORK: u32 = 1 << 20;
 
 fn main() -> Result<()> {
     let args = Args::parse();
@@ -78,22 +92,28 @@ fn run(world: &World, args: &Args) -> Result<Status> {
         Moves::Constant,
     )?;
     let joined = world.pmi().spawned();
+    // The application's own communicator, over the processes it runs on
+    // until the reconfiguration ends (joining processes make none: Comms
+    // over one group are made in the same order on each of its members).
+    let app = match joined {
+        true => None,
+        false => Some(Comm::new(&rma, mam.group().clone())?),
+    };
     let ns = mam.sources();
-    // An iteration: 1 ms of work and a checkpoint; its time without a
-    // reconfiguration (joining processes do not iterate: their first
-    // checkpoint is the reconfiguration's).
+    // An iteration: its work and a checkpoint. Its time without a
+    // reconfiguration is the mean of the iterations before it (the job's
+    // processes start meanwhile, and `osrun --standby` processes get
+    // ready): a few would measure the scheduler's noise when processes
+    // outnumber the cores. Joining processes do not iterate: their first
+    // checkpoint is the reconfiguration's.
     let mut alone = Duration::ZERO;
-    for _ in 0..if joined { 0 } else { 5 } {
-        let start = Instant::now();
-        iterate();
-        mam.checkpoint(Wait::Check)?;
-        alone += start.elapsed();
-    }
-    let alone = alone / 5;
     if !joined {
+        let start = Instant::now();
         for _ in 0..args.before {
-            iterate();
+            iterate(app.as_ref().ok_or("no application Comm")?)?;
+            mam.checkpoint(Wait::Check)?;
         }
+        alone = start.elapsed() / args.before.max(1);
         // Every process starts the reconfiguration together, so that none
         // counts another's lateness as its own time.
         mam.comm().barrier()?;
@@ -113,7 +133,7 @@ fn run(world: &World, args: &Args) -> Result<Status> {
     };
     while status == Status::Pending {
         let start = Instant::now();
-        iterate();
+        iterate(app.as_ref().ok_or("no application Comm")?)?;
         status = mam.checkpoint(Wait::Check)?;
         if status == Status::Pending {
             during += start.elapsed();
@@ -145,7 +165,6 @@ fn run(world: &World, args: &Args) -> Result<Status> {
             most.redistribution * 1e3,
         );
     }
-    drop(mam);
-    drop(rma);
+    drop((app, mam, rma));
     Ok(status)
 }
