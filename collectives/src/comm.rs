@@ -29,7 +29,7 @@ use crate::algorithm::{self, Algorithm, Algorithms, Collective};
 use crate::op::Combine;
 use crate::op::{Op, Reduce, Reducible};
 use crate::profile::Geometry;
-use crate::run::{Exec, Inflight, Run, Work};
+use crate::run::{Exec, Inflight, Run, Spare, Work};
 use crate::schedule::algorithms as alg;
 use crate::schedule::Schedule;
 use crate::select::Selector;
@@ -81,7 +81,9 @@ pub struct Comm {
     ran: [Cell<Option<Algorithm>>; Collective::ALL.len()],
     /// Algorithms made to fail ([`crate::select::FAULT_ENV`]).
     faults: HashSet<Algorithm>,
-    inflight: Inflight,
+    inflight: Arc<Inflight>,
+    /// Buffers for the Comm's calls.
+    spare: Spare,
     /// Shared-memory state, made at the first call that uses it.
     shared: std::cell::OnceCell<Arc<Shared>>,
     calls: Cell<u64>,
@@ -152,7 +154,8 @@ impl Comm {
             chosen: RefCell::default(),
             last_chosen: Default::default(),
             ran: Default::default(),
-            inflight: Inflight::new(rma.endpoint()),
+            inflight: Arc::new(Inflight::new(rma.endpoint())),
+            spare: Spare::default(),
             shared: std::cell::OnceCell::new(),
             objects: group.tagged(context),
             group,
@@ -460,10 +463,11 @@ impl Comm {
                     run,
                     (input, output),
                     combine,
+                    &self.spare,
                 )
             }),
             plan => self.work(plan).and_then(|work| {
-                let spare = &self.inflight.spare;
+                let spare = &self.spare;
                 let buffers = (input, output);
                 let exec = Exec::new(
                     self.rma.endpoint(),
@@ -474,7 +478,7 @@ impl Comm {
                     combine,
                     spare,
                 )?;
-                self.inflight.wait(exec)
+                self.inflight.wait(exec, &self.spare)
             }),
         };
         self.monitor(shape, algorithm, start, result)
@@ -605,10 +609,10 @@ impl Comm {
         call: Call<T>,
         input: Vec<T>,
         output: Vec<T>,
-    ) -> Result<Run<'_, T>, Error> {
+    ) -> Result<Run<T>, Error> {
         let work = self.work(call.plan)?;
         let buffers = (input, output);
-        let spare = &self.inflight.spare;
+        let spare = &self.spare;
         let exec = Exec::new(
             self.rma.endpoint(),
             &self.group,
@@ -618,7 +622,7 @@ impl Comm {
             call.combine,
             spare,
         )?;
-        Ok(self.inflight.start(exec))
+        Ok(Inflight::start(&self.inflight, exec))
     }
 
     /// The number of this process's next call on this Comm, taken first
@@ -700,7 +704,7 @@ impl Comm {
     ///
     /// # Errors
     /// [`Error::NoAlgorithm`]; fabric errors posting its first round.
-    pub fn ibarrier(&self) -> Result<Run<'_, u8>, Error> {
+    pub fn ibarrier(&self) -> Result<Run<u8>, Error> {
         let call = self.prepare(self.barrier_call(false), (&[], &[]))?;
         self.spawn(call, Vec::new(), Vec::new())
     }
@@ -743,11 +747,7 @@ impl Comm {
     /// # Errors
     /// [`Error::BadCall`] for a root outside the group; as
     /// [`Comm::ibarrier`].
-    pub fn ibcast<T: bytemuck::Pod + Send>(
-        &self,
-        root: u32,
-        buf: Vec<T>,
-    ) -> Result<Run<'_, T>, Error> {
+    pub fn ibcast<T: bytemuck::Pod + Send>(&self, root: u32, buf: Vec<T>) -> Result<Run<T>, Error> {
         let call = self.prepare(self.bcast_call(root, &buf, false)?, (&[], &buf))?;
         self.spawn(call, Vec::new(), buf)
     }
@@ -859,7 +859,7 @@ impl Comm {
         input: Vec<T>,
         output: Vec<T>,
         op: Op<T>,
-    ) -> Result<Run<'_, T>, Error> {
+    ) -> Result<Run<T>, Error> {
         let checked = self.reduce_call(root, &input, &output, &op, false)?;
         let call = self.prepare(checked, (&input, &output))?;
         self.spawn(call, input, output)
@@ -890,7 +890,7 @@ impl Comm {
         input: Vec<T>,
         output: Vec<T>,
         op: Op<T>,
-    ) -> Result<Run<'_, T>, Error> {
+    ) -> Result<Run<T>, Error> {
         let checked = self.allreduce_call(&input, &output, &op, false)?;
         let call = self.prepare(checked, (&input, &output))?;
         self.spawn(call, input, output)
@@ -1047,7 +1047,7 @@ impl Comm {
         input: Vec<T>,
         output: Vec<T>,
         counts: &[usize],
-    ) -> Result<Run<'_, T>, Error> {
+    ) -> Result<Run<T>, Error> {
         let call = self.allgatherv_call(&input, &output, counts, false)?;
         self.spawn(call, input, output)
     }
@@ -1078,6 +1078,19 @@ impl Comm {
         recvs: &[usize],
         by_size: bool,
     ) -> Result<(), Error> {
+        let call = self.exchange_call(number, (input, sends), (output, recvs), by_size, true)?;
+        self.finish(call, input, output)
+    }
+
+    /// The call of an alltoall(v) (see [`Comm::exchange`]).
+    fn exchange_call<T: bytemuck::Pod + Send>(
+        &self,
+        number: u64,
+        (input, sends): (&[T], &[usize]),
+        (output, recvs): (&[T], &[usize]),
+        by_size: bool,
+        blocking: bool,
+    ) -> Result<Call<T>, Error> {
         let n = self.group.size() as usize;
         if sends.len() != n || recvs.len() != n {
             return Err(Error::BadCall(format!(
@@ -1090,7 +1103,7 @@ impl Comm {
         let bytes = size_of_val(input) as u64 / n.max(1) as u64;
         let shape = Shape {
             by_size,
-            ..Shape::sized(Collective::Alltoall, "bytes", bytes, true)
+            ..Shape::sized(Collective::Alltoall, "bytes", bytes, true).blocking(blocking)
         };
         let build = |a| {
             use algorithm::Alltoall;
@@ -1111,7 +1124,7 @@ impl Comm {
                 }
             }
         };
-        self.the_long_way(Checked::new(number, shape, build, None), input, output)
+        self.prepare(Checked::new(number, shape, build, None), (input, output))
     }
 
     /// The one-sided alltoallv: each rank exposes a copy of its input in
@@ -1157,9 +1170,9 @@ impl Comm {
             call,
             (&blocks[..], &mut theirs[..]),
             None,
-            &self.inflight.spare,
+            &self.spare,
         )?;
-        self.inflight.wait(exec)?;
+        self.inflight.wait(exec, &self.spare)?;
         let mut mismatch = None;
         let epoch = window.lock_all(Assert::NOCHECK)?;
         let mut at = 0;
@@ -1211,6 +1224,24 @@ impl Comm {
     ) -> Result<(), Error> {
         let call = self.next_call();
         self.exchange(call, input, sends, output, recvs, false)
+    }
+
+    /// Starts an alltoallv (`MPI_Ialltoallv`): as [`Comm::alltoallv`],
+    /// over buffers the run owns and hands back ([`Run::into_buffers`]).
+    /// Never by the one-sided algorithm, which is blocking only.
+    ///
+    /// # Errors
+    /// As [`Comm::gatherv`].
+    pub fn ialltoallv<T: bytemuck::Pod + Send>(
+        &self,
+        input: Vec<T>,
+        sends: &[usize],
+        output: Vec<T>,
+        recvs: &[usize],
+    ) -> Result<Run<T>, Error> {
+        let number = self.next_call();
+        let call = self.exchange_call(number, (&input, sends), (&output, recvs), false, false)?;
+        self.spawn(call, input, output)
     }
 
     /// Reduces every member's `input` (blocks of `counts[r]` elements laid

@@ -5,7 +5,9 @@
 //!   allgatherv, alltoall, alltoallv and reduce_scatter over a group (made
 //!   over the process's [`onesided_rma::Rma`], whose windows the one-sided
 //!   and shared-memory algorithms use); nonblocking `ibarrier`, `ibcast`,
-//!   `ireduce`, `iallreduce`, `iallgatherv` returning a [`Run`] request.
+//!   `ireduce`, `iallreduce`, `iallgatherv`, `ialltoallv` returning a
+//!   [`Run`] request (a handle of its own, which may go to another
+//!   thread).
 //!   Each call's algorithm comes from the profile loaded at creation
 //!   (`ONESIDED_PROFILE`) or built-in defaults, the same on every rank; an
 //!   algorithm that fails when a call starts it is dropped and the next

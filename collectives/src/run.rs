@@ -31,8 +31,10 @@
 //! in flight at once collide in 21 bits.
 
 use std::any::Any;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use onesided_fabric::{Endpoint, Incoming, Transfer};
@@ -747,6 +749,10 @@ struct Entry {
     finished: bool,
 }
 
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A Comm's nonblocking runs in flight, oldest first.
 ///
 /// Where the endpoint cannot queue several large unexpected messages
@@ -761,31 +767,33 @@ struct Entry {
 /// provider, a program that overlaps nonblocking collectives of two Comms
 /// over large messages can still meet the provider's hang.
 ///
-/// The list owns its runs; a request names its run by number. (The runs
-/// are not shared with their requests through reference counts: a
-/// request borrows its Comm, so the list and the request live on one
-/// thread, and plain cells cost the small calls nothing.)
+/// The list owns its runs; a request names its run by number. The list
+/// is shared by the Comm and its requests, so that a request is a handle
+/// of its own (kept in a struct, moved to another thread) rather than a
+/// borrow of the Comm; a mutex guards it, and the runs are advanced
+/// under it. A blocking call with no run listed reads one atomic count,
+/// not the mutex.
 pub(crate) struct Inflight {
-    runs: RefCell<Vec<Entry>>,
+    runs: Mutex<Vec<Entry>>,
+    /// Runs in the list (finished ones until their requests go).
+    listed: AtomicUsize,
     /// The next run's number.
-    next: Cell<u64>,
+    next: AtomicU64,
     /// The endpoint (timeouts and waits of the requests).
     ep: Endpoint,
     /// Whether runs over messages go one after the other.
     serial: bool,
-    /// Buffers for the Comm's calls.
-    pub(crate) spare: Spare,
 }
 
 impl Inflight {
     /// An empty list for a Comm over `ep`.
     pub(crate) fn new(ep: &Endpoint) -> Inflight {
         Inflight {
-            runs: RefCell::default(),
-            next: Cell::new(0),
+            runs: Mutex::default(),
+            listed: AtomicUsize::new(0),
+            next: AtomicU64::new(0),
             ep: ep.clone(),
             serial: !ep.queues_large_unexpected(),
-            spare: Spare::default(),
         }
     }
 
@@ -793,8 +801,7 @@ impl Inflight {
     /// finished one keeps its outcome for its request). A run being
     /// tested by its request at this moment is left to that test.
     pub(crate) fn progress(&self) {
-        // Out of the cell while the runs are tested.
-        let mut runs = std::mem::take(&mut *self.runs.borrow_mut());
+        let mut runs = lock(&self.runs);
         // Whether an older run still exchanges messages.
         let mut older = false;
         for entry in runs.iter_mut().filter(|e| !e.finished) {
@@ -807,29 +814,24 @@ impl Inflight {
                 None => older = true,
             }
         }
-        // Runs started meanwhile (none today: progress starts nothing)
-        // come after the older ones.
-        let mut list = self.runs.borrow_mut();
-        runs.append(&mut list);
-        *list = runs;
     }
 
     /// Starts `exec` as a nonblocking run: listed, then advanced with the
     /// others (which posts its first round).
     pub(crate) fn start<T: bytemuck::Pod + Send>(
-        &self,
+        self: &Arc<Self>,
         exec: Exec<T, Vec<T>, Vec<T>>,
-    ) -> Run<'_, T> {
-        let id = self.next.get();
-        self.next.set(id + 1);
-        self.runs.borrow_mut().push(Entry {
+    ) -> Run<T> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        lock(&self.runs).push(Entry {
             id,
             run: Some(Box::new(exec)),
             finished: false,
         });
+        self.listed.fetch_add(1, Ordering::Relaxed);
         self.progress();
         Run {
-            inflight: self,
+            inflight: Arc::clone(self),
             id,
             done: false,
             elements: PhantomData,
@@ -840,34 +842,31 @@ impl Inflight {
     /// advance but itself): a blocking call right after a nonblocking one
     /// that completed is one as any other.
     pub(crate) fn idle(&self) -> bool {
-        if self.runs.borrow().iter().all(|e| e.finished) {
+        if self.listed.load(Ordering::Relaxed) == 0 || lock(&self.runs).iter().all(|e| e.finished) {
             return true;
         }
         self.progress();
-        self.runs.borrow().iter().all(|e| e.finished)
+        lock(&self.runs).iter().all(|e| e.finished)
     }
 
     /// Whether a run in flight still exchanges messages (one being tested
     /// at this moment counts as one).
     fn exchanging(&self) -> bool {
-        let runs = self.runs.borrow();
+        let runs = lock(&self.runs);
         let mut unfinished = runs.iter().filter(|e| !e.finished);
         unfinished.any(|e| e.run.as_ref().is_none_or(|r| r.exchanging()))
     }
 
     /// Run `id`'s entry, for `f`.
     fn entry<R>(&self, id: u64, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
-        self.runs
-            .borrow_mut()
-            .iter_mut()
-            .find(|e| e.id == id)
-            .map(f)
+        lock(&self.runs).iter_mut().find(|e| e.id == id).map(f)
     }
 
     /// Takes run `id` out of the list (for good).
     fn remove(&self, id: u64) -> Option<Box<dyn Advance>> {
-        let mut runs = self.runs.borrow_mut();
+        let mut runs = lock(&self.runs);
         let at = runs.iter().position(|e| e.id == id)?;
+        self.listed.fetch_sub(1, Ordering::Relaxed);
         runs.remove(at).run
     }
 
@@ -881,8 +880,9 @@ impl Inflight {
         mut run: shared::Run,
         (input, output): (&[T], &mut [T]),
         combine: Option<&Combine<T>>,
+        spare: &Spare,
     ) -> Result<(), Error> {
-        let mut scratch = self.spare.zeroed(run.scratch::<T>(input.len()));
+        let mut scratch = spare.zeroed(run.scratch::<T>(input.len()));
         let (backoff, limit) = (ep.backoff(), ep.timeout());
         let late = drive(backoff, limit, || {
             let done = run.advance(input, output, &mut scratch, combine)?;
@@ -894,13 +894,13 @@ impl Inflight {
                 _ => onesided_rma::Error::RequestTimeout(limit).into(),
             });
         }
-        self.spare.give(scratch);
+        spare.give(scratch);
         Ok(())
     }
 
     /// Runs `exec` (a blocking call's) to completion, advancing the runs
     /// in flight too; keeps its scratch for later calls.
-    pub(crate) fn wait<T, I, O>(&self, mut exec: Exec<T, I, O>) -> Result<(), Error>
+    pub(crate) fn wait<T, I, O>(&self, mut exec: Exec<T, I, O>, spare: &Spare) -> Result<(), Error>
     where
         T: bytemuck::Pod + Send,
         I: AsRef<[T]>,
@@ -927,7 +927,7 @@ impl Inflight {
                 None => onesided_rma::Error::RequestTimeout(limit).into(),
             });
         }
-        self.spare.give(exec.scratch);
+        spare.give(exec.scratch);
         Ok(())
     }
 }
@@ -991,8 +991,8 @@ fn drive<E>(
 /// # Ok(())
 /// # }
 /// ```
-pub struct Run<'a, T: bytemuck::Pod + Send> {
-    inflight: &'a Inflight,
+pub struct Run<T: bytemuck::Pod + Send> {
+    inflight: Arc<Inflight>,
     /// Its number in the list.
     id: u64,
     done: bool,
@@ -1010,7 +1010,7 @@ pub struct Buffers<T> {
     pub output: Vec<T>,
 }
 
-impl<T: bytemuck::Pod + Send> Run<'_, T> {
+impl<T: bytemuck::Pod + Send> Run<T> {
     /// Waits for the call to complete (returns at once if it has) and
     /// hands back its buffers.
     ///
@@ -1036,7 +1036,7 @@ impl<T: bytemuck::Pod + Send> Run<'_, T> {
     }
 }
 
-impl<T: bytemuck::Pod + Send> Drop for Run<'_, T> {
+impl<T: bytemuck::Pod + Send> Drop for Run<T> {
     /// A run dropped while peers may still copy its lent buffers out of
     /// this process leaves them allocated (never reused), so that those
     /// copies read its data, not whatever would reuse the memory.
@@ -1053,19 +1053,12 @@ impl<T: bytemuck::Pod + Send> Drop for Run<'_, T> {
     }
 }
 
-impl<T: bytemuck::Pod + Send> Request for Run<'_, T> {
+impl<T: bytemuck::Pod + Send> Request for Run<T> {
     fn test(&mut self) -> Result<bool, onesided_rma::Error> {
         if self.done {
             return Ok(true);
         }
-        let spare = &self.inflight.spare;
-        let outcome = self.with(|exec| {
-            let outcome = exec.test();
-            if matches!(outcome, Ok(true)) {
-                spare.give(std::mem::take(&mut exec.scratch));
-            }
-            outcome
-        });
+        let outcome = self.with(|exec| exec.test());
         let outcome =
             outcome.unwrap_or_else(|| Err(Error::Failed("the call's run is gone".into()).into()));
         let finished = !matches!(outcome, Ok(false));
@@ -1106,6 +1099,13 @@ impl<T: bytemuck::Pod + Send> Request for Run<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_and_comms_can_go_to_another_thread() {
+        fn send<T: Send>() {}
+        send::<Run<u8>>();
+        send::<crate::Comm>();
+    }
 
     #[test]
     fn split_gives_disjoint_slices_of_one_buffer_and_refuses_overlaps() {

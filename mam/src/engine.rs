@@ -158,6 +158,8 @@ struct Running {
     /// runs).
     moves: Vec<Move>,
     work: Work,
+    /// The Comm of [`Work::Exchange`]'s rounds, kept to the end.
+    exchange: Option<Comm>,
     /// Over the sources, which iterate while the constant data moves in
     /// the background: each of their checkpoints agrees whether every
     /// source's part is done (None in new processes, which wait, and
@@ -429,8 +431,9 @@ impl Mam {
             };
             let work = std::mem::replace(&mut running.work, Work::Done);
             let (rma, group) = (&self.rma, &self.group);
-            running.work =
-                moving::advance(work, &mut running.moves, share, || Ok(rma.ibarrier(group)?))?;
+            let moves = &mut running.moves;
+            let comm = running.exchange.as_ref();
+            running.work = moving::advance(work, moves, comm, share, || Ok(rma.ibarrier(group)?))?;
             let here = matches!(running.work, Work::Done);
             let everywhere = match &running.agree {
                 Some(sources) => {
@@ -477,6 +480,7 @@ impl Mam {
         let mut moves = self.moves(Moves::Constant, &reference, (ns, nt));
         let constant = Instant::now();
         let then_barrier = config.strategy == Strategy::WaitTargets;
+        let mut exchange = None;
         let work = match config.strategy {
             Strategy::Blocking => {
                 self.run_moves(config.method, &mut moves)?;
@@ -491,9 +495,18 @@ impl Mam {
                 then_barrier,
                 last: Instant::now(),
             },
-            // A helper thread (and the collective method's background
-            // strategies, which have no nonblocking alltoallv here).
-            _ => Work::Helper {
+            Strategy::NonBlocking | Strategy::WaitTargets => {
+                let comm = Comm::new(&self.rma, self.group.tagged(HELPER_TAG))?;
+                let rounds = moving::Rounds::agree(&comm, &moves, moving::ROUND, true)?;
+                exchange = Some(comm);
+                Work::Exchange {
+                    rounds,
+                    at: (0, 0),
+                    run: None,
+                    then_barrier,
+                }
+            }
+            Strategy::Thread => Work::Helper {
                 thread: self.helper(config.method, std::mem::take(&mut moves))?,
                 then_barrier,
             },
@@ -510,6 +523,7 @@ impl Mam {
             reference,
             moves,
             work,
+            exchange,
             agree,
             times: [start, spawned, constant],
         })
@@ -872,7 +886,8 @@ impl Drop for Mam {
     }
 }
 
-/// Tags the group of the communicator of a helper thread.
+/// Tags the group of the communicator of a helper thread, or of the
+/// rounds of a collective move at checkpoints.
 const HELPER_TAG: u64 = 0x6d61_6d00;
 /// Tags the group of the communicator over which sources agree that a
 /// background move is done.

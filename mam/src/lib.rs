@@ -32,14 +32,14 @@
 //!   (`World::leave`) and exit 0 while the job goes on.
 //! - Strategies: `Blocking`; `NonBlocking` and `WaitTargets` with the RMA
 //!   methods get (and copy what a process keeps) slice by slice at
-//!   checkpoints (no thread), and `WaitTargets` ends with a nonblocking
-//!   barrier tested at checkpoints, so the last target's checkpoint sees
-//!   completion in the same iteration; `Thread`, and the collective
-//!   method's background strategies (there is no nonblocking alltoallv
-//!   yet), run the move in a helper thread. Like MaM, RMA with
-//!   `NonBlocking` needs no barrier for safety: the variable data's move
-//!   and a closing barrier end every reconfiguration before any source
-//!   releases its memory.
+//!   checkpoints (no thread); with `Col` they run the alltoallv in rounds
+//!   of 64 KiB per pair, an `ialltoallv` each, one completed per
+//!   checkpoint at most. `WaitTargets` ends with a nonblocking barrier
+//!   tested at checkpoints, so the last target's checkpoint sees
+//!   completion in the same iteration; `Thread` runs the move in a helper
+//!   thread. Like MaM, RMA with `NonBlocking` needs no barrier for
+//!   safety: the variable data's move and a closing barrier end every
+//!   reconfiguration before any source releases its memory.
 //! - Pacing (the application keeps its cores: omega near 1): a checkpoint
 //!   moves as many bytes as fit a sixteenth of the time since the
 //!   previous one at the rate seen so far; a helper thread moves 256 KiB

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use onesided_collectives::{Comm, Op};
+use onesided_collectives::{Comm, Op, Run};
 use onesided_rma::{Assert, Barrier, LockKind, Request, Window};
 
 use crate::block::{self, Piece};
@@ -64,53 +64,125 @@ pub(crate) fn by_alltoallv(comm: &Comm, m: &mut Move) -> Result<(), Error> {
 
 /// COL in rounds of at most [`SLICE`] bytes per pair, each followed by
 /// a pause ([`Pacer`]) for `share` of the time: a helper thread that
-/// leaves the application its core. One small allreduce first makes
-/// every member take the same rounds: as many as the largest pair needs
-/// when any member paces, else one.
+/// leaves the application its core. Every member takes the same rounds:
+/// as many as the largest pair needs when any member paces, else one.
 pub(crate) fn by_alltoallv_paced(comm: &Comm, m: &mut Move, share: f64) -> Result<(), Error> {
-    let (sends, recvs) = exchanged(m, comm.group().size());
-    let input = sent(&m.writes, m.old.bytes(), m.size);
-    let largest = sends.iter().chain(&recvs).copied().max().unwrap_or(0) as u64;
-    let mut most = [0u64; 2];
-    comm.allreduce(&[largest, u64::from(share < 1.0)], &mut most, Op::MAX)?;
-    let slice = match most[1] {
-        0 => (most[0] as usize).max(1),
-        _ => SLICE,
-    };
-    let rounds = most[0].div_ceil(slice as u64) as usize;
-    let starts = |counts: &[usize]| -> Vec<usize> {
-        let mut at = 0;
-        (counts.iter())
-            .map(|&c| {
-                at += c;
-                at - c
-            })
-            .collect()
-    };
-    let (send_at, recv_at) = (starts(&sends), starts(&recvs));
-    let part = |total: usize, k: usize| total.saturating_sub(k * slice).min(slice);
+    let rounds = Rounds::agree(comm, std::slice::from_ref(m), SLICE, share < 1.0)?.remove(0);
     let mut pacer = Pacer::new(share);
-    for k in 0..rounds {
+    for k in 0..rounds.count {
         let begun = Instant::now();
-        let s: Vec<usize> = sends.iter().map(|&t| part(t, k)).collect();
-        let r: Vec<usize> = recvs.iter().map(|&t| part(t, k)).collect();
-        let mut round_in = Vec::with_capacity(s.iter().sum());
-        for (peer, &len) in s.iter().enumerate().filter(|(_, &len)| len > 0) {
-            let from = send_at[peer] + k * slice;
-            round_in.extend_from_slice(&input[from..from + len]);
-        }
-        let mut round_out = vec![0u8; r.iter().sum()];
-        comm.alltoallv(&round_in, &s, &mut round_out, &r)?;
-        let new = m.new.bytes_mut();
-        let mut at = 0;
-        for (peer, &len) in r.iter().enumerate().filter(|(_, &len)| len > 0) {
-            let to = recv_at[peer] + k * slice;
-            new[to..to + len].copy_from_slice(&round_out[at..at + len]);
-            at += len;
-        }
+        let (s, r) = rounds.sizes(k);
+        let input = rounds.input(k, &sent(&m.writes, m.old.bytes(), m.size));
+        let mut output = vec![0u8; r.iter().sum()];
+        comm.alltoallv(&input, &s, &mut output, &r)?;
+        rounds.output(k, &output, m.new.bytes_mut());
         std::thread::sleep(pacer.after(begun.elapsed()));
     }
     Ok(())
+}
+
+/// One move's alltoallv cut in rounds of at most `slice` bytes per pair:
+/// what each round sends and receives, and where. Pure, apart from
+/// [`Rounds::agree`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rounds {
+    sends: Vec<usize>,
+    recvs: Vec<usize>,
+    /// Where each peer's bytes start in the input and in the new column.
+    send_at: Vec<usize>,
+    recv_at: Vec<usize>,
+    slice: usize,
+    /// How many rounds (the same on every member).
+    pub count: usize,
+}
+
+impl Rounds {
+    /// The rounds of `moves` over `comm`'s group: one small allreduce of
+    /// each move's largest pair makes every member take the same rounds,
+    /// of `slice` bytes when any member asks for rounds (`cut`), else one
+    /// per move.
+    ///
+    /// # Errors
+    /// The allreduce's.
+    pub(crate) fn agree(
+        comm: &Comm,
+        moves: &[Move],
+        slice: usize,
+        cut: bool,
+    ) -> Result<Vec<Rounds>, Error> {
+        let n = comm.group().size();
+        let exchanged: Vec<_> = moves.iter().map(|m| exchanged(m, n)).collect();
+        let mut mine: Vec<u64> = (exchanged.iter())
+            .map(|(s, r)| s.iter().chain(r).copied().max().unwrap_or(0) as u64)
+            .collect();
+        mine.push(u64::from(cut));
+        let mut most = vec![0u64; mine.len()];
+        comm.allreduce(&mine, &mut most, Op::MAX)?;
+        let cut = most.pop() == Some(1);
+        Ok((exchanged.into_iter().zip(most))
+            .map(|((sends, recvs), largest)| {
+                let slice = match cut {
+                    true => slice.max(1),
+                    false => (largest as usize).max(1),
+                };
+                Rounds::new(sends, recvs, slice, largest)
+            })
+            .collect())
+    }
+
+    /// Rounds of `slice` bytes per pair for these bytes sent to and
+    /// received from each member, where the largest pair of any member
+    /// holds `largest`.
+    pub(crate) fn new(sends: Vec<usize>, recvs: Vec<usize>, slice: usize, largest: u64) -> Rounds {
+        let starts = |counts: &[usize]| -> Vec<usize> {
+            let mut at = 0;
+            (counts.iter())
+                .map(|&c| {
+                    at += c;
+                    at - c
+                })
+                .collect()
+        };
+        Rounds {
+            send_at: starts(&sends),
+            recv_at: starts(&recvs),
+            sends,
+            recvs,
+            slice,
+            count: largest.div_ceil(slice as u64) as usize,
+        }
+    }
+
+    /// Bytes of round `k` to and from each member.
+    pub(crate) fn sizes(&self, k: usize) -> (Vec<usize>, Vec<usize>) {
+        let part = |total: &usize| total.saturating_sub(k * self.slice).min(self.slice);
+        (
+            self.sends.iter().map(part).collect(),
+            self.recvs.iter().map(part).collect(),
+        )
+    }
+
+    /// Round `k`'s input, taken from the whole `input`.
+    pub(crate) fn input(&self, k: usize, input: &[u8]) -> Vec<u8> {
+        let (s, _) = self.sizes(k);
+        let mut out = Vec::with_capacity(s.iter().sum());
+        for (peer, &len) in s.iter().enumerate().filter(|(_, &len)| len > 0) {
+            let from = self.send_at[peer] + k * self.slice;
+            out.extend_from_slice(&input[from..from + len]);
+        }
+        out
+    }
+
+    /// Puts round `k`'s `output` where it goes in the new column.
+    pub(crate) fn output(&self, k: usize, output: &[u8], new: &mut [u8]) {
+        let (_, r) = self.sizes(k);
+        let mut at = 0;
+        for (peer, &len) in r.iter().enumerate().filter(|(_, &len)| len > 0) {
+            let to = self.recv_at[peer] + k * self.slice;
+            new[to..to + len].copy_from_slice(&output[at..at + len]);
+            at += len;
+        }
+    }
 }
 
 /// The bytes of `writes` (pieces of `old`, `size`-byte elements), laid
@@ -291,6 +363,11 @@ pub(crate) fn share(live: usize, cpus: usize) -> f64 {
 /// copying here.
 pub(crate) const SLICE: usize = 256 << 10;
 
+/// The bytes per pair of a round of COL moved at checkpoints: a
+/// checkpoint completes a round at most, its copies a few percent of a
+/// 1 ms iteration.
+pub(crate) const ROUND: usize = 64 << 10;
+
 /// How long to leave the core after `busy` moving data, to take `share`
 /// of the time (none for a share of 1 or more). Pure.
 pub(crate) fn pause(busy: Duration, share: f64) -> Duration {
@@ -370,6 +447,19 @@ pub(crate) enum Work {
         then_barrier: bool,
         last: Instant,
     },
+    /// COL without a thread: an `ialltoallv` per round of at most
+    /// [`ROUND`] bytes per pair over a Comm of its own (which outlives it:
+    /// a Comm dropped waits for the other members to be done with it),
+    /// the next started once the one in flight completed, a round per
+    /// checkpoint at most when paced (the moves' rounds one after the
+    /// other: `at` is the move and round of `run`); then (Wait Targets) a
+    /// barrier.
+    Exchange {
+        rounds: Vec<Rounds>,
+        at: (usize, usize),
+        run: Option<Run<u8>>,
+        then_barrier: bool,
+    },
     /// A helper thread moving it (the moves come back when it ends);
     /// then (Wait Targets) a barrier.
     Helper {
@@ -381,7 +471,8 @@ pub(crate) enum Work {
 }
 
 /// Advances `work` once: the moves it reads into are `moves` (a helper
-/// thread holds them while it runs, and gives them back there); gets
+/// thread holds them while it runs, and gives them back there), over
+/// `comm` for [`Work::Exchange`]; gets
 /// take `share` of the time since the previous call (the application
 /// iterates between calls), or run to the end for a share of 1;
 /// `start_barrier` begins a barrier over the group when it is time for
@@ -392,6 +483,7 @@ pub(crate) enum Work {
 pub(crate) fn advance(
     work: Work,
     moves: &mut Vec<Move>,
+    comm: Option<&Comm>,
     share: f64,
     start_barrier: impl FnOnce() -> Result<Barrier, Error>,
 ) -> Result<Work, Error> {
@@ -437,6 +529,50 @@ pub(crate) fn advance(
             match then_barrier {
                 true => barrier(start_barrier()?),
                 false => Ok(Work::Done),
+            }
+        }
+        Work::Exchange {
+            rounds,
+            mut at,
+            mut run,
+            then_barrier,
+        } => {
+            let comm =
+                comm.ok_or_else(|| Error::State("internal: rounds without a Comm".into()))?;
+            let mut completed = false;
+            loop {
+                if let Some(mut r) = run.take() {
+                    if !r.test()? {
+                        run = Some(r);
+                        break;
+                    }
+                    let output = r.into_buffers()?.output;
+                    rounds[at.0].output(at.1, &output, moves[at.0].new.bytes_mut());
+                    at.1 += 1;
+                    completed = true;
+                }
+                while at.0 < rounds.len() && at.1 >= rounds[at.0].count {
+                    at = (at.0 + 1, 0);
+                }
+                if at.0 == rounds.len() || (completed && share < 1.0) {
+                    break;
+                }
+                let (m, k) = at;
+                let (sends, recvs) = rounds[m].sizes(k);
+                let mv = &moves[m];
+                let input = rounds[m].input(k, &sent(&mv.writes, mv.old.bytes(), mv.size));
+                let output = vec![0u8; recvs.iter().sum()];
+                run = Some(comm.ialltoallv(input, &sends, output, &recvs)?);
+            }
+            match (run.is_none() && at.0 == rounds.len(), then_barrier) {
+                (false, _) => Ok(Work::Exchange {
+                    rounds,
+                    at,
+                    run,
+                    then_barrier,
+                }),
+                (true, true) => barrier(start_barrier()?),
+                (true, false) => Ok(Work::Done),
             }
         }
         Work::Helper {
@@ -504,6 +640,38 @@ mod tests {
         assert_eq!(p.after(ms(40)), ms(4));
         assert_eq!(p.after(ms(2)), ms(2));
         assert_eq!(Pacer::new(1.0).after(ms(9)), Duration::ZERO);
+    }
+
+    #[test]
+    fn rounds_cut_every_pair_into_the_same_number_of_slices() {
+        // To ranks 0, 1, 2: 5, 0 and 12 bytes; from them 3, 7, 0.
+        let r = Rounds::new(vec![5, 0, 12], vec![3, 7, 0], 4, 12);
+        assert_eq!(r.count, 3);
+        assert_eq!(r.sizes(0), (vec![4, 0, 4], vec![3, 4, 0]));
+        assert_eq!(r.sizes(1), (vec![1, 0, 4], vec![0, 3, 0]));
+        assert_eq!(r.sizes(2), (vec![0, 0, 4], vec![0, 0, 0]));
+        let input: Vec<u8> = (0..17).collect();
+        let mut sent = Vec::new();
+        let mut new = vec![0u8; 10];
+        for k in 0..r.count {
+            sent.push(r.input(k, &input));
+            // What arrives: round k's bytes from each peer, numbered
+            // 100 + their place in the new column.
+            let (_, recvs) = r.sizes(k);
+            let output: Vec<u8> = (recvs.iter().enumerate())
+                .flat_map(|(p, &len)| {
+                    let at = [0, 3, 10][p] + k * 4;
+                    (at..at + len).map(|i| 100 + i as u8)
+                })
+                .collect();
+            r.output(k, &output, &mut new);
+        }
+        assert_eq!(sent[0], [0, 1, 2, 3, 5, 6, 7, 8]);
+        assert_eq!(sent[1], [4, 9, 10, 11, 12]);
+        assert_eq!(sent[2], [13, 14, 15, 16]);
+        assert_eq!(new, (100..110).collect::<Vec<u8>>());
+        // A member with nothing to move still takes every round.
+        assert_eq!(Rounds::new(vec![0; 3], vec![0; 3], 4, 12).count, 3);
     }
 
     #[test]

@@ -361,6 +361,14 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             .flat_map(|a| (0..recvs[a as usize]).map(move |i| value(a, (me as usize) << 20 | i)))
             .collect();
         check(me, output == want, || format!("{tag} alltoallv x{scale}"));
+        // The same, nonblocking, tested between steps of computation.
+        let run = comm.ialltoallv(input, &sends, vec![0i64; want.len()], &recvs);
+        let mut run = must(me, "ialltoallv", run);
+        while !must(me, "test ialltoallv", run.test()) {
+            std::hint::black_box((0..1000u64).sum::<u64>());
+        }
+        let output = must(me, "buffers", run.into_buffers()).output;
+        check(me, output == want, || format!("{tag} ialltoallv x{scale}"));
     }
     // alltoall with equal counts (its algorithm chosen by size), small and
     // larger than a shared-memory slot.
