@@ -166,21 +166,29 @@ impl Backoff {
     /// A fresh backoff that spins for `spin` (zero: yield from the start)
     /// and whose sleeps grow to `max_sleep`.
     pub fn with_spin(spin: Duration, max_sleep: Duration) -> Backoff {
-        let quiet = QUIET.with(std::cell::Cell::get);
-        let (spin, yield_for) = match quiet {
-            true => (Duration::ZERO, Duration::ZERO),
-            false => (spin, YIELD_FOR),
-        };
-        Backoff {
+        let backoff = Backoff {
             spin,
-            yield_for,
+            yield_for: YIELD_FOR,
             start: None,
             calls: 0,
             elapsed: Duration::ZERO,
             sleep: FIRST_SLEEP.min(max_sleep),
             max_sleep,
             wait: None,
+        };
+        match QUIET.with(std::cell::Cell::get) {
+            true => backoff.quiet(),
+            false => backoff,
         }
+    }
+
+    /// This backoff, sleeping (or blocking) from the start: no spin, no
+    /// yield (as on a thread that called [`wait_quietly`]), for a wait
+    /// that must leave the cores to others.
+    pub fn quiet(mut self) -> Backoff {
+        self.spin = Duration::ZERO;
+        self.yield_for = Duration::ZERO;
+        self
     }
 
     /// This backoff, blocking on `wait` instead of yielding and sleeping.
@@ -292,8 +300,10 @@ mod tests {
         });
         let pauses = pauses.join().expect("the thread ends");
         assert_eq!(pauses, [Pause::Sleep(FIRST_SLEEP), Pause::Sleep(us(8))]);
-        // Other threads are unchanged.
+        // Other threads are unchanged; one wait can be quiet too.
         assert_eq!(Backoff::new(us(100)).next_pause(us(0)), Pause::Spin);
+        let mut quiet = Backoff::new(us(100)).quiet();
+        assert_eq!(quiet.next_pause(us(0)), Pause::Sleep(FIRST_SLEEP));
     }
 
     #[test]

@@ -416,11 +416,15 @@ impl Mam {
             let running = self.start(config)?;
             self.running = Some(running);
         }
-        let mut backoff = self.rma.endpoint().backoff();
         // A process that waits moves at full speed, unless the processes
-        // here outnumber the cores: it would take the iterating ones' time.
+        // here outnumber the cores: it would take the iterating ones' time
+        // (and its waits then sleep at once: a yield keeps it runnable).
         let ep = self.rma.endpoint();
         let crowded = ep.live_here() > ep.host_cpus();
+        let mut backoff = match crowded {
+            true => ep.backoff().quiet(),
+            false => ep.backoff(),
+        };
         let share = match wait == Wait::Check || crowded {
             true => moving::share(ep.live_here(), ep.host_cpus()),
             false => 1.0,
@@ -622,7 +626,9 @@ impl Mam {
         });
         let end = Instant::now();
         let rma_method = config.method != Method::Col;
-        if rma_method {
+        // Every process registered the same data (checked), so all agree.
+        let variable_data = self.entries.iter().any(|e| e.moves == Moves::Variable);
+        if rma_method && variable_data {
             // Variable data as the application left it, in the exposures
             // the targets read, before any reads it.
             for (i, e) in self.entries.iter().enumerate() {
@@ -634,10 +640,10 @@ impl Mam {
         }
         let mut variable = self.moves(Moves::Variable, &reference, (ns, nt));
         self.run_moves(config.method, &mut variable)?;
-        // The sources' memory stays until every target has read it.
-        if rma_method {
-            self.comm.barrier()?;
-        }
+        // The sources' memory stays until every target has read it: the
+        // allreduce of the times below, which every process enters after
+        // its reads, is the closing barrier (the exposures change after
+        // it, in `commit`).
         let done = Instant::now();
         let secs = |a: Instant, b: Instant| (b - a).as_secs_f64();
         let mine = Times {

@@ -67,7 +67,8 @@ pub(crate) fn by_alltoallv(comm: &Comm, m: &mut Move) -> Result<(), Error> {
 /// leaves the application its core. Every member takes the same rounds:
 /// as many as the largest pair needs when any member paces, else one.
 pub(crate) fn by_alltoallv_paced(comm: &Comm, m: &mut Move, share: f64) -> Result<(), Error> {
-    let rounds = Rounds::agree(comm, std::slice::from_ref(m), SLICE, share < 1.0)?.remove(0);
+    let rounds = (Rounds::agree(comm, std::slice::from_ref(m), SLICE, share < 1.0)?.pop())
+        .ok_or_else(|| Error::State("internal: a move without rounds".into()))?;
     let mut pacer = Pacer::new(share);
     for k in 0..rounds.count {
         let begun = Instant::now();
