@@ -425,8 +425,9 @@ impl Mam {
             true => ep.backoff().quiet(),
             false => ep.backoff(),
         };
+        let (live, cpus) = (ep.live_here(), ep.host_cpus());
         let share = match wait == Wait::Check || crowded {
-            true => moving::share(ep.live_here(), ep.host_cpus()),
+            true => moving::share(live, cpus),
             false => 1.0,
         };
         loop {
@@ -595,15 +596,10 @@ impl Mam {
         thread.map_err(|e| Error::State(format!("starting the helper thread: {e}")))
     }
 
-    /// The share of a core a helper thread takes: all of one when this
-    /// host's processes and their helpers have a CPU each, else
-    /// [`moving::share`] (it would take an application's core).
+    /// The share of a core a helper thread takes ([`moving::helper_share`]).
     fn helper_share(&self) -> f64 {
         let ep = self.rma.endpoint();
-        match 2 * ep.live_here() > ep.host_cpus() {
-            true => moving::share(ep.live_here(), ep.host_cpus()),
-            false => 1.0,
-        }
+        moving::helper_share(ep.live_here(), ep.host_cpus())
     }
 
     /// Ends a reconfiguration whose constant data has moved: the user

@@ -42,16 +42,17 @@
 //!   reconfiguration before any source releases its memory.
 //! - Pacing (the application keeps its cores: omega near 1): a checkpoint
 //!   moves as many bytes as fit a sixteenth of the time since the
-//!   previous one at the rate seen so far; a helper thread moves 256 KiB
-//!   slices (an alltoallv in rounds for `Col`) and sleeps fifteen times
-//!   its shortest slice's time after each when the group's processes here
-//!   and their helpers outnumber the CPUs (waiting without spinning or
-//!   yielding: `onesided_fabric::progress::wait_quietly`), else runs flat
-//!   out; a process that waits for the end moves flat out unless the
-//!   processes here outnumber the CPUs. Where they do, each takes that
-//!   share times CPUs over processes, so that together they take a
-//!   sixteenth. MaM's helper threads poll, and took iterations 6-12 times
-//!   longer on these machines.
+//!   previous one at the rate seen so far (where the processes here
+//!   outnumber the CPUs, that times CPUs over processes, so that together
+//!   they take a sixteenth); a process that waits for the end does the
+//!   same where they outnumber the CPUs, else moves flat out. A helper
+//!   thread moves 256 KiB slices (an alltoallv in rounds for `Col`) flat
+//!   out when the processes here and their helpers have a CPU each, else
+//!   takes a sixteenth over the processes here (helpers wake apart, and
+//!   each delays the whole bulk-synchronous job) and waits without
+//!   spinning or yielding (`onesided_fabric::progress::wait_quietly`).
+//!   MaM's helper threads poll, and took iterations 6-12 times longer on
+//!   these machines.
 //! - Agreement: in the background, every source's checkpoint takes part
 //!   in a one-byte allreduce over the sources (as MaM's do), so that all
 //!   see the end at the same checkpoint and an application whose

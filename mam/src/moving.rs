@@ -360,6 +360,21 @@ pub(crate) fn share(live: usize, cpus: usize) -> f64 {
     SHARE * (cpus as f64 / live.max(1) as f64).min(1.0)
 }
 
+/// The share of the time a helper thread of each of `live` processes
+/// takes from `cpus` CPUs: all of it when every process and helper has a
+/// CPU, else [`SHARE`] over the processes. Helpers wake at their own
+/// times, not together as checkpoints do, and each wake-up delays one
+/// process's iteration, which every process of a bulk-synchronous
+/// application then waits for: their delays add up. (A process waiting
+/// for the end keeps [`share`]: slowed down as much, it held the sources
+/// in their last checkpoint for a second.) Pure.
+pub(crate) fn helper_share(live: usize, cpus: usize) -> f64 {
+    match 2 * live > cpus {
+        true => SHARE / live.max(1) as f64,
+        false => 1.0,
+    }
+}
+
 /// The unit of a paced move: 256 KiB, some tens of microseconds of
 /// copying here.
 pub(crate) const SLICE: usize = 256 << 10;
@@ -681,6 +696,9 @@ mod tests {
         assert_eq!(share(1, 2), SHARE);
         assert_eq!(share(4, 2), SHARE / 2.0);
         assert_eq!(share(0, 2), SHARE);
+        assert_eq!(helper_share(2, 4), 1.0);
+        assert_eq!(helper_share(2, 2), SHARE / 2.0);
+        assert_eq!(helper_share(3, 2), SHARE / 3.0);
     }
 
     #[test]
