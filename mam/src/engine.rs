@@ -420,12 +420,12 @@ impl Mam {
         // here outnumber the cores: it would take the iterating ones' time
         // (and its waits then sleep at once: a yield keeps it runnable).
         let ep = self.rma.endpoint();
-        let crowded = ep.live_here() > ep.host_cpus();
+        let (live, cpus) = (ep.live_here(), ep.host_cpus());
+        let crowded = live > cpus;
         let mut backoff = match crowded {
             true => ep.backoff().quiet(),
             false => ep.backoff(),
         };
-        let (live, cpus) = (ep.live_here(), ep.host_cpus());
         let share = match wait == Wait::Check || crowded {
             true => moving::share(live, cpus),
             false => 1.0,
@@ -558,41 +558,39 @@ impl Mam {
     ) -> Result<std::thread::JoinHandle<Result<Vec<Move>, Error>>, Error> {
         let me = self.me;
         let share = self.helper_share();
-        // A helper that shares the cores with the application waits
-        // without spinning or yielding.
-        let quiet = share < 1.0;
-        let thread = match method {
+        type Body = Box<dyn FnOnce() -> Result<Vec<Move>, Error> + Send>;
+        let body: Body = match method {
             Method::Col => {
                 let comm = Comm::new(&self.rma, self.group.tagged(HELPER_TAG))?;
-                std::thread::Builder::new()
-                    .name("onesided-mam".into())
-                    .spawn(move || {
-                        if quiet {
-                            onesided_fabric::progress::wait_quietly();
-                        }
-                        for m in &mut moves {
-                            moving::by_alltoallv_paced(&comm, m, share)?;
-                        }
-                        Ok(moves)
-                    })
+                Box::new(move || {
+                    for m in &mut moves {
+                        moving::by_alltoallv_paced(&comm, m, share)?;
+                    }
+                    Ok(moves)
+                })
             }
             Method::RmaLock | Method::RmaLockAll => {
                 let windows = self.windows(&moves)?;
                 let all = method == Method::RmaLockAll;
-                std::thread::Builder::new()
-                    .name("onesided-mam".into())
-                    .spawn(move || {
-                        if quiet {
-                            onesided_fabric::progress::wait_quietly();
-                        }
-                        for (m, w) in moves.iter_mut().zip(windows) {
-                            moving::by_gets(&w, all, me, m, share)?;
-                            w.free()?;
-                        }
-                        Ok(moves)
-                    })
+                Box::new(move || {
+                    for (m, w) in moves.iter_mut().zip(windows) {
+                        moving::by_gets(&w, all, me, m, share)?;
+                        w.free()?;
+                    }
+                    Ok(moves)
+                })
             }
         };
+        let thread = std::thread::Builder::new()
+            .name("onesided-mam".into())
+            .spawn(move || {
+                // A helper that shares the cores with the application
+                // waits without spinning or yielding.
+                if share < 1.0 {
+                    onesided_fabric::progress::wait_quietly();
+                }
+                body()
+            });
         thread.map_err(|e| Error::State(format!("starting the helper thread: {e}")))
     }
 

@@ -69,11 +69,12 @@ pub(crate) fn by_alltoallv(comm: &Comm, m: &mut Move) -> Result<(), Error> {
 pub(crate) fn by_alltoallv_paced(comm: &Comm, m: &mut Move, share: f64) -> Result<(), Error> {
     let rounds = (Rounds::agree(comm, std::slice::from_ref(m), SLICE, share < 1.0)?.pop())
         .ok_or_else(|| Error::State("internal: a move without rounds".into()))?;
+    let whole = sent(&m.writes, m.old.bytes(), m.size);
     let mut pacer = Pacer::new(share);
     for k in 0..rounds.count {
         let begun = Instant::now();
         let (s, r) = rounds.sizes(k);
-        let input = rounds.input(k, &sent(&m.writes, m.old.bytes(), m.size));
+        let input = rounds.input(k, &whole);
         let mut output = vec![0u8; r.iter().sum()];
         comm.alltoallv(&input, &s, &mut output, &r)?;
         rounds.output(k, &output, m.new.bytes_mut());
