@@ -18,7 +18,8 @@
 //! - [`pmi`]: a PMI-1 client, so programs start under MPICH's `mpiexec`
 //!   (Hydra), Slurm through it, or onesided's own `osrun`.
 //! - [`cma`] and [`uncached`]: cross-memory reads and copies whose stores
-//!   bypass the cache, for the large copies of on-host collectives.
+//!   bypass the cache, for the large copies of on-host collectives;
+//!   [`pages`]: fresh memory faulted in at once before a large copy.
 //! - [`World`]: the bootstrap tying them together.
 //!
 //! `osrun`, the launcher, is the crate beside this one (`fabric/launcher`,
@@ -45,6 +46,7 @@ pub mod join;
 pub mod mapping;
 mod matching;
 mod memory;
+pub mod pages;
 mod peers;
 pub mod pmi;
 pub mod progress;

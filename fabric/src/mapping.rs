@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 
-const PAGE: usize = 4096;
+pub(crate) const PAGE: usize = 4096;
 
 /// Numbers the shared mappings this process creates.
 static NEXT_SHARED: AtomicU64 = AtomicU64::new(0);

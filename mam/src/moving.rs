@@ -58,8 +58,23 @@ pub(crate) fn by_alltoallv(comm: &Comm, m: &mut Move) -> Result<(), Error> {
     let input = sent(&m.writes, m.old.bytes(), m.size);
     // What arrives fills the new column from its start (a continuing
     // process's replicated copy receives nothing).
-    let output = &mut m.new.bytes_mut()[..recvs.iter().sum::<usize>()];
+    let output = fresh(&mut m.new.bytes_mut()[..recvs.iter().sum::<usize>()]);
     Ok(comm.alltoallv(&input, &sends, output, &recvs)?)
+}
+
+/// Pieces at least this long are faulted in at once before they are
+/// filled ([`fresh`]); below, the call costs about what it saves.
+const POPULATE_LEAST: usize = 64 << 10;
+
+/// `into`, part of a new column that nothing has written yet, faulted
+/// in at once when it is long ([`onesided_fabric::pages`]): a 32 MiB
+/// column filled page fault by page fault spent a third of a blocking
+/// move in the faults.
+fn fresh(into: &mut [u8]) -> &mut [u8] {
+    if into.len() >= POPULATE_LEAST {
+        onesided_fabric::pages::populate(into);
+    }
+    into
 }
 
 /// COL in rounds of at most [`SLICE`] bytes per pair, each followed by
@@ -249,7 +264,8 @@ fn get_slices(
         for s in own {
             let (from, to, _) = m.span(&m.reads[s.piece]);
             let (a, b) = (s.bytes.start as usize, s.bytes.end as usize);
-            m.new.bytes_mut()[to + a..to + b].copy_from_slice(&m.old.bytes()[from + a..from + b]);
+            fresh(&mut m.new.bytes_mut()[to + a..to + b])
+                .copy_from_slice(&m.old.bytes()[from + a..from + b]);
         }
         if mine.is_empty() {
             continue;
@@ -262,7 +278,7 @@ fn get_slices(
             let p = m.reads[s.piece];
             let (from, to, _) = m.span(&p);
             let (a, b) = (s.bytes.start as usize, s.bytes.end as usize);
-            let into = &mut m.new.bytes_mut()[to + a..to + b];
+            let into = fresh(&mut m.new.bytes_mut()[to + a..to + b]);
             let at = (from + a) as u64;
             match &epoch {
                 Some(epoch) => epoch.get(p.peer, at, into)?,

