@@ -426,9 +426,18 @@ impl Mam {
             true => ep.backoff().quiet(),
             false => ep.backoff(),
         };
-        let share = match wait == Wait::Check || crowded {
-            true => moving::share(live, cpus),
-            false => 1.0,
+        // A process that does not iterate (a new one) wakes at its own
+        // times; where the sources iterate until it is done (Wait
+        // Targets) it takes a helper thread's share on a crowded host.
+        let running = self.running.as_ref();
+        let iterated_over = running.is_some_and(|r| r.config.strategy == Strategy::WaitTargets);
+        let share = match (wait, crowded) {
+            (Wait::Check, _) => moving::share(live, cpus),
+            (Wait::Wait, true) if iterated_over && self.me >= self.sources => {
+                moving::helper_share(live, cpus)
+            }
+            (Wait::Wait, true) => moving::share(live, cpus),
+            (Wait::Wait, false) => 1.0,
         };
         loop {
             let Some(mut running) = self.running.take() else {
@@ -508,6 +517,7 @@ impl Mam {
                     rounds,
                     at: (0, 0),
                     run: None,
+                    pacer: moving::RoundPacer::default(),
                     then_barrier,
                 }
             }
