@@ -79,8 +79,8 @@
 use onesided_fabric::fnv::{FastMap, FastSet};
 use onesided_fabric::{Access, Endpoint, Mapping, MemoryRegion, RemoteMemory};
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::barrier::{Barrier, Signals, BARRIER_NOTICE};
@@ -206,8 +206,10 @@ pub(crate) struct State {
     /// Regions peers may still access: kept, never reused, while the `Rma`
     /// lives.
     retired: Mutex<Vec<MemoryRegion>>,
-    /// Exposures released here that peers may still access.
+    /// Exposures released here that peers may still access, and how
+    /// many (read without the lock).
     releasing: Mutex<Vec<Releasing>>,
+    releasing_count: AtomicUsize,
     /// Collective objects created per (member list, kind).
     created: Mutex<FastMap<(u64, u8), u64>>,
     /// This process's exposures, for peers on this host to read.
@@ -294,6 +296,7 @@ impl Rma {
                 pools: Mutex::default(),
                 retired: Mutex::default(),
                 releasing: Mutex::default(),
+                releasing_count: AtomicUsize::new(0),
                 created: Mutex::default(),
                 directory,
                 boards: (0..ep.size()).map(|_| OnceLock::new()).collect(),
@@ -627,26 +630,27 @@ impl State {
     }
 
     /// Keeps an exposure's regions for the next exposures (a few at most).
-    fn pool(&self, header: Option<MemoryRegion>, data: Option<MemoryRegion>) {
+    fn pool(&self, regions: Vec<(Option<MemoryRegion>, Option<MemoryRegion>)>) {
         const POOLED: usize = 32;
+        if regions.is_empty() {
+            return;
+        }
         let pools = &mut *lock_state(&self.pools);
-        for (pool, region) in [(&mut pools.headers, header), (&mut pools.data, data)] {
-            if let Some(region) = region.filter(|_| pool.len() < POOLED) {
-                pool.push(region);
+        for (header, data) in regions {
+            for (pool, region) in [(&mut pools.headers, header), (&mut pools.data, data)] {
+                if let Some(region) = region.filter(|_| pool.len() < POOLED) {
+                    pool.push(region);
+                }
             }
         }
     }
 
-    /// Stops serving `id` and drops what this process cached of it. Peers'
+    /// Stops publishing `id` on the board (its description left `served`
+    /// with its release) and drops what this process cached of it. Peers'
     /// mappings stay (their regions are pooled and come back with their
     /// next exposures) unless there are many no exposure uses.
     fn forget(&self, id: u64) {
         const MAPPINGS_KEPT: usize = 64;
-        {
-            let mut served = lock_state(&self.served);
-            served.described.remove(&id);
-            served.pushed.retain(|(x, _), _| *x != id);
-        }
         self.directory.withdraw(id);
         let mut mappings = lock_state(&self.mappings);
         if mappings.len() > MAPPINGS_KEPT {

@@ -2,6 +2,8 @@
 //! memory kept (still described) until they all have released it too;
 //! and pushing descriptions to the members on other hosts.
 
+use std::sync::atomic::Ordering;
+
 use onesided_fabric::MemoryRegion;
 
 use super::{Described, State, DESCRIPTION_NOTICE, RELEASE_NOTICE};
@@ -52,14 +54,19 @@ impl State {
             .filter(|&r| r != me && !self.ep.is_dead(r))
             .filter(|&r| self.ep.notify(r, RELEASE_NOTICE, &id.to_le_bytes()).is_ok())
             .collect();
-        lock_state(&self.releasing).push(Releasing {
-            id,
-            waiting,
-            header,
-            data,
-            dynamic,
-            tainted,
-        });
+        {
+            let mut releasing = lock_state(&self.releasing);
+            releasing.push(Releasing {
+                id,
+                waiting,
+                header,
+                data,
+                dynamic,
+                tainted,
+            });
+            self.releasing_count
+                .store(releasing.len(), Ordering::Release);
+        }
         self.collect_releases();
     }
 
@@ -67,11 +74,12 @@ impl State {
     /// died): forgets them and pools their memory. Returns how many are
     /// still waiting.
     pub(super) fn collect_releases(&self) -> usize {
-        if lock_state(&self.releasing).is_empty() {
+        // Checked without the lock: expose calls this every time.
+        if self.releasing_count.load(Ordering::Acquire) == 0 {
             return 0;
         }
         self.ep.progress();
-        let done: Vec<Releasing> = {
+        let (done, left) = {
             let mut served = lock_state(&self.served);
             let mut releasing = lock_state(&self.releasing);
             for r in releasing.iter_mut() {
@@ -79,12 +87,23 @@ impl State {
                     !served.released.remove(&(r.id, rank)) && !self.ep.is_dead(rank)
                 });
             }
-            let (done, waiting) = std::mem::take(&mut *releasing)
+            if releasing.iter().all(|r| !r.waiting.is_empty()) {
+                return releasing.len();
+            }
+            let (done, waiting): (Vec<Releasing>, Vec<Releasing>) = std::mem::take(&mut *releasing)
                 .into_iter()
                 .partition(|r| r.waiting.is_empty());
             *releasing = waiting;
-            done
+            self.releasing_count
+                .store(releasing.len(), Ordering::Release);
+            // No longer described to peers (under the lock already held).
+            for r in &done {
+                served.described.remove(&r.id);
+                served.pushed.retain(|(x, _), _| *x != r.id);
+            }
+            (done, releasing.len())
         };
+        let mut pooled = Vec::with_capacity(done.len());
         for r in done {
             self.forget(r.id);
             if let Some((window, regions)) = r.dynamic {
@@ -99,9 +118,10 @@ impl State {
                 retired.extend(r.data);
                 continue;
             }
-            self.pool(r.header, r.data);
+            pooled.push((r.header, r.data));
         }
-        lock_state(&self.releasing).len()
+        self.pool(pooled);
+        left
     }
 
     /// A dynamic window's description goes away with it.
