@@ -515,6 +515,7 @@ impl Mam {
                 exchange = Some(comm);
                 Work::Exchange {
                     rounds,
+                    laid: moving::laid_out(&moves),
                     at: (0, 0),
                     run: None,
                     pacer: moving::RoundPacer::default(),

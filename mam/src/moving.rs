@@ -221,6 +221,18 @@ fn sent<'a>(writes: &[Piece], old: &'a [u8], size: u64) -> std::borrow::Cow<'a, 
     }
 }
 
+/// What each of `moves` sends, laid end to end once for all its rounds
+/// where its pieces do not lie so in the old column (a replicated array,
+/// copied for each new target); `None` where they do (sent from there).
+pub(crate) fn laid_out(moves: &[Move]) -> Vec<Option<Vec<u8>>> {
+    (moves.iter())
+        .map(|m| match sent(&m.writes, m.old.bytes(), m.size) {
+            std::borrow::Cow::Owned(laid) => Some(laid),
+            std::borrow::Cow::Borrowed(_) => None,
+        })
+        .collect()
+}
+
 /// RMA: every piece of `m` this process reads as a target, from each
 /// source's exposure through `window` (one `lock_all` when `all`, else a
 /// lock per source); its own pieces are copied locally. With `share`
@@ -535,6 +547,9 @@ pub(crate) enum Work {
     /// the move and round of `run`); then (Wait Targets) a barrier.
     Exchange {
         rounds: Vec<Rounds>,
+        /// Each move's bytes laid end to end where they are not so in its
+        /// old column ([`laid_out`]).
+        laid: Vec<Option<Vec<u8>>>,
         at: (usize, usize),
         run: Option<Run<u8>>,
         pacer: RoundPacer,
@@ -613,6 +628,7 @@ pub(crate) fn advance(
         }
         Work::Exchange {
             rounds,
+            laid,
             mut at,
             mut run,
             mut pacer,
@@ -641,7 +657,15 @@ pub(crate) fn advance(
                 let (m, k) = at;
                 let (sends, recvs) = rounds[m].sizes(k);
                 let mv = &moves[m];
-                let input = rounds[m].input(k, &sent(&mv.writes, mv.old.bytes(), mv.size));
+                let borrowed;
+                let whole: &[u8] = match &laid[m] {
+                    Some(laid) => laid,
+                    None => {
+                        borrowed = sent(&mv.writes, mv.old.bytes(), mv.size);
+                        &borrowed
+                    }
+                };
+                let input = rounds[m].input(k, whole);
                 let output = vec![0u8; recvs.iter().sum()];
                 run = Some(comm.ialltoallv(input, &sends, output, &recvs)?);
             }
@@ -649,6 +673,7 @@ pub(crate) fn advance(
             match (run.is_none() && at.0 == rounds.len(), then_barrier) {
                 (false, _) => Ok(Work::Exchange {
                     rounds,
+                    laid,
                     at,
                     run,
                     pacer,
