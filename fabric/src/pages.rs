@@ -3,11 +3,10 @@
 //! Memory a program has just allocated (a zeroed `Vec` of megabytes is a
 //! fresh anonymous mapping) is faulted in page by page as a copy first
 //! writes it: one exception per 4 KiB page. `madvise(MADV_POPULATE_WRITE)`
-//! (Linux 5.14) faults the whole range in one call. Into fresh memory,
-//! a copy of 16 MiB out of another process's shared memory then takes
-//! 3.1 ms instead of 5.3 (and `process_vm_readv` 4.3); into memory
-//! already faulted in, the call only costs (a page-table walk: 1 MiB
-//! copied in 48 us instead of 36). So it is for memory known to be fresh.
+//! (Linux 5.14) faults the whole range in one call, which makes a large
+//! copy into fresh memory markedly faster; into memory already faulted in
+//! the call only costs. So it is for memory known to be fresh (figures in
+//! docs/measurements.md, "Fresh columns, paced rounds").
 
 /// The kernel's `MADV_POPULATE_WRITE` (not in every libc crate release).
 const MADV_POPULATE_WRITE: libc::c_int = 23;

@@ -67,9 +67,8 @@ pub(crate) fn by_alltoallv(comm: &Comm, m: &mut Move) -> Result<(), Error> {
 const POPULATE_LEAST: usize = 64 << 10;
 
 /// `into`, part of a new column that nothing has written yet, faulted
-/// in at once when it is long ([`onesided_fabric::pages`]): a 32 MiB
-/// column filled page fault by page fault spent a third of a blocking
-/// move in the faults.
+/// in at once when it is long ([`onesided_fabric::pages`]), rather than
+/// page fault by page fault as the copy into it goes.
 fn fresh(into: &mut [u8]) -> &mut [u8] {
     if into.len() >= POPULATE_LEAST {
         onesided_fabric::pages::populate(into);
