@@ -856,10 +856,13 @@ impl Drop for State {
 /// A number no other region of this machine is likely to carry.
 fn nonce() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    // The process id read once: getpid is a system call (67 ns here), on
+    // the path of every exposure.
+    static PID: OnceLock<u32> = OnceLock::new();
     let time = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    mix(u64::from(std::process::id()) << 32
+    mix(u64::from(*PID.get_or_init(std::process::id)) << 32
         ^ NEXT.fetch_add(1, Ordering::Relaxed)
         ^ time.rotate_left(17))
 }
