@@ -11,8 +11,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use onesided_fabric::{Endpoint, Mapping};
+use onesided_fabric::Endpoint;
 
+use crate::directory::Board;
 use crate::request::{dissemination, Request};
 use crate::{Error, Group};
 
@@ -27,7 +28,7 @@ pub(crate) trait Signals: Send + Sync {
     /// The endpoint.
     fn endpoint(&self) -> &Endpoint;
     /// `rank`'s board, mapped, when it shares this host.
-    fn board(&self, rank: u32) -> Option<Arc<Mapping>>;
+    fn board(&self, rank: u32) -> Option<Board<'_>>;
     /// How many of `group`'s barriers have completed here in order.
     fn barriers_done(&self, group: u64) -> u64;
     /// Records barrier `seq` of `group` as completed here.

@@ -84,7 +84,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::barrier::{Barrier, Signals, BARRIER_NOTICE};
-use crate::directory::{self, Directory};
+use crate::directory::{self, Board, Directory};
 use crate::element::{bits, from_bits, Element};
 use crate::epoch::Epochs;
 use crate::lock::{self, Atomic, LockKind, Outcome};
@@ -564,7 +564,7 @@ impl State {
     }
 
     /// `rank`'s board, when it is on this host and has one.
-    pub(crate) fn board(&self, rank: u32) -> Option<Arc<Mapping>> {
+    pub(crate) fn board(&self, rank: u32) -> Option<Board<'_>> {
         let find = || {
             self.same_host(rank)
                 .then(|| self.ep.board_name(rank))
@@ -572,17 +572,17 @@ impl State {
                 .and_then(|name| self.map(name, directory::LEN))
         };
         if let Some(slot) = self.boards.get(rank as usize) {
-            return slot.get_or_init(find).clone();
+            return slot.get_or_init(find).as_deref().map(Board::Mapped);
         }
         if let Some(known) = lock_state(&self.joined_boards).get(&rank) {
-            return known.clone();
+            return known.clone().map(Board::Joined);
         }
         let board = find();
         // A rank not joined yet has no place: asked again later.
         if self.ep.host_of(rank).is_some() {
             lock_state(&self.joined_boards).insert(rank, board.clone());
         }
-        board
+        board.map(Board::Joined)
     }
 
     /// Whether `rank` shares this process's host (and its shared memory).
@@ -804,7 +804,7 @@ impl Signals for State {
         &self.ep
     }
 
-    fn board(&self, rank: u32) -> Option<Arc<Mapping>> {
+    fn board(&self, rank: u32) -> Option<Board<'_>> {
         State::board(self, rank)
     }
 
