@@ -221,7 +221,9 @@ pub(crate) fn lookup(map: &Mapping, id: u64) -> Found {
 /// `Rma` keeps for the job's ranks at its start (no reference count to
 /// touch on every poll of a barrier), shared for ranks that joined later.
 pub(crate) enum Board<'a> {
+    /// A rank of the job at the `Rma`'s start.
     Mapped(&'a Mapping),
+    /// A rank that joined later.
     Joined(Arc<Mapping>),
 }
 

@@ -629,7 +629,8 @@ impl State {
         Ok((header, data))
     }
 
-    /// Keeps an exposure's regions for the next exposures (a few at most).
+    /// Keeps released exposures' regions (header, data) for the next
+    /// exposures (a few at most).
     fn pool(&self, regions: Vec<(Option<MemoryRegion>, Option<MemoryRegion>)>) {
         const POOLED: usize = 32;
         if regions.is_empty() {
