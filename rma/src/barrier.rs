@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use onesided_fabric::Endpoint;
 
-use crate::directory::Board;
+use crate::mapped::Mapped;
 use crate::request::{dissemination, Request};
 use crate::{Error, Group};
 
@@ -28,7 +28,7 @@ pub(crate) trait Signals: Send + Sync {
     /// The endpoint.
     fn endpoint(&self) -> &Endpoint;
     /// `rank`'s board, mapped, when it shares this host.
-    fn board(&self, rank: u32) -> Option<Board<'_>>;
+    fn board(&self, rank: u32) -> Option<Mapped<'_>>;
     /// How many of `group`'s barriers have completed here in order.
     fn barriers_done(&self, group: u64) -> u64;
     /// Records barrier `seq` of `group` as completed here.

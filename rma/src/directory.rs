@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{fence, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use onesided_fabric::{world::BOARD_LEN, Endpoint, Mapping};
 
@@ -215,27 +215,6 @@ pub(crate) fn lookup(map: &Mapping, id: u64) -> Found {
         return Found::Nothing;
     }
     Found::Nothing
-}
-
-/// A peer's board as this process maps it: borrowed from the slots the
-/// `Rma` keeps for the job's ranks at its start (no reference count to
-/// touch on every poll of a barrier), shared for ranks that joined later.
-pub(crate) enum Board<'a> {
-    /// A rank of the job at the `Rma`'s start.
-    Mapped(&'a Mapping),
-    /// A rank that joined later.
-    Joined(Arc<Mapping>),
-}
-
-impl std::ops::Deref for Board<'_> {
-    type Target = Mapping;
-
-    fn deref(&self) -> &Mapping {
-        match self {
-            Board::Mapped(m) => m,
-            Board::Joined(m) => m,
-        }
-    }
 }
 
 /// `group`'s counter on a peer's board `map` (0 when it has none).

@@ -49,6 +49,7 @@ pub mod epoch;
 mod error;
 mod group;
 pub mod lock;
+mod mapped;
 pub mod op;
 pub mod request;
 mod transfer;

@@ -84,10 +84,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::barrier::{Barrier, Signals, BARRIER_NOTICE};
-use crate::directory::{self, Board, Directory};
+use crate::directory::{self, Directory};
 use crate::element::{bits, from_bits, Element};
 use crate::epoch::Epochs;
 use crate::lock::{self, Atomic, LockKind, Outcome};
+use crate::mapped::Mapped;
 use crate::op::Op;
 use crate::transfer::{Inflight, Rget, Rput};
 use crate::{lock_state, Assert, Error, Group};
@@ -564,7 +565,7 @@ impl State {
     }
 
     /// `rank`'s board, when it is on this host and has one.
-    pub(crate) fn board(&self, rank: u32) -> Option<Board<'_>> {
+    pub(crate) fn board(&self, rank: u32) -> Option<Mapped<'_>> {
         let find = || {
             self.same_host(rank)
                 .then(|| self.ep.board_name(rank))
@@ -572,17 +573,17 @@ impl State {
                 .and_then(|name| self.map(name, directory::LEN))
         };
         if let Some(slot) = self.boards.get(rank as usize) {
-            return slot.get_or_init(find).as_deref().map(Board::Mapped);
+            return slot.get_or_init(find).as_deref().map(Mapped::Lent);
         }
         if let Some(known) = lock_state(&self.joined_boards).get(&rank) {
-            return known.clone().map(Board::Joined);
+            return known.clone().map(Mapped::Held);
         }
         let board = find();
         // A rank not joined yet has no place: asked again later.
         if self.ep.host_of(rank).is_some() {
             lock_state(&self.joined_boards).insert(rank, board.clone());
         }
-        board.map(Board::Joined)
+        board.map(Mapped::Held)
     }
 
     /// Whether `rank` shares this process's host (and its shared memory).
@@ -805,7 +806,7 @@ impl Signals for State {
         &self.ep
     }
 
-    fn board(&self, rank: u32) -> Option<Board<'_>> {
+    fn board(&self, rank: u32) -> Option<Mapped<'_>> {
         State::board(self, rank)
     }
 
@@ -1117,25 +1118,6 @@ struct Place<'a> {
     remote: RemoteMemory,
     map: Option<Mapped<'a>>,
     at: u64,
-}
-
-/// A target's memory mapped here: borrowed from the window's cached part
-/// (no reference count moves on the data path), or a dynamic window's
-/// attachment, held.
-enum Mapped<'a> {
-    Part(&'a Mapping),
-    Attachment(Arc<Mapping>),
-}
-
-impl std::ops::Deref for Mapped<'_> {
-    type Target = Mapping;
-
-    fn deref(&self) -> &Mapping {
-        match self {
-            Mapped::Part(m) => m,
-            Mapped::Attachment(m) => m,
-        }
-    }
 }
 
 /// An open epoch: a lock on one target ([`Window::lock`]), on every

@@ -50,7 +50,7 @@ impl Window {
             let map = (self.rma().same_host(rank) && !a.name.is_empty())
                 .then(|| self.rma().map(&a.name, a.remote.len as usize))
                 .flatten()
-                .map(Mapped::Attachment);
+                .map(Mapped::Held);
             return Ok(Place {
                 rank,
                 remote: a.remote,
@@ -69,7 +69,7 @@ impl Window {
                 .maps
                 .as_ref()
                 .and_then(|(_, d)| d.as_deref())
-                .map(Mapped::Part),
+                .map(Mapped::Lent),
             at: offset,
         })
     }
