@@ -426,19 +426,14 @@ impl Mam {
             true => ep.backoff().quiet(),
             false => ep.backoff(),
         };
-        // A process that does not iterate (a new one) wakes at its own
-        // times; where the sources iterate until it is done (Wait
-        // Targets) it takes a helper thread's share on a crowded host.
-        let running = self.running.as_ref();
-        let iterated_over = running.is_some_and(|r| r.config.strategy == Strategy::WaitTargets);
-        let share = match (wait, crowded) {
-            (Wait::Check, _) => moving::share(live, cpus),
-            (Wait::Wait, true) if iterated_over && self.me >= self.sources => {
-                moving::helper_share(live, cpus)
-            }
-            (Wait::Wait, true) => moving::share(live, cpus),
-            (Wait::Wait, false) => 1.0,
-        };
+        let waited_for =
+            (self.running.as_ref()).is_some_and(|r| r.config.strategy == Strategy::WaitTargets);
+        let share = moving::checkpoint_share(
+            wait == Wait::Wait,
+            self.me >= self.sources,
+            waited_for,
+            (live, cpus),
+        );
         loop {
             let Some(mut running) = self.running.take() else {
                 return Ok(Status::NotStarted);

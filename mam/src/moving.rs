@@ -403,6 +403,28 @@ pub(crate) fn helper_share(live: usize, cpus: usize) -> f64 {
     }
 }
 
+/// The share of the time a checkpoint's move takes on this process,
+/// where `live` processes share `cpus` CPUs: a checkpoint that returns
+/// at once (the application iterates) takes [`share`]; one that `waits`
+/// moves at full speed, unless the processes outnumber the CPUs: then
+/// [`share`], or a helper thread's ([`helper_share`]) for a `new` process
+/// (it does not iterate, and wakes at its own times) that the sources
+/// iterate for until it is done (`waited_for`: Wait Targets; otherwise
+/// they would wait for it at the end). Pure.
+pub(crate) fn checkpoint_share(
+    waits: bool,
+    new: bool,
+    waited_for: bool,
+    (live, cpus): (usize, usize),
+) -> f64 {
+    match (waits, live > cpus) {
+        (false, _) => share(live, cpus),
+        (true, false) => 1.0,
+        (true, true) if new && waited_for => helper_share(live, cpus),
+        (true, true) => share(live, cpus),
+    }
+}
+
 /// The unit of a paced move: 256 KiB, some tens of microseconds of
 /// copying here.
 pub(crate) const SLICE: usize = 256 << 10;
@@ -447,8 +469,9 @@ impl Pacer {
 /// When the next round of a paced exchange may start: a round's work is
 /// the time of the calls that advanced it, and the next one starts once
 /// the time since it completed leaves that work its share ([`pause`]).
-/// A round per checkpoint at most (a 64 KiB round of 2 -> 4 took 15% of
-/// a 1 ms iteration). Pure: the caller gives the clock's readings.
+/// (A 64 KiB round of 2 -> 4 took 15% of a 1 ms iteration when one
+/// started at every checkpoint.) Pure: the caller gives the clock's
+/// readings.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RoundPacer {
     /// The work on the round in flight, before the current call.
@@ -472,7 +495,7 @@ impl RoundPacer {
         self.busy = Duration::ZERO;
         self.since = Some(now);
         self.next = match share < 1.0 {
-            true => Some(now + pause(work, share).max(Duration::from_nanos(1))),
+            true => Some(now + pause(work, share)),
             false => None,
         };
     }
@@ -790,6 +813,23 @@ mod tests {
         assert_eq!(helper_share(2, 4), 1.0);
         assert_eq!(helper_share(2, 2), SHARE / 2.0);
         assert_eq!(helper_share(3, 2), SHARE / 3.0);
+    }
+
+    #[test]
+    fn a_checkpoint_waits_at_full_speed_only_where_cores_are_free() {
+        let (free, crowded) = ((2, 2), (4, 2));
+        // Checks take the application's share, crowded or not.
+        assert_eq!(checkpoint_share(false, false, false, free), SHARE);
+        assert_eq!(checkpoint_share(false, true, true, crowded), share(4, 2));
+        // Waits: all of a free core; a crowded one's share.
+        assert_eq!(checkpoint_share(true, true, true, free), 1.0);
+        assert_eq!(checkpoint_share(true, false, true, crowded), share(4, 2));
+        assert_eq!(checkpoint_share(true, true, false, crowded), share(4, 2));
+        // A new process the sources iterate for: a helper thread's.
+        assert_eq!(
+            checkpoint_share(true, true, true, crowded),
+            helper_share(4, 2)
+        );
     }
 
     #[test]
