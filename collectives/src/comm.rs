@@ -154,7 +154,7 @@ impl Comm {
             chosen: RefCell::default(),
             last_chosen: Default::default(),
             ran: Default::default(),
-            inflight: Arc::new(Inflight::new(rma.endpoint())),
+            inflight: Arc::new(Inflight::new(rma.endpoint(), &group)),
             spare: Spare::default(),
             shared: std::cell::OnceCell::new(),
             objects: group.tagged(context),
@@ -457,27 +457,12 @@ impl Comm {
             Plan::Shared(how) if self.inflight.idle() => self.shared().and_then(|shared| {
                 let run = shared::Run::new(Arc::clone(shared), how, self.calls.get());
                 let combine = combine.as_ref();
-                (self.inflight).wait_shared(
-                    self.rma.endpoint(),
-                    &self.group,
-                    run,
-                    (input, output),
-                    combine,
-                    &self.spare,
-                )
+                (self.inflight).wait_shared(run, (input, output), combine, &self.spare)
             }),
             plan => self.work(plan).and_then(|work| {
                 let spare = &self.spare;
                 let buffers = (input, output);
-                let exec = Exec::new(
-                    self.rma.endpoint(),
-                    &self.group,
-                    work,
-                    number,
-                    buffers,
-                    combine,
-                    spare,
-                )?;
+                let exec = Exec::new(work, number, buffers, combine, spare)?;
                 self.inflight.wait(exec, &self.spare)
             }),
         };
@@ -613,15 +598,7 @@ impl Comm {
         let work = self.work(call.plan)?;
         let buffers = (input, output);
         let spare = &self.spare;
-        let exec = Exec::new(
-            self.rma.endpoint(),
-            &self.group,
-            work,
-            call.number,
-            buffers,
-            call.combine,
-            spare,
-        )?;
+        let exec = Exec::new(work, call.number, buffers, call.combine, spare)?;
         Ok(Inflight::start(&self.inflight, exec))
     }
 
@@ -1164,8 +1141,6 @@ impl Comm {
         let twos = vec![2usize; n as usize];
         let schedule = alg::alltoallv_pairwise(n, self.me, &twos, &twos);
         let exec = Exec::new(
-            self.rma.endpoint(),
-            &self.group,
             Work::Schedule(schedule),
             call,
             (&blocks[..], &mut theirs[..]),

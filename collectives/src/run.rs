@@ -33,10 +33,11 @@
 use std::any::Any;
 use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use onesided_fabric::spin::SpinLock;
 use onesided_fabric::{Endpoint, Incoming, Transfer};
 use onesided_rma::{Group, Request};
 
@@ -139,9 +140,11 @@ fn split<T>(buf: &mut [T], from: Slice, to: Slice) -> Option<(&[T], &mut [T])> {
 }
 
 /// A schedule being executed over input `I` and output `O`.
+///
+/// It holds neither the endpoint nor the group: its Comm's list lends
+/// them at each test (a handle cloned per call costs two atomic
+/// instructions, which show in small calls).
 pub(crate) struct Exec<T: bytemuck::Pod + Send, I, O> {
-    ep: Endpoint,
-    group: Group,
     schedule: Schedule,
     call: u64,
     input: I,
@@ -156,6 +159,8 @@ pub(crate) struct Exec<T: bytemuck::Pod + Send, I, O> {
     /// The error that ended it: a failed run fails again when tested
     /// (its buffers may hold anything).
     failed: Option<String>,
+    /// That error itself, until its request takes it ([`Exec::error`]).
+    error: Option<onesided_rma::Error>,
     /// What the first receive whose length was not the one expected
     /// (counts that do not match) got wrong: the run goes on to its end,
     /// so that its peers are not left waiting, sending nothing from its
@@ -183,8 +188,9 @@ pub(crate) enum Work {
 }
 
 impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T, I, O> {
-    /// Runs rounds as far as their messages allow; whether all are done.
-    fn advance(&mut self) -> Result<bool, onesided_rma::Error> {
+    /// Runs rounds as far as their messages allow, over `ep` among
+    /// `group`; whether all are done.
+    fn advance(&mut self, ep: &Endpoint, group: &Group) -> Result<bool, onesided_rma::Error> {
         let fail = onesided_rma::Error::from;
         if let Exec {
             shared: Some(run),
@@ -211,7 +217,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
                 if self.held && self.round == 0 {
                     return Ok(false);
                 }
-                self.post().map_err(fail)?;
+                self.post(ep, group).map_err(fail)?;
             }
             for k in 0..self.pending.len() {
                 let (i, t) = &mut self.pending[k];
@@ -243,8 +249,6 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
     /// [`Error::BadCall`] when the schedule has too many rounds or a slice
     /// lies outside its buffer (nothing is posted).
     pub(crate) fn new(
-        ep: &Endpoint,
-        group: &Group,
         work: Work,
         call: u64,
         (input, mut output): (I, O),
@@ -263,8 +267,6 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
             None => schedule.scratch,
         };
         Ok(Exec {
-            ep: ep.clone(),
-            group: group.clone(),
             shared,
             scratch: spare.zeroed(scratch),
             schedule,
@@ -277,6 +279,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
             posted: false,
             done: false,
             failed: None,
+            error: None,
             mismatch: None,
             held: false,
             direct: false,
@@ -348,8 +351,8 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
     /// more from a peer with no other receive in the round, whose slices
     /// overlap no other receive's. What a member receives so is its own
     /// business: its peers send as always.
-    fn direct_receives(&self, actions: &[Action]) -> Vec<usize> {
-        if !self.direct || self.mismatch.is_some() || !self.ep.queues_large_unexpected() {
+    fn direct_receives(&self, ep: &Endpoint, actions: &[Action]) -> Vec<usize> {
+        if !self.direct || self.mismatch.is_some() || !ep.queues_large_unexpected() {
             return Vec::new();
         }
         let targets: Vec<(usize, u32, Slice)> = (actions.iter().enumerate())
@@ -383,6 +386,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
     /// The receives' (but a truncated one: counts that do not match).
     fn receive_in_place(
         &mut self,
+        (ep, group): (&Endpoint, &Group),
         actions: &[Action],
         direct: &[usize],
         tag: u64,
@@ -400,11 +404,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
         };
         let (out, scr) = (ranges(Buf::Output), ranges(Buf::Scratch));
         let Exec {
-            ep,
-            group,
-            output,
-            scratch,
-            ..
+            output, scratch, ..
         } = self;
         let mut out_into = carve(bytemuck::cast_slice_mut(O::as_mut(output)), &out);
         let mut scr_into = carve(bytemuck::cast_slice_mut(scratch), &scr);
@@ -435,7 +435,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
                 }
             }
             Err(onesided_fabric::Error::Truncated { rank, capacity, .. }) => {
-                let from = self.group.group_rank(rank).unwrap_or(rank);
+                let from = group.group_rank(rank).unwrap_or(rank);
                 self.note_longer(from, capacity);
             }
             Err(e) => return Err(e.into()),
@@ -444,11 +444,11 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
     }
 
     /// Copies, then posts the round's messages.
-    fn post(&mut self) -> Result<(), Error> {
+    fn post(&mut self, ep: &Endpoint, group: &Group) -> Result<(), Error> {
         let actions = self.schedule.rounds[self.round].clone();
         self.copy(&actions);
         let tag = tag(self.call, self.round);
-        let direct = self.direct_receives(&actions);
+        let direct = self.direct_receives(ep, &actions);
         // Receives first: a message that arrives before its receive is
         // posted is buffered by the provider and copied once more.
         let receives_first = (actions.iter().enumerate())
@@ -462,11 +462,11 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
                         (Some(_), Buf::Output | Buf::Scratch) => &[],
                         _ => bytemuck::cast_slice(self.slice(*data)),
                     };
-                    self.ep.send_start(self.group.job_rank(*to)?, tag, bytes)?
+                    ep.send_start(group.job_rank(*to)?, tag, bytes)?
                 }
                 Action::Recv { from, into } | Action::RecvReduce { from, into, .. } => {
                     let len = std::mem::size_of_val(self.slice(*into));
-                    self.ep.recv_start(self.group.job_rank(*from)?, tag, len)?
+                    ep.recv_start(group.job_rank(*from)?, tag, len)?
                 }
                 _ => continue,
             };
@@ -476,7 +476,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
         self.pending.sort_unstable_by_key(|(i, _)| *i);
         self.posted = true;
         if !direct.is_empty() {
-            self.receive_in_place(&actions, &direct, tag)?;
+            self.receive_in_place((ep, group), &actions, &direct, tag)?;
         }
         self.received = direct;
         Ok(())
@@ -624,9 +624,9 @@ where
     }
 
     /// The rank (in the job) it was last found waiting for.
-    pub(crate) fn waiting_for(&self) -> Option<u32> {
+    pub(crate) fn waiting_for(&self, group: &Group) -> Option<u32> {
         match &self.shared {
-            Some(run) => run.waiting_for().and_then(|p| self.group.job_rank(p).ok()),
+            Some(run) => run.waiting_for().and_then(|p| group.job_rank(p).ok()),
             None => self
                 .pending
                 .iter()
@@ -646,16 +646,45 @@ where
         self.held = held;
     }
 
-    /// Advances it; whether it is done (a failed run fails again).
-    pub(crate) fn test(&mut self) -> Result<bool, onesided_rma::Error> {
-        if let Some(e) = &self.failed {
-            return Err(Error::Failed(e.clone()).into());
+    /// Advances it over `ep` among `group`: how far it got (a failed run
+    /// fails again). A byte, not a `Result`: the list tests every run at
+    /// every poll, and an error is large to return.
+    fn progress(&mut self, ep: &Endpoint, group: &Group) -> Progress {
+        if self.failed.is_some() {
+            return Progress::Failed;
         }
-        let result = self.advance();
-        if let Err(e) = &result {
-            self.failed = Some(e.to_string());
+        match self.advance(ep, group) {
+            Ok(true) => Progress::Done,
+            Ok(false) => Progress::Pending,
+            Err(e) => {
+                self.failed = Some(e.to_string());
+                self.error = Some(e);
+                Progress::Failed
+            }
         }
-        result
+    }
+
+    /// Why it failed: the error itself the first time (whichever test
+    /// met it), then its text.
+    fn error(&mut self) -> onesided_rma::Error {
+        let text = || self.failed.clone().unwrap_or_default();
+        (self.error.take()).unwrap_or_else(|| Error::Failed(text()).into())
+    }
+
+    /// Advances it over `ep` among `group`; whether it is done.
+    ///
+    /// # Errors
+    /// What failed it (a failed run fails again).
+    pub(crate) fn test(
+        &mut self,
+        ep: &Endpoint,
+        group: &Group,
+    ) -> Result<bool, onesided_rma::Error> {
+        match self.progress(ep, group) {
+            Progress::Pending => Ok(false),
+            Progress::Done => Ok(true),
+            Progress::Failed => Err(self.error()),
+        }
     }
 }
 
@@ -704,14 +733,26 @@ impl Spare {
     }
 }
 
+/// How far a test got a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Progress {
+    Pending,
+    Done,
+    Failed,
+}
+
 /// A run the [`Inflight`] list can advance.
 pub(crate) trait Advance: Send {
-    /// As [`Exec::test`].
-    fn test(&mut self) -> Result<bool, onesided_rma::Error>;
+    /// As [`Exec::progress`].
+    fn progress(&mut self, ep: &Endpoint, group: &Group) -> Progress;
+    /// As [`Exec::error`].
+    fn error(&mut self) -> onesided_rma::Error;
     /// As [`Exec::exchanging`].
     fn exchanging(&self) -> bool;
     /// As [`Exec::hold`].
     fn hold(&mut self, held: bool);
+    /// As [`Exec::mark`].
+    fn mark(&self) -> u64;
     /// The executor itself, for its request (which knows its type).
     fn as_any_mut(&mut self) -> &mut dyn Any;
     /// The executor itself, taken back by its request.
@@ -719,8 +760,12 @@ pub(crate) trait Advance: Send {
 }
 
 impl<T: bytemuck::Pod + Send> Advance for Exec<T, Vec<T>, Vec<T>> {
-    fn test(&mut self) -> Result<bool, onesided_rma::Error> {
-        Exec::test(self)
+    fn progress(&mut self, ep: &Endpoint, group: &Group) -> Progress {
+        Exec::progress(self, ep, group)
+    }
+
+    fn error(&mut self) -> onesided_rma::Error {
+        Exec::error(self)
     }
 
     fn exchanging(&self) -> bool {
@@ -729,6 +774,10 @@ impl<T: bytemuck::Pod + Send> Advance for Exec<T, Vec<T>, Vec<T>> {
 
     fn hold(&mut self, held: bool) {
         Exec::hold(self, held);
+    }
+
+    fn mark(&self) -> u64 {
+        Exec::mark(self)
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
@@ -740,17 +789,28 @@ impl<T: bytemuck::Pod + Send> Advance for Exec<T, Vec<T>, Vec<T>> {
     }
 }
 
-/// A run in a Comm's list: its number, the run (out of the list while
-/// its request tests it), and whether it has finished (completed or
-/// failed: its request takes the outcome).
-struct Entry {
-    id: u64,
-    run: Option<Box<dyn Advance>>,
-    finished: bool,
+/// The runs of a Comm in flight, oldest first, and the next one's number.
+#[derive(Default)]
+struct List {
+    runs: Vec<Entry>,
+    next: u64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+/// What testing a run found: how far it got (why it failed), where it
+/// is, and the run itself when it was done and asked for.
+struct Tested {
+    progress: Progress,
+    failure: Option<Box<onesided_rma::Error>>,
+    mark: u64,
+    taken: Option<Box<dyn Advance>>,
+}
+
+/// A run in a Comm's list: its number, the run, and whether it has
+/// finished (completed or failed: its request takes the outcome).
+struct Entry {
+    id: u64,
+    run: Box<dyn Advance>,
+    finished: bool,
 }
 
 /// A Comm's nonblocking runs in flight, oldest first.
@@ -770,50 +830,83 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The list owns its runs; a request names its run by number. The list
 /// is shared by the Comm and its requests, so that a request is a handle
 /// of its own (kept in a struct, moved to another thread) rather than a
-/// borrow of the Comm; a mutex guards it, and the runs are advanced
+/// borrow of the Comm; a lock guards it, and the runs are advanced
 /// under it. A blocking call with no run listed reads one atomic count,
-/// not the mutex.
+/// not the lock.
 pub(crate) struct Inflight {
-    runs: Mutex<Vec<Entry>>,
-    /// Runs in the list (finished ones until their requests go).
+    /// The runs: a spin lock (its release a plain store, not a wait for
+    /// the stores of the runs it advanced: see
+    /// [`onesided_fabric::spin`]).
+    list: SpinLock<List>,
+    /// Runs in the list (finished ones until their requests go), stored
+    /// under the list's lock.
     listed: AtomicUsize,
-    /// The next run's number.
-    next: AtomicU64,
-    /// The endpoint (timeouts and waits of the requests).
+    /// The endpoint (lent to the runs; timeouts and waits of the
+    /// requests).
     ep: Endpoint,
+    /// The Comm's group (lent to the runs).
+    group: Group,
     /// Whether runs over messages go one after the other.
     serial: bool,
 }
 
 impl Inflight {
-    /// An empty list for a Comm over `ep`.
-    pub(crate) fn new(ep: &Endpoint) -> Inflight {
+    /// An empty list for a Comm of `group` over `ep`.
+    pub(crate) fn new(ep: &Endpoint, group: &Group) -> Inflight {
         Inflight {
-            runs: Mutex::default(),
+            list: SpinLock::new(List::default()),
             listed: AtomicUsize::new(0),
-            next: AtomicU64::new(0),
             ep: ep.clone(),
+            group: group.clone(),
             serial: !ep.queues_large_unexpected(),
         }
     }
 
     /// Advances every run in flight once, oldest first, up to its end (a
-    /// finished one keeps its outcome for its request). A run being
-    /// tested by its request at this moment is left to that test.
+    /// finished one keeps its outcome for its request).
     pub(crate) fn progress(&self) {
-        let mut runs = lock(&self.runs);
+        self.advance(&mut self.list.lock(), u64::MAX, false);
+    }
+
+    /// Advances every run in flight once, oldest first, and tests run
+    /// `id` (finished or not), taking it out of the list if it is done
+    /// and `take` asks for it (`None` when it is gone). The list is
+    /// locked once for all this: an uncontended lock still costs two
+    /// atomic instructions, a tenth of a small call.
+    fn advance(&self, list: &mut List, id: u64, take: bool) -> Option<Tested> {
+        let mut tested = None;
         // Whether an older run still exchanges messages.
         let mut older = false;
-        for entry in runs.iter_mut().filter(|e| !e.finished) {
-            match &mut entry.run {
-                Some(run) => {
-                    run.hold(self.serial && older);
-                    entry.finished = !matches!(run.test(), Ok(false));
-                    older |= run.exchanging();
-                }
-                None => older = true,
+        for (at, entry) in list.runs.iter_mut().enumerate() {
+            if entry.finished && entry.id != id {
+                continue;
+            }
+            let run = &mut entry.run;
+            run.hold(self.serial && older);
+            let progress = run.progress(&self.ep, &self.group);
+            entry.finished = progress != Progress::Pending;
+            older |= run.exchanging();
+            if entry.id == id {
+                let failure = (progress == Progress::Failed).then(|| Box::new(run.error()));
+                let mark = run.mark();
+                let (taken, failure) = (None, failure);
+                tested = Some((
+                    at,
+                    Tested {
+                        progress,
+                        failure,
+                        mark,
+                        taken,
+                    },
+                ));
             }
         }
+        let (at, mut tested) = tested?;
+        if take && tested.progress == Progress::Done {
+            tested.taken = Some(list.runs.remove(at).run);
+            self.listed.store(list.runs.len(), Ordering::Relaxed);
+        }
+        Some(tested)
     }
 
     /// Starts `exec` as a nonblocking run: listed, then advanced with the
@@ -822,18 +915,22 @@ impl Inflight {
         self: &Arc<Self>,
         exec: Exec<T, Vec<T>, Vec<T>>,
     ) -> Run<T> {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        lock(&self.runs).push(Entry {
+        let mut list = self.list.lock();
+        let id = list.next;
+        list.next += 1;
+        list.runs.push(Entry {
             id,
-            run: Some(Box::new(exec)),
+            run: Box::new(exec),
             finished: false,
         });
-        self.listed.fetch_add(1, Ordering::Relaxed);
-        self.progress();
+        self.listed.store(list.runs.len(), Ordering::Relaxed);
+        self.advance(&mut list, u64::MAX, false);
         Run {
             inflight: Arc::clone(self),
             id,
             done: false,
+            taken: None,
+            out: false,
             elements: PhantomData,
         }
     }
@@ -842,32 +939,53 @@ impl Inflight {
     /// advance but itself): a blocking call right after a nonblocking one
     /// that completed is one as any other.
     pub(crate) fn idle(&self) -> bool {
-        if self.listed.load(Ordering::Relaxed) == 0 || lock(&self.runs).iter().all(|e| e.finished) {
+        if self.listed.load(Ordering::Relaxed) == 0 {
             return true;
         }
-        self.progress();
-        lock(&self.runs).iter().all(|e| e.finished)
+        let mut list = self.list.lock();
+        if !list.runs.iter().all(|e| e.finished) {
+            self.advance(&mut list, u64::MAX, false);
+        }
+        list.runs.iter().all(|e| e.finished)
     }
 
-    /// Whether a run in flight still exchanges messages (one being tested
-    /// at this moment counts as one).
+    /// Whether a run in flight still exchanges messages.
     fn exchanging(&self) -> bool {
-        let runs = lock(&self.runs);
-        let mut unfinished = runs.iter().filter(|e| !e.finished);
-        unfinished.any(|e| e.run.as_ref().is_none_or(|r| r.exchanging()))
+        let list = self.list.lock();
+        let mut unfinished = list.runs.iter().filter(|e| !e.finished);
+        unfinished.any(|e| e.run.exchanging())
     }
 
-    /// Run `id`'s entry, for `f`.
-    fn entry<R>(&self, id: u64, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
-        lock(&self.runs).iter_mut().find(|e| e.id == id).map(f)
+    /// A request's test of run `id` (unless it is `done`), advancing the
+    /// others: whether it is done, and where it is; done, it goes to
+    /// `taken` if `take` asks for it.
+    fn step(
+        &self,
+        id: u64,
+        take: bool,
+        done: &mut bool,
+        taken: &mut Option<Box<dyn Advance>>,
+    ) -> Result<(bool, u64), onesided_rma::Error> {
+        if *done {
+            return Ok((true, 0));
+        }
+        let tested = (self.advance(&mut self.list.lock(), id, take))
+            .ok_or_else(|| Error::Failed("the call's run is gone".into()))?;
+        if let Some(e) = tested.failure {
+            return Err(*e);
+        }
+        *taken = tested.taken;
+        *done = tested.progress == Progress::Done;
+        Ok((*done, tested.mark))
     }
 
     /// Takes run `id` out of the list (for good).
     fn remove(&self, id: u64) -> Option<Box<dyn Advance>> {
-        let mut runs = lock(&self.runs);
-        let at = runs.iter().position(|e| e.id == id)?;
-        self.listed.fetch_sub(1, Ordering::Relaxed);
-        runs.remove(at).run
+        let mut list = self.list.lock();
+        let at = list.runs.iter().position(|e| e.id == id)?;
+        let run = list.runs.remove(at).run;
+        self.listed.store(list.runs.len(), Ordering::Relaxed);
+        Some(run)
     }
 
     /// Runs a blocking call's shared-memory `run` over the caller's
@@ -875,23 +993,20 @@ impl Inflight {
     /// advance.
     pub(crate) fn wait_shared<T: bytemuck::Pod + Send>(
         &self,
-        ep: &Endpoint,
-        group: &Group,
         mut run: shared::Run,
         (input, output): (&[T], &mut [T]),
         combine: Option<&Combine<T>>,
         spare: &Spare,
     ) -> Result<(), Error> {
         let mut scratch = spare.zeroed(run.scratch::<T>(input.len()));
-        let (backoff, limit) = (ep.backoff(), ep.timeout());
-        let late = drive(backoff, limit, || {
+        let late = drive(&self.ep, || {
             let done = run.advance(input, output, &mut scratch, combine)?;
             Ok::<_, Error>((done, run.mark()))
         })?;
         if let Some(waited) = late {
-            return Err(match run.waiting_for().map(|p| group.job_rank(p)) {
+            return Err(match run.waiting_for().map(|p| self.group.job_rank(p)) {
                 Some(Ok(rank)) => Error::Late { rank, waited },
-                _ => onesided_rma::Error::RequestTimeout(limit).into(),
+                _ => onesided_rma::Error::RequestTimeout(self.ep.timeout()).into(),
             });
         }
         spare.give(scratch);
@@ -906,25 +1021,26 @@ impl Inflight {
         I: AsRef<[T]>,
         O: AsRef<[T]> + AsMut<[T]>,
     {
-        let (backoff, limit) = (exec.ep.backoff(), exec.ep.timeout());
         // Nothing else to advance while its receives in place block.
         exec.direct = self.idle();
-        let late = drive(backoff, limit, || {
+        let late = drive(&self.ep, || {
             exec.hold(self.serial && self.exchanging());
             // A caller's mistake stays one (not the request's failure).
-            let done = exec.test().map_err(|e| match &exec.mismatch {
-                Some(text) => Error::BadCall(text.clone()),
-                None => e.into(),
-            })?;
+            let done = exec
+                .test(&self.ep, &self.group)
+                .map_err(|e| match &exec.mismatch {
+                    Some(text) => Error::BadCall(text.clone()),
+                    None => e.into(),
+                })?;
             if !done {
                 self.progress();
             }
             Ok::<_, Error>((done, exec.mark()))
         })?;
         if let Some(waited) = late {
-            return Err(match exec.waiting_for() {
+            return Err(match exec.waiting_for(&self.group) {
                 Some(rank) => Error::Late { rank, waited },
-                None => onesided_rma::Error::RequestTimeout(limit).into(),
+                None => onesided_rma::Error::RequestTimeout(self.ep.timeout()).into(),
             });
         }
         spare.give(exec.scratch);
@@ -935,26 +1051,31 @@ impl Inflight {
 /// Calls `step` (which says whether the call is done, and where it is)
 /// until the call is done, backing off between calls, afresh whenever the
 /// call moves on (a long call is many short waits, not one that ends up
-/// sleeping); `Some(waited)` when it did not move for `limit`.
+/// sleeping); `Some(waited)` when it did not move for `ep`'s timeout.
+/// The backoff (a handle of the endpoint's wait object) is made only
+/// once a call has to wait.
 fn drive<E>(
-    mut backoff: onesided_fabric::progress::Backoff,
-    limit: Duration,
+    ep: &Endpoint,
     mut step: impl FnMut() -> Result<(bool, u64), E>,
 ) -> Result<Option<Duration>, E> {
-    let mut mark = None;
+    let (done, mut mark) = step()?;
+    if done {
+        return Ok(None);
+    }
+    let (mut backoff, limit) = (ep.backoff(), ep.timeout());
     loop {
-        let (done, now) = step()?;
-        if done {
-            return Ok(None);
-        }
-        if mark.is_some_and(|m| m != now) {
-            backoff.reset();
-        }
-        mark = Some(now);
         let waited = backoff.pause();
         if waited > limit {
             return Ok(Some(waited));
         }
+        let (done, now) = step()?;
+        if done {
+            return Ok(None);
+        }
+        if now != mark {
+            backoff.reset();
+        }
+        mark = now;
     }
 }
 
@@ -996,6 +1117,11 @@ pub struct Run<T: bytemuck::Pod + Send> {
     /// Its number in the list.
     id: u64,
     done: bool,
+    /// The run, once done and taken out of the list by
+    /// [`Run::into_buffers`]'s last test.
+    taken: Option<Box<dyn Advance>>,
+    /// Whether its run is out of the list (handed back or taken).
+    out: bool,
     elements: PhantomData<fn() -> T>,
 }
 
@@ -1018,21 +1144,44 @@ impl<T: bytemuck::Pod + Send> Run<T> {
     /// As [`Request::wait`]: the call failed (its buffers are dropped with
     /// it) or its peers did not move within the timeout.
     pub fn into_buffers(mut self) -> Result<Buffers<T>, Error> {
-        self.wait()?;
-        let exec = (self.inflight.remove(self.id))
+        self.finish(true)?;
+        let run = self.taken.take().or_else(|| self.inflight.remove(self.id));
+        self.out = true;
+        let exec = run
             .and_then(|run| run.into_any().downcast::<Exec<T, Vec<T>, Vec<T>>>().ok())
             .ok_or_else(|| Error::Failed("the call's run is gone".into()))?;
         let Exec { input, output, .. } = *exec;
         Ok(Buffers { input, output })
     }
 
-    /// Applies `f` to the run's executor, out of the list meanwhile
-    /// (`None` when it is gone).
-    fn with<R>(&self, f: impl FnOnce(&mut Exec<T, Vec<T>, Vec<T>>) -> R) -> Option<R> {
-        let mut run = self.inflight.entry(self.id, |e| e.run.take())??;
-        let result = run.as_any_mut().downcast_mut().map(f);
-        self.inflight.entry(self.id, |e| e.run = Some(run));
-        result
+    /// Advances its Comm's runs and tests this one: whether it is done,
+    /// and where it is.
+    /// Done, it is taken out of the list if `take` asks for it.
+    fn step(&mut self, take: bool) -> Result<(bool, u64), onesided_rma::Error> {
+        let Run {
+            inflight,
+            id,
+            done,
+            taken,
+            ..
+        } = self;
+        inflight.step(*id, take, done, taken)
+    }
+
+    /// As [`Request::wait`], taking the run out of the list with its last
+    /// test if `take` asks for it.
+    fn finish(&mut self, take: bool) -> Result<(), onesided_rma::Error> {
+        let Run {
+            inflight,
+            id,
+            done,
+            taken,
+            ..
+        } = self;
+        match drive(&inflight.ep, || inflight.step(*id, take, done, taken))? {
+            None => Ok(()),
+            Some(_) => Err(onesided_rma::Error::RequestTimeout(inflight.ep.timeout())),
+        }
     }
 }
 
@@ -1041,6 +1190,9 @@ impl<T: bytemuck::Pod + Send> Drop for Run<T> {
     /// this process leaves them allocated (never reused), so that those
     /// copies read its data, not whatever would reuse the memory.
     fn drop(&mut self) {
+        if self.out || self.taken.is_some() {
+            return;
+        }
         let Some(mut run) = self.inflight.remove(self.id) else {
             return;
         };
@@ -1055,23 +1207,7 @@ impl<T: bytemuck::Pod + Send> Drop for Run<T> {
 
 impl<T: bytemuck::Pod + Send> Request for Run<T> {
     fn test(&mut self) -> Result<bool, onesided_rma::Error> {
-        if self.done {
-            return Ok(true);
-        }
-        let outcome = self.with(|exec| exec.test());
-        let outcome =
-            outcome.unwrap_or_else(|| Err(Error::Failed("the call's run is gone".into()).into()));
-        let finished = !matches!(outcome, Ok(false));
-        if finished {
-            self.inflight.entry(self.id, |e| e.finished = true);
-        }
-        if outcome? {
-            self.done = true;
-            Ok(true)
-        } else {
-            self.inflight.progress();
-            Ok(false)
-        }
+        Ok(self.step(false)?.0)
     }
 
     fn timeout(&self) -> Duration {
@@ -1080,15 +1216,7 @@ impl<T: bytemuck::Pod + Send> Request for Run<T> {
 
     /// As [`Request::wait`], backing off afresh whenever the run moves on.
     fn wait(&mut self) -> Result<(), onesided_rma::Error> {
-        let (backoff, limit) = (self.backoff(), self.timeout());
-        let step = || {
-            let done = self.test()?;
-            Ok::<_, onesided_rma::Error>((done, self.with(|e| e.mark()).unwrap_or(0)))
-        };
-        match drive(backoff, limit, step)? {
-            None => Ok(()),
-            Some(_) => Err(onesided_rma::Error::RequestTimeout(limit)),
-        }
+        self.finish(false)
     }
 
     fn backoff(&self) -> onesided_fabric::progress::Backoff {

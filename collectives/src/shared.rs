@@ -109,6 +109,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use onesided_fabric::spin::SpinLock;
 use onesided_fabric::{Endpoint, Mapping};
 use onesided_rma::{Group, Rma, Window};
 
@@ -283,7 +284,7 @@ pub(crate) struct Shared {
     serving: Counter,
     /// Runs given up before their turn came (dropped unfinished): ticket
     /// and call, abandoned when their turn comes.
-    skipped: Mutex<Vec<(u64, u64)>>,
+    skipped: SpinLock<Vec<(u64, u64)>>,
 }
 
 /// A number of [`Shared`]'s, read and written by one thread at a time (a
@@ -343,7 +344,7 @@ impl Shared {
             own_cores: rma.endpoint().host_ranks() <= rma.endpoint().host_cpus(),
             tickets: Counter::default(),
             serving: Counter::default(),
-            skipped: Mutex::default(),
+            skipped: SpinLock::new(Vec::new()),
         })
     }
 
@@ -536,12 +537,21 @@ impl Shared {
         let whole = elements * size_of::<T>();
         let piece_bytes = self.piece_bytes::<T>(shape, input.len(), output.len());
         let per = (piece_bytes / size_of::<T>().max(1)).max(1);
+        // A reduction's spill, locked once for all its steps.
+        let mut spill = match shape {
+            Shape::Reduce { .. } => Some(self.spill.try_lock().map_err(|_| {
+                self.abandon(call);
+                Error::BadCall("a reduction operation called its Comm".into())
+            })?),
+            _ => None,
+        };
         // No elements, no step (as a run plans it).
         for (k, start) in (0..elements).step_by(per).enumerate() {
             let range = start..(start + per).min(elements);
             let piece = (range, whole, publishes);
+            let spill = spill.as_deref_mut().map(|s| &mut s.0[..]);
             let done = step_of(call, k)
-                .and_then(|s| self.quick_step(shape, s, input, output, piece, combine));
+                .and_then(|s| self.quick_step(shape, s, input, output, piece, (combine, spill)));
             if let Err(e) = done {
                 self.abandon(call);
                 return Err(e);
@@ -561,7 +571,7 @@ impl Shared {
     /// ticket's call goes on, or is abandoned if its run was given up.
     fn pass_turn(&self, ticket: u64) {
         let mut next = ticket + 1;
-        let mut skipped = locked(&self.skipped);
+        let mut skipped = self.skipped.lock();
         while let Some(i) = skipped.iter().position(|&(t, _)| t == next) {
             let (_, call) = skipped.swap_remove(i);
             self.abandon(call);
@@ -589,7 +599,8 @@ impl Shared {
 
     /// Step `s` of a quick call, over piece `range` of contributions of
     /// `whole` bytes: publishes this member's piece (if it `publishes`),
-    /// arrives, waits for and reads or combines what it needs, releases.
+    /// arrives, waits for and reads or combines what it needs (a
+    /// reduction through `spill`), releases.
     fn quick_step<T: bytemuck::Pod>(
         &self,
         shape: &Shape,
@@ -597,7 +608,7 @@ impl Shared {
         input: &[T],
         output: &mut [T],
         (range, whole, publishes): (Range<usize>, usize, bool),
-        combine: Option<&Combine<T>>,
+        (combine, spill): (Option<&Combine<T>>, Option<&mut [u128]>),
     ) -> Result<(), Error> {
         if publishes {
             let last = self.last_in(s);
@@ -633,9 +644,9 @@ impl Shared {
             } if root.is_none_or(|r| r == me) => {
                 let combine = combine
                     .ok_or_else(|| Error::BadCall("a reduction without an operation".into()))?;
-                let mut spill = (self.spill.try_lock())
-                    .map_err(|_| Error::BadCall("a reduction operation called its Comm".into()))?;
-                let theirs = bytemuck::try_cast_slice_mut::<_, T>(&mut spill.0)
+                let spill =
+                    spill.ok_or_else(|| Error::BadCall("a reduction without a spill".into()))?;
+                let theirs = bytemuck::try_cast_slice_mut::<_, T>(spill)
                     .map_err(|e| Error::BadCall(format!("a quick reduction: {e}")))?;
                 let per = theirs.len().max(1);
                 let output = &mut output[range];

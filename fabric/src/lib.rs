@@ -53,7 +53,7 @@ pub mod progress;
 mod provider;
 pub mod raw;
 mod slots;
-mod spin;
+pub mod spin;
 pub mod uncached;
 pub mod world;
 

@@ -1,18 +1,30 @@
-//! The endpoint's lock: a test-and-set lock whose release is a plain store.
+//! A test-and-set lock whose release is a plain store: the endpoint's,
+//! and the layers' above for state that small calls lock every time.
 //!
 //! Every operation takes the endpoint lock once or twice, so its cost shows
 //! in small-message latency (measured: the two atomic read-modify-writes of
 //! a `std::sync::Mutex` lock/unlock pair are about a tenth of an 8-byte
-//! shm message). Holders only post to or poll libfabric, which is short;
-//! waiters spin briefly, then yield, so a preempted holder on an
-//! oversubscribed machine gets its core back.
+//! shm message). Worse, a locked instruction waits for the stores before
+//! it to leave the core: after a store into shared memory that a peer
+//! reads (a flag of a shared-memory collective), the release of a
+//! `Mutex` waits for that line to come back from the peer, where a plain
+//! store does not wait. Holders do short work; waiters spin briefly, then
+//! yield, so a preempted holder on an oversubscribed machine gets its
+//! core back. Use it where the lock is rarely contended (threads that
+//! share a handle); it does not block, and does not poison.
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A value behind a test-and-set lock.
-pub(crate) struct SpinLock<T> {
+///
+/// ```
+/// let counter = onesided_fabric::spin::SpinLock::new(0u64);
+/// *counter.lock() += 1;
+/// assert_eq!(*counter.lock(), 1);
+/// ```
+pub struct SpinLock<T> {
     locked: AtomicBool,
     value: UnsafeCell<T>,
 }
@@ -55,7 +67,7 @@ impl<T> SpinLock<T> {
 }
 
 /// Holds a [`SpinLock`]; releases it on drop.
-pub(crate) struct SpinGuard<'a, T> {
+pub struct SpinGuard<'a, T> {
     lock: &'a SpinLock<T>,
 }
 

@@ -141,12 +141,16 @@ impl Run {
         let Some(shared) = &self.shared else {
             return;
         };
-        if shared.serving.get() == self.ticket {
-            shared.abandon(self.call);
-            shared.pass_turn(self.ticket);
-        } else {
-            locked(&shared.skipped).push((self.ticket, self.call));
+        // Whose turn it is, read under the lock that passing a turn holds:
+        // a turn passed meanwhile (by another thread) sees this ticket.
+        let mut skipped = shared.skipped.lock();
+        if shared.serving.get() != self.ticket {
+            skipped.push((self.ticket, self.call));
+            return;
         }
+        drop(skipped);
+        shared.abandon(self.call);
+        shared.pass_turn(self.ticket);
     }
 
     /// The member the run was last blocked on (group rank).

@@ -8,6 +8,9 @@ impl Window {
     /// one given up, which the provider may still carry out) makes it an
     /// error, and taints the exposure: its memory is never reused.
     pub(super) fn complete(&self, target: Option<u32>) -> Result<(), Error> {
+        if self.inflight.borrow().is_empty() {
+            return Ok(());
+        }
         let list: Vec<_> = self.inflight.borrow_mut().drain(..).collect();
         let mut kept = Vec::new();
         let mut failed = None;
