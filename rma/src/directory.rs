@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Mutex;
 
+use onesided_fabric::spin::SpinLock;
 use onesided_fabric::{world::BOARD_LEN, Endpoint, Mapping};
 
 use crate::Error;
@@ -56,7 +57,7 @@ pub(crate) struct Directory {
     /// Directory slots in use, by id.
     used: Mutex<HashMap<u64, usize>>,
     /// Counter slots claimed, by group key (kept for good).
-    groups: Mutex<HashMap<u64, usize>>,
+    groups: SpinLock<HashMap<u64, usize>>,
 }
 
 impl Directory {
@@ -80,7 +81,7 @@ impl Directory {
         Ok(Directory {
             map,
             used: Mutex::default(),
-            groups: Mutex::default(),
+            groups: SpinLock::new(HashMap::new()),
         })
     }
 
@@ -152,7 +153,7 @@ impl Directory {
         // instruction after a store to a line a peer reads waits for that
         // line to come back (about 40 ns a barrier here).
         let slot = {
-            let mut groups = crate::lock_state(&self.groups);
+            let mut groups = self.groups.lock();
             match groups.get(&group) {
                 Some(&slot) => slot,
                 None => {
@@ -243,7 +244,7 @@ mod tests {
         Directory {
             map: Mapping::create_shared(LEN).unwrap(),
             used: Mutex::default(),
-            groups: Mutex::default(),
+            groups: SpinLock::new(HashMap::new()),
         }
     }
 

@@ -77,6 +77,7 @@
 //! (releasing exposures).
 
 use onesided_fabric::fnv::{FastMap, FastSet};
+use onesided_fabric::spin::SpinLock;
 use onesided_fabric::{Access, Endpoint, Mapping, MemoryRegion, RemoteMemory};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::Ordering;
@@ -212,12 +213,12 @@ pub(crate) struct State {
     releasing: Mutex<Vec<Releasing>>,
     releasing_count: AtomicUsize,
     /// Collective objects created per (member list, kind).
-    created: Mutex<FastMap<(u64, u8), u64>>,
+    created: SpinLock<FastMap<(u64, u8), u64>>,
     /// This process's exposures, for peers on this host to read.
     directory: Directory,
     /// Per group key: barriers completed in order, and those completed
     /// ahead of an earlier one.
-    barriers_done: Mutex<FastMap<u64, (u64, FastSet<u64>)>>,
+    barriers_done: SpinLock<FastMap<u64, (u64, FastSet<u64>)>>,
     /// Boards of the job's ranks on this host, mapped on first use
     /// (`None`: none), by rank.
     boards: Vec<OnceLock<Option<Arc<Mapping>>>>,
@@ -298,11 +299,11 @@ impl Rma {
                 retired: Mutex::default(),
                 releasing: Mutex::default(),
                 releasing_count: AtomicUsize::new(0),
-                created: Mutex::default(),
+                created: SpinLock::new(FastMap::default()),
                 directory,
                 boards: (0..ep.size()).map(|_| OnceLock::new()).collect(),
                 joined_boards: Mutex::default(),
-                barriers_done: Mutex::default(),
+                barriers_done: SpinLock::new(FastMap::default()),
             }),
         })
     }
@@ -558,7 +559,7 @@ impl State {
     /// The id and the sequence number (from 1) of the next collective
     /// object of `kind` over `group`.
     fn next(&self, group: &Group, kind: Kind) -> (u64, u64) {
-        let mut created = lock_state(&self.created);
+        let mut created = self.created.lock();
         let n = created.entry((group.key(), kind as u8)).or_insert(0);
         *n += 1;
         (collective_id(group, kind as u8, *n), *n)
@@ -811,15 +812,13 @@ impl Signals for State {
     }
 
     fn barriers_done(&self, group: u64) -> u64 {
-        lock_state(&self.barriers_done)
-            .get(&group)
-            .map_or(0, |d| d.0)
+        self.barriers_done.lock().get(&group).map_or(0, |d| d.0)
     }
 
     /// Barriers completed out of order wait until the ones before them
     /// complete.
     fn barrier_done(&self, group: u64, seq: u64) {
-        let mut done = lock_state(&self.barriers_done);
+        let mut done = self.barriers_done.lock();
         let (upto, ahead) = done.entry(group).or_default();
         if seq > *upto {
             ahead.insert(seq);
