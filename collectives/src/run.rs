@@ -870,9 +870,10 @@ impl Inflight {
 
     /// Advances every run in flight once, oldest first, and tests run
     /// `id` (finished or not), taking it out of the list if it is done
-    /// and `take` asks for it (`None` when it is gone). The list is
-    /// locked once for all this: an uncontended lock still costs two
-    /// atomic instructions, a tenth of a small call.
+    /// and `take` asks for it (`None` when it is gone). The caller
+    /// locks the list once for all this (measurements:
+    /// `docs/measurements.md`, "Locked instructions after shared
+    /// stores").
     fn advance(&self, list: &mut List, id: u64, take: bool) -> Option<Tested> {
         let mut tested = None;
         // Whether an older run still exchanges messages.
