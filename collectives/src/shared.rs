@@ -278,7 +278,7 @@ pub(crate) struct Shared {
     /// A step every peer was last seen to have released.
     released: Counter,
     /// What quick reductions combine peers' pieces through.
-    spill: Mutex<Box<Spill>>,
+    spill: SpinLock<Box<Spill>>,
     /// Tickets given to calls, and the ticket whose turn it is.
     tickets: Counter,
     serving: Counter,
@@ -339,7 +339,7 @@ impl Shared {
             own,
             in_cell: Default::default(),
             released: Counter::default(),
-            spill: Mutex::default(),
+            spill: SpinLock::new(Box::default()),
             cma: onesided_fabric::cma::available(),
             own_cores: rma.endpoint().host_ranks() <= rma.endpoint().host_cpus(),
             tickets: Counter::default(),
@@ -539,7 +539,7 @@ impl Shared {
         let per = (piece_bytes / size_of::<T>().max(1)).max(1);
         // A reduction's spill, locked once for all its steps.
         let mut spill = match shape {
-            Shape::Reduce { .. } => Some(self.spill.try_lock().map_err(|_| {
+            Shape::Reduce { .. } => Some(self.spill.try_lock().ok_or_else(|| {
                 self.abandon(call);
                 Error::BadCall("a reduction operation called its Comm".into())
             })?),

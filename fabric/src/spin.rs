@@ -64,6 +64,15 @@ impl<T> SpinLock<T> {
         }
         SpinGuard { lock: self }
     }
+
+    /// Takes the lock if it is free (`None`: held, by another thread or
+    /// by this one).
+    pub fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
+        (self.locked)
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            .then_some(SpinGuard { lock: self })
+    }
 }
 
 /// Holds a [`SpinLock`]; releases it on drop.
@@ -96,6 +105,15 @@ impl<T> Drop for SpinGuard<'_, T> {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn try_lock_fails_while_held() {
+        let lock = SpinLock::new(1);
+        let held = lock.lock();
+        assert!(lock.try_lock().is_none());
+        drop(held);
+        assert_eq!(lock.try_lock().map(|g| *g), Some(1));
+    }
 
     #[test]
     fn serialises_increments_across_threads() {
