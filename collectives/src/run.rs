@@ -889,8 +889,7 @@ impl Inflight {
             older |= run.exchanging();
             if entry.id == id {
                 let failure = (progress == Progress::Failed).then(|| Box::new(run.error()));
-                let mark = run.mark();
-                let (taken, failure) = (None, failure);
+                let (mark, taken) = (run.mark(), None);
                 tested = Some((
                     at,
                     Tested {
@@ -928,10 +927,12 @@ impl Inflight {
         self.advance(&mut list, u64::MAX, false);
         Run {
             inflight: Arc::clone(self),
-            id,
-            done: false,
-            taken: None,
-            out: false,
+            claim: Claim {
+                id,
+                done: false,
+                taken: None,
+                out: false,
+            },
             elements: PhantomData,
         }
     }
@@ -957,27 +958,21 @@ impl Inflight {
         unfinished.any(|e| e.run.exchanging())
     }
 
-    /// A request's test of run `id` (unless it is `done`), advancing the
-    /// others: whether it is done, and where it is; done, it goes to
-    /// `taken` if `take` asks for it.
-    fn step(
-        &self,
-        id: u64,
-        take: bool,
-        done: &mut bool,
-        taken: &mut Option<Box<dyn Advance>>,
-    ) -> Result<(bool, u64), onesided_rma::Error> {
-        if *done {
+    /// A request's test of its run (unless it is done), advancing the
+    /// others: whether it is done, and where it is; done, it is taken
+    /// out of the list if `take` asks for it.
+    fn step(&self, claim: &mut Claim, take: bool) -> Result<(bool, u64), onesided_rma::Error> {
+        if claim.done {
             return Ok((true, 0));
         }
-        let tested = (self.advance(&mut self.list.lock(), id, take))
+        let tested = (self.advance(&mut self.list.lock(), claim.id, take))
             .ok_or_else(|| Error::Failed("the call's run is gone".into()))?;
         if let Some(e) = tested.failure {
             return Err(*e);
         }
-        *taken = tested.taken;
-        *done = tested.progress == Progress::Done;
-        Ok((*done, tested.mark))
+        claim.taken = tested.taken;
+        claim.done = tested.progress == Progress::Done;
+        Ok((claim.done, tested.mark))
     }
 
     /// Takes run `id` out of the list (for good).
@@ -1115,15 +1110,20 @@ fn drive<E>(
 /// ```
 pub struct Run<T: bytemuck::Pod + Send> {
     inflight: Arc<Inflight>,
-    /// Its number in the list.
+    claim: Claim,
+    elements: PhantomData<fn() -> T>,
+}
+
+/// A request's hold on its run in the list.
+struct Claim {
+    /// The run's number in the list.
     id: u64,
     done: bool,
     /// The run, once done and taken out of the list by
     /// [`Run::into_buffers`]'s last test.
     taken: Option<Box<dyn Advance>>,
-    /// Whether its run is out of the list (handed back or taken).
+    /// Whether the run is out of the list (handed back or taken).
     out: bool,
-    elements: PhantomData<fn() -> T>,
 }
 
 /// The buffers a nonblocking collective was handed, back from
@@ -1146,8 +1146,12 @@ impl<T: bytemuck::Pod + Send> Run<T> {
     /// it) or its peers did not move within the timeout.
     pub fn into_buffers(mut self) -> Result<Buffers<T>, Error> {
         self.finish(true)?;
-        let run = self.taken.take().or_else(|| self.inflight.remove(self.id));
-        self.out = true;
+        let claim = &mut self.claim;
+        let run = claim
+            .taken
+            .take()
+            .or_else(|| self.inflight.remove(claim.id));
+        claim.out = true;
         let exec = run
             .and_then(|run| run.into_any().downcast::<Exec<T, Vec<T>, Vec<T>>>().ok())
             .ok_or_else(|| Error::Failed("the call's run is gone".into()))?;
@@ -1155,31 +1159,11 @@ impl<T: bytemuck::Pod + Send> Run<T> {
         Ok(Buffers { input, output })
     }
 
-    /// Advances its Comm's runs and tests this one: whether it is done,
-    /// and where it is.
-    /// Done, it is taken out of the list if `take` asks for it.
-    fn step(&mut self, take: bool) -> Result<(bool, u64), onesided_rma::Error> {
-        let Run {
-            inflight,
-            id,
-            done,
-            taken,
-            ..
-        } = self;
-        inflight.step(*id, take, done, taken)
-    }
-
     /// As [`Request::wait`], taking the run out of the list with its last
     /// test if `take` asks for it.
     fn finish(&mut self, take: bool) -> Result<(), onesided_rma::Error> {
-        let Run {
-            inflight,
-            id,
-            done,
-            taken,
-            ..
-        } = self;
-        match drive(&inflight.ep, || inflight.step(*id, take, done, taken))? {
+        let (inflight, claim) = (&self.inflight, &mut self.claim);
+        match drive(&inflight.ep, || inflight.step(claim, take))? {
             None => Ok(()),
             Some(_) => Err(onesided_rma::Error::RequestTimeout(inflight.ep.timeout())),
         }
@@ -1191,14 +1175,14 @@ impl<T: bytemuck::Pod + Send> Drop for Run<T> {
     /// this process leaves them allocated (never reused), so that those
     /// copies read its data, not whatever would reuse the memory.
     fn drop(&mut self) {
-        if self.out || self.taken.is_some() {
+        if self.claim.out || self.claim.taken.is_some() {
             return;
         }
-        let Some(mut run) = self.inflight.remove(self.id) else {
+        let Some(mut run) = self.inflight.remove(self.claim.id) else {
             return;
         };
         if let Some(exec) = run.as_any_mut().downcast_mut::<Exec<T, Vec<T>, Vec<T>>>() {
-            if !self.done && exec.shared.as_ref().is_some_and(shared::Run::lends) {
+            if !self.claim.done && exec.shared.as_ref().is_some_and(shared::Run::lends) {
                 std::mem::forget(std::mem::take(&mut exec.input));
                 std::mem::forget(std::mem::take(&mut exec.output));
             }
@@ -1208,7 +1192,7 @@ impl<T: bytemuck::Pod + Send> Drop for Run<T> {
 
 impl<T: bytemuck::Pod + Send> Request for Run<T> {
     fn test(&mut self) -> Result<bool, onesided_rma::Error> {
-        Ok(self.step(false)?.0)
+        Ok(self.inflight.step(&mut self.claim, false)?.0)
     }
 
     fn timeout(&self) -> Duration {
