@@ -930,8 +930,7 @@ impl Inflight {
             claim: Claim {
                 id,
                 done: false,
-                taken: None,
-                out: false,
+                run: Held::Listed,
             },
             elements: PhantomData,
         }
@@ -970,7 +969,9 @@ impl Inflight {
         if let Some(e) = tested.failure {
             return Err(*e);
         }
-        claim.taken = tested.taken;
+        if let Some(run) = tested.taken {
+            claim.run = Held::Taken(run);
+        }
         claim.done = tested.progress == Progress::Done;
         Ok((claim.done, tested.mark))
     }
@@ -1017,10 +1018,13 @@ impl Inflight {
         I: AsRef<[T]>,
         O: AsRef<[T]> + AsMut<[T]>,
     {
-        // Nothing else to advance while its receives in place block.
-        exec.direct = self.idle();
+        // Nothing else to advance (nor to hold it back for) when no run is
+        // in flight: only this thread, the Comm's, starts runs. Its
+        // receives in place block then.
+        let alone = self.idle();
+        exec.direct = alone;
         let late = drive(&self.ep, || {
-            exec.hold(self.serial && self.exchanging());
+            exec.hold(!alone && self.serial && self.exchanging());
             // A caller's mistake stays one (not the request's failure).
             let done = exec
                 .test(&self.ep, &self.group)
@@ -1028,7 +1032,7 @@ impl Inflight {
                     Some(text) => Error::BadCall(text.clone()),
                     None => e.into(),
                 })?;
-            if !done {
+            if !done && !alone {
                 self.progress();
             }
             Ok::<_, Error>((done, exec.mark()))
@@ -1114,16 +1118,23 @@ pub struct Run<T: bytemuck::Pod + Send> {
     elements: PhantomData<fn() -> T>,
 }
 
-/// A request's hold on its run in the list.
+/// A request's hold on its run.
 struct Claim {
     /// The run's number in the list.
     id: u64,
     done: bool,
-    /// The run, once done and taken out of the list by
-    /// [`Run::into_buffers`]'s last test.
-    taken: Option<Box<dyn Advance>>,
-    /// Whether the run is out of the list (handed back or taken).
-    out: bool,
+    run: Held,
+}
+
+/// Where a request's run is.
+enum Held {
+    /// In its Comm's list.
+    Listed,
+    /// Done, and taken out of the list by [`Run::into_buffers`]'s last
+    /// test.
+    Taken(Box<dyn Advance>),
+    /// Handed back with the buffers.
+    Out,
 }
 
 /// The buffers a nonblocking collective was handed, back from
@@ -1146,12 +1157,11 @@ impl<T: bytemuck::Pod + Send> Run<T> {
     /// it) or its peers did not move within the timeout.
     pub fn into_buffers(mut self) -> Result<Buffers<T>, Error> {
         self.finish(true)?;
-        let claim = &mut self.claim;
-        let run = claim
-            .taken
-            .take()
-            .or_else(|| self.inflight.remove(claim.id));
-        claim.out = true;
+        let run = match std::mem::replace(&mut self.claim.run, Held::Out) {
+            Held::Listed => self.inflight.remove(self.claim.id),
+            Held::Taken(run) => Some(run),
+            Held::Out => None,
+        };
         let exec = run
             .and_then(|run| run.into_any().downcast::<Exec<T, Vec<T>, Vec<T>>>().ok())
             .ok_or_else(|| Error::Failed("the call's run is gone".into()))?;
@@ -1175,7 +1185,7 @@ impl<T: bytemuck::Pod + Send> Drop for Run<T> {
     /// this process leaves them allocated (never reused), so that those
     /// copies read its data, not whatever would reuse the memory.
     fn drop(&mut self) {
-        if self.claim.out || self.claim.taken.is_some() {
+        if !matches!(self.claim.run, Held::Listed) {
             return;
         }
         let Some(mut run) = self.inflight.remove(self.claim.id) else {

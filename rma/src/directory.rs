@@ -149,9 +149,7 @@ impl Directory {
         if group == 0 {
             return false;
         }
-        // The stores below go after the lock's release: a locked
-        // instruction after a store to a line a peer reads waits for that
-        // line to come back (about 40 ns a barrier here).
+        // The slot under the lock; the stores into the board after it.
         let slot = {
             let mut groups = self.groups.lock();
             match groups.get(&group) {

@@ -35,13 +35,16 @@ impl Window {
             .checked_add(len as u64)
             .ok_or_else(|| out_of_range(0))?;
         if self.attached.is_some() {
-            let fits = |a: &&Attached| offset >= a.disp && end <= a.disp + a.remote.len;
+            let fits = |a: &Attached| offset >= a.disp && end <= a.disp + a.remote.len;
             let mut list = self.rma().attached(rank, self.id, false)?;
-            if !list.iter().any(|a| fits(&a)) {
+            if !list.iter().any(fits) {
                 // Attached since last asked?
                 list = self.rma().attached(rank, self.id, true)?;
             }
-            let a = list.iter().find(fits).ok_or_else(|| out_of_range(0))?;
+            let a = list
+                .iter()
+                .find(|a| fits(a))
+                .ok_or_else(|| out_of_range(0))?;
             // On this host, memory from `register_shared` is mapped.
             let map = (self.rma().same_host(rank) && !a.name.is_empty())
                 .then(|| self.rma().map(&a.name, a.remote.len as usize))
