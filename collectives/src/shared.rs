@@ -268,9 +268,8 @@ pub(crate) struct Shared {
     /// Whether pieces may be lent (the same on every member of a host).
     cma: bool,
     /// Whether the job's ranks on this host have a core each
-    /// ([`Endpoint::host_cpus`]; the same on every member):
-    /// broadcasts and reductions to one root then go in small pieces
-    /// ([`piece_of`]).
+    /// ([`Endpoint::host_cpus`]; the same on every member): where an
+    /// alltoallv's input goes beside its counts ([`beside_counts`]).
     own_cores: bool,
     /// The last step this member published in, in each cell (the latest
     /// of them is its last publication).
@@ -418,10 +417,8 @@ impl Shared {
     fn piece_bytes<T>(&self, shape: &Shape, input: usize, output: usize) -> usize {
         let size = size_of::<T>();
         match shape {
-            Shape::Bcast { .. } => piece_of(output * size, CELL, self.own_cores),
-            Shape::Reduce { root: Some(_), .. } => {
-                piece_of(input * size, SMALL_REDUCE, self.own_cores)
-            }
+            Shape::Bcast { .. } => piece_of(output * size),
+            Shape::Reduce { root: Some(_), .. } => piece_of(input * size),
             Shape::Gather { counts, .. } if self.gathers_whole::<T>(counts) => {
                 counts.iter().max().map_or(CELL, |&most| most * size)
             }
@@ -526,12 +523,13 @@ impl Shared {
     ) -> Result<(), Error> {
         self.ep.note_busy();
         // What the call goes in pieces of (a barrier: one step).
-        let (elements, publishes) = match shape {
-            Shape::Barrier => (1, false),
-            Shape::Bcast { root } => (output.len(), *root == self.me),
-            Shape::Reduce { .. } => (input.len(), true),
+        let elements = match shape {
+            Shape::Barrier => 1,
+            Shape::Bcast { .. } => output.len(),
+            Shape::Reduce { .. } => input.len(),
             _ => return Err(Error::BadCall("not a quick shared-memory call".into())),
         };
+        let publishes = quick_publishes(shape, self.me);
         // The bytes of every member's whole contribution (the root's
         // broadcast, each one's input).
         let whole = elements * size_of::<T>();
@@ -997,26 +995,27 @@ mod tests {
     }
 
     #[test]
-    fn broadcasts_and_reductions_go_in_small_pieces_up_to_a_cell_then_in_cells() {
-        for own_cores in [true, false] {
-            let small = if own_cores { PIECE } else { LARGE_PIECE };
-            assert_eq!(piece_of(0, CELL, own_cores), small);
-            assert_eq!(piece_of(CELL, CELL, own_cores), small);
-            assert_eq!(piece_of(SMALL_REDUCE, SMALL_REDUCE, own_cores), small);
-            assert_eq!(
-                piece_of(SMALL_REDUCE + 1, SMALL_REDUCE, own_cores),
-                LARGE_PIECE
-            );
-            assert_eq!(piece_of(CELL, SMALL_REDUCE, own_cores), LARGE_PIECE);
-            for up_to in [CELL, SMALL_REDUCE] {
-                assert_eq!(piece_of(CELL + 1, up_to, own_cores), CELL);
-                assert_eq!(piece_of(32 << 20, up_to, own_cores), CELL);
-            }
-        }
+    fn broadcasts_and_reductions_go_in_pieces_up_to_a_cell_then_in_cells() {
+        assert_eq!(piece_of(0), PIECE);
+        assert_eq!(piece_of(CELL), PIECE);
+        assert_eq!(piece_of(CELL + 1), CELL);
+        assert_eq!(piece_of(32 << 20), CELL);
         // Pieces fit a cell, and a cell's worth of them splits evenly.
-        for piece in [PIECE, LARGE_PIECE] {
-            assert!(piece <= CELL && CELL.is_multiple_of(piece));
-        }
+        assert!(PIECE <= CELL && CELL.is_multiple_of(PIECE));
+    }
+
+    #[test]
+    fn a_quick_call_publishes_what_a_peer_reads() {
+        let reduce = |root| Shape::Reduce {
+            root,
+            left_in_place: true,
+        };
+        assert!(!quick_publishes(&reduce(Some(1)), 1));
+        assert!(quick_publishes(&reduce(Some(1)), 0));
+        assert!(quick_publishes(&reduce(None), 1));
+        assert!(quick_publishes(&Shape::Bcast { root: 2 }, 2));
+        assert!(!quick_publishes(&Shape::Bcast { root: 2 }, 0));
+        assert!(!quick_publishes(&Shape::Barrier, 0));
     }
 
     #[test]

@@ -25,44 +25,37 @@ pub(super) fn fold_order(n: u32, me: u32, left_in_place: bool) -> impl Iterator<
     (0..n).map(move |i| if swap && i < 2 { 1 - i } else { i })
 }
 
-/// Bytes of the small pieces of a broadcast up to a cell (readers copy
-/// one while the root writes the next; above a cell, cells), and of a
-/// reduction to one root up to [`SMALL_REDUCE`], where the job's ranks have a
-/// core each ([`piece_of`]). For broadcasts, 2 KiB beat every other
-/// size tried, from 1 KiB to 64 KiB, at every size up to a cell; above a
-/// cell, lending wins (measurements: `docs/measurements.md`, "Small
-/// pieces").
-pub(super) const PIECE: usize = 2048;
+/// Bytes of the pieces of a broadcast or a reduction to one root up to a
+/// cell ([`piece_of`]): readers copy or combine one while the root (the
+/// peers) write the next. 32 KiB beat 2 KiB (the earlier rule) at every
+/// size from 4 KiB on an AMD EPYC and an Intel Xeon in both of their
+/// speeds, and tied or beat 8 and 128 KiB; where the job's ranks outnumber
+/// the cores every step can cost a switch between processes, and fewer
+/// steps win too (measurements: `docs/measurements.md`, "Pieces").
+pub(super) const PIECE: usize = 32 << 10;
 
-/// Input bytes up to which a reduction to one root goes in pieces of
-/// [`PIECE`] (the root combines one while its peers write the next),
-/// taken by [`Shared::quick`]. Up to 128 KiB such pieces beat one piece
-/// of up to 32 KiB (the run's path), or tied with it in the machine's fast
-/// speed at 128 KiB; at 256 KiB, pieces of 32 KiB win (measurements:
-/// `docs/measurements.md`, "Small reduce pieces").
-pub(super) const SMALL_REDUCE: usize = 128 << 10;
-
-/// Bytes of the large pieces: of a reduction to one root above
-/// [`SMALL_REDUCE`] up to a cell (above, cells), and of broadcasts and
-/// reductions up to a cell where the job's ranks outnumber the cores. There
-/// every step can cost a switch between processes, and fewer steps win.
-/// At 2 ranks, a reduction of 256 KiB is faster in them than in one cell
-/// or in smaller pieces; at 2 MiB and 32 MiB neither pieces nor cells win
-/// in both of the machine's speeds, and cells stay (measurements:
-/// `docs/measurements.md`, "Large pieces").
-pub(super) const LARGE_PIECE: usize = 32 << 10;
-
-/// Bytes of the pieces of a broadcast or reduction to one root of `bytes`
-/// per member: [`PIECE`] up to `small_up_to` where the job's ranks on the
-/// host have a core each (`own_cores`), else [`LARGE_PIECE`], up to a
-/// cell; above, cells.
-pub(super) fn piece_of(bytes: usize, small_up_to: usize, own_cores: bool) -> usize {
+/// Bytes of the pieces of a broadcast or a reduction to one root of
+/// `bytes` per member: [`PIECE`] up to a cell; above, cells (at 2 MiB
+/// and 32 MiB neither wins in both of the machine's speeds, and cells
+/// stay).
+pub(super) fn piece_of(bytes: usize) -> usize {
     if bytes > CELL {
         CELL
-    } else if own_cores && bytes <= small_up_to {
-        PIECE
     } else {
-        LARGE_PIECE
+        PIECE
+    }
+}
+
+/// Whether member `me` publishes its own contribution in the steps of a
+/// quick call of `shape` ([`Shared::quick`]): a broadcast's root, and
+/// every member of a reduction but its root (which reads the others'
+/// pieces; nobody reads its own, so it neither copies it nor waits for a
+/// cell). A barrier publishes nothing.
+pub(super) fn quick_publishes(shape: &Shape, me: u32) -> bool {
+    match shape {
+        Shape::Bcast { root } => *root == me,
+        Shape::Reduce { root, .. } => *root != Some(me),
+        _ => false,
     }
 }
 
