@@ -6,8 +6,11 @@
 //! control-plane notice; a waiter checks both. A counter may only be
 //! raised for a barrier once the group's earlier barriers have completed
 //! here (so a counter never runs ahead of an unfinished barrier);
-//! barriers started while an earlier one is in flight use notices.
+//! barriers started while an earlier one is in flight use notices. A
+//! group's barrier state ([`Barriers`]) sits under one lock, taken when a
+//! barrier starts and when it completes, not in every round.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +23,58 @@ use crate::{Error, Group};
 /// Control service recording "rank R reached round K of barrier B".
 pub(crate) const BARRIER_NOTICE: u16 = 0x0103;
 
+/// One group's barriers on this process: how many started, how many
+/// completed in order and which completed ahead of an earlier one, and
+/// the group's counter on this process's board once claimed. Plain
+/// bookkeeping, under the `Rma`'s lock.
+#[derive(Debug, Default)]
+pub(crate) struct Barriers {
+    started: u64,
+    done: u64,
+    ahead: BTreeSet<u64>,
+    counter: Option<usize>,
+}
+
+/// What a barrier learns when it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Start {
+    /// Its number among the group's barriers (from 1).
+    pub(crate) seq: u64,
+    /// Whether every earlier barrier of the group has completed here:
+    /// only then may it raise the group's counter.
+    pub(crate) in_order: bool,
+    /// The group's counter on this process's board, if claimed.
+    pub(crate) counter: Option<usize>,
+}
+
+impl Barriers {
+    /// Starts the group's next barrier.
+    pub(crate) fn start(&mut self) -> Start {
+        self.started += 1;
+        Start {
+            seq: self.started,
+            in_order: self.done + 1 == self.started,
+            counter: self.counter,
+        }
+    }
+
+    /// Records barrier `seq` as completed here; barriers completed out of
+    /// order count once the ones before them complete.
+    pub(crate) fn complete(&mut self, seq: u64) {
+        if seq > self.done {
+            self.ahead.insert(seq);
+        }
+        while self.ahead.remove(&(self.done + 1)) {
+            self.done += 1;
+        }
+    }
+
+    /// Notes the group's counter on this process's board.
+    pub(crate) fn claimed(&mut self, counter: usize) {
+        self.counter = Some(counter);
+    }
+}
+
 /// What a barrier needs of its [`crate::Rma`], which implements it: the
 /// endpoint, the boards of peers on this host, this process's own counters
 /// and the notices received. (A trait, so that this module does not depend
@@ -29,13 +84,14 @@ pub(crate) trait Signals: Send + Sync {
     fn endpoint(&self) -> &Endpoint;
     /// `rank`'s board, mapped, when it shares this host.
     fn board(&self, rank: u32) -> Option<Mapped<'_>>;
-    /// How many of `group`'s barriers have completed here in order.
-    fn barriers_done(&self, group: u64) -> u64;
     /// Records barrier `seq` of `group` as completed here.
     fn barrier_done(&self, group: u64, seq: u64);
-    /// Raises this process's counter for `group` to `value`; whether the
-    /// board had room for it.
-    fn signal(&self, group: u64, value: u64) -> bool;
+    /// Claims `group`'s counter on this process's board (once per group);
+    /// `None` when the board has no room.
+    fn claim_counter(&self, group: u64) -> Option<usize>;
+    /// Raises this process's `counter` for `group` to `value`; whether it
+    /// could.
+    fn raise(&self, counter: usize, group: u64, value: u64) -> bool;
     /// Removes the notice (barrier, round, from); whether it was there.
     fn take_barrier_notice(&self, id: u64, round: u32, from: u32) -> bool;
 }
@@ -63,20 +119,25 @@ pub struct Barrier {
     group: Group,
     me: u32,
     id: u64,
-    /// This barrier's number among the group's barriers (from 1).
-    seq: u64,
+    start: Start,
     round: u32,
     signalled: bool,
 }
 
 impl Barrier {
-    pub(crate) fn new(rma: Arc<dyn Signals>, group: Group, me: u32, id: u64, seq: u64) -> Barrier {
+    pub(crate) fn new(
+        rma: Arc<dyn Signals>,
+        group: Group,
+        me: u32,
+        id: u64,
+        start: Start,
+    ) -> Barrier {
         Barrier {
             rma,
             group,
             me,
             id,
-            seq,
+            start,
             round: 0,
             signalled: false,
         }
@@ -84,9 +145,21 @@ impl Barrier {
 
     /// The group counter that says "reached `round` of this barrier".
     fn mark(&self, round: u32) -> u64 {
-        self.seq
+        (self.start.seq)
             .saturating_mul(64)
             .saturating_add(u64::from(round) + 1)
+    }
+
+    /// Raises this process's counter for `group` to `mark` when the
+    /// barrier that `start`ed may (it started in order); whether it did.
+    fn raise(rma: &dyn Signals, start: &mut Start, group: u64, mark: u64) -> bool {
+        if !start.in_order {
+            return false;
+        }
+        if start.counter.is_none() {
+            start.counter = rma.claim_counter(group);
+        }
+        start.counter.is_some_and(|c| rma.raise(c, group, mark))
     }
 }
 
@@ -97,7 +170,7 @@ impl Request for Barrier {
         let key = self.group.key();
         loop {
             if self.round >= dissemination::rounds(n) {
-                self.rma.barrier_done(key, self.seq);
+                self.rma.barrier_done(key, self.start.seq);
                 return Ok(true);
             }
             let (to, from) = dissemination::partners(self.me, n, self.round);
@@ -105,8 +178,7 @@ impl Request for Barrier {
             if !self.signalled {
                 let to = self.group.job_rank(to)?;
                 let near = self.rma.board(to).is_some()
-                    && self.rma.barriers_done(key) + 1 == self.seq
-                    && self.rma.signal(key, mark);
+                    && Self::raise(&*self.rma, &mut self.start, key, mark);
                 if !near {
                     let mut notice = self.id.to_le_bytes().to_vec();
                     notice.extend_from_slice(&self.round.to_le_bytes());
@@ -143,5 +215,31 @@ impl Request for Barrier {
 
     fn backoff(&self) -> onesided_fabric::progress::Backoff {
         self.rma.endpoint().backoff()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn barriers_raise_counters_only_in_order() {
+        let mut b = Barriers::default();
+        let first = b.start();
+        assert_eq!((first.seq, first.in_order, first.counter), (1, true, None));
+        // Started while the first is in flight: notices only.
+        let second = b.start();
+        assert_eq!((second.seq, second.in_order), (2, false));
+        // The second completes first: it counts once the first does.
+        b.complete(2);
+        assert!(!b.start().in_order);
+        b.complete(1);
+        b.complete(3);
+        b.claimed(5);
+        let fourth = b.start();
+        assert_eq!(
+            (fourth.seq, fourth.in_order, fourth.counter),
+            (4, true, Some(5))
+        );
     }
 }

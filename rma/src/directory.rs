@@ -143,31 +143,28 @@ impl Directory {
         filled
     }
 
-    /// Sets `group`'s counter to `value` (claiming a counter the first
-    /// time); whether peers can see it.
-    pub(crate) fn signal(&self, group: u64, value: u64) -> bool {
+    /// Claims a counter for `group` (the one it has, after the first
+    /// time); `None` when the board has no room for it.
+    pub(crate) fn claim(&self, group: u64) -> Option<usize> {
         if group == 0 {
-            return false;
+            return None;
         }
-        // The slot under the lock; the stores into the board after it.
-        let slot = {
-            let mut groups = self.groups.lock();
-            match groups.get(&group) {
-                Some(&slot) => slot,
-                None => {
-                    let taken: Vec<usize> = groups.values().copied().collect();
-                    let Some(slot) = slots(group).find(|s| !taken.contains(s)) else {
-                        return false;
-                    };
-                    groups.insert(group, slot);
-                    slot
-                }
-            }
-        };
-        let at = COUNTERS + slot * COUNTER;
+        let mut groups = self.groups.lock();
+        if let Some(&slot) = groups.get(&group) {
+            return Some(slot);
+        }
+        let slot = slots(group).find(|s| !groups.values().any(|t| t == s))?;
+        groups.insert(group, slot);
+        Some(slot)
+    }
+
+    /// Sets `group`'s `counter` (from [`Directory::claim`]) to `value`;
+    /// whether peers can see it.
+    pub(crate) fn raise(&self, counter: usize, group: u64, value: u64) -> bool {
+        let at = COUNTERS + counter * COUNTER;
         match (self.map.atomic_u64(at), self.map.atomic_u64(at + 8)) {
-            (Ok(key), Ok(counter)) => {
-                counter.store(value, Ordering::Release);
+            (Ok(key), Ok(value_at)) => {
+                value_at.store(value, Ordering::Release);
                 key.store(group, Ordering::Release);
                 true
             }
@@ -275,15 +272,17 @@ mod tests {
     fn group_counters_are_per_group_and_visible() {
         let dir = standalone();
         let peer = Mapping::open_shared(dir.map.name().unwrap(), LEN).unwrap();
+        let signal = |group, value| dir.claim(group).is_some_and(|c| dir.raise(c, group, value));
         assert_eq!(counter(&peer, 42), 0);
-        assert!(dir.signal(42, 3));
-        assert!(dir.signal(42 + SLOTS as u64, 9));
-        assert!(dir.signal(42, 4));
+        assert!(signal(42, 3));
+        assert!(signal(42 + SLOTS as u64, 9));
+        assert!(signal(42, 4));
+        assert_eq!(dir.claim(42), dir.claim(42), "a group keeps its counter");
         assert_eq!(counter(&peer, 42), 4);
         assert_eq!(counter(&peer, 42 + SLOTS as u64), 9);
-        assert!(!dir.signal(0, 1));
+        assert!(!signal(0, 1));
         let crowd = (2..=PROBE as u64 + 1)
-            .filter(|i| !dir.signal(42 + i * SLOTS as u64, 1))
+            .filter(|i| !signal(42 + i * SLOTS as u64, 1))
             .count();
         assert_eq!(crowd, 2, "two slots were taken already");
     }

@@ -84,7 +84,7 @@ use std::sync::atomic::Ordering;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::barrier::{Barrier, Signals, BARRIER_NOTICE};
+use crate::barrier::{Barrier, Barriers, Signals, BARRIER_NOTICE};
 use crate::directory::{self, Directory};
 use crate::element::{bits, from_bits, Element};
 use crate::epoch::Epochs;
@@ -216,9 +216,8 @@ pub(crate) struct State {
     created: SpinLock<FastMap<(u64, u8), u64>>,
     /// This process's exposures, for peers on this host to read.
     directory: Directory,
-    /// Per group key: barriers completed in order, and those completed
-    /// ahead of an earlier one.
-    barriers_done: SpinLock<FastMap<u64, (u64, FastSet<u64>)>>,
+    /// Per group key: its barriers here.
+    barriers: SpinLock<FastMap<u64, Barriers>>,
     /// Boards of the job's ranks on this host, mapped on first use
     /// (`None`: none), by rank.
     boards: Vec<OnceLock<Option<Arc<Mapping>>>>,
@@ -303,7 +302,7 @@ impl Rma {
                 directory,
                 boards: (0..ep.size()).map(|_| OnceLock::new()).collect(),
                 joined_boards: Mutex::default(),
-                barriers_done: SpinLock::new(FastMap::default()),
+                barriers: SpinLock::new(FastMap::default()),
             }),
         })
     }
@@ -538,9 +537,10 @@ impl State {
     /// See [`Rma::ibarrier`].
     fn ibarrier(this: &Arc<State>, group: &Group) -> Result<Barrier, Error> {
         let me = this.member(group)?;
-        let (id, seq) = this.next(group, Kind::Barrier);
+        let start = this.barriers.lock().entry(group.key()).or_default().start();
+        let id = collective_id(group, Kind::Barrier as u8, start.seq);
         let signals: Arc<dyn Signals> = this.clone();
-        Ok(Barrier::new(signals, group.clone(), me, id, seq))
+        Ok(Barrier::new(signals, group.clone(), me, id, start))
     }
 
     /// This process's group rank in `group`.
@@ -811,26 +811,24 @@ impl Signals for State {
         State::board(self, rank)
     }
 
-    fn barriers_done(&self, group: u64) -> u64 {
-        self.barriers_done.lock().get(&group).map_or(0, |d| d.0)
-    }
-
-    /// Barriers completed out of order wait until the ones before them
-    /// complete.
     fn barrier_done(&self, group: u64, seq: u64) {
-        let mut done = self.barriers_done.lock();
-        let (upto, ahead) = done.entry(group).or_default();
-        if seq > *upto {
-            ahead.insert(seq);
-        }
-        while ahead.remove(&(*upto + 1)) {
-            *upto += 1;
-        }
+        self.barriers.lock().entry(group).or_default().complete(seq);
     }
 
-    /// See [`Directory::signal`].
-    fn signal(&self, group: u64, value: u64) -> bool {
-        self.directory.signal(group, value)
+    /// See [`Directory::claim`].
+    fn claim_counter(&self, group: u64) -> Option<usize> {
+        let counter = self.directory.claim(group)?;
+        self.barriers
+            .lock()
+            .entry(group)
+            .or_default()
+            .claimed(counter);
+        Some(counter)
+    }
+
+    /// See [`Directory::raise`].
+    fn raise(&self, counter: usize, group: u64, value: u64) -> bool {
+        self.directory.raise(counter, group, value)
     }
 
     fn take_barrier_notice(&self, id: u64, round: u32, from: u32) -> bool {
