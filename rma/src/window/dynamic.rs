@@ -82,7 +82,7 @@ impl Window {
             })
             .collect();
         let described = Described::Attachments(list);
-        self.rma().directory.withdraw(self.id);
+        // Publishing an id again rewrites its slot in place, once.
         self.rma().directory.publish(self.id, &described.encode());
         self.rma().push(self.group(), self.id, &described);
         lock_state(&self.rma().served)
