@@ -455,7 +455,7 @@ impl Comm {
                 self.alltoallv_onesided(number, input, &sends, output, &recvs)
             }
             Plan::Shared(how) if self.inflight.idle() => self.shared().and_then(|shared| {
-                let run = shared::Run::new(Arc::clone(shared), how, self.calls.get());
+                let run = shared::Run::new(shared::Held::Lent(shared), how, self.calls.get());
                 let combine = combine.as_ref();
                 (self.inflight).wait_shared(run, (input, output), combine, &self.spare)
             }),
@@ -546,7 +546,7 @@ impl Comm {
         match plan {
             Plan::Schedule(schedule) => Ok(Work::Schedule(schedule)),
             Plan::Shared(how) => Ok(Work::Shared(shared::Run::new(
-                Arc::clone(self.shared()?),
+                shared::Held::Owned(Arc::clone(self.shared()?)),
                 how,
                 self.calls.get(),
             ))),

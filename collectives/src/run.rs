@@ -168,7 +168,7 @@ pub(crate) struct Exec<T: bytemuck::Pod + Send, I, O> {
     /// fails with it ([`Error::BadCall`]).
     mismatch: Option<String>,
     /// A shared-memory run instead of the schedule (which is empty then).
-    shared: Option<shared::Run>,
+    shared: Option<shared::Run<'static>>,
     /// Held back from posting its first round (see [`Inflight`]).
     held: bool,
     /// A blocking call with nothing else in flight: its large receives
@@ -184,7 +184,7 @@ pub(crate) enum Work {
     /// A schedule over tagged messages.
     Schedule(Schedule),
     /// Steps through shared memory.
-    Shared(shared::Run),
+    Shared(shared::Run<'static>),
 }
 
 impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T, I, O> {
@@ -990,7 +990,7 @@ impl Inflight {
     /// advance.
     pub(crate) fn wait_shared<T: bytemuck::Pod + Send>(
         &self,
-        mut run: shared::Run,
+        mut run: shared::Run<'_>,
         (input, output): (&[T], &mut [T]),
         combine: Option<&Combine<T>>,
         spare: &Spare,

@@ -121,7 +121,7 @@ mod run;
 
 use plan::*;
 
-pub(crate) use run::Run;
+pub(crate) use run::{Held, Run};
 
 /// Bytes of each member's data slot.
 pub(crate) const SLOT: usize = 2 << 20;
@@ -567,7 +567,16 @@ impl Shared {
 
     /// Ends the turn of ticket `ticket` (whose turn it is): the next
     /// ticket's call goes on, or is abandoned if its run was given up.
-    fn pass_turn(&self, ticket: u64) {
+    /// A blocking call's run (`blocking`: on the Comm's thread, the only
+    /// one that makes runs) with no ticket after it has no later run that
+    /// could have been given up, and passes the turn without the lock (a
+    /// locked instruction right after the call's last store into shared
+    /// memory waits for it to reach the peers).
+    fn pass_turn(&self, ticket: u64, blocking: bool) {
+        if blocking && self.tickets.get() == ticket + 1 {
+            self.serving.set(ticket + 1);
+            return;
+        }
         let mut next = ticket + 1;
         let mut skipped = self.skipped.lock();
         while let Some(i) = skipped.iter().position(|&(t, _)| t == next) {

@@ -3,15 +3,41 @@
 
 use super::*;
 
+/// The member state a run works in: held by a nonblocking run, which
+/// outlives the call that started it, and lent to a blocking one. A
+/// reference count moved on a blocking call's path is a locked
+/// instruction right after the previous call's stores into shared memory,
+/// and waits for them to reach the peers (measurements:
+/// `docs/measurements.md`, "Locked instructions after shared stores").
+pub(crate) enum Held<'s> {
+    /// A nonblocking run's.
+    Owned(Arc<Shared>),
+    /// A blocking call's.
+    Lent(&'s Shared),
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        match self {
+            Held::Owned(shared) => shared,
+            Held::Lent(shared) => shared,
+        }
+    }
+}
+
 /// A shared-memory call in flight: a state machine over its steps.
-pub(crate) struct Run {
+pub(crate) struct Run<'s> {
     /// Out of the run while it advances (lent to its steps by reference:
     /// no reference count moves per advance).
-    shared: Option<Arc<Shared>>,
+    shared: Option<Held<'s>>,
     shape: Shape,
     /// The Comm's number of the call (its steps are numbered from it).
     call: u64,
     ticket: u64,
+    /// A blocking call's run (its `Shared` lent).
+    blocking: bool,
     /// The call's next step (0-based within the call).
     k: usize,
     /// The step number of the step in progress (published), and how many
@@ -30,19 +56,20 @@ pub(crate) struct Run {
     gave_up: bool,
 }
 
-impl Drop for Run {
+impl Drop for Run<'_> {
     fn drop(&mut self) {
         self.give_up();
     }
 }
 
-impl Run {
+impl<'s> Run<'s> {
     /// Call `call` (the Comm's number of it: later calls have larger
     /// ones) of `shape`, after the calls made before it.
-    pub(crate) fn new(shared: Arc<Shared>, shape: Shape, call: u64) -> Run {
+    pub(crate) fn new(shared: Held<'s>, shape: Shape, call: u64) -> Run<'s> {
         let ticket = shared.tickets.get();
         shared.tickets.set(ticket + 1);
         Run {
+            blocking: matches!(shared, Held::Lent(_)),
             shared: Some(shared),
             shape,
             call,
@@ -150,7 +177,7 @@ impl Run {
         }
         drop(skipped);
         shared.abandon(self.call);
-        shared.pass_turn(self.ticket);
+        shared.pass_turn(self.ticket, self.blocking);
     }
 
     /// The member the run was last blocked on (group rank).
@@ -227,7 +254,7 @@ impl Run {
                             return Ok(false);
                         }
                         self.finished = true;
-                        shared.pass_turn(self.ticket);
+                        shared.pass_turn(self.ticket, self.blocking);
                         return Ok(true);
                     };
                     let s = step_of(self.call, self.k)?;
