@@ -598,6 +598,7 @@ impl Comm {
         let work = self.work(call.plan)?;
         let buffers = (input, output);
         let spare = &self.spare;
+        spare.reclaim(&self.inflight);
         let exec = Exec::new(work, call.number, buffers, call.combine, spare)?;
         Ok(Inflight::start(&self.inflight, exec))
     }

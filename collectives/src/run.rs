@@ -731,6 +731,19 @@ impl Spare {
             buffers.push(Box::new(v));
         }
     }
+
+    /// Takes back the buffers that nonblocking runs finished with
+    /// ([`Inflight::give_back`]; they may finish on other threads).
+    pub(crate) fn reclaim(&self, inflight: &Inflight) {
+        if inflight.returned_count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut returned = inflight.returned.lock();
+        let mut buffers = self.buffers.borrow_mut();
+        let room = Self::KEEP.saturating_sub(buffers.len());
+        buffers.extend(returned.drain(..).take(room));
+        inflight.returned_count.store(0, Ordering::Relaxed);
+    }
 }
 
 /// How far a test got a run.
@@ -848,6 +861,12 @@ pub(crate) struct Inflight {
     group: Group,
     /// Whether runs over messages go one after the other.
     serial: bool,
+    /// Scratch of finished nonblocking runs, for the Comm's [`Spare`]
+    /// (without it every nonblocking reduction zeroed fresh memory: an
+    /// iallreduce of 32 KiB took 0.2 us longer), and how many (stored
+    /// under the lock, read without it).
+    returned: SpinLock<Vec<Box<dyn Any + Send>>>,
+    returned_count: AtomicUsize,
 }
 
 impl Inflight {
@@ -859,6 +878,22 @@ impl Inflight {
             ep: ep.clone(),
             group: group.clone(),
             serial: !ep.queues_large_unexpected(),
+            returned: SpinLock::new(Vec::new()),
+            returned_count: AtomicUsize::new(0),
+        }
+    }
+
+    /// Keeps a finished nonblocking run's scratch for the Comm's next
+    /// calls ([`Spare::reclaim`]), from a page up: a smaller one costs
+    /// less to allocate afresh than to hand back under a lock.
+    fn give_back<T: bytemuck::Pod + Send>(&self, scratch: Vec<T>) {
+        if scratch.capacity() * size_of::<T>() < 4096 {
+            return;
+        }
+        let mut returned = self.returned.lock();
+        if returned.len() < Spare::KEEP {
+            returned.push(Box::new(scratch));
+            self.returned_count.store(returned.len(), Ordering::Relaxed);
         }
     }
 
@@ -1165,7 +1200,13 @@ impl<T: bytemuck::Pod + Send> Run<T> {
         let exec = run
             .and_then(|run| run.into_any().downcast::<Exec<T, Vec<T>, Vec<T>>>().ok())
             .ok_or_else(|| Error::Failed("the call's run is gone".into()))?;
-        let Exec { input, output, .. } = *exec;
+        let Exec {
+            input,
+            output,
+            scratch,
+            ..
+        } = *exec;
+        self.inflight.give_back(scratch);
         Ok(Buffers { input, output })
     }
 
@@ -1192,7 +1233,9 @@ impl<T: bytemuck::Pod + Send> Drop for Run<T> {
             return;
         };
         if let Some(exec) = run.as_any_mut().downcast_mut::<Exec<T, Vec<T>, Vec<T>>>() {
-            if !self.claim.done && exec.shared.as_ref().is_some_and(shared::Run::lends) {
+            if self.claim.done {
+                self.inflight.give_back(std::mem::take(&mut exec.scratch));
+            } else if exec.shared.as_ref().is_some_and(shared::Run::lends) {
                 std::mem::forget(std::mem::take(&mut exec.input));
                 std::mem::forget(std::mem::take(&mut exec.output));
             }

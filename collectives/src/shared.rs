@@ -41,12 +41,10 @@
 //! call's steps are numbered from its call number.
 //!
 //! Contributions larger than a cell go in pieces of [`CELL`] bytes, one
-//! step each (a broadcast up to a cell goes in pieces of 2 KiB, a
-//! reduction to one root in pieces of 2 KiB up to 128 KiB and of 32 KiB
-//! up to a cell, both in pieces of 32 KiB where the job's ranks outnumber
-//! the host's cores; a gather whose every contribution is lent, below,
-//! lends each whole, and a scatter's root lends the blocks its peers read
-//! whole).
+//! step each (a broadcast or a reduction to one root up to a cell goes in
+//! pieces of 32 KiB, [`PIECE`]; a gather whose every contribution is
+//! lent, below, lends each whole, and a scatter's root lends the blocks
+//! its peers read whole).
 //! Where the host allows cross-memory reads ([`onesided_fabric::cma`]), a
 //! piece of `LEND` bytes or more is lent instead of copied into the cell.
 //! Lending is the robust choice, not always the fastest: these 2-core
