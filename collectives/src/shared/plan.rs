@@ -27,11 +27,12 @@ pub(super) fn fold_order(n: u32, me: u32, left_in_place: bool) -> impl Iterator<
 
 /// Bytes of the pieces of a broadcast or a reduction to one root up to a
 /// cell ([`piece_of`]): readers copy or combine one while the root (the
-/// peers) write the next. 32 KiB beat 2 KiB (the earlier rule) at every
-/// size from 4 KiB on an AMD EPYC and an Intel Xeon in both of their
-/// speeds, and tied or beat 8 and 128 KiB; where the job's ranks outnumber
-/// the cores every step can cost a switch between processes, and fewer
-/// steps win too (measurements: `docs/measurements.md`, "Pieces").
+/// peers) write the next. Each piece is a handover, dearer on these VMs
+/// than copying a few KiB: 32 KiB beat 2 KiB (the earlier rule, tuned on
+/// one machine) from 4 KiB on an AMD EPYC VM in both of its speeds, tied
+/// with 8 KiB and beat 128 KiB; an Intel Xeon VM had measured 2 KiB the
+/// slowest too. Where the job's ranks outnumber the cores, fewer steps
+/// win as well (measurements: `docs/measurements.md`, "Pieces").
 pub(super) const PIECE: usize = 32 << 10;
 
 /// Bytes of the pieces of a broadcast or a reduction to one root of
