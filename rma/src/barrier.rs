@@ -10,7 +10,7 @@
 //! group's barrier state ([`Barriers`]) sits under one lock, taken when a
 //! barrier starts and when it completes, not in every round.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -68,11 +68,23 @@ impl Barriers {
             self.done += 1;
         }
     }
+}
 
-    /// Notes the group's counter on this process's board.
-    pub(crate) fn claimed(&mut self, counter: usize) {
-        self.counter = Some(counter);
+/// Claims a counter on this process's board for `group` among the groups'
+/// barriers in `all` (the one it has, after the first time): the first of
+/// its [`crate::directory::counters`] that no other group holds; `None`
+/// when they are all held.
+pub(crate) fn claim<S>(all: &mut HashMap<u64, Barriers, S>, group: u64) -> Option<usize>
+where
+    S: std::hash::BuildHasher,
+{
+    if let Some(counter) = all.get(&group).and_then(|b| b.counter) {
+        return Some(counter);
     }
+    let held: Vec<usize> = all.values().filter_map(|b| b.counter).collect();
+    let counter = crate::directory::counters(group).find(|c| !held.contains(c))?;
+    all.entry(group).or_default().counter = Some(counter);
+    Some(counter)
 }
 
 /// What a barrier needs of its [`crate::Rma`], which implements it: the
@@ -235,11 +247,34 @@ mod tests {
         assert!(!b.start().in_order);
         b.complete(1);
         b.complete(3);
-        b.claimed(5);
+        b.counter = Some(5);
         let fourth = b.start();
         assert_eq!(
             (fourth.seq, fourth.in_order, fourth.counter),
             (4, true, Some(5))
         );
+    }
+
+    #[test]
+    fn each_group_claims_a_counter_of_its_own_once() {
+        let mut all = HashMap::new();
+        let a = 42;
+        let first = claim(&mut all, a).unwrap();
+        assert_eq!(claim(&mut all, a), Some(first), "a group keeps its counter");
+        assert_eq!(claim(&mut all, 0), None, "group 0 marks an empty counter");
+        // Groups probing the same counters take the next free one, until
+        // all of them are held.
+        let others: Vec<Option<usize>> = (1..=8).map(|i| claim(&mut all, a + i * 64)).collect();
+        assert_eq!(
+            others.iter().filter(|c| c.is_none()).count(),
+            1,
+            "{others:?}"
+        );
+        let mut held: Vec<usize> = all.values().filter_map(|b| b.counter).collect();
+        held.sort_unstable();
+        held.dedup();
+        assert_eq!(held.len(), 8, "no counter held twice");
+        // A group's barriers started after its claim know its counter.
+        assert_eq!(all.get_mut(&a).unwrap().start().counter, Some(first));
     }
 }

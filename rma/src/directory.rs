@@ -23,7 +23,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Mutex;
 
-use onesided_fabric::spin::SpinLock;
 use onesided_fabric::{world::BOARD_LEN, Endpoint, Mapping};
 
 use crate::Error;
@@ -47,6 +46,12 @@ const TAKEN: usize = COUNTERS + SLOTS * COUNTER;
 pub(crate) const LEN: usize = TAKEN + 64;
 const _: () = assert!(LEN <= BOARD_LEN);
 
+/// The group counters `group` may live in, in the order they are tried
+/// (none for group 0, which marks an empty counter).
+pub(crate) fn counters(group: u64) -> impl Iterator<Item = usize> {
+    slots(group).filter(move |_| group != 0)
+}
+
 fn slots(key: u64) -> impl Iterator<Item = usize> {
     (0..PROBE).map(move |i| (key as usize).wrapping_add(i) % SLOTS)
 }
@@ -56,8 +61,6 @@ pub(crate) struct Directory {
     map: Mapping,
     /// Directory slots in use, by id.
     used: Mutex<HashMap<u64, usize>>,
-    /// Counter slots claimed, by group key (kept for good).
-    groups: SpinLock<HashMap<u64, usize>>,
 }
 
 impl Directory {
@@ -81,7 +84,6 @@ impl Directory {
         Ok(Directory {
             map,
             used: Mutex::default(),
-            groups: SpinLock::new(HashMap::new()),
         })
     }
 
@@ -143,24 +145,12 @@ impl Directory {
         filled
     }
 
-    /// Claims a counter for `group` (the one it has, after the first
-    /// time); `None` when the board has no room for it.
-    pub(crate) fn claim(&self, group: u64) -> Option<usize> {
-        if group == 0 {
-            return None;
-        }
-        let mut groups = self.groups.lock();
-        if let Some(&slot) = groups.get(&group) {
-            return Some(slot);
-        }
-        let slot = slots(group).find(|s| !groups.values().any(|t| t == s))?;
-        groups.insert(group, slot);
-        Some(slot)
-    }
-
-    /// Sets `group`'s `counter` (from [`Directory::claim`]) to `value`;
-    /// whether peers can see it.
+    /// Sets `group`'s `counter` (one of [`counters`], claimed by
+    /// [`crate::barrier::claim`]) to `value`; whether peers can see it.
     pub(crate) fn raise(&self, counter: usize, group: u64, value: u64) -> bool {
+        if counter >= SLOTS {
+            return false;
+        }
         let at = COUNTERS + counter * COUNTER;
         match (self.map.atomic_u64(at), self.map.atomic_u64(at + 8)) {
             (Ok(key), Ok(value_at)) => {
@@ -239,7 +229,6 @@ mod tests {
         Directory {
             map: Mapping::create_shared(LEN).unwrap(),
             used: Mutex::default(),
-            groups: SpinLock::new(HashMap::new()),
         }
     }
 
@@ -272,18 +261,17 @@ mod tests {
     fn group_counters_are_per_group_and_visible() {
         let dir = standalone();
         let peer = Mapping::open_shared(dir.map.name().unwrap(), LEN).unwrap();
-        let signal = |group, value| dir.claim(group).is_some_and(|c| dir.raise(c, group, value));
-        assert_eq!(counter(&peer, 42), 0);
-        assert!(signal(42, 3));
-        assert!(signal(42 + SLOTS as u64, 9));
-        assert!(signal(42, 4));
-        assert_eq!(dir.claim(42), dir.claim(42), "a group keeps its counter");
-        assert_eq!(counter(&peer, 42), 4);
-        assert_eq!(counter(&peer, 42 + SLOTS as u64), 9);
-        assert!(!signal(0, 1));
-        let crowd = (2..=PROBE as u64 + 1)
-            .filter(|i| !signal(42 + i * SLOTS as u64, 1))
-            .count();
-        assert_eq!(crowd, 2, "two slots were taken already");
+        // Two groups probing the same counters, in the first two.
+        let (a, b) = (42, 42 + SLOTS as u64);
+        let (first, second) = (counters(a).next().unwrap(), counters(b).nth(1).unwrap());
+        assert_eq!(counter(&peer, a), 0);
+        assert!(dir.raise(first, a, 3));
+        assert!(dir.raise(second, b, 9));
+        assert!(dir.raise(first, a, 4));
+        assert_eq!(counter(&peer, a), 4);
+        assert_eq!(counter(&peer, b), 9);
+        assert!(!dir.raise(SLOTS, a, 1), "past the counters");
+        assert_eq!(counters(0).count(), 0);
+        assert_eq!(counters(a).count(), PROBE);
     }
 }

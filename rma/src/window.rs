@@ -815,15 +815,9 @@ impl Signals for State {
         self.barriers.lock().entry(group).or_default().complete(seq);
     }
 
-    /// See [`Directory::claim`].
+    /// See [`crate::barrier::claim`].
     fn claim_counter(&self, group: u64) -> Option<usize> {
-        let counter = self.directory.claim(group)?;
-        self.barriers
-            .lock()
-            .entry(group)
-            .or_default()
-            .claimed(counter);
-        Some(counter)
+        crate::barrier::claim(&mut self.barriers.lock(), group)
     }
 
     /// See [`Directory::raise`].
