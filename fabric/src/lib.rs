@@ -38,6 +38,7 @@
 pub mod atomic;
 pub mod cma;
 pub mod control;
+pub mod cpu_time;
 mod endpoint;
 mod error;
 pub mod fnv;
