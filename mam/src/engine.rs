@@ -419,10 +419,9 @@ impl Mam {
         // A process that waits moves at full speed, unless the processes
         // here outnumber the cores: it would take the iterating ones' time
         // (and its waits then sleep at once: a yield keeps it runnable).
+        let host = self.host();
         let ep = self.rma.endpoint();
-        let (live, cpus) = (ep.live_here(), ep.host_cpus());
-        let crowded = live > cpus;
-        let mut backoff = match crowded {
+        let mut backoff = match host.live > host.cpus {
             true => ep.backoff().quiet(),
             false => ep.backoff(),
         };
@@ -432,7 +431,7 @@ impl Mam {
             wait == Wait::Wait,
             self.me >= self.sources,
             waited_for,
-            (live, cpus),
+            host,
         );
         loop {
             let Some(mut running) = self.running.take() else {
@@ -459,7 +458,17 @@ impl Mam {
             if wait == Wait::Check {
                 return Ok(Status::Pending);
             }
-            backoff.pause();
+            // A paced move wakes rarely; the end (a barrier, the others'
+            // agreement) is polled.
+            let paced = share < 1.0
+                && (self.running.as_ref())
+                    .is_some_and(|r| !matches!(r.work, Work::Barrier(_) | Work::Done));
+            match paced {
+                true => std::thread::sleep(moving::WAKE),
+                false => {
+                    backoff.pause();
+                }
+            }
         }
     }
 
@@ -602,8 +611,22 @@ impl Mam {
 
     /// The share of a core a helper thread takes ([`moving::helper_share`]).
     fn helper_share(&self) -> f64 {
+        moving::helper_share(self.host())
+    }
+
+    /// Who shares this host's CPUs now: the group's members after the
+    /// sources are the processes a growth spawned.
+    fn host(&self) -> moving::Host {
         let ep = self.rma.endpoint();
-        moving::helper_share(ep.live_here(), ep.host_cpus())
+        let here = ep.host_of(ep.rank());
+        let new = (self.group.members().iter().skip(self.sources as usize))
+            .filter(|&&r| ep.host_of(r) == here)
+            .count();
+        moving::Host {
+            live: ep.live_here(),
+            new,
+            cpus: ep.host_cpus(),
+        }
     }
 
     /// Ends a reconfiguration whose constant data has moved: the user

@@ -42,15 +42,21 @@
 //!   reconfiguration before any source releases its memory.
 //! - Pacing (the application keeps its cores: omega near 1): a checkpoint
 //!   moves as many bytes as fit a sixteenth of the time since the
-//!   previous one at the rate seen so far (where the processes here
-//!   outnumber the CPUs, that times CPUs over processes, so that together
-//!   they take a sixteenth); a process that waits for the end does the
-//!   same where they outnumber the CPUs, else moves flat out. A helper
-//!   thread moves 256 KiB slices (an alltoallv in rounds for `Col`) flat
-//!   out when the processes here and their helpers have a CPU each, else
-//!   takes a sixteenth over the processes here (helpers wake apart, and
-//!   each delays the whole bulk-synchronous job) and waits without
-//!   spinning or yielding (`onesided_fabric::progress::wait_quietly`).
+//!   previous one at the rate seen so far (timed in the thread's CPU
+//!   time). Where the processes here outnumber the CPUs, every wake-up
+//!   among them costs a context switch, so all their moves together take
+//!   half a sixteenth: CPUs over processes of it each, or, where processes
+//!   a growth spawned wait among sources that keep every CPU busy, an
+//!   equal part for the sources (in step) and for each new process (each
+//!   delays the whole job in turn). A process that waits for the end moves
+//!   flat out where every process has a CPU, else takes its part, waking
+//!   every 4 ms. A helper thread moves 256 KiB slices (an alltoallv in
+//!   rounds for `Col`) flat out when the processes here and their helpers
+//!   have a CPU each, else takes a sixteenth over the processes here
+//!   (half that where the processes alone outnumber the CPUs; helpers
+//!   wake apart, and each delays the whole bulk-synchronous job) and waits
+//!   without spinning or yielding
+//!   (`onesided_fabric::progress::wait_quietly`).
 //!   MaM's helper threads poll, and took iterations 6-12 times longer on
 //!   these machines.
 //! - Agreement: in the background, every source's checkpoint takes part

@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use onesided_collectives::{Comm, Op, Run};
+use onesided_fabric::cpu_time;
 use onesided_rma::{Assert, Barrier, LockKind, Request, Window};
 
 use crate::block::{self, Piece};
@@ -379,51 +380,89 @@ impl Cursor {
 /// time without a move (omega <= 1.1) with room for the noise.
 pub(crate) const SHARE: f64 = 1.0 / 16.0;
 
-/// The share of the time each process's move may take where `live`
-/// processes share `cpus` CPUs: [`SHARE`], and less where the processes
-/// outnumber the CPUs, so that their moves together still take [`SHARE`]
-/// of the CPUs (each process's iteration waits for the others' in a
-/// bulk-synchronous application). Pure.
-pub(crate) fn share(live: usize, cpus: usize) -> f64 {
-    SHARE * (cpus as f64 / live.max(1) as f64).min(1.0)
+/// Who shares this host's CPUs while a background move runs. Pure data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Host {
+    /// The job's live processes here, this one included.
+    pub live: usize,
+    /// Those of them that this reconfiguration spawned (they wait for
+    /// their data; the others, the sources, iterate).
+    pub new: usize,
+    /// The CPUs.
+    pub cpus: usize,
 }
 
-/// The share of the time a helper thread of each of `live` processes
-/// takes from `cpus` CPUs: all of it when every process and helper has a
-/// CPU, else [`SHARE`] over the processes. Helpers wake at their own
-/// times, not together as checkpoints do, and each wake-up delays one
-/// process's iteration, which every process of a bulk-synchronous
-/// application then waits for: their delays add up. (A process waiting
-/// for the end keeps [`share`]: slowed down as much, it held the sources
-/// in their last checkpoint for a second.) Pure.
-pub(crate) fn helper_share(live: usize, cpus: usize) -> f64 {
-    match 2 * live > cpus {
-        true => SHARE / live.max(1) as f64,
-        false => 1.0,
+impl Host {
+    /// Whether processes spawned by the reconfiguration wake among sources
+    /// that keep every CPU busy. Each mover's time then delays the whole
+    /// bulk-synchronous job: the sources' checkpoints together (they run
+    /// in step), each new process's wake-ups apart.
+    fn joined_busy(&self) -> bool {
+        self.new > 0 && self.live.saturating_sub(self.new) >= self.cpus
     }
 }
 
-/// The share of the time a checkpoint's move takes on this process,
-/// where `live` processes share `cpus` CPUs: a checkpoint that returns
-/// at once (the application iterates) takes [`share`]; one that `waits`
-/// moves at full speed, unless the processes outnumber the CPUs: then
-/// [`share`], or a helper thread's ([`helper_share`]) for a `new` process
-/// (it does not iterate, and wakes at its own times) that the sources
-/// iterate for until it is done (`waited_for`: Wait Targets; otherwise
-/// they would wait for it at the end). Pure.
-pub(crate) fn checkpoint_share(
-    waits: bool,
-    new: bool,
-    waited_for: bool,
-    (live, cpus): (usize, usize),
-) -> f64 {
-    match (waits, live > cpus) {
-        (false, _) => share(live, cpus),
+/// The share of the time each process's move may take: [`SHARE`] where
+/// every process has a CPU. Where the processes outnumber the CPUs, every
+/// wake-up among them costs a context switch beside its work, so their
+/// moves together take half of [`SHARE`] of the CPUs
+/// (`docs/measurements.md`, "Processes that outnumber the CPUs"): CPUs
+/// over processes of it, as each process's iteration waits for the
+/// others' in a bulk-synchronous application; where new processes wait
+/// among sources that keep every CPU busy ([`Host::joined_busy`]), the
+/// sources' checkpoints (in step) and each new process delay the job in
+/// turn, and split it `1 + new` ways. Pure.
+pub(crate) fn share(host: Host) -> f64 {
+    match (host.live > host.cpus, host.joined_busy()) {
+        (false, _) => SHARE,
+        (true, false) => SHARE / 2.0 * host.cpus as f64 / host.live as f64,
+        (true, true) => SHARE / (2 * (1 + host.new)) as f64,
+    }
+}
+
+/// The share of the time a helper thread of each of the live processes
+/// takes: all of it when every process and helper has a CPU, else
+/// [`SHARE`] over the processes, halved where the processes alone
+/// outnumber the CPUs (as [`share`]). Helpers wake at their own times,
+/// not together as checkpoints do, and each wake-up delays one process's
+/// iteration, which every process of a bulk-synchronous application
+/// then waits for: their delays add up. Pure.
+pub(crate) fn helper_share(host: Host) -> f64 {
+    let live = host.live.max(1);
+    match (2 * live > host.cpus, live > host.cpus) {
+        (false, _) => 1.0,
+        (true, false) => SHARE / live as f64,
+        (true, true) => SHARE / (2 * live) as f64,
+    }
+}
+
+/// The share of the time a checkpoint's move takes on this process: a
+/// checkpoint that returns at once (the application iterates) takes
+/// [`share`]; one that `waits` moves at full speed, unless the processes
+/// outnumber the CPUs: then [`share`], or a helper thread's
+/// ([`helper_share`]) for a `new` process (it does not iterate, and wakes
+/// at its own times) that the sources iterate for until it is done
+/// (`waited_for`: Wait Targets; otherwise they would wait for it at the
+/// end; where new processes joined busy sources, [`share`] splits the
+/// time between the two kinds already). Pure.
+pub(crate) fn checkpoint_share(waits: bool, new: bool, waited_for: bool, host: Host) -> f64 {
+    match (waits, host.live > host.cpus) {
+        (false, _) => share(host),
         (true, false) => 1.0,
-        (true, true) if new && waited_for => helper_share(live, cpus),
-        (true, true) => share(live, cpus),
+        (true, true) if new && waited_for && !host.joined_busy() => helper_share(host),
+        (true, true) => share(host),
     }
 }
+
+/// How long a process that waits for its paced move sleeps between
+/// advancing it: each advance moves the bytes of its share of the time
+/// since the one before ([`Budget`]), and every wake-up among busy
+/// processes costs one of them a context switch, so a waiting process
+/// moves a longer piece less often (waking every half millisecond, the
+/// wait's longest sleep, cost 2 -> 4 growths about 3% of omega). A sleep
+/// after the advance's own time would be far too long after an advance
+/// the busy processes preempted.
+pub(crate) const WAKE: Duration = Duration::from_millis(4);
 
 /// The unit of a paced move: 256 KiB, some tens of microseconds of
 /// copying here.
@@ -517,7 +556,9 @@ impl RoundPacer {
 /// allowed at the rate of the moves so far ([`LEAST`] at least, and
 /// [`LEAST`] before any), so that a checkpoint takes about its share
 /// whatever a slice costs here (a [`SLICE`] took a third of a 1 ms
-/// iteration on shm, first touches of the new memory included). Pure.
+/// iteration on shm, first touches of the new memory included). The
+/// moves are timed in the thread's CPU time ([`cpu_time`]): preempted,
+/// they would look slower and get fewer bytes each time. Pure.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Budget {
     bytes: u64,
@@ -622,11 +663,11 @@ pub(crate) fn advance(
             };
             let refs: Vec<&Window> = windows.iter().collect();
             while left > 0 && !cursor.finished() {
-                let started = Instant::now();
+                let started = cpu_time::thread();
                 let slices = cursor.next(left.min(SLICE as u64));
                 get_slices(&refs, all, me, moves, &slices)?;
                 let bytes: u64 = slices.iter().map(|s| s.bytes.end - s.bytes.start).sum();
-                budget.moved(bytes, started.elapsed());
+                budget.moved(bytes, cpu_time::thread().saturating_sub(started));
                 left -= bytes.min(left);
             }
             if !cursor.finished() {
@@ -804,31 +845,67 @@ mod tests {
         assert_eq!(Rounds::new(vec![0; 3], vec![0; 3], 4, 12).count, 3);
     }
 
+    fn host(live: usize, new: usize) -> Host {
+        Host { live, new, cpus: 2 }
+    }
+
     #[test]
-    fn crowded_processes_share_the_share() {
-        assert_eq!(share(2, 2), SHARE);
-        assert_eq!(share(1, 2), SHARE);
-        assert_eq!(share(4, 2), SHARE / 2.0);
-        assert_eq!(share(0, 2), SHARE);
-        assert_eq!(helper_share(2, 4), 1.0);
-        assert_eq!(helper_share(2, 2), SHARE / 2.0);
-        assert_eq!(helper_share(3, 2), SHARE / 3.0);
+    fn crowded_processes_share_half_the_share() {
+        assert_eq!(share(host(2, 0)), SHARE);
+        assert_eq!(share(host(1, 0)), SHARE);
+        assert_eq!(share(host(0, 0)), SHARE);
+        assert_eq!(share(host(4, 0)), SHARE / 4.0);
+        assert_eq!(share(host(3, 0)), SHARE / 3.0);
+        // A CPU free for the new processes: as any crowded host.
+        assert_eq!(share(host(4, 3)), SHARE / 4.0);
+        assert_eq!(share(host(2, 1)), SHARE);
+        let four = Host {
+            live: 2,
+            new: 0,
+            cpus: 4,
+        };
+        assert_eq!(helper_share(four), 1.0);
+        assert_eq!(helper_share(host(2, 0)), SHARE / 2.0);
+        assert_eq!(helper_share(host(1, 0)), 1.0);
+        assert_eq!(helper_share(host(3, 0)), SHARE / 6.0);
+        assert_eq!(helper_share(host(4, 2)), SHARE / 8.0);
+    }
+
+    #[test]
+    fn new_processes_among_busy_sources_split_half_the_share() {
+        // 2 -> 3 and 2 -> 4 on two CPUs: the sources in step, and each new
+        // process, one after the other.
+        assert_eq!(share(host(3, 1)), SHARE / 4.0);
+        assert_eq!(share(host(4, 2)), SHARE / 6.0);
+        // Checks and waits alike, Wait Targets or not.
+        for (waits, new, waited_for) in [
+            (false, false, true),
+            (true, true, true),
+            (true, true, false),
+        ] {
+            assert_eq!(
+                checkpoint_share(waits, new, waited_for, host(4, 2)),
+                SHARE / 6.0
+            );
+        }
     }
 
     #[test]
     fn a_checkpoint_waits_at_full_speed_only_where_cores_are_free() {
-        let (free, crowded) = ((2, 2), (4, 2));
+        let (free, crowded) = (host(2, 0), host(4, 0));
         // Checks take the application's share, crowded or not.
         assert_eq!(checkpoint_share(false, false, false, free), SHARE);
-        assert_eq!(checkpoint_share(false, true, true, crowded), share(4, 2));
+        assert_eq!(checkpoint_share(false, true, true, crowded), share(crowded));
         // Waits: all of a free core; a crowded one's share.
         assert_eq!(checkpoint_share(true, true, true, free), 1.0);
-        assert_eq!(checkpoint_share(true, false, true, crowded), share(4, 2));
-        assert_eq!(checkpoint_share(true, true, false, crowded), share(4, 2));
-        // A new process the sources iterate for: a helper thread's.
+        assert_eq!(checkpoint_share(true, false, true, crowded), share(crowded));
+        assert_eq!(checkpoint_share(true, true, false, crowded), share(crowded));
+        // A new process the sources iterate for, with a CPU free for the
+        // new ones: a helper thread's.
+        let spare = host(4, 3);
         assert_eq!(
-            checkpoint_share(true, true, true, crowded),
-            helper_share(4, 2)
+            checkpoint_share(true, true, true, spare),
+            helper_share(spare)
         );
     }
 
