@@ -454,14 +454,14 @@ pub(crate) fn checkpoint_share(waits: bool, new: bool, waited_for: bool, host: H
     }
 }
 
-/// How long a process that waits for its paced move sleeps between
-/// advancing it: each advance moves the bytes of its share of the time
-/// since the one before ([`Budget`]), and every wake-up among busy
-/// processes costs one of them a context switch, so a waiting process
-/// moves a longer piece less often (waking every half millisecond, the
-/// wait's longest sleep, cost 2 -> 4 growths about 3% of omega). A sleep
-/// after the advance's own time would be far too long after an advance
-/// the busy processes preempted.
+/// How long a process that waits for a paced move sleeps between
+/// advancing it (gets, rounds, or looking at its helper thread): every
+/// wake-up among busy processes costs one of them a context switch, so
+/// it moves a longer piece less often; each advance moves the bytes of
+/// its share of the time since the one before ([`Budget`]). A sleep
+/// sized by the advance's own time would be far too long after an
+/// advance that busy processes preempted (`docs/measurements.md`,
+/// "Processes that outnumber the CPUs").
 pub(crate) const WAKE: Duration = Duration::from_millis(4);
 
 /// The unit of a paced move: 256 KiB, some tens of microseconds of
