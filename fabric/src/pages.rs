@@ -15,19 +15,39 @@ const MADV_POPULATE_WRITE: libc::c_int = 23;
 /// not change. Where the kernel lacks the call (before Linux 5.14) or
 /// refuses, nothing happens: the pages fault in on first write as usual.
 pub fn populate(buf: &mut [u8]) {
-    if buf.is_empty() {
+    populate_range(buf.as_mut_ptr() as usize, buf.len());
+}
+
+/// Resizes `v` to `len` elements, as [`Vec::resize`] with `value`, but
+/// faulting in the memory it grows into at once ([`populate`]) and
+/// giving back what it no longer needs when it shrinks. A large `Vec`
+/// grows and shrinks in place or by remapping its pages (glibc's
+/// `realloc` of a mapped chunk), without copying what it holds.
+pub fn resize<T: Copy>(v: &mut Vec<T>, len: usize, value: T) {
+    if len > v.len() {
+        v.reserve_exact(len - v.len());
+        let spare = v.spare_capacity_mut();
+        populate_range(spare.as_mut_ptr() as usize, size_of_val(spare));
+    }
+    v.resize(len, value);
+    v.shrink_to_fit();
+}
+
+/// [`populate`] on the `len` bytes from address `start`, which this
+/// process holds writable (initialized or not).
+fn populate_range(start: usize, len: usize) {
+    if len == 0 {
         return;
     }
     let page = crate::mapping::PAGE;
-    let start = buf.as_mut_ptr() as usize;
     let first = start - start % page;
-    let end = start + buf.len();
-    // SAFETY: madvise on whole pages that hold bytes of `buf`, which this
-    // process maps writable (it holds `&mut` to them). MADV_POPULATE_WRITE
-    // faults pages in as a write would, without changing any byte, so the
-    // bytes of other objects sharing the first or last page stay as they
-    // are. The result is ignored on purpose: a failure leaves the pages to
-    // fault in on use.
+    let end = start + len;
+    // SAFETY: madvise on whole pages that hold bytes of the range, which
+    // this process maps writable (its callers hold `&mut` to them).
+    // MADV_POPULATE_WRITE faults pages in as a write would, without
+    // changing any byte, so the bytes of other objects sharing the first
+    // or last page stay as they are. The result is ignored on purpose: a
+    // failure leaves the pages to fault in on use.
     unsafe {
         libc::madvise(first as *mut libc::c_void, end - first, MADV_POPULATE_WRITE);
     }
@@ -51,5 +71,19 @@ mod tests {
         };
         assert!(fresh.iter().enumerate().all(|(i, &b)| b == expected(i)));
         populate(&mut []);
+    }
+
+    #[test]
+    fn resizing_keeps_what_stays_and_fills_what_grows() {
+        let mut v: Vec<u32> = (0..1000).collect();
+        resize(&mut v, 300_000, 7);
+        assert_eq!(v.len(), 300_000);
+        assert!((0..1000).all(|i| v[i] == i as u32));
+        assert!(v[1000..].iter().all(|&x| x == 7));
+        resize(&mut v, 10, 0);
+        assert_eq!(v, (0..10).collect::<Vec<u32>>());
+        assert_eq!(v.capacity(), 10);
+        resize(&mut v, 0, 0);
+        assert!(v.is_empty());
     }
 }

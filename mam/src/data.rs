@@ -64,6 +64,11 @@ pub(crate) trait Column: Send + Sync {
     fn bytes_mut(&mut self) -> &mut [u8];
     /// A zeroed column of the same type, `len` elements.
     fn fresh(&self, len: usize) -> Box<dyn Column>;
+    /// This column, leaving an empty one in its place.
+    fn take(&mut self) -> Box<dyn Column>;
+    /// Resized to `len` elements, zeroed where it grows, in place where
+    /// it can ([`onesided_fabric::pages::resize`]).
+    fn resize(&mut self, len: usize);
     fn element_size(&self) -> usize;
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
@@ -80,6 +85,14 @@ impl<T: bytemuck::Pod + Send + Sync> Column for Vec<T> {
 
     fn fresh(&self, len: usize) -> Box<dyn Column> {
         Box::new(vec![T::zeroed(); len])
+    }
+
+    fn take(&mut self) -> Box<dyn Column> {
+        Box::new(std::mem::take(self))
+    }
+
+    fn resize(&mut self, len: usize) {
+        onesided_fabric::pages::resize(self, len, T::zeroed());
     }
 
     fn element_size(&self) -> usize {
@@ -180,5 +193,9 @@ mod tests {
         let f = c.fresh(3);
         assert_eq!(f.bytes().len(), 12);
         assert_eq!(f.element_size(), 4);
+        let mut taken = c.take();
+        assert!(c.bytes().is_empty());
+        taken.resize(3);
+        assert_eq!(taken.bytes(), &[9, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]);
     }
 }

@@ -495,13 +495,22 @@ impl Mam {
             }
         }
         let reference = self.check_registrations()?;
-        let mut moves = self.moves(Moves::Constant, &reference, (ns, nt));
+        let blocking = config.strategy == Strategy::Blocking;
+        let mut moves = self.moves(
+            Moves::Constant,
+            &reference,
+            (ns, nt),
+            blocking && rma_method,
+        );
         let constant = Instant::now();
         let then_barrier = config.strategy == Strategy::WaitTargets;
         let mut exchange = None;
         let work = match config.strategy {
             Strategy::Blocking => {
-                self.run_moves(config.method, &mut moves)?;
+                if let Err(e) = self.run_moves(config.method, &mut moves) {
+                    self.put_back(moves)?;
+                    return Err(e);
+                }
                 Work::Done
             }
             Strategy::NonBlocking | Strategy::WaitTargets if rma_method => Work::Reads {
@@ -635,7 +644,7 @@ impl Mam {
         let Running {
             config,
             reference,
-            moves: constant,
+            mut moves,
             times: [start, spawned, constant_start],
             ..
         } = running;
@@ -648,21 +657,10 @@ impl Mam {
             group: &self.group,
         });
         let end = Instant::now();
-        let rma_method = config.method != Method::Col;
-        // Every process registered the same data (checked), so all agree.
-        let variable_data = self.entries.iter().any(|e| e.moves == Moves::Variable);
-        if rma_method && variable_data {
-            // Variable data as the application left it, in the exposures
-            // the targets read, before any reads it.
-            for (i, e) in self.entries.iter().enumerate() {
-                if e.moves == Moves::Variable && !e.column.bytes().is_empty() {
-                    self.exposure(i)?.write(0, e.column.bytes())?;
-                }
-            }
-            self.comm.barrier()?;
+        if let Err(e) = self.move_variable(config, &reference, &mut moves) {
+            self.put_back(moves)?;
+            return Err(e);
         }
-        let mut variable = self.moves(Moves::Variable, &reference, (ns, nt));
-        self.run_moves(config.method, &mut variable)?;
         // The sources' memory stays until every target has read it: the
         // allreduce of the times below, which every process enters after
         // its reads, is the closing barrier (the exposures change after
@@ -678,16 +676,46 @@ impl Mam {
             total: secs(start, done),
         };
         let mut most = [0.0; 6];
-        self.comm.allreduce(&mine.as_array(), &mut most, Op::MAX)?;
+        if let Err(e) = self.comm.allreduce(&mine.as_array(), &mut most, Op::MAX) {
+            self.put_back(moves)?;
+            return Err(e.into());
+        }
         self.times = (mine, Times::from_array(most));
         let mut fresh: Vec<Option<Box<dyn Column>>> = self.entries.iter().map(|_| None).collect();
-        for m in constant.into_iter().chain(variable) {
+        for m in moves {
             fresh[m.entry] = Some(m.new);
         }
         let fresh = (fresh.into_iter().enumerate())
             .map(|(i, f)| f.ok_or_else(|| Error::State(format!("internal: data {i} did not move"))))
             .collect::<Result<Vec<_>, Error>>()?;
         self.commit(fresh, nt)
+    }
+
+    /// Moves the variable data (blocking), adding its moves to `moves`.
+    fn move_variable(
+        &mut self,
+        config: Config,
+        reference: &[[u64; 4]],
+        moves: &mut Vec<Move>,
+    ) -> Result<(), Error> {
+        let rma_method = config.method != Method::Col;
+        // Every process registered the same data (checked), so all agree.
+        let variable_data = self.entries.iter().any(|e| e.moves == Moves::Variable);
+        if rma_method && variable_data {
+            // Variable data as the application left it, in the exposures
+            // the targets read, before any reads it.
+            for (i, e) in self.entries.iter().enumerate() {
+                if e.moves == Moves::Variable && !e.column.bytes().is_empty() {
+                    self.exposure(i)?.write(0, e.column.bytes())?;
+                }
+            }
+            self.comm.barrier()?;
+        }
+        let (ns, nt) = (self.sources, config.targets);
+        let mut variable = self.moves(Moves::Variable, reference, (ns, nt), rma_method);
+        let moved = self.run_moves(config.method, &mut variable);
+        moves.append(&mut variable);
+        moved
     }
 
     /// Makes `moves` at once by `method`.
@@ -794,71 +822,75 @@ impl Mam {
     /// The moves of the data that `kind`: each array's new column for
     /// this process (its new block, or a replicated array's copy: its
     /// own, or rank 0's length to fill when it is new) and its pieces.
-    fn moves(&self, kind: Moves, reference: &[[u64; 4]], (ns, nt): (u32, u32)) -> Vec<Move> {
-        (self.entries.iter().enumerate().zip(reference))
-            .filter(|((_, e), _)| e.moves == kind)
-            .map(|((entry, e), sig)| {
-                let size = e.column.element_size().max(1) as u64;
-                let own = e.column.bytes().len() as u64 / size;
-                let new = match e.layout {
-                    Layout::Distributed { len } => {
-                        let b = block::block(len, nt, self.me);
-                        e.column.fresh((b.end - b.start) as usize)
-                    }
-                    Layout::Replicated if self.me < ns.min(nt) => {
-                        let mut copy = e.column.fresh(own as usize);
-                        copy.bytes_mut().copy_from_slice(e.column.bytes());
-                        copy
-                    }
-                    Layout::Replicated => e.column.fresh(sig[1] as usize),
-                };
-                let new_len = new.bytes().len() as u64 / size;
-                let (reads, writes) = self.pieces(e.layout, (own, new_len), (ns, nt));
-                Move {
-                    entry,
-                    size,
-                    old: Arc::clone(&e.column),
-                    new,
-                    reads,
-                    writes,
+    /// `in_place` (blocking RMA moves, which read the exposures): a
+    /// process that held the array takes its column from the application
+    /// to arrange it into the new one ([`Move::in_place`]; the
+    /// application cannot read it meanwhile, and [`Mam::put_back`] gives
+    /// it back should the move fail).
+    fn moves(
+        &mut self,
+        kind: Moves,
+        reference: &[[u64; 4]],
+        (ns, nt): (u32, u32),
+        in_place: bool,
+    ) -> Vec<Move> {
+        let me = self.me;
+        let mut moves = Vec::new();
+        for ((entry, e), sig) in self.entries.iter_mut().enumerate().zip(reference) {
+            if e.moves != kind {
+                continue;
+            }
+            let size = e.column.element_size().max(1) as u64;
+            let own = e.column.bytes().len() as u64 / size;
+            let new_len = match e.layout {
+                Layout::Distributed { len } => {
+                    let b = block::block(len, nt, me);
+                    b.end - b.start
                 }
-            })
-            .collect()
+                Layout::Replicated if me < ns.min(nt) => own,
+                Layout::Replicated => sig[1],
+            };
+            let taken = match (in_place && me < ns.min(nt), Arc::get_mut(&mut e.column)) {
+                (true, Some(column)) => Some(column.take()),
+                _ => None,
+            };
+            let in_place = taken.as_ref().map(|_| new_len);
+            let new = match (taken, e.layout) {
+                (Some(column), _) => column,
+                (None, Layout::Replicated) if me < ns.min(nt) => {
+                    let mut copy = e.column.fresh(own as usize);
+                    copy.bytes_mut().copy_from_slice(e.column.bytes());
+                    copy
+                }
+                (None, _) => e.column.fresh(new_len as usize),
+            };
+            let (reads, writes) = pieces(me, e.layout, (own, new_len), (ns, nt));
+            moves.push(Move {
+                entry,
+                size,
+                old: Arc::clone(&e.column),
+                new,
+                reads,
+                writes,
+                in_place,
+            });
+        }
+        moves
     }
 
-    /// What this process reads as a target and writes as a source of an
-    /// array of `layout` (holding `own` elements, `new` after), in
-    /// elements.
-    fn pieces(
-        &self,
-        layout: Layout,
-        (own, new): (u64, u64),
-        (ns, nt): (u32, u32),
-    ) -> (Vec<Piece>, Vec<Piece>) {
-        match layout {
-            Layout::Distributed { len } => (
-                block::reads(len, ns, nt, self.me),
-                block::writes(len, ns, nt, self.me),
-            ),
-            // New targets read the whole array from rank 0.
-            Layout::Replicated => {
-                let whole = |peer, count| Piece {
-                    peer,
-                    from: 0,
-                    to: 0,
-                    count,
-                };
-                let reads = match self.me >= ns && self.me < nt {
-                    true => vec![whole(0, new)],
-                    false => Vec::new(),
-                };
-                let writes = match self.me == 0 {
-                    true => (ns..nt).map(|t| whole(t, own)).collect(),
-                    false => Vec::new(),
-                };
-                (reads, writes)
-            }
+    /// Gives the application back the columns that `moves` took from it
+    /// ([`Move::in_place`]), as they were: a move that failed may have
+    /// arranged them already, so their bytes come from the exposures,
+    /// which hold the same.
+    fn put_back(&mut self, moves: Vec<Move>) -> Result<(), Error> {
+        for mut m in moves.into_iter().filter(|m| m.in_place.is_some()) {
+            let exposure = self.exposure(m.entry)?;
+            m.new.resize(exposure.len() / m.size as usize);
+            exposure.read(0, m.new.bytes_mut())?;
+            let entry = (self.entries.get_mut(m.entry)).ok_or_else(|| unknown(m.entry))?;
+            entry.column = Arc::from(m.new);
         }
+        Ok(())
     }
 
     /// Takes the new data and group: targets keep their new columns
@@ -912,6 +944,41 @@ impl Drop for Mam {
     /// its endpoint under a message still on its way to them.
     fn drop(&mut self) {
         let _ = self.part_with_retired();
+    }
+}
+
+/// What process `me` reads as a target and writes as a source of an
+/// array of `layout` (holding `own` elements, `new` after), in
+/// elements.
+fn pieces(
+    me: u32,
+    layout: Layout,
+    (own, new): (u64, u64),
+    (ns, nt): (u32, u32),
+) -> (Vec<Piece>, Vec<Piece>) {
+    match layout {
+        Layout::Distributed { len } => (
+            block::reads(len, ns, nt, me),
+            block::writes(len, ns, nt, me),
+        ),
+        // New targets read the whole array from rank 0.
+        Layout::Replicated => {
+            let whole = |peer, count| Piece {
+                peer,
+                from: 0,
+                to: 0,
+                count,
+            };
+            let reads = match me >= ns && me < nt {
+                true => vec![whole(0, new)],
+                false => Vec::new(),
+            };
+            let writes = match me == 0 {
+                true => (ns..nt).map(|t| whole(t, own)).collect(),
+                false => Vec::new(),
+            };
+            (reads, writes)
+        }
     }
 }
 

@@ -19,7 +19,11 @@
 //!   a growth opens the sources' exposures to the grown group without a
 //!   copy (`Rma::regroup`), and a `Col` growth exposes nothing until it
 //!   ends. A process that is both source and target copies the part it
-//!   keeps.
+//!   keeps; a blocking RMA move (which reads the exposures, not the
+//!   columns) takes its column from the application instead, resizes it
+//!   in place and moves that part within it: rank 0's new block starts
+//!   where its old one did, so it neither faults in nor copies what it
+//!   keeps. Should the move fail, the column is given back as it was.
 //! - [`block`]: the block distribution and the spec's Algorithm 1 on
 //!   `u64` counts, pure and tested exhaustively.
 //!

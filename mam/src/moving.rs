@@ -27,9 +27,37 @@ pub(crate) struct Move {
     pub new: Box<dyn Column>,
     pub reads: Vec<Piece>,
     pub writes: Vec<Piece>,
+    /// Some(the new block's length, in elements) when `new` is this
+    /// process's old column itself, taken from the application (blocking
+    /// RMA moves, which read the sources' exposures, not their columns):
+    /// [`Move::arrange`] keeps what it keeps where it stands.
+    pub in_place: Option<u64>,
 }
 
 impl Move {
+    /// Arranges a move in place ([`Move::in_place`]): the column takes
+    /// the new block's length, and the piece this process (`me`) keeps
+    /// moves within it to where the new block holds it, instead of a copy
+    /// into a fresh column; it is read no more. A process whose new block
+    /// starts where its old one did (rank 0, always) moves nothing.
+    fn arrange(&mut self, me: u32) {
+        let Some(len) = self.in_place else {
+            return;
+        };
+        let (len, before) = (len as usize, self.new.bytes().len() / self.size as usize);
+        if len > before {
+            self.new.resize(len);
+        }
+        if let Some(p) = self.reads.iter().find(|p| p.peer == me) {
+            let (from, to, count) = self.span(p);
+            self.new.bytes_mut().copy_within(from..from + count, to);
+        }
+        if len < before {
+            self.new.resize(len);
+        }
+        self.reads.retain(|p| p.peer != me);
+    }
+
     /// The bytes of piece `p` in the old column (`from`) and in the new
     /// one (`to`), and their length.
     fn span(&self, p: &Piece) -> (usize, usize, usize) {
@@ -245,6 +273,7 @@ pub(crate) fn by_gets(
     m: &mut Move,
     share: f64,
 ) -> Result<(), Error> {
+    m.arrange(me);
     let mut cursor = Cursor::new(std::slice::from_ref(m));
     let slice = match share < 1.0 {
         true => SLICE as u64,
@@ -788,7 +817,50 @@ mod tests {
             new: Box::new(Vec::<u8>::new()),
             reads,
             writes: Vec::new(),
+            in_place: None,
         }
+    }
+
+    #[test]
+    fn a_move_in_place_keeps_its_piece_where_the_new_block_holds_it() {
+        // Growing: old elements 0..4 are kept at 0..4 of a block of 6.
+        let mut m = mv(vec![piece(0, 4), piece(1, 2)], 4);
+        m.new = Box::new(vec![10u32, 11, 12, 13]);
+        m.reads[1].to = 4;
+        m.in_place = Some(6);
+        m.arrange(0);
+        assert_eq!(
+            m.new.bytes(),
+            bytemuck::cast_slice(&[10u32, 11, 12, 13, 0, 0])
+        );
+        assert_eq!(
+            m.reads,
+            vec![Piece {
+                to: 4,
+                ..piece(1, 2)
+            }]
+        );
+        // Shrinking: old elements 3..5 are kept at 0..2 of a block of 3.
+        let mut m = mv(
+            vec![
+                Piece {
+                    from: 3,
+                    ..piece(2, 2)
+                },
+                piece(1, 1),
+            ],
+            4,
+        );
+        m.new = Box::new(vec![10u32, 11, 12, 13, 14]);
+        m.reads[1].to = 2;
+        m.in_place = Some(3);
+        m.arrange(2);
+        assert_eq!(m.new.bytes(), bytemuck::cast_slice(&[13u32, 14, 12]));
+        assert_eq!(m.reads.len(), 1);
+        // A fresh column is left alone.
+        let mut m = mv(vec![piece(0, 1)], 1);
+        m.arrange(0);
+        assert_eq!(m.reads.len(), 1);
     }
 
     fn piece(peer: u32, count: u64) -> Piece {
