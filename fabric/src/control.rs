@@ -14,7 +14,9 @@
 //!
 //! Handlers run inside the progress engine, under the endpoint's lock:
 //! they compute a reply from the request and must not call the endpoint
-//! (that would wait for the lock it runs under).
+//! (that would wait for the lock it runs under). What they send besides
+//! the reply, they leave in an [`Outbox`], posted once they return: a
+//! server that decides for others (a scheduler) needs no thread of its own.
 
 use crate::matching::{MAX_TAG, TAG_LIMIT};
 
@@ -57,6 +59,42 @@ pub(crate) fn unframe(message: &[u8]) -> Option<(u64, &[u8])> {
     valid.then_some((tag, body))
 }
 
+/// Notices a handler sends besides its reply (see [`Endpoint::serve`]),
+/// posted in order once it returns, as [`Endpoint::notify`] would.
+///
+/// [`Endpoint::serve`]: crate::Endpoint::serve
+/// [`Endpoint::notify`]: crate::Endpoint::notify
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub(crate) notices: Vec<(u32, u16, Vec<u8>)>,
+}
+
+impl Outbox {
+    /// Sends `body` to `to`'s `service` once the handler returns.
+    ///
+    /// # Errors
+    /// [`crate::Error::OutOfRange`] for a body over [`MAX_REQUEST`] bytes
+    /// (nothing is queued).
+    pub fn notify(&mut self, to: u32, service: u16, body: &[u8]) -> crate::Result<()> {
+        check_request("control notice", body)?;
+        self.notices.push((to, service, frame(NO_REPLY, body)));
+        Ok(())
+    }
+}
+
+/// Checks that `body` fits a request.
+pub(crate) fn check_request(what: &'static str, body: &[u8]) -> crate::Result<()> {
+    match body.len() <= MAX_REQUEST {
+        true => Ok(()),
+        false => Err(crate::Error::OutOfRange {
+            what,
+            offset: 0,
+            len: body.len() as u64,
+            size: MAX_REQUEST as u64,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +122,14 @@ mod tests {
         );
         assert_eq!(unframe(&frame(5, b"x")), None, "not a control tag");
         assert_eq!(unframe(&frame(NO_REPLY, b"n")), Some((NO_REPLY, &b"n"[..])));
+    }
+
+    #[test]
+    fn an_outbox_frames_notices_and_refuses_long_ones() {
+        let mut out = Outbox::default();
+        out.notify(3, 7, b"hi").unwrap();
+        assert_eq!(out.notices, vec![(3, 7, frame(NO_REPLY, b"hi"))]);
+        assert!(out.notify(3, 7, &vec![0; MAX_REQUEST + 1]).is_err());
+        assert_eq!(out.notices.len(), 1);
     }
 }

@@ -159,8 +159,9 @@ pub(crate) struct Core {
 /// Storage an abandoned operation may still use.
 type Kept = Box<dyn std::any::Any + Send>;
 
-/// A control-plane handler: the reply to a request from a rank.
-type Handler = Box<dyn FnMut(u32, &[u8]) -> Vec<u8> + Send>;
+/// A control-plane handler: the reply to a request from a rank, and
+/// notices to send.
+type Handler = Box<dyn FnMut(u32, &[u8], &mut control::Outbox) -> Vec<u8> + Send>;
 
 /// The served side of the control plane (see [`crate::control`]).
 #[derive(Default)]
@@ -284,9 +285,14 @@ impl Core {
                 let len = done.len.min(buffer.len());
                 if let Some((reply_tag, body)) = control::unframe(&buffer[..len]) {
                     if let Some(handler) = self.control.handlers.get_mut(&service) {
-                        let reply = handler(peer, body);
+                        let mut outbox = control::Outbox::default();
+                        let reply = handler(peer, body, &mut outbox);
                         if reply_tag != control::NO_REPLY {
                             self.post_reply(peer, reply_tag, reply.into_boxed_slice());
+                        }
+                        for (to, service, notice) in outbox.notices {
+                            let tag = control::request_tag(service);
+                            self.post_reply(to, tag, notice.into_boxed_slice());
                         }
                     }
                 }
@@ -331,7 +337,8 @@ impl Core {
         }
     }
 
-    /// Sends `reply` to `peer` under `tag`.
+    /// Sends `reply` (a reply, or a notice a handler left) to `peer`
+    /// under `tag`.
     fn post_reply(&mut self, peer: u32, tag: u64, reply: Box<[u8]>) {
         let Ok(addr) = self.addr(peer) else { return };
         let wire = SourceMatch::wire_tag(tag, self.rank);
@@ -1283,7 +1290,7 @@ mod tests {
         let own = ep.name().expect("name");
         ep.connect(0, &[own]).expect("connect");
         let mut served = 0u32;
-        ep.serve(3, move |from, request| {
+        ep.serve(3, move |from, request, _| {
             served += 1;
             let mut reply = request.to_vec();
             reply.reverse();
@@ -1293,7 +1300,7 @@ mod tests {
         })
         .expect("serve");
         assert!(matches!(
-            ep.serve(3, |_, _| Vec::new()),
+            ep.serve(3, |_, _, _| Vec::new()),
             Err(Error::ServiceTaken { service: 3 })
         ));
         let mut reply = [0u8; 16];
@@ -1321,6 +1328,33 @@ mod tests {
             7,
             "the notice was the 6th request, this the 7th"
         );
+    }
+
+    #[test]
+    fn a_handler_sends_notices_from_its_outbox() {
+        let mut ep = shm();
+        let own = ep.name().expect("name");
+        ep.connect(0, &[own]).expect("connect");
+        // Service 4 relays each request to service 5 as a notice, which
+        // counts what it got; a call to 5 reads the count.
+        ep.serve(4, |_, request, outbox| {
+            outbox.notify(0, 5, request).expect("fits");
+            Vec::new()
+        })
+        .expect("serve");
+        let mut got = 0u8;
+        ep.serve(5, move |_, request, _| {
+            got += u8::from(request == b"relayed");
+            vec![got]
+        })
+        .expect("serve");
+        ep.notify(0, 4, b"relayed").expect("notify");
+        let mut reply = [0u8; 1];
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while reply[0] == 0 && std::time::Instant::now() < deadline {
+            ep.call(0, 5, b"count", &mut reply).expect("call");
+        }
+        assert_eq!(reply[0], 1, "the relayed notice arrived once");
     }
 
     #[test]

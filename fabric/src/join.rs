@@ -108,7 +108,7 @@ impl Inbox {
     /// Serves the join service on `ep` into this inbox.
     pub(crate) fn serve(&self, ep: &Endpoint) -> Result<()> {
         let inbox = Arc::clone(&self.0);
-        ep.serve(JOIN, move |from, body| {
+        ep.serve(JOIN, move |from, body, _| {
             if let Some(notice) = Notice::parse(body) {
                 inbox
                     .lock()

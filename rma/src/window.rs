@@ -245,7 +245,7 @@ impl Rma {
         let directory = Directory::new(ep)?;
         let served = Arc::new(Mutex::new(Served::default()));
         let describe = Arc::clone(&served);
-        ep.serve(DESCRIBE, move |_, request| {
+        ep.serve(DESCRIBE, move |_, request, _| {
             let Ok(id) = request.try_into().map(u64::from_le_bytes) else {
                 return Vec::new();
             };
@@ -256,14 +256,14 @@ impl Rma {
                 .unwrap_or_default()
         })?;
         let notices = Arc::clone(&served);
-        ep.serve(RELEASE_NOTICE, move |from, request| {
+        ep.serve(RELEASE_NOTICE, move |from, request, _| {
             if let Ok(id) = request.try_into().map(u64::from_le_bytes) {
                 lock_state(&notices).released.insert((id, from));
             }
             Vec::new()
         })?;
         let arrivals = Arc::clone(&served);
-        ep.serve(BARRIER_NOTICE, move |from, request| {
+        ep.serve(BARRIER_NOTICE, move |from, request, _| {
             if let (Some(id), Some(round)) = (
                 request
                     .get(..8)
@@ -279,7 +279,7 @@ impl Rma {
             Vec::new()
         })?;
         let pushes = Arc::clone(&served);
-        ep.serve(DESCRIPTION_NOTICE, move |from, request| {
+        ep.serve(DESCRIPTION_NOTICE, move |from, request, _| {
             if let Some((id, description)) = request.split_first_chunk::<8>() {
                 let id = u64::from_le_bytes(*id);
                 lock_state(&pushes)

@@ -65,12 +65,13 @@ impl Endpoint {
         self.wait("send", to, posted, OnTimeout::Wait).map(drop)
     }
 
-    /// Answers requests for `service` with `handler(from_rank, request) ->
-    /// reply`, from the progress engine: requests are served while the
-    /// application computes (with the background progress thread) and
-    /// whenever it waits in the library. The handler runs under the
-    /// endpoint's lock and must not call the endpoint. Requests that arrive
-    /// before `serve` wait, queued by the provider. Call after
+    /// Answers requests for `service` with `handler(from_rank, request,
+    /// outbox) -> reply`, from the progress engine: requests are served
+    /// while the application computes (with the background progress
+    /// thread) and whenever it waits in the library. The handler runs
+    /// under the endpoint's lock and must not call the endpoint; notices it
+    /// leaves in the [`control::Outbox`] are sent once it returns. Requests
+    /// that arrive before `serve` wait, queued by the provider. Call after
     /// [`Endpoint::connect`].
     ///
     /// # Errors
@@ -78,7 +79,7 @@ impl Endpoint {
     pub fn serve(
         &self,
         service: u16,
-        handler: impl FnMut(u32, &[u8]) -> Vec<u8> + Send + 'static,
+        handler: impl FnMut(u32, &[u8], &mut control::Outbox) -> Vec<u8> + Send + 'static,
     ) -> Result<()> {
         let mut core = self.inner.shared.lock();
         if core.control.handlers.contains_key(&service) {
@@ -107,14 +108,7 @@ impl Endpoint {
     /// [`control::MAX_REQUEST`] bytes, [`Error::Truncated`] for a reply
     /// larger than `reply`, and as [`Endpoint::recv`].
     pub fn call(&self, to: u32, service: u16, request: &[u8], reply: &mut [u8]) -> Result<usize> {
-        if request.len() > control::MAX_REQUEST {
-            return Err(Error::OutOfRange {
-                what: "control request",
-                offset: 0,
-                len: request.len() as u64,
-                size: control::MAX_REQUEST as u64,
-            });
-        }
+        control::check_request("control request", request)?;
         let tag = control::reply_tag(self.inner.shared.next_call.fetch_add(1, Ordering::Relaxed));
         let capacity = reply.len();
         // The reply's receive is posted before the request leaves.
@@ -166,14 +160,7 @@ impl Endpoint {
     /// [`Error::OutOfRange`] for a body over [`control::MAX_REQUEST`]
     /// bytes, and as [`Endpoint::send`].
     pub fn notify(&self, to: u32, service: u16, body: &[u8]) -> Result<()> {
-        if body.len() > control::MAX_REQUEST {
-            return Err(Error::OutOfRange {
-                what: "control notice",
-                offset: 0,
-                len: body.len() as u64,
-                size: control::MAX_REQUEST as u64,
-            });
-        }
+        control::check_request("control notice", body)?;
         self.send_tagged(
             to,
             control::request_tag(service),

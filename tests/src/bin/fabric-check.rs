@@ -448,7 +448,7 @@ fn control(world: &mut World) {
         must(
             me,
             "serve",
-            ep.serve(SERVICE, move |from, request| {
+            ep.serve(SERVICE, move |from, request, _| {
                 count.fetch_add(1, Ordering::SeqCst);
                 // Reply: the request's length as 8 bytes, then as many bytes of
                 // the caller's pattern.
