@@ -1,0 +1,711 @@
+//! The master's scheduler of one reduction (the spec's queue Q and
+//! scheduler S, with its recovery steps), pure: events in, actions out,
+//! no I/O, so that it is tested as event sequences.
+//!
+//! Events: a worker's line is ready ([`Schedule::ready`]), a task's fetch
+//! failed ([`Schedule::aborted`]), a rank died ([`Schedule::died`]), a
+//! replica became durable ([`Schedule::replicated`]). Actions: give a task,
+//! have a rank reload an original, have a rank's original replicated
+//! again, the end (finished or failed).
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::path::Path;
+
+/// A partial result: where it lives and what it combines (the spec's
+/// reduction message (W_i, P_i)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    /// The worker holding it.
+    pub holder: u32,
+    /// Its buffer there (a displacement in the holder's dynamic window).
+    pub disp: u64,
+    /// The ranks whose original data it combines.
+    pub path: Path,
+    /// Reloaded from an original after a failure (the spec's
+    /// fault-tolerant mark).
+    pub recovered: bool,
+}
+
+/// A reduction task: `into`'s holder fetches `from` and combines it into
+/// `into`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    /// Its number in this reduction (from 1).
+    pub number: u64,
+    pub into: Line,
+    pub from: Line,
+}
+
+/// What the master does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send `task` to `task.into.holder`.
+    Assign(Task),
+    /// Have `holder` load rank `rank`'s original data (its own, or the
+    /// replica it keeps) and report it as a recovered line.
+    Reload { holder: u32, rank: u32 },
+    /// Have `owner` replicate its original data on `holder`, its replica's
+    /// holder having died.
+    Replicate { owner: u32, holder: u32 },
+    /// The result is at the root, in its buffer at `disp`: tell every
+    /// live member.
+    Finished { disp: u64 },
+    /// The reduction cannot finish: tell every live member.
+    Failed(Failure),
+}
+
+/// Why a reduction failed, naming the rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The root died: the result has nowhere to go.
+    RootDied(u32),
+    /// The rank died before its data was contributed (its replica was
+    /// not durable yet): its data exists nowhere else.
+    DiedBeforeContributing(u32),
+    /// The rank's original data was lost with both its copies (the rank
+    /// and its replica's holder died).
+    DataLost(u32),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::RootDied(r) => write!(f, "the root, rank {r}, died"),
+            Failure::DiedBeforeContributing(r) => {
+                write!(f, "rank {r} died before its data was contributed")
+            }
+            Failure::DataLost(r) => write!(
+                f,
+                "rank {r}'s data was lost: it and its replica's holder died"
+            ),
+        }
+    }
+}
+
+/// The performance counter: each worker's time for its last task (the
+/// spec's per-process counter), shared by the master's reductions.
+#[derive(Debug, Clone, Default)]
+pub struct Perf {
+    last: Vec<Option<Duration>>,
+}
+
+impl Perf {
+    /// Notes that `worker`'s last task took `took`.
+    pub fn record(&mut self, worker: u32, took: Duration) {
+        let w = worker as usize;
+        if self.last.len() <= w {
+            self.last.resize(w + 1, None);
+        }
+        self.last[w] = Some(took);
+    }
+
+    /// `worker`'s last task time (zero before its first: untried workers
+    /// count as fast).
+    pub fn last(&self, worker: u32) -> Duration {
+        (self.last.get(worker as usize).copied().flatten()).unwrap_or_default()
+    }
+}
+
+/// Where a reduction stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Open,
+    Finished,
+    Failed(Failure),
+}
+
+/// One reduction's queue and scheduler on the master.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    size: u32,
+    root: u32,
+    queue: VecDeque<Line>,
+    running: Vec<Task>,
+    tasks: u64,
+    dead: Vec<bool>,
+    /// Ranks whose data was contributed (their first line arrived).
+    contributed: Path,
+    /// Where each rank's original is durable besides the rank itself.
+    replica: Vec<Option<u32>>,
+    /// Reloads asked for and not reported yet: (holder, rank).
+    reloading: Vec<(u32, u32)>,
+    state: State,
+}
+
+impl Schedule {
+    /// A reduction over a group of `size` whose result goes to `root`.
+    pub fn new(size: u32, root: u32) -> Schedule {
+        Schedule {
+            size,
+            root,
+            queue: VecDeque::new(),
+            running: Vec::new(),
+            tasks: 0,
+            dead: vec![false; size as usize],
+            contributed: Path::default(),
+            replica: vec![None; size as usize],
+            reloading: Vec::new(),
+            state: State::Open,
+        }
+    }
+
+    /// Where it stands.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// Whether `rank` is known dead.
+    pub fn is_dead(&self, rank: u32) -> bool {
+        self.dead.get(rank as usize).copied().unwrap_or(true)
+    }
+
+    /// A line is ready at its holder: a rank's first (its own data,
+    /// durable on `replica` too), one that completes task `completes`
+    /// (which took `took`), or a reloaded one.
+    pub fn ready(
+        &mut self,
+        line: Line,
+        completes: Option<(u64, Duration)>,
+        replica: Option<u32>,
+        perf: &mut Perf,
+    ) -> Vec<Action> {
+        if self.state != State::Open || self.is_dead(line.holder) {
+            return Vec::new();
+        }
+        if let Some((number, took)) = completes {
+            let Some(i) = self.running.iter().position(|t| t.number == number) else {
+                return Vec::new();
+            };
+            self.running.remove(i);
+            perf.record(line.holder, took);
+        } else if line.recovered {
+            let rank = line.path.ranks().next().unwrap_or(u32::MAX);
+            self.reloading.retain(|&r| r != (line.holder, rank));
+        } else {
+            for r in line.path.ranks() {
+                self.contributed.insert(r);
+                if let Some(slot) = self.replica.get_mut(r as usize) {
+                    *slot = replica;
+                }
+            }
+        }
+        self.queue.push_back(line);
+        self.pair(perf)
+    }
+
+    /// Task `number`'s fetch failed (its provider died): its `into` line
+    /// goes back to the queue unchanged and the provider's path is
+    /// rebuilt from originals (the spec's failure 3).
+    pub fn aborted(&mut self, number: u64, perf: &Perf) -> Vec<Action> {
+        let Some(i) = self.running.iter().position(|t| t.number == number) else {
+            return Vec::new();
+        };
+        let task = self.running.remove(i);
+        let mut actions = self.died(task.from.holder, perf);
+        if self.state != State::Open {
+            return actions;
+        }
+        let lost_path = task.from.path;
+        self.queue.push_back(task.into);
+        actions.extend(self.singles(&lost_path));
+        actions.extend(self.pair(perf));
+        actions
+    }
+
+    /// `rank` died: every line it held is rebuilt from originals (the
+    /// spec's failures 1 and 2 for a task it was given, and lines it
+    /// waited with in the queue); tasks it was providing wait for their
+    /// fetch's outcome; replicas it held are made again elsewhere.
+    pub fn died(&mut self, rank: u32, perf: &Perf) -> Vec<Action> {
+        if self.is_dead(rank) {
+            return Vec::new();
+        }
+        self.dead[rank as usize] = true;
+        if self.state != State::Open {
+            return Vec::new();
+        }
+        if rank == self.root {
+            return self.fail(Failure::RootDied(rank));
+        }
+        if !self.contributed.contains(rank) {
+            return self.fail(Failure::DiedBeforeContributing(rank));
+        }
+        let mut lost = Vec::new();
+        let mut back = Vec::new();
+        let mut kept = Vec::new();
+        for t in std::mem::take(&mut self.running) {
+            if t.into.holder != rank {
+                // Its provider may be `rank`: the fetch either got through
+                // (a line comes) or fails ([`Schedule::aborted`]).
+                kept.push(t);
+                continue;
+            }
+            // Failures 1 and 2: the provider's line is intact, unless it
+            // was the dead rank's too.
+            lost.push(t.into.path);
+            match t.from.holder == rank {
+                true => lost.push(t.from.path),
+                false => back.push(t.from),
+            }
+        }
+        self.running = kept;
+        self.queue.retain(|l| {
+            if l.holder == rank {
+                lost.push(l.path.clone());
+            }
+            l.holder != rank
+        });
+        let mut actions = Vec::new();
+        // Reloads it was doing: from the other copy.
+        let reloads: Vec<(u32, u32)> = (self.reloading.iter())
+            .filter(|&&(holder, _)| holder == rank)
+            .copied()
+            .collect();
+        self.reloading.retain(|&(holder, _)| holder != rank);
+        for (_, r) in reloads {
+            lost.push(Path::single(r));
+        }
+        // Replicas it held: made again on the next live rank.
+        for owner in 0..self.size {
+            if self.replica[owner as usize] == Some(rank) {
+                self.replica[owner as usize] = None;
+                if !self.is_dead(owner) {
+                    if let Some(holder) = self.next_live(owner) {
+                        actions.push(Action::Replicate { owner, holder });
+                    }
+                }
+            }
+        }
+        self.queue.extend(back);
+        for path in lost {
+            actions.extend(self.singles(&path));
+            if self.state != State::Open {
+                return actions;
+            }
+        }
+        actions.extend(self.pair(perf));
+        actions
+    }
+
+    /// `owner`'s original is durable on `holder` again.
+    pub fn replicated(&mut self, owner: u32, holder: u32) {
+        if let Some(slot) = self.replica.get_mut(owner as usize) {
+            if !self.dead.get(holder as usize).copied().unwrap_or(true) {
+                *slot = Some(holder);
+            }
+        }
+    }
+
+    /// The reloads that rebuild `path`: each rank's original from the
+    /// rank itself when it lives, else from its replica's holder (the
+    /// spec's step 3: single, fault-tolerant lines).
+    fn singles(&mut self, path: &Path) -> Vec<Action> {
+        let mut actions = Vec::new();
+        for rank in path.ranks() {
+            let holder = match self.is_dead(rank) {
+                false => Some(rank),
+                true => self.replica[rank as usize].filter(|&h| !self.is_dead(h)),
+            };
+            match holder {
+                Some(holder) => {
+                    self.reloading.push((holder, rank));
+                    actions.push(Action::Reload { holder, rank });
+                }
+                None => return self.fail(Failure::DataLost(rank)),
+            }
+        }
+        actions
+    }
+
+    /// The first live rank after `rank` (cyclically), other than it.
+    fn next_live(&self, rank: u32) -> Option<u32> {
+        (1..self.size)
+            .map(|k| (rank + k) % self.size)
+            .find(|&r| !self.is_dead(r))
+    }
+
+    fn fail(&mut self, why: Failure) -> Vec<Action> {
+        self.state = State::Failed(why);
+        vec![Action::Failed(why)]
+    }
+
+    /// Pairs queued lines in arrival order (steps 3 and 4).
+    fn pair(&mut self, perf: &Perf) -> Vec<Action> {
+        let mut actions = Vec::new();
+        while self.state == State::Open {
+            if let Some(front) = self.queue.front() {
+                if front.path.is_full(self.size) && front.holder == self.root {
+                    actions.push(Action::Finished { disp: front.disp });
+                    self.queue.clear();
+                    self.state = State::Finished;
+                    break;
+                }
+            }
+            if self.queue.len() < 2 {
+                break;
+            }
+            let (a, b) = match (self.queue.pop_front(), self.queue.pop_front()) {
+                (Some(a), Some(b)) => (a, b),
+                _ => break,
+            };
+            let (into, from) = match self.takes_task(&a, &b, perf) {
+                true => (a, b),
+                false => (b, a),
+            };
+            self.tasks += 1;
+            let task = Task {
+                number: self.tasks,
+                into,
+                from,
+            };
+            self.running.push(task.clone());
+            actions.push(Action::Assign(task));
+        }
+        actions
+    }
+
+    /// Whether `a` (which arrived first) takes the task rather than `b`:
+    /// the root's line; else a recovered line; else the holder whose last
+    /// task was faster (the first on a tie).
+    fn takes_task(&self, a: &Line, b: &Line, perf: &Perf) -> bool {
+        let root = |l: &Line| l.holder == self.root;
+        if root(a) != root(b) {
+            return root(a);
+        }
+        if a.recovered != b.recovered {
+            return a.recovered;
+        }
+        perf.last(a.holder) <= perf.last(b.holder)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(holder: u32, path: &[u32]) -> Line {
+        Line {
+            holder,
+            disp: u64::from(holder) << 40,
+            path: path
+                .iter()
+                .fold(Path::default(), |p, &r| p.union(&Path::single(r))),
+            recovered: false,
+        }
+    }
+
+    fn assigned(actions: &[Action]) -> Vec<Task> {
+        (actions.iter())
+            .filter_map(|a| match a {
+                Action::Assign(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The line a task's holder reports when it is done.
+    fn done(t: &Task) -> Line {
+        Line {
+            path: t.into.path.union(&t.from.path),
+            recovered: false,
+            ..t.into.clone()
+        }
+    }
+
+    #[test]
+    fn lines_pair_in_arrival_order_and_the_root_keeps_the_result() {
+        let mut perf = Perf::default();
+        let mut s = Schedule::new(4, 0);
+        let ms = Duration::from_millis;
+        assert!(s.ready(line(2, &[2]), None, Some(3), &mut perf).is_empty());
+        let a = assigned(&s.ready(line(3, &[3]), None, Some(0), &mut perf));
+        assert_eq!(a.len(), 1);
+        assert_eq!(
+            (a[0].into.holder, a[0].from.holder),
+            (2, 3),
+            "the first on a tie"
+        );
+        // The root takes any task it is in, though it came second.
+        let b = assigned(&s.ready(line(1, &[1]), None, Some(2), &mut perf));
+        assert!(b.is_empty());
+        let b = assigned(&s.ready(line(0, &[0]), None, Some(1), &mut perf));
+        assert_eq!((b[0].into.holder, b[0].from.holder), (0, 1));
+        let c = assigned(&s.ready(done(&a[0]), Some((1, ms(5))), None, &mut perf));
+        assert!(c.is_empty());
+        let c = assigned(&s.ready(done(&b[0]), Some((2, ms(9))), None, &mut perf));
+        assert_eq!((c[0].into.holder, c[0].from.holder), (0, 2));
+        let end = s.ready(done(&c[0]), Some((3, ms(1))), None, &mut perf);
+        assert_eq!(end, vec![Action::Finished { disp: 0 }]);
+        assert_eq!(s.state(), State::Finished);
+        assert_eq!(perf.last(2), ms(5));
+    }
+
+    #[test]
+    fn the_faster_worker_takes_the_task() {
+        let mut perf = Perf::default();
+        perf.record(1, Duration::from_millis(8));
+        perf.record(2, Duration::from_millis(2));
+        let mut s = Schedule::new(3, 0);
+        s.ready(line(1, &[1]), None, Some(2), &mut perf);
+        let t = assigned(&s.ready(line(2, &[2]), None, Some(0), &mut perf));
+        assert_eq!(t[0].into.holder, 2);
+        // A recovered line takes it before speed counts.
+        let mut r = Schedule::new(3, 0);
+        let recovered = Line {
+            recovered: true,
+            ..line(1, &[1])
+        };
+        r.ready(line(2, &[2]), None, Some(0), &mut perf);
+        r.contributed.insert(1);
+        let t = assigned(&r.ready(recovered, None, None, &mut perf));
+        assert_eq!(t[0].into.holder, 1);
+    }
+
+    #[test]
+    fn one_rank_finishes_at_once() {
+        let mut s = Schedule::new(1, 0);
+        let a = s.ready(line(0, &[0]), None, None, &mut Perf::default());
+        assert_eq!(a, vec![Action::Finished { disp: 0 }]);
+    }
+
+    /// 4 ranks, root 0; 1 and 2 paired (1 takes the task).
+    fn started() -> (Schedule, Perf, Task) {
+        let mut perf = Perf::default();
+        let mut s = Schedule::new(4, 0);
+        s.ready(line(1, &[1]), None, Some(2), &mut perf);
+        let t = assigned(&s.ready(line(2, &[2]), None, Some(3), &mut perf));
+        s.ready(line(3, &[3]), None, Some(0), &mut perf);
+        (s, perf, t[0].clone())
+    }
+
+    #[test]
+    fn failures_1_and_2_requeue_the_provider_and_reload_the_lost_path() {
+        let (mut s, perf, t) = started();
+        assert_eq!((t.into.holder, t.from.holder), (1, 2));
+        // The task's holder dies (given the task, or while running it).
+        let a = s.died(1, &perf);
+        // 2's line is back and pairs with 3 (which waited); 1's data is
+        // reloaded from its replica on 2.
+        assert!(a.contains(&Action::Reload { holder: 2, rank: 1 }));
+        let t2 = assigned(&a);
+        assert_eq!(t2.len(), 1);
+        assert_eq!(
+            t2[0].from.path.union(&t2[0].into.path),
+            line(0, &[2, 3]).path
+        );
+        // A task to a dead rank is never given: its reload is.
+        let mut perf = perf;
+        let reloaded = Line {
+            recovered: true,
+            ..line(2, &[1])
+        };
+        let a = s.ready(reloaded, None, None, &mut perf);
+        assert!(assigned(&a).is_empty(), "one line waits: {a:?}");
+        assert_eq!(s.queue.len(), 1);
+    }
+
+    #[test]
+    fn failure_3_waits_for_the_fetch_then_requeues_the_fetcher() {
+        let (mut s, mut perf, t) = started();
+        // The provider, 2, dies while 1 fetches from it.
+        let a = s.died(2, &perf);
+        assert!(assigned(&a).is_empty());
+        assert!(!a.iter().any(|a| matches!(a, Action::Reload { .. })));
+        // The fetch failed: 1's line is back, 2's original comes from its
+        // replica's holder, 3.
+        let a = s.aborted(t.number, &perf);
+        assert!(a.contains(&Action::Reload { holder: 3, rank: 2 }));
+        let paired = assigned(&a);
+        assert_eq!(paired.len(), 1, "1's line pairs with 3's");
+        // Had the fetch got through, its line would have counted instead.
+        let (mut s, _, t) = started();
+        s.died(2, &perf);
+        let a = s.ready(done(&t), Some((t.number, Duration::ZERO)), None, &mut perf);
+        assert_eq!(assigned(&a).len(), 1);
+        assert!(!a.iter().any(|a| matches!(a, Action::Reload { .. })));
+    }
+
+    #[test]
+    fn deaths_that_cannot_be_recovered_fail_naming_the_rank() {
+        let perf = Perf::default();
+        let (mut s, _, _) = started();
+        assert_eq!(s.died(0, &perf), vec![Action::Failed(Failure::RootDied(0))]);
+        assert!(s.died(3, &perf).is_empty(), "failed already");
+        let mut s = Schedule::new(3, 0);
+        assert_eq!(
+            s.died(2, &perf),
+            vec![Action::Failed(Failure::DiedBeforeContributing(2))]
+        );
+        // 1 and its replica's holder 2 both die while 1's line waits.
+        let mut perf = Perf::default();
+        let mut s = Schedule::new(3, 0);
+        s.ready(line(1, &[1]), None, Some(2), &mut perf);
+        s.ready(line(2, &[2]), None, Some(0), &mut perf);
+        let a = s.died(2, &perf);
+        assert!(a.contains(&Action::Replicate {
+            owner: 1,
+            holder: 0
+        }));
+        assert_eq!(
+            s.died(1, &perf).last(),
+            Some(&Action::Failed(Failure::DataLost(1)))
+        );
+        // Replicated again in time, it is recovered.
+        let mut s = Schedule::new(3, 0);
+        s.ready(line(1, &[1]), None, Some(2), &mut perf);
+        s.ready(line(2, &[2]), None, Some(0), &mut perf);
+        s.died(2, &perf);
+        s.replicated(1, 0);
+        assert!(s
+            .died(1, &perf)
+            .contains(&Action::Reload { holder: 0, rank: 1 }));
+    }
+
+    /// A tiny deterministic generator (xorshift) for the simulation.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    /// Runs a reduction of `size` ranks to the end: workers report in a
+    /// random order, tasks finish in a random order, `victim` dies after
+    /// `when` events. Each line's data is simulated as a count per rank;
+    /// returns the final state, the root's counts, and how many reloads
+    /// and aborted fetches the recovery took.
+    fn simulate(
+        size: u32,
+        root: u32,
+        victim: Option<(u32, usize)>,
+        seed: u64,
+    ) -> (State, Vec<u32>, [usize; 2]) {
+        let mut rng = Rng(seed | 1);
+        let mut perf = Perf::default();
+        let mut s = Schedule::new(size, root);
+        // Data per (holder, disp): counts per rank.
+        let mut data: std::collections::HashMap<(u32, u64), Vec<u32>> = Default::default();
+        let unit = |r: u32| (0..size).map(|k| u32::from(k == r)).collect::<Vec<_>>();
+        let mut pending: Vec<Event> = (0..size).map(Event::Contribute).collect();
+        let mut dead = vec![false; size as usize];
+        let mut next_disp = 1u64;
+        let mut events = 0;
+        let mut result = None;
+        let mut recovery = [0, 0];
+        #[derive(Debug)]
+        enum Event {
+            Contribute(u32),
+            Run(Task),
+            Reload(u32, u32),
+        }
+        while s.state() == State::Open && !pending.is_empty() {
+            if let Some((v, when)) = victim {
+                if events >= when && !dead[v as usize] && s.contributed.contains(v) {
+                    dead[v as usize] = true;
+                    let actions = s.died(v, &perf);
+                    pending.extend(to_events(actions));
+                }
+            }
+            events += 1;
+            let ev = pending.remove(rng.below(pending.len() as u64) as usize);
+            let actions = match ev {
+                Event::Contribute(r) if !dead[r as usize] => {
+                    data.insert((r, 0), unit(r));
+                    let l = Line {
+                        holder: r,
+                        disp: 0,
+                        path: Path::single(r),
+                        recovered: false,
+                    };
+                    s.ready(l, None, Some((r + 1) % size), &mut perf)
+                }
+                Event::Run(t) if !dead[t.into.holder as usize] => {
+                    if dead[t.from.holder as usize] {
+                        recovery[1] += 1;
+                        s.aborted(t.number, &perf)
+                    } else {
+                        let from = data[&(t.from.holder, t.from.disp)].clone();
+                        let into = data.get_mut(&(t.into.holder, t.into.disp)).expect("into");
+                        into.iter_mut().zip(&from).for_each(|(a, b)| *a += b);
+                        let took = Duration::from_micros(rng.below(100));
+                        s.ready(done(&t), Some((t.number, took)), None, &mut perf)
+                    }
+                }
+                Event::Reload(holder, rank) if !dead[holder as usize] => {
+                    recovery[0] += 1;
+                    let disp = match holder == rank {
+                        true => 0,
+                        false => {
+                            next_disp += 1;
+                            next_disp
+                        }
+                    };
+                    data.insert((holder, disp), unit(rank));
+                    let l = Line {
+                        holder,
+                        disp,
+                        path: Path::single(rank),
+                        recovered: true,
+                    };
+                    s.ready(l, None, None, &mut perf)
+                }
+                _ => Vec::new(),
+            };
+            result = result.or(actions.iter().find_map(|a| match a {
+                Action::Finished { disp } => Some(*disp),
+                _ => None,
+            }));
+            pending.extend(to_events(actions));
+        }
+        fn to_events(actions: Vec<Action>) -> Vec<Event> {
+            (actions.into_iter())
+                .filter_map(|a| match a {
+                    Action::Assign(t) => Some(Event::Run(t)),
+                    Action::Reload { holder, rank } => Some(Event::Reload(holder, rank)),
+                    _ => None,
+                })
+                .collect()
+        }
+        let result = result.and_then(|disp| data.get(&(root, disp)).cloned());
+        (s.state(), result.unwrap_or_default(), recovery)
+    }
+
+    #[test]
+    fn every_single_failure_of_a_worker_that_contributed_is_recovered() {
+        let mut recovered = [0, 0];
+        for size in 1..=7u32 {
+            for root in 0..size {
+                for seed in 1..40u64 {
+                    let (state, counts, _) = simulate(size, root, None, seed);
+                    assert_eq!(state, State::Finished, "p {size} root {root} seed {seed}");
+                    assert!(counts.iter().all(|&c| c == 1), "{counts:?}");
+                    if size < 2 {
+                        continue;
+                    }
+                    let victim = (root + 1 + (seed as u32) % (size - 1)) % size;
+                    let when = size as usize + (seed as usize % (3 * size as usize));
+                    let (state, counts, [reloads, aborts]) =
+                        simulate(size, root, Some((victim, when)), seed);
+                    recovered[0] += reloads;
+                    recovered[1] += aborts;
+                    assert_eq!(
+                        state,
+                        State::Finished,
+                        "p {size} root {root} victim {victim} at {when} seed {seed}"
+                    );
+                    assert!(
+                        counts.iter().all(|&c| c == 1),
+                        "every rank counted once: {counts:?} (p {size} root {root} victim {victim} at {when} seed {seed})"
+                    );
+                }
+            }
+        }
+        // The deaths came at every point: reloads and failed fetches both.
+        assert!(recovered[0] > 100 && recovered[1] > 50, "{recovered:?}");
+    }
+}
