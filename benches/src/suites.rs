@@ -213,10 +213,10 @@ fn window(b: &Bench) -> Result<()> {
     // (the MPI peer's allgather of addresses does both).
     let dynamic = b.rma.create_dynamic(&b.group)?;
     let ep = b.rma.endpoint();
-    let mut region = Some(ep.register_shared(
+    let mut region = Some(std::sync::Arc::new(ep.register_shared(
         WINDOW_BYTES,
         onesided_fabric::Access::REMOTE_READ | onesided_fabric::Access::REMOTE_WRITE,
-    )?);
+    )?));
     if let Some(r) = &region {
         r.write_bytes(0, &data)?;
     }

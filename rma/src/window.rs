@@ -207,7 +207,7 @@ pub(crate) struct State {
     pools: Mutex<Pools>,
     /// Regions peers may still access: kept, never reused, while the `Rma`
     /// lives.
-    retired: Mutex<Vec<MemoryRegion>>,
+    retired: Mutex<Vec<Arc<MemoryRegion>>>,
     /// Exposures released here that peers may still access, and how
     /// many (read without the lock).
     releasing: Mutex<Vec<Releasing>>,
@@ -960,7 +960,7 @@ struct Exposed {
     published: AtomicBool,
     /// The dynamic window it served (its number and its attachments'
     /// regions), once freed: released with it.
-    dynamic: Mutex<Option<(u64, Vec<MemoryRegion>)>>,
+    dynamic: Mutex<Option<(u64, Vec<Arc<MemoryRegion>>)>>,
 }
 
 impl Exposure {
@@ -1055,7 +1055,7 @@ impl Drop for Exposed {
 /// One attachment of a dynamic window.
 struct Attachment {
     disp: u64,
-    region: MemoryRegion,
+    region: Arc<MemoryRegion>,
 }
 
 /// One process's view of a window over a group: an owned handle, which

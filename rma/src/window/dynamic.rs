@@ -5,7 +5,11 @@ use super::*;
 
 impl Window {
     /// Attaches `region` (from [`Endpoint::register`], with the remote
-    /// rights peers need) to this dynamic window; returns its displacement:
+    /// rights peers need) to this dynamic window; returns its displacement.
+    /// The caller may keep a clone of the `Arc` and read and write the
+    /// region while it is attached (as `MPI_Win_attach` leaves memory to
+    /// its owner); the window holds it until detached or freed. The
+    /// displacement is
     /// `k << 40` for the `k`-th attachment of this process (1-based), so
     /// that processes attaching in the same order know each other's
     /// displacements. Local: no message.
@@ -13,7 +17,7 @@ impl Window {
     /// # Errors
     /// [`Error::EpochConflict`] when the window is not dynamic;
     /// [`Error::TooMany`] beyond 1000 attachments at once.
-    pub fn attach(&self, region: MemoryRegion) -> Result<u64, Error> {
+    pub fn attach(&self, region: Arc<MemoryRegion>) -> Result<u64, Error> {
         let attached = self
             .attached
             .as_ref()
@@ -42,7 +46,7 @@ impl Window {
     /// # Errors
     /// [`Error::EpochConflict`] when the window is not dynamic;
     /// [`Error::Fabric`] (`OutOfRange`) when nothing is attached there.
-    pub fn detach(&self, disp: u64) -> Result<MemoryRegion, Error> {
+    pub fn detach(&self, disp: u64) -> Result<Arc<MemoryRegion>, Error> {
         let attached = self
             .attached
             .as_ref()

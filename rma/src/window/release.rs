@@ -3,6 +3,7 @@
 //! and pushing descriptions to the members on other hosts.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use onesided_fabric::MemoryRegion;
 
@@ -21,7 +22,7 @@ pub(super) struct Releasing {
     data: Option<MemoryRegion>,
     /// A dynamic window's number and its attachments' regions, described
     /// and kept until then too.
-    dynamic: Option<(u64, Vec<MemoryRegion>)>,
+    dynamic: Option<(u64, Vec<Arc<MemoryRegion>>)>,
     /// Its memory may still change under it (a window over it was
     /// dropped without `free`, or a transfer on it failed): retired, never
     /// reused, once the members have released it.
@@ -41,7 +42,7 @@ impl State {
         id: u64,
         group: &Group,
         (header, data): (Option<MemoryRegion>, Option<MemoryRegion>),
-        dynamic: Option<(u64, Vec<MemoryRegion>)>,
+        dynamic: Option<(u64, Vec<Arc<MemoryRegion>>)>,
         tainted: bool,
     ) {
         let me = self.ep.rank();
@@ -114,8 +115,8 @@ impl State {
             }
             if r.tainted {
                 let mut retired = lock_state(&self.retired);
-                retired.extend(r.header);
-                retired.extend(r.data);
+                retired.extend(r.header.map(Arc::new));
+                retired.extend(r.data.map(Arc::new));
                 continue;
             }
             pooled.push((r.header, r.data));

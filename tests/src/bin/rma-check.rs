@@ -185,8 +185,9 @@ fn dynamic(world: &World) {
     let b = must(me, "register", ep.register(3000, rw));
     must(me, "fill", a.write_bytes(0, &bytes_of(me, 0, 5000)));
     must(me, "fill", b.write_bytes(0, &bytes_of(me + 100, 0, 3000)));
-    let da = must(me, "attach", w.attach(a));
-    let db = must(me, "attach", w.attach(b));
+    let (a, b) = (std::sync::Arc::new(a), std::sync::Arc::new(b));
+    let da = must(me, "attach", w.attach(a.clone()));
+    let db = must(me, "attach", w.attach(b.clone()));
     check(me, da == 1 << 40 && db == 2 << 40, || {
         format!("displacements {da:#x} {db:#x}")
     });
@@ -216,6 +217,12 @@ fn dynamic(world: &World) {
     );
     must(me, "unlock_all", all.unlock());
     barrier(me, &rma, &group);
+    // The owner reads its attached memory through its own handle.
+    let mut head = [0u8; 4];
+    must(me, "read attached", a.read_bytes(0, &mut head));
+    check(me, head[..] == bytes_of(me, 0, 4)[..], || {
+        "read a while attached".into()
+    });
     let b = must(me, "detach", w.detach(db));
     let mut tail = [0u8; 10];
     must(me, "read", b.read_bytes(2990, &mut tail));
@@ -231,8 +238,11 @@ fn dynamic(world: &World) {
     });
     must(me, "unlock_all", all.unlock());
     barrier(me, &rma, &group);
-    let a = must(me, "detach", w.detach(da));
-    drop((a, b));
+    let detached = must(me, "detach", w.detach(da));
+    check(me, std::sync::Arc::ptr_eq(&a, &detached), || {
+        "detach gave another region".into()
+    });
+    drop((a, b, detached));
     must(me, "free", w.free());
     println!("rank {me}: dynamic ok");
 }
