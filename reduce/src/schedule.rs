@@ -2,8 +2,10 @@
 //! scheduler S, with its recovery steps), pure: events in, actions out,
 //! no I/O, so that it is tested as event sequences.
 //!
-//! Events: a worker's line is ready ([`Schedule::ready`]), a task's fetch
-//! failed ([`Schedule::aborted`]), a rank died ([`Schedule::died`]), a
+//! Events: a worker contributed its data ([`Schedule::contributed`]), a
+//! task is done ([`Schedule::done`]), an original was loaded again
+//! ([`Schedule::reloaded`]), a task's fetch failed
+//! ([`Schedule::aborted`]), a rank died ([`Schedule::died`]), a
 //! replica became durable ([`Schedule::replicated`]). Actions: give a task,
 //! have a rank reload an original, have a rank's original replicated
 //! again, the end (finished or failed).
@@ -67,6 +69,10 @@ pub enum Failure {
     /// The rank's original data was lost with both its copies (the rank
     /// and its replica's holder died).
     DataLost(u32),
+    /// The rank could not store its data (a full or unwritable disk).
+    Withdrew(u32),
+    /// The master died (seen by the workers).
+    MasterDied(u32),
 }
 
 impl std::fmt::Display for Failure {
@@ -80,6 +86,8 @@ impl std::fmt::Display for Failure {
                 f,
                 "rank {r}'s data was lost: it and its replica's holder died"
             ),
+            Failure::Withdrew(r) => write!(f, "rank {r} could not store its data"),
+            Failure::MasterDied(r) => write!(f, "the master, rank {r}, died"),
         }
     }
 }
@@ -161,37 +169,57 @@ impl Schedule {
         self.dead.get(rank as usize).copied().unwrap_or(true)
     }
 
-    /// A line is ready at its holder: a rank's first (its own data,
-    /// durable on `replica` too), one that completes task `completes`
-    /// (which took `took`), or a reloaded one.
-    pub fn ready(
-        &mut self,
-        line: Line,
-        completes: Option<(u64, Duration)>,
-        replica: Option<u32>,
-        perf: &mut Perf,
-    ) -> Vec<Action> {
+    /// Rank `line.holder` contributed its own data (`line`), durable on
+    /// `replica` too (None: nowhere else, a group of one).
+    pub fn contributed(&mut self, line: Line, replica: Option<u32>, perf: &Perf) -> Vec<Action> {
         if self.state != State::Open || self.is_dead(line.holder) {
             return Vec::new();
         }
-        if let Some((number, took)) = completes {
-            let Some(i) = self.running.iter().position(|t| t.number == number) else {
-                return Vec::new();
-            };
-            self.running.remove(i);
-            perf.record(line.holder, took);
-        } else if line.recovered {
-            let rank = line.path.ranks().next().unwrap_or(u32::MAX);
-            self.reloading.retain(|&r| r != (line.holder, rank));
-        } else {
-            for r in line.path.ranks() {
-                self.contributed.insert(r);
-                if let Some(slot) = self.replica.get_mut(r as usize) {
-                    *slot = replica;
-                }
+        for r in line.path.ranks() {
+            self.contributed.insert(r);
+            if let Some(slot) = self.replica.get_mut(r as usize) {
+                *slot = replica;
             }
         }
         self.queue.push_back(line);
+        self.pair(perf)
+    }
+
+    /// Task `number` is done, in `took`: its holder's line now holds both
+    /// paths.
+    pub fn done(&mut self, number: u64, took: Duration, perf: &mut Perf) -> Vec<Action> {
+        let Some(i) = self.running.iter().position(|t| t.number == number) else {
+            return Vec::new();
+        };
+        let task = self.running.remove(i);
+        if self.state != State::Open || self.is_dead(task.into.holder) {
+            return Vec::new();
+        }
+        perf.record(task.into.holder, took);
+        self.queue.push_back(Line {
+            path: task.into.path.union(&task.from.path),
+            recovered: false,
+            ..task.into
+        });
+        self.pair(perf)
+    }
+
+    /// `holder` loaded rank `rank`'s original again, into its buffer at
+    /// `disp`.
+    pub fn reloaded(&mut self, holder: u32, rank: u32, disp: u64, perf: &Perf) -> Vec<Action> {
+        let Some(i) = self.reloading.iter().position(|&r| r == (holder, rank)) else {
+            return Vec::new();
+        };
+        self.reloading.remove(i);
+        if self.state != State::Open || self.is_dead(holder) {
+            return Vec::new();
+        }
+        self.queue.push_back(Line {
+            holder,
+            disp,
+            path: Path::single(rank),
+            recovered: true,
+        });
         self.pair(perf)
     }
 
@@ -287,6 +315,14 @@ impl Schedule {
         }
         actions.extend(self.pair(perf));
         actions
+    }
+
+    /// `rank` cannot take part (it could not store its data).
+    pub fn withdrawn(&mut self, rank: u32) -> Vec<Action> {
+        match self.state {
+            State::Open => self.fail(Failure::Withdrew(rank)),
+            _ => Vec::new(),
+        }
     }
 
     /// `owner`'s original is durable on `holder` again.
@@ -405,22 +441,13 @@ mod tests {
             .collect()
     }
 
-    /// The line a task's holder reports when it is done.
-    fn done(t: &Task) -> Line {
-        Line {
-            path: t.into.path.union(&t.from.path),
-            recovered: false,
-            ..t.into.clone()
-        }
-    }
-
     #[test]
     fn lines_pair_in_arrival_order_and_the_root_keeps_the_result() {
         let mut perf = Perf::default();
         let mut s = Schedule::new(4, 0);
         let ms = Duration::from_millis;
-        assert!(s.ready(line(2, &[2]), None, Some(3), &mut perf).is_empty());
-        let a = assigned(&s.ready(line(3, &[3]), None, Some(0), &mut perf));
+        assert!(s.contributed(line(2, &[2]), Some(3), &perf).is_empty());
+        let a = assigned(&s.contributed(line(3, &[3]), Some(0), &perf));
         assert_eq!(a.len(), 1);
         assert_eq!(
             (a[0].into.holder, a[0].from.holder),
@@ -428,15 +455,15 @@ mod tests {
             "the first on a tie"
         );
         // The root takes any task it is in, though it came second.
-        let b = assigned(&s.ready(line(1, &[1]), None, Some(2), &mut perf));
+        let b = assigned(&s.contributed(line(1, &[1]), Some(2), &perf));
         assert!(b.is_empty());
-        let b = assigned(&s.ready(line(0, &[0]), None, Some(1), &mut perf));
+        let b = assigned(&s.contributed(line(0, &[0]), Some(1), &perf));
         assert_eq!((b[0].into.holder, b[0].from.holder), (0, 1));
-        let c = assigned(&s.ready(done(&a[0]), Some((1, ms(5))), None, &mut perf));
+        let c = assigned(&s.done(1, ms(5), &mut perf));
         assert!(c.is_empty());
-        let c = assigned(&s.ready(done(&b[0]), Some((2, ms(9))), None, &mut perf));
+        let c = assigned(&s.done(2, ms(9), &mut perf));
         assert_eq!((c[0].into.holder, c[0].from.holder), (0, 2));
-        let end = s.ready(done(&c[0]), Some((3, ms(1))), None, &mut perf);
+        let end = s.done(3, ms(1), &mut perf);
         assert_eq!(end, vec![Action::Finished { disp: 0 }]);
         assert_eq!(s.state(), State::Finished);
         assert_eq!(perf.last(2), ms(5));
@@ -448,35 +475,32 @@ mod tests {
         perf.record(1, Duration::from_millis(8));
         perf.record(2, Duration::from_millis(2));
         let mut s = Schedule::new(3, 0);
-        s.ready(line(1, &[1]), None, Some(2), &mut perf);
-        let t = assigned(&s.ready(line(2, &[2]), None, Some(0), &mut perf));
+        s.contributed(line(1, &[1]), Some(2), &perf);
+        let t = assigned(&s.contributed(line(2, &[2]), Some(0), &perf));
         assert_eq!(t[0].into.holder, 2);
         // A recovered line takes it before speed counts.
         let mut r = Schedule::new(3, 0);
-        let recovered = Line {
-            recovered: true,
-            ..line(1, &[1])
-        };
-        r.ready(line(2, &[2]), None, Some(0), &mut perf);
-        r.contributed.insert(1);
-        let t = assigned(&r.ready(recovered, None, None, &mut perf));
+        r.contributed(line(2, &[2]), Some(0), &perf);
+        r.reloading.push((1, 1));
+        let t = assigned(&r.reloaded(1, 1, 0, &perf));
         assert_eq!(t[0].into.holder, 1);
+        assert!(t[0].into.recovered);
     }
 
     #[test]
     fn one_rank_finishes_at_once() {
         let mut s = Schedule::new(1, 0);
-        let a = s.ready(line(0, &[0]), None, None, &mut Perf::default());
+        let a = s.contributed(line(0, &[0]), None, &Perf::default());
         assert_eq!(a, vec![Action::Finished { disp: 0 }]);
     }
 
     /// 4 ranks, root 0; 1 and 2 paired (1 takes the task).
     fn started() -> (Schedule, Perf, Task) {
-        let mut perf = Perf::default();
+        let perf = Perf::default();
         let mut s = Schedule::new(4, 0);
-        s.ready(line(1, &[1]), None, Some(2), &mut perf);
-        let t = assigned(&s.ready(line(2, &[2]), None, Some(3), &mut perf));
-        s.ready(line(3, &[3]), None, Some(0), &mut perf);
+        s.contributed(line(1, &[1]), Some(2), &perf);
+        let t = assigned(&s.contributed(line(2, &[2]), Some(3), &perf));
+        s.contributed(line(3, &[3]), Some(0), &perf);
         (s, perf, t[0].clone())
     }
 
@@ -496,12 +520,7 @@ mod tests {
             line(0, &[2, 3]).path
         );
         // A task to a dead rank is never given: its reload is.
-        let mut perf = perf;
-        let reloaded = Line {
-            recovered: true,
-            ..line(2, &[1])
-        };
-        let a = s.ready(reloaded, None, None, &mut perf);
+        let a = s.reloaded(2, 1, 7, &perf);
         assert!(assigned(&a).is_empty(), "one line waits: {a:?}");
         assert_eq!(s.queue.len(), 1);
     }
@@ -522,7 +541,7 @@ mod tests {
         // Had the fetch got through, its line would have counted instead.
         let (mut s, _, t) = started();
         s.died(2, &perf);
-        let a = s.ready(done(&t), Some((t.number, Duration::ZERO)), None, &mut perf);
+        let a = s.done(t.number, Duration::ZERO, &mut perf);
         assert_eq!(assigned(&a).len(), 1);
         assert!(!a.iter().any(|a| matches!(a, Action::Reload { .. })));
     }
@@ -539,10 +558,10 @@ mod tests {
             vec![Action::Failed(Failure::DiedBeforeContributing(2))]
         );
         // 1 and its replica's holder 2 both die while 1's line waits.
-        let mut perf = Perf::default();
+        let perf = Perf::default();
         let mut s = Schedule::new(3, 0);
-        s.ready(line(1, &[1]), None, Some(2), &mut perf);
-        s.ready(line(2, &[2]), None, Some(0), &mut perf);
+        s.contributed(line(1, &[1]), Some(2), &perf);
+        s.contributed(line(2, &[2]), Some(0), &perf);
         let a = s.died(2, &perf);
         assert!(a.contains(&Action::Replicate {
             owner: 1,
@@ -554,8 +573,8 @@ mod tests {
         );
         // Replicated again in time, it is recovered.
         let mut s = Schedule::new(3, 0);
-        s.ready(line(1, &[1]), None, Some(2), &mut perf);
-        s.ready(line(2, &[2]), None, Some(0), &mut perf);
+        s.contributed(line(1, &[1]), Some(2), &perf);
+        s.contributed(line(2, &[2]), Some(0), &perf);
         s.died(2, &perf);
         s.replicated(1, 0);
         assert!(s
@@ -622,7 +641,7 @@ mod tests {
                         path: Path::single(r),
                         recovered: false,
                     };
-                    s.ready(l, None, Some((r + 1) % size), &mut perf)
+                    s.contributed(l, Some((r + 1) % size), &perf)
                 }
                 Event::Run(t) if !dead[t.into.holder as usize] => {
                     if dead[t.from.holder as usize] {
@@ -633,7 +652,7 @@ mod tests {
                         let into = data.get_mut(&(t.into.holder, t.into.disp)).expect("into");
                         into.iter_mut().zip(&from).for_each(|(a, b)| *a += b);
                         let took = Duration::from_micros(rng.below(100));
-                        s.ready(done(&t), Some((t.number, took)), None, &mut perf)
+                        s.done(t.number, took, &mut perf)
                     }
                 }
                 Event::Reload(holder, rank) if !dead[holder as usize] => {
@@ -646,13 +665,7 @@ mod tests {
                         }
                     };
                     data.insert((holder, disp), unit(rank));
-                    let l = Line {
-                        holder,
-                        disp,
-                        path: Path::single(rank),
-                        recovered: true,
-                    };
-                    s.ready(l, None, None, &mut perf)
+                    s.reloaded(holder, rank, disp, &perf)
                 }
                 _ => Vec::new(),
             };

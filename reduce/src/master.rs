@@ -1,0 +1,285 @@
+//! The master: every reduction's schedule, the performance counter and
+//! who is dead; messages in, messages out (to group ranks). Pure.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::message::{Key, Message};
+use crate::path::Path;
+use crate::schedule::{Action, Line, Perf, Schedule};
+
+/// Messages to send: (group rank, message).
+pub type Out = Vec<(u32, Message)>;
+
+/// The master's state over a group of `size`.
+#[derive(Debug)]
+pub struct Master {
+    size: u32,
+    schedules: HashMap<Key, Schedule>,
+    /// Reductions that ended: late messages about them are dropped.
+    closed: HashSet<Key>,
+    perf: Perf,
+    dead: Vec<bool>,
+}
+
+impl Master {
+    /// The master of a group of `size`.
+    pub fn new(size: u32) -> Master {
+        Master {
+            size,
+            schedules: HashMap::new(),
+            closed: HashSet::new(),
+            perf: Perf::default(),
+            dead: vec![false; size as usize],
+        }
+    }
+
+    /// Whether group rank `rank` is known dead.
+    pub fn is_dead(&self, rank: u32) -> bool {
+        self.dead.get(rank as usize).copied().unwrap_or(true)
+    }
+
+    /// Reductions under way.
+    pub fn open(&self) -> usize {
+        self.schedules.len()
+    }
+
+    /// A message from group rank `from`.
+    pub fn on(&mut self, from: u32, message: Message) -> Out {
+        if self.is_dead(from) {
+            return Vec::new();
+        }
+        let (key, actions) = match message {
+            Message::Contributed {
+                key,
+                root,
+                disp,
+                replica,
+            } => {
+                let line = Line {
+                    holder: from,
+                    disp,
+                    path: Path::single(from),
+                    recovered: false,
+                };
+                let perf = &self.perf;
+                match schedule(&mut self.schedules, &self.closed, &self.dead, key, root) {
+                    Some((s, mut first)) => {
+                        first.extend(s.contributed(line, replica, perf));
+                        (key, first)
+                    }
+                    None => return Vec::new(),
+                }
+            }
+            Message::Withdrawn { key, root } => {
+                match schedule(&mut self.schedules, &self.closed, &self.dead, key, root) {
+                    Some((s, mut first)) => {
+                        first.extend(s.withdrawn(from));
+                        (key, first)
+                    }
+                    None => return Vec::new(),
+                }
+            }
+            Message::Done { key, number, took } => match self.schedules.get_mut(&key) {
+                Some(s) => (key, s.done(number, took, &mut self.perf)),
+                None => return Vec::new(),
+            },
+            Message::Aborted { key, number } => match self.schedules.get_mut(&key) {
+                Some(s) => (key, s.aborted(number, &self.perf)),
+                None => return Vec::new(),
+            },
+            Message::Reloaded { key, rank, disp } => match self.schedules.get_mut(&key) {
+                Some(s) => (key, s.reloaded(from, rank, disp, &self.perf)),
+                None => return Vec::new(),
+            },
+            Message::Replicated { key, owner } => {
+                if let Some(s) = self.schedules.get_mut(&key) {
+                    s.replicated(owner, from);
+                }
+                return Vec::new();
+            }
+            _ => return Vec::new(),
+        };
+        self.out(key, actions)
+    }
+
+    /// Group rank `rank` died: every open reduction recovers or fails.
+    pub fn died(&mut self, rank: u32) -> Out {
+        if self.is_dead(rank) {
+            return Vec::new();
+        }
+        self.dead[rank as usize] = true;
+        let mut keys: Vec<Key> = self.schedules.keys().copied().collect();
+        keys.sort();
+        let mut out = Vec::new();
+        for key in keys {
+            let actions = match self.schedules.get_mut(&key) {
+                Some(s) => s.died(rank, &self.perf),
+                None => continue,
+            };
+            out.extend(self.out(key, actions));
+        }
+        out
+    }
+
+    /// The messages of `actions` of reduction `key`; an ended reduction
+    /// is closed.
+    fn out(&mut self, key: Key, actions: Vec<Action>) -> Out {
+        let mut out = Vec::new();
+        let live: Vec<u32> = (0..self.size).filter(|&r| !self.is_dead(r)).collect();
+        for action in actions {
+            match action {
+                Action::Assign(t) => out.push((
+                    t.into.holder,
+                    Message::Task {
+                        key,
+                        number: t.number,
+                        into_disp: t.into.disp,
+                        from_holder: t.from.holder,
+                        from_disp: t.from.disp,
+                    },
+                )),
+                Action::Reload { holder, rank } => {
+                    out.push((holder, Message::Reload { key, rank }))
+                }
+                Action::Replicate { owner, holder } => {
+                    out.push((owner, Message::Replicate { key, holder }))
+                }
+                Action::Finished { disp } => {
+                    out.extend(live.iter().map(|&r| (r, Message::Finished { key, disp })));
+                    self.close(key);
+                }
+                Action::Failed(failure) => {
+                    out.extend(live.iter().map(|&r| (r, Message::Failed { key, failure })));
+                    self.close(key);
+                }
+            }
+        }
+        out
+    }
+
+    fn close(&mut self, key: Key) {
+        self.schedules.remove(&key);
+        self.closed.insert(key);
+    }
+}
+
+/// Reduction `key`'s schedule, opened at its first message with the
+/// deaths known so far (and what they make it do); None once it ended or
+/// for a root outside the group.
+fn schedule<'a>(
+    schedules: &'a mut HashMap<Key, Schedule>,
+    closed: &HashSet<Key>,
+    dead: &[bool],
+    key: Key,
+    root: u32,
+) -> Option<(&'a mut Schedule, Vec<Action>)> {
+    let size = dead.len() as u32;
+    if closed.contains(&key) || root >= size {
+        return None;
+    }
+    let mut first = Vec::new();
+    let s = schedules.entry(key).or_insert_with(|| {
+        let mut s = Schedule::new(size, root);
+        for r in (0..size).filter(|&r| dead[r as usize]) {
+            first.extend(s.died(r, &Perf::default()));
+        }
+        s
+    });
+    Some((s, first))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::Failure;
+    use std::time::Duration;
+
+    #[test]
+    fn messages_drive_schedules_to_their_end_and_late_ones_are_dropped() {
+        let key = Key { id: 1, round: 0 };
+        let mut m = Master::new(2);
+        let c = |disp| Message::Contributed {
+            key,
+            root: 1,
+            disp,
+            replica: None,
+        };
+        assert!(m.on(0, c(10)).is_empty());
+        let out = m.on(1, c(20));
+        assert_eq!(
+            out,
+            vec![(
+                1,
+                Message::Task {
+                    key,
+                    number: 1,
+                    into_disp: 20,
+                    from_holder: 0,
+                    from_disp: 10
+                }
+            )]
+        );
+        let done = Message::Done {
+            key,
+            number: 1,
+            took: Duration::ZERO,
+        };
+        let out = m.on(1, done.clone());
+        assert_eq!(out.len(), 2, "finished, told to both: {out:?}");
+        assert!(out
+            .iter()
+            .all(|(_, m)| *m == Message::Finished { key, disp: 20 }));
+        assert_eq!(m.open(), 0);
+        assert!(m.on(1, done).is_empty());
+        assert!(m.on(0, c(10)).is_empty(), "closed");
+    }
+
+    #[test]
+    fn a_death_fails_or_recovers_and_later_reductions_know_it() {
+        let mut m = Master::new(3);
+        let key = Key { id: 2, round: 0 };
+        m.on(
+            1,
+            Message::Contributed {
+                key,
+                root: 0,
+                disp: 1,
+                replica: Some(2),
+            },
+        );
+        let out = m.died(0);
+        assert!(out.iter().all(|(r, msg)| *r != 0
+            && *msg
+                == Message::Failed {
+                    key,
+                    failure: Failure::RootDied(0)
+                }));
+        assert_eq!(out.len(), 2);
+        let later = Key { id: 2, round: 1 };
+        let out = m.on(
+            1,
+            Message::Contributed {
+                key: later,
+                root: 1,
+                disp: 1,
+                replica: None,
+            },
+        );
+        assert!(out.iter().any(|(_, msg)| *msg
+            == Message::Failed {
+                key: later,
+                failure: Failure::DiedBeforeContributing(0)
+            }));
+        assert!(m.on(0, Message::Pong).is_empty(), "the dead are not heard");
+        let mut m = Master::new(3);
+        let w = Key { id: 3, round: 0 };
+        let out = m.on(2, Message::Withdrawn { key: w, root: 1 });
+        assert!(out.contains(&(
+            1,
+            Message::Failed {
+                key: w,
+                failure: Failure::Withdrew(2)
+            }
+        )));
+    }
+}
