@@ -37,10 +37,12 @@
 //!   every survivor, naming it; the master dying fails every reduction
 //!   on every worker within the detection time, naming rank 0 (no new
 //!   master takes over: the queue and counters live on the master).
-//! - Detection ([`Config`]): the master pings each worker every 20 ms
-//!   and counts one silent for 80 ms as failed (on `shm`; 100 and 500 ms
-//!   across hosts), as do workers the master; `osrun --ft` notices count
-//!   at once. Failures are broadcast to the workers. A failure can be
+//! - Detection ([`Config`]): the master pings each worker every 100 ms
+//!   and counts one silent for 1 s as failed, as do workers the master
+//!   (a live process starved of its core was silent for hundreds of
+//!   milliseconds on these machines; shorter times come from the
+//!   environment); `osrun --ft` notices count at once. Failures are
+//!   broadcast to the workers. A failure can be
 //!   injected at a chosen point ([`Point`]) for tests of the recovery.
 //!
 //! Dependencies: `bytemuck` (elements as bytes, checked), `thiserror`
@@ -59,4 +61,4 @@ pub mod schedule;
 
 pub use body::{Max, Min, ReducerBody, Sum};
 pub use error::Error;
-pub use reducer::{Config, Point, ReduceFuture, Reducer};
+pub use reducer::{Config, Load, Point, ReduceFuture, Reducer};

@@ -71,44 +71,31 @@ pub enum Point {
 }
 
 impl Default for Config {
-    /// A ping every 20 ms, failed after 80 ms of silence: detected within
-    /// 100 ms on one host (`shm`; see [`Config::for_endpoint`]).
+    /// A ping every 100 ms, failed after 1 s of silence. Shorter
+    /// silences are not failures on these machines: while two to four
+    /// processes on two cores reduced 32 MiB, live ones (the master's
+    /// pinging thread included) went unheard for over 80 ms, and for over
+    /// 200 ms where they outnumbered the cores. `osrun --ft` notices a
+    /// death at once; the environment sets shorter times for quiet hosts.
     fn default() -> Config {
         Config {
-            ping: Duration::from_millis(20),
-            dead_after: Duration::from_millis(80),
+            ping: Duration::from_millis(100),
+            dead_after: Duration::from_secs(1),
             inject: None,
         }
     }
 }
 
 impl Config {
-    /// The defaults for `ep`'s provider: [`Config::default`] on `shm`;
-    /// across hosts (`tcp`, ...) a ping every 100 ms, failed after 500 ms,
-    /// as an idle process there answers a control message only when its
-    /// progress thread's block on the queue's wait object ends (up to
-    /// 50 ms; silences of 80 ms were seen between live processes).
-    pub fn for_endpoint(ep: &Endpoint) -> Config {
-        match ep.provider() {
-            onesided_fabric::Provider::Shm => Config::default(),
-            _ => Config {
-                ping: Duration::from_millis(100),
-                dead_after: Duration::from_millis(500),
-                inject: None,
-            },
-        }
-    }
-
-    /// The defaults for `ep` ([`Config::for_endpoint`]), overridden by
-    /// `ONESIDED_REDUCE_PING` and `ONESIDED_REDUCE_DEAD_AFTER` (seconds,
-    /// as `0.02`).
+    /// The defaults, overridden by `ONESIDED_REDUCE_PING` and
+    /// `ONESIDED_REDUCE_DEAD_AFTER` (seconds, as `0.02`).
     ///
     /// # Errors
     /// [`Error::Usage`] naming the variable and its value when it is not
     /// a positive number of seconds, or when the silence is not longer
     /// than the ping period.
-    pub fn from_env(ep: &Endpoint) -> Result<Config, Error> {
-        let mut config = Config::for_endpoint(ep);
+    pub fn from_env() -> Result<Config, Error> {
+        let mut config = Config::default();
         for (name, field) in [
             ("ONESIDED_REDUCE_PING", &mut config.ping),
             ("ONESIDED_REDUCE_DEAD_AFTER", &mut config.dead_after),
@@ -154,10 +141,33 @@ struct Shared {
     stop: (Mutex<bool>, Condvar),
 }
 
-/// The master's state and when it last heard from each worker.
+/// The master's state, when it last heard from each worker, and its
+/// traffic.
 struct Watch {
     master: Master,
     heard: Vec<Instant>,
+    load: Load,
+}
+
+/// The control traffic through the master since its reducer started
+/// (pings and their answers included): the study's master load.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Load {
+    /// Messages the master received.
+    pub messages_in: u64,
+    /// Bytes it received.
+    pub bytes_in: u64,
+    /// Messages it sent.
+    pub messages_out: u64,
+    /// Bytes it sent.
+    pub bytes_out: u64,
+}
+
+impl Load {
+    fn sent(&mut self, bytes: usize) {
+        self.messages_out += 1;
+        self.bytes_out += bytes as u64;
+    }
 }
 
 #[derive(Default)]
@@ -271,6 +281,7 @@ impl Reducer {
                 Mutex::new(Watch {
                     master: Master::new(size),
                     heard: vec![start; size as usize],
+                    load: Load::default(),
                 })
             }),
             stop: (Mutex::new(false), Condvar::new()),
@@ -320,6 +331,11 @@ impl Reducer {
     /// The group's size.
     pub fn size(&self) -> u32 {
         self.shared.group.size()
+    }
+
+    /// The master's control traffic so far (on the master, rank 0).
+    pub fn master_load(&self) -> Option<Load> {
+        (self.shared.master.as_ref()).map(|w| w.lock().unwrap_or_else(|p| p.into_inner()).load)
     }
 
     /// Starts reduction `id` of `data` (this process's original data, the
@@ -597,8 +613,12 @@ impl Shared {
         if let Some(heard) = watch.heard.get_mut(from as usize) {
             *heard = Instant::now();
         }
+        watch.load.messages_in += 1;
+        watch.load.bytes_in += body.len() as u64;
         for (to, m) in watch.master.on(from, message) {
-            let _ = outbox.notify(self.job(to), WORKER_SERVICE, &m.encode());
+            let bytes = m.encode();
+            watch.load.sent(bytes.len());
+            let _ = outbox.notify(self.job(to), WORKER_SERVICE, &bytes);
         }
     }
 
@@ -606,6 +626,7 @@ impl Shared {
     /// worker watches the master.
     fn monitor(self: Arc<Shared>) {
         let size = self.group.size();
+        let mut last = Instant::now();
         loop {
             {
                 let stop = self.stop.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -617,12 +638,23 @@ impl Shared {
                 }
             }
             let now = Instant::now();
+            // A tick that came late (this thread had no core) does not
+            // count the others' silence meanwhile: the pings it did not
+            // send could not be answered.
+            let late = now.saturating_duration_since(last) > 2 * self.config.ping;
+            last = now;
             if let Some(watch) = &self.master {
                 let mut out = Vec::new();
                 let mut ping = Vec::new();
                 let mut died = Vec::new();
                 {
                     let mut watch = watch.lock().unwrap_or_else(|p| p.into_inner());
+                    if late {
+                        let floor = now.checked_sub(self.config.ping).unwrap_or(now);
+                        for h in watch.heard.iter_mut() {
+                            *h = (*h).max(floor);
+                        }
+                    }
                     for r in 1..size {
                         if watch.master.is_dead(r) {
                             continue;
@@ -636,13 +668,23 @@ impl Shared {
                         }
                     }
                 }
-                for r in ping {
-                    self.send(r, WORKER_SERVICE, &Message::Ping);
-                }
                 // The failure is broadcast: workers stop counting on it.
-                for rank in died {
-                    for to in (0..size).filter(|&t| t != rank) {
-                        self.send(to, WORKER_SERVICE, &Message::Dead { rank });
+                let dead = (died.iter())
+                    .flat_map(|&rank| {
+                        (0..size)
+                            .filter(move |&t| t != rank)
+                            .map(move |t| (t, rank))
+                    })
+                    .map(|(to, rank)| (to, Message::Dead { rank }));
+                let out: Vec<(u32, Message)> = (ping.into_iter())
+                    .map(|r| (r, Message::Ping))
+                    .chain(dead)
+                    .chain(out)
+                    .collect();
+                {
+                    let mut watch = watch.lock().unwrap_or_else(|p| p.into_inner());
+                    for (_, m) in &out {
+                        watch.load.sent(m.encode().len());
                     }
                 }
                 for (to, m) in out {
@@ -650,6 +692,10 @@ impl Shared {
                 }
             } else {
                 let mut local = self.lock();
+                if late {
+                    let floor = now.checked_sub(self.config.ping).unwrap_or(now);
+                    local.master_heard = local.master_heard.map(|h| h.max(floor));
+                }
                 let silent = (local.master_heard)
                     .is_some_and(|h| now.saturating_duration_since(h) > self.config.dead_after);
                 if !local.master_dead && (silent || self.ep.is_dead(self.job(0))) {

@@ -111,7 +111,7 @@ fn main() {
 }
 
 fn config(world: &World) -> Config {
-    must(world.rank(), "config", Config::from_env(world.endpoint()))
+    must(world.rank(), "config", Config::from_env())
 }
 
 /// Checks the root's result against the serial reduction.
