@@ -302,25 +302,31 @@ impl Reducer {
                 return Err(e.into());
             }
         }
-        let spawn = |name: &str, body: fn(Arc<Shared>)| {
-            let s = Arc::clone(&shared);
+        let thread = |name: &str, body: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name.into())
-                .spawn(move || body(s))
-                .map_err(|e| Error::Usage(format!("starting the {name} thread: {e}")))
+                .spawn(body)
+                .map_err(|e| Error::Usage(format!("starting thread {name}: {e}")))
         };
+        let mut reducer = Reducer {
+            shared: Arc::clone(&shared),
+            executor: None,
+            monitor: None,
+        };
+        // On an error, dropping `reducer` stops what started and serves no
+        // more.
         let window = rma.create_dynamic(&group.tagged(LINE_TAG))?;
         let s = Arc::clone(&shared);
-        let executor = std::thread::Builder::new()
-            .name("onesided-reduce".into())
-            .spawn(move || s.execute(window))
-            .map_err(|e| Error::Usage(format!("starting the executor thread: {e}")))?;
-        let monitor = spawn("onesided-reduce-monitor", Shared::monitor)?;
-        Ok(Reducer {
-            shared,
-            executor: Some(executor),
-            monitor: Some(monitor),
-        })
+        reducer.executor = Some(thread(
+            "onesided-reduce",
+            Box::new(move || s.execute(window)),
+        )?);
+        let s = Arc::clone(&shared);
+        reducer.monitor = Some(thread(
+            "onesided-reduce-monitor",
+            Box::new(move || s.monitor()),
+        )?);
+        Ok(reducer)
     }
 
     /// This process's rank in the group.
