@@ -12,8 +12,8 @@
 //!   service runs the scheduler inside the progress engine (the
 //!   background progress thread on a master that computes) and sends
 //!   tasks from there ([`onesided_fabric::control::Outbox`]). The
-//!   workers' service queues work for the executor thread, which fetches,
-//!   combines, stores and reloads, and answers pings itself.
+//!   workers' service answers pings itself and queues the rest for the
+//!   executor thread, which fetches, combines, stores and reloads.
 //! - Detection: the monitor thread of the master pings every worker
 //!   each `ping` and counts one silent for `dead_after` as failed (or
 //!   dead as the launcher says: `osrun --ft`); the workers' monitor
@@ -71,11 +71,10 @@ pub enum Point {
 }
 
 impl Default for Config {
-    /// A ping every 100 ms, failed after 1 s of silence. Shorter
-    /// silences are not failures on these machines: while two to four
-    /// processes on two cores reduced 32 MiB, live ones (the master's
-    /// pinging thread included) went unheard for over 80 ms, and for over
-    /// 200 ms where they outnumbered the cores. `osrun --ft` notices a
+    /// A ping every 100 ms, failed after 1 s of silence: a live process
+    /// starved of its core goes unheard for far longer than a ping period
+    /// (figures in docs/measurements.md, "reduce"), and a silence counted
+    /// as a failure fails running reductions. `osrun --ft` notices a
     /// death at once; the environment sets shorter times for quiet hosts.
     fn default() -> Config {
         Config {
@@ -205,7 +204,9 @@ struct Reduction {
     original: Option<Aligned>,
     /// Its own line's displacement, once attached.
     own: Option<u64>,
-    /// Lines held here, by displacement.
+    /// Lines held here, by displacement: the working copies a task
+    /// combines into (a region hands out no slice), written back to the
+    /// line's region after each task.
     lines: HashMap<u64, Aligned>,
     /// Where the replica of this process's data is asked for or durable.
     replica: Option<u32>,
@@ -682,19 +683,20 @@ impl Shared {
                             .map(move |t| (t, rank))
                     })
                     .map(|(to, rank)| (to, Message::Dead { rank }));
-                let out: Vec<(u32, Message)> = (ping.into_iter())
+                let out: Vec<(u32, Vec<u8>)> = (ping.into_iter())
                     .map(|r| (r, Message::Ping))
                     .chain(dead)
                     .chain(out)
+                    .map(|(to, m)| (to, m.encode()))
                     .collect();
                 {
                     let mut watch = watch.lock().unwrap_or_else(|p| p.into_inner());
-                    for (_, m) in &out {
-                        watch.load.sent(m.encode().len());
+                    for (_, bytes) in &out {
+                        watch.load.sent(bytes.len());
                     }
                 }
-                for (to, m) in out {
-                    self.send(to, WORKER_SERVICE, &m);
+                for (to, bytes) in out {
+                    let _ = self.ep.notify(self.job(to), WORKER_SERVICE, &bytes);
                 }
             } else {
                 let mut local = self.lock();
