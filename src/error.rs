@@ -39,6 +39,19 @@ pub enum Error {
     /// Malleability: reconfigurations and registered data.
     #[error(transparent)]
     Mam(onesided_mam::Error),
+    /// The master/worker reduction: failed ranks, replicas, misuse.
+    #[error(transparent)]
+    Reduce(onesided_reduce::Error),
+}
+
+impl From<onesided_reduce::Error> for Error {
+    fn from(e: onesided_reduce::Error) -> Error {
+        match e {
+            onesided_reduce::Error::Fabric(f) => Error::Fabric(f),
+            onesided_reduce::Error::Rma(r) => Error::from(r),
+            other => Error::Reduce(other),
+        }
+    }
 }
 
 impl From<onesided_mam::Error> for Error {
@@ -122,5 +135,7 @@ mod tests {
         ));
         let nested = onesided_collectives::Error::Rma(onesided_rma::Error::Fabric(dead()));
         assert!(matches!(Error::from(nested), Error::Fabric(_)));
+        let reduced = onesided_reduce::Error::Rma(onesided_rma::Error::Fabric(dead()));
+        assert!(matches!(Error::from(reduced), Error::Fabric(_)));
     }
 }

@@ -14,6 +14,8 @@
 //!   mixed sets.
 //! - [`mam`]: redistribution of registered data for malleable jobs (jobs
 //!   whose process count changes at checkpoints).
+//! - [`reduce`]: a master/worker reduction that pairs partial results as
+//!   processes become ready and recovers from a failed worker.
 //! - [`Error`]: one error type; each layer's error converts into it whole.
 //!
 //! Every handle ([`World`], [`Rma`], [`Exposure`], [`Window`], [`Comm`]) is
@@ -68,6 +70,7 @@ pub use onesided_collectives::{Buffers, Comm, Op, Reducible, Run};
 pub use onesided_fabric as fabric;
 pub use onesided_fabric::World;
 pub use onesided_mam as mam;
+pub use onesided_reduce as reduce;
 pub use onesided_rma as rma;
 pub use onesided_rma::{
     test_all, wait_all, wait_any, Assert, Barrier, Element, Epoch, Exposure, Group, LockKind,
