@@ -6,7 +6,13 @@
 //! (Linux 5.14) faults the whole range in one call, which makes a large
 //! copy into fresh memory markedly faster; into memory already faulted in
 //! the call only costs. So it is for memory known to be fresh (figures in
-//! docs/measurements.md, "Fresh columns, paced rounds").
+//! docs/measurements.md, "Fresh columns, paced rounds"). A range of
+//! several huge pages is first marked for them (`MADV_HUGEPAGE`: the
+//! kernel's transparent huge pages are often on request only): one fault
+//! per 2 MiB rather than per 4 KiB, four times faster again at 32 MiB.
+
+/// Ranges from this length on are marked for huge pages.
+pub const HUGE: usize = 2 << 20;
 
 /// The kernel's `MADV_POPULATE_WRITE` (not in every libc crate release).
 const MADV_POPULATE_WRITE: libc::c_int = 23;
@@ -33,6 +39,16 @@ pub fn resize<T: Copy>(v: &mut Vec<T>, len: usize, value: T) {
     v.shrink_to_fit();
 }
 
+/// A copy of `data` in memory faulted in at once ([`populate`]) rather
+/// than page by page as the copy goes.
+pub fn to_vec<T: Copy>(data: &[T]) -> Vec<T> {
+    let mut v = Vec::with_capacity(data.len());
+    let spare = v.spare_capacity_mut();
+    populate_range(spare.as_mut_ptr() as usize, size_of_val(spare));
+    v.extend_from_slice(data);
+    v
+}
+
 /// [`populate`] on the `len` bytes from address `start`, which this
 /// process holds writable (initialized or not).
 fn populate_range(start: usize, len: usize) {
@@ -44,11 +60,15 @@ fn populate_range(start: usize, len: usize) {
     let end = start + len;
     // SAFETY: madvise on whole pages that hold bytes of the range, which
     // this process maps writable (its callers hold `&mut` to them).
-    // MADV_POPULATE_WRITE faults pages in as a write would, without
-    // changing any byte, so the bytes of other objects sharing the first
-    // or last page stay as they are. The result is ignored on purpose: a
-    // failure leaves the pages to fault in on use.
+    // MADV_HUGEPAGE only says how to back them, and MADV_POPULATE_WRITE
+    // faults pages in as a write would, neither changing any byte, so the
+    // bytes of other objects sharing the first or last page stay as they
+    // are. The results are ignored on purpose: a failure leaves the pages
+    // to fault in on use, in small pages.
     unsafe {
+        if len >= HUGE {
+            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
+        }
         libc::madvise(first as *mut libc::c_void, end - first, MADV_POPULATE_WRITE);
     }
 }
@@ -85,5 +105,12 @@ mod tests {
         assert_eq!(v.capacity(), 10);
         resize(&mut v, 0, 0);
         assert!(v.is_empty());
+    }
+
+    #[test]
+    fn a_copy_is_exact() {
+        let data: Vec<u64> = (0..400_000).collect();
+        assert_eq!(to_vec(&data), data);
+        assert!(to_vec::<u8>(&[]).is_empty());
     }
 }

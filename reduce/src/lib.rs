@@ -18,18 +18,24 @@
 //!   a dynamic window made once per reducer. The master schedules inside
 //!   the progress engine (its control service, which sends tasks through
 //!   an outbox), so a master that computes still schedules.
-//! - Durability: each worker's data is written and synced to a file on
-//!   its own disk at the call ([`replica`]; `ONESIDED_REDUCE_DIR`, mode
-//!   0600, an unwritable or full disk is an error at the call), and on
-//!   the next live member's before the worker reports it to the master:
-//!   data counts as contributed only once its remote replica is durable.
-//!   The study lost 1.57% of its reductions to workers that died after
-//!   their data entered the reduction and before their replica was
-//!   written; here no such moment exists, so every failure of a worker
-//!   other than the root after its data was contributed is recovered (a
-//!   worker that dies before that fails the reduction, naming it: its
-//!   data exists nowhere else). The price is one replica's write and
-//!   sync before the reduction starts. Files go when the reduction ends
+//! - Durability: the reduce call returns once this process's data is
+//!   exposed and, past the root, written to a file on its own host's
+//!   disk ([`replica`]; `ONESIDED_REDUCE_DIR`, mode 0600; an unwritable
+//!   or full disk is an error at the call). From then on the data
+//!   outlives the process: a dead worker's share is read back from that
+//!   file by a live member on its host. The file is synced, and a replica
+//!   written and synced on the next live member's disk (so that the data
+//!   outlives the host), in the background by a writer thread: the
+//!   replica travels with the first fetch of the data when its holder is
+//!   the fetcher, and counts (the master reloads from it) once synced.
+//!   The study lost 1.57% of its reductions to workers killed after their
+//!   data entered the reduction and before their replica was written;
+//!   here the data enters the reduction only once it is on the disk of
+//!   its host, so every failure of a worker process other than the root
+//!   after its call returned is recovered. What stays open is a whole
+//!   host failing before its workers' replicas are synced elsewhere
+//!   (`DataLost`, naming the rank). The root's data has no file: its
+//!   death fails the reduction anyway. Files go when the reduction ends
 //!   (a dead process's, on the master's host, by the master).
 //! - Recovery: the spec's steps for its three failure points, plus lines
 //!   that waited in the queue and replicas a dead member held (made again
@@ -44,6 +50,12 @@
 //!   environment); `osrun --ft` notices count at once. Failures are
 //!   broadcast to the workers. A failure can be
 //!   injected at a chosen point ([`Point`]) for tests of the recovery.
+//!
+//! Memory: lines (registered) and working copies are pooled across
+//! reductions, up to 16 of each, so a reduction of megabytes neither
+//! registers nor faults in memory; the root's result is handed to its
+//! future without a copy. Waiting calls (`reduce`, `get`) drive the
+//! endpoint's progress, so control messages are handled as they come.
 //!
 //! Dependencies: `bytemuck` (elements as bytes, checked), `thiserror`
 //! (the error enum), and the layers below.

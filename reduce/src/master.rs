@@ -5,15 +5,18 @@ use std::collections::{HashMap, HashSet};
 
 use crate::message::{Key, Message};
 use crate::path::Path;
-use crate::schedule::{Action, Line, Perf, Schedule};
+use crate::schedule::{Action, Failure, Line, Perf, Schedule};
 
 /// Messages to send: (group rank, message).
 pub type Out = Vec<(u32, Message)>;
 
-/// The master's state over a group of `size`.
+/// The master's state over a group.
 #[derive(Debug)]
 pub struct Master {
     size: u32,
+    /// The host of each group rank (a dead rank's data is read from its
+    /// host's disk until its replica is durable).
+    hosts: Vec<u64>,
     schedules: HashMap<Key, Schedule>,
     /// Reductions that ended: late messages about them are dropped.
     closed: HashSet<Key>,
@@ -22,10 +25,12 @@ pub struct Master {
 }
 
 impl Master {
-    /// The master of a group of `size`.
-    pub fn new(size: u32) -> Master {
+    /// The master of a group whose rank `r` lives on host `hosts[r]`.
+    pub fn new(hosts: Vec<u64>) -> Master {
+        let size = hosts.len() as u32;
         Master {
             size,
+            hosts,
             schedules: HashMap::new(),
             closed: HashSet::new(),
             perf: Perf::default(),
@@ -49,12 +54,7 @@ impl Master {
             return Vec::new();
         }
         let (key, actions) = match message {
-            Message::Contributed {
-                key,
-                root,
-                disp,
-                replica,
-            } => {
+            Message::Contributed { key, root, disp } => {
                 let line = Line {
                     holder: from,
                     disp,
@@ -62,16 +62,30 @@ impl Master {
                     recovered: false,
                 };
                 let perf = &self.perf;
-                match schedule(&mut self.schedules, &self.closed, &self.dead, key, root) {
+                match schedule(
+                    &mut self.schedules,
+                    &self.closed,
+                    &self.dead,
+                    &self.hosts,
+                    key,
+                    root,
+                ) {
                     Some((s, mut first)) => {
-                        first.extend(s.contributed(line, replica, perf));
+                        first.extend(s.contributed(line, perf));
                         (key, first)
                     }
                     None => return Vec::new(),
                 }
             }
             Message::Withdrawn { key, root } => {
-                match schedule(&mut self.schedules, &self.closed, &self.dead, key, root) {
+                match schedule(
+                    &mut self.schedules,
+                    &self.closed,
+                    &self.dead,
+                    &self.hosts,
+                    key,
+                    root,
+                ) {
                     Some((s, mut first)) => {
                         first.extend(s.withdrawn(from));
                         (key, first)
@@ -91,9 +105,16 @@ impl Master {
                 Some(s) => (key, s.reloaded(from, rank, disp, &self.perf)),
                 None => return Vec::new(),
             },
-            Message::Replicated { key, owner } => {
+            Message::Failed {
+                key,
+                failure: Failure::DataLost(rank),
+            } => match self.schedules.get_mut(&key) {
+                Some(s) => (key, s.lost(rank)),
+                None => return Vec::new(),
+            },
+            Message::Replicated { key, holder } => {
                 if let Some(s) = self.schedules.get_mut(&key) {
-                    s.replicated(owner, from);
+                    s.replicated(from, holder);
                 }
                 return Vec::new();
             }
@@ -170,6 +191,7 @@ fn schedule<'a>(
     schedules: &'a mut HashMap<Key, Schedule>,
     closed: &HashSet<Key>,
     dead: &[bool],
+    hosts: &[u64],
     key: Key,
     root: u32,
 ) -> Option<(&'a mut Schedule, Vec<Action>)> {
@@ -179,7 +201,7 @@ fn schedule<'a>(
     }
     let mut first = Vec::new();
     let s = schedules.entry(key).or_insert_with(|| {
-        let mut s = Schedule::new(size, root);
+        let mut s = Schedule::new(root, hosts.to_vec());
         for r in (0..size).filter(|&r| dead[r as usize]) {
             first.extend(s.died(r, &Perf::default()));
         }
@@ -191,19 +213,13 @@ fn schedule<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schedule::Failure;
     use std::time::Duration;
 
     #[test]
     fn messages_drive_schedules_to_their_end_and_late_ones_are_dropped() {
         let key = Key { id: 1, round: 0 };
-        let mut m = Master::new(2);
-        let c = |disp| Message::Contributed {
-            key,
-            root: 1,
-            disp,
-            replica: None,
-        };
+        let mut m = Master::new(vec![0; 2]);
+        let c = |disp| Message::Contributed { key, root: 1, disp };
         assert!(m.on(0, c(10)).is_empty());
         let out = m.on(1, c(20));
         assert_eq!(
@@ -236,7 +252,7 @@ mod tests {
 
     #[test]
     fn a_death_fails_or_recovers_and_later_reductions_know_it() {
-        let mut m = Master::new(3);
+        let mut m = Master::new(vec![0; 3]);
         let key = Key { id: 2, round: 0 };
         m.on(
             1,
@@ -244,9 +260,9 @@ mod tests {
                 key,
                 root: 0,
                 disp: 1,
-                replica: Some(2),
             },
         );
+        m.on(1, Message::Replicated { key, holder: 2 });
         let out = m.died(0);
         assert!(out.iter().all(|(r, msg)| *r != 0
             && *msg
@@ -262,7 +278,6 @@ mod tests {
                 key: later,
                 root: 1,
                 disp: 1,
-                replica: None,
             },
         );
         assert!(out.iter().any(|(_, msg)| *msg
@@ -271,7 +286,7 @@ mod tests {
                 failure: Failure::DiedBeforeContributing(0)
             }));
         assert!(m.on(0, Message::Pong).is_empty(), "the dead are not heard");
-        let mut m = Master::new(3);
+        let mut m = Master::new(vec![0; 3]);
         let w = Key { id: 3, round: 0 };
         let out = m.on(2, Message::Withdrawn { key: w, root: 1 });
         assert!(out.contains(&(
@@ -281,5 +296,24 @@ mod tests {
                 failure: Failure::Withdrew(2)
             }
         )));
+    }
+
+    #[test]
+    fn a_replica_counts_where_its_owner_says_it_is() {
+        // Each rank on its own host: only the replica can serve.
+        let mut m = Master::new(vec![0, 1, 2]);
+        let key = Key { id: 4, round: 0 };
+        let c = Message::Contributed {
+            key,
+            root: 0,
+            disp: 1,
+        };
+        m.on(1, c);
+        m.on(1, Message::Replicated { key, holder: 2 });
+        let out = m.died(1);
+        assert!(
+            out.contains(&(2, Message::Reload { key, rank: 1 })),
+            "{out:?}"
+        );
     }
 }

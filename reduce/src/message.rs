@@ -21,14 +21,10 @@ pub struct Key {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
     // To the master.
-    /// A worker's own data is contributed: in its buffer at `disp`,
-    /// durable on `replica` too (None: no other member).
-    Contributed {
-        key: Key,
-        root: u32,
-        disp: u64,
-        replica: Option<u32>,
-    },
+    /// A worker's own data is contributed: in its buffer at `disp`
+    /// (and, past the root, in a file on its host; its replica follows,
+    /// [`Message::Replicated`]).
+    Contributed { key: Key, root: u32, disp: u64 },
     /// Task `number` is done (in `took`).
     Done {
         key: Key,
@@ -40,8 +36,8 @@ pub enum Message {
     /// Rank `rank`'s original is loaded again, in the sender's buffer at
     /// `disp`.
     Reloaded { key: Key, rank: u32, disp: u64 },
-    /// `owner`'s original is durable on the sender again.
-    Replicated { key: Key, owner: u32 },
+    /// The sender's original is durable on `holder`.
+    Replicated { key: Key, holder: u32 },
     /// The sender cannot take part (it could not store its data).
     Withdrawn { key: Key, root: u32 },
     /// Answer to a ping.
@@ -85,14 +81,8 @@ impl Message {
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer::default();
         match self {
-            Message::Contributed {
-                key,
-                root,
-                disp,
-                replica,
-            } => {
+            Message::Contributed { key, root, disp } => {
                 w.head(1, key).u32(*root).u64(*disp);
-                w.u32(replica.unwrap_or(u32::MAX));
             }
             Message::Done { key, number, took } => {
                 w.head(2, key).u64(*number).u64(took.as_nanos() as u64);
@@ -103,8 +93,8 @@ impl Message {
             Message::Reloaded { key, rank, disp } => {
                 w.head(4, key).u32(*rank).u64(*disp);
             }
-            Message::Replicated { key, owner } => {
-                w.head(5, key).u32(*owner);
+            Message::Replicated { key, holder } => {
+                w.head(5, key).u32(*holder);
             }
             Message::Withdrawn { key, root } => {
                 w.head(6, key).u32(*root);
@@ -174,7 +164,6 @@ impl Message {
                 key,
                 root: r.u32()?,
                 disp: r.u64()?,
-                replica: Some(r.u32()?).filter(|&h| h != u32::MAX),
             },
             2 => Message::Done {
                 key,
@@ -192,7 +181,7 @@ impl Message {
             },
             5 => Message::Replicated {
                 key,
-                owner: r.u32()?,
+                holder: r.u32()?,
             },
             6 => Message::Withdrawn {
                 key,
@@ -321,13 +310,11 @@ mod tests {
                 key,
                 root: 1,
                 disp: 1 << 40,
-                replica: Some(2),
             },
             Message::Contributed {
                 key,
                 root: 0,
                 disp: 0,
-                replica: None,
             },
             Message::Done {
                 key,
@@ -340,7 +327,7 @@ mod tests {
                 rank: 3,
                 disp: 5,
             },
-            Message::Replicated { key, owner: 1 },
+            Message::Replicated { key, holder: 1 },
             Message::Withdrawn { key, root: 1 },
             Message::Pong,
             Message::Task {

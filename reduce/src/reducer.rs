@@ -19,13 +19,14 @@
 //!   dead as the launcher says: `osrun --ft`); the workers' monitor
 //!   counts the master failed when its pings stop.
 
+use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use onesided_fabric::{control::Outbox, Access, Endpoint, MemoryRegion, World};
+use onesided_fabric::{control::Outbox, pages, Access, Endpoint, MemoryRegion, World};
 use onesided_rma::{Assert, Group, LockKind, Rma, Window};
 
 use crate::master::Master;
@@ -40,6 +41,11 @@ const MASTER_SERVICE: u16 = 0x0201;
 const WORKER_SERVICE: u16 = 0x0202;
 /// Tags the group of the lines' dynamic window.
 const LINE_TAG: u64 = 0x7265_6475_6365;
+/// The root's own line: never attached (no one reads it), so no
+/// attachment's displacement (those are `k << 40`, k >= 1).
+const ROOT_LINE: u64 = 0;
+/// Lines and copies of each kind kept from ended reductions for the next.
+const POOLED: usize = 16;
 /// Silence at the start that does not count (processes create their
 /// reducers at their own pace).
 const START_GRACE: Duration = Duration::from_secs(2);
@@ -120,8 +126,7 @@ impl Config {
 /// services are the endpoint's). Every member creates it.
 pub struct Reducer {
     shared: Arc<Shared>,
-    executor: Option<JoinHandle<()>>,
-    monitor: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 /// What the handlers, the threads and the futures share.
@@ -138,6 +143,47 @@ struct Shared {
     master: Option<Mutex<Watch>>,
     /// Stops the monitor.
     stop: (Mutex<bool>, Condvar),
+}
+
+/// Memory of ended reductions kept for the next ones: its pages are
+/// faulted in and (lines) registered already, which at 32 MiB costs more
+/// than the reduction's own copies.
+#[derive(Default)]
+struct Pool {
+    /// Lines, by length.
+    regions: Vec<(usize, Arc<MemoryRegion>)>,
+    copies: Vec<Aligned>,
+}
+
+impl Pool {
+    fn region(&mut self, len: usize) -> Option<Arc<MemoryRegion>> {
+        let i = self.regions.iter().position(|(l, _)| *l == len)?;
+        Some(self.regions.swap_remove(i).1)
+    }
+
+    /// Gives back a line; returns the one it no longer keeps, to be
+    /// dropped outside the lock (dropping a region takes the endpoint's).
+    #[must_use]
+    fn put_region(&mut self, len: usize, region: Arc<MemoryRegion>) -> Option<Arc<MemoryRegion>> {
+        self.regions.push((len, region));
+        (self.regions.len() > POOLED).then(|| self.regions.remove(0).1)
+    }
+
+    fn copy(&mut self, len: usize) -> Aligned {
+        match self.copies.iter().position(|c| c.len == len) {
+            Some(i) => self.copies.swap_remove(i),
+            None => Aligned::zeroed(len),
+        }
+    }
+
+    fn put_copy(&mut self, copy: Box<dyn Buffer>) {
+        if let Ok(copy) = copy.into_any().downcast::<Aligned>() {
+            self.copies.push(*copy);
+            if self.copies.len() > POOLED {
+                self.copies.remove(0);
+            }
+        }
+    }
 }
 
 /// The master's state, when it last heard from each worker, and its
@@ -181,6 +227,9 @@ struct Local {
     kept: HashMap<Key, Vec<u32>>,
     /// Work for reductions not started here yet: done at their start.
     deferred: HashMap<Key, Vec<Work>>,
+    /// The writer thread's work.
+    writes: VecDeque<Write>,
+    pool: Pool,
     master_heard: Option<Instant>,
     /// The master was seen dead: every reduction fails.
     master_dead: bool,
@@ -195,21 +244,40 @@ enum Work {
     Message(u32, Message),
 }
 
+/// The writer thread's work: files, off the reduction's path.
+enum Write {
+    /// Sync this process's own file of the reduction.
+    Sync(Key),
+    /// Write and sync `owner`'s replica, then tell it.
+    Keep { key: Key, owner: u32, copy: Aligned },
+}
+
+/// This process's data, as the call left it for the executor.
+enum Original {
+    /// The root's: the working copy the result grows in, given back by
+    /// the future without a copy.
+    Root(Box<dyn Buffer>),
+    /// Another's: its line, filled (and its file written).
+    Line(Arc<MemoryRegion>),
+}
+
 /// One reduction on this process.
 struct Reduction {
     root: u32,
     len: usize,
     combine: Combine,
-    /// This process's original data, until its line is attached.
-    original: Option<Aligned>,
+    /// This process's original data, until the executor starts it.
+    original: Option<Original>,
     /// Its own line's displacement, once attached.
     own: Option<u64>,
-    /// Lines held here, by displacement: the working copies a task
-    /// combines into (a region hands out no slice), written back to the
-    /// line's region after each task.
-    lines: HashMap<u64, Aligned>,
-    /// Where the replica of this process's data is asked for or durable.
+    /// Working copies of lines held here, by displacement: a task
+    /// combines into one (a region hands out no slice) and writes it back
+    /// to the line's region. Made at a line's first task.
+    lines: HashMap<u64, Box<dyn Buffer>>,
+    /// Where the replica of this process's data is asked for.
     replica: Option<u32>,
+    /// Whether it is durable there.
+    replicated: bool,
     /// Whether the master has this process's data.
     contributed: bool,
     outcome: Outcome,
@@ -226,6 +294,42 @@ enum Outcome {
 
 type Combine = Arc<dyn Fn(&mut [u8], &[u8]) + Send + Sync>;
 
+/// A working copy of a line.
+trait Buffer: Send {
+    fn bytes(&self) -> &[u8];
+    fn bytes_mut(&mut self) -> &mut [u8];
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+/// The root's copy, in the caller's element type.
+impl<T: bytemuck::Pod + Send> Buffer for Vec<T> {
+    fn bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(self)
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(self)
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+impl Buffer for Aligned {
+    fn bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.len]
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut bytemuck::cast_slice_mut(&mut self.words)[..self.len]
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
 /// Bytes aligned for any element type of alignment 16 or less.
 struct Aligned {
     words: Vec<u128>,
@@ -234,18 +338,9 @@ struct Aligned {
 
 impl Aligned {
     fn zeroed(len: usize) -> Aligned {
-        Aligned {
-            words: vec![0; len.div_ceil(16)],
-            len,
-        }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        &bytemuck::cast_slice(&self.words)[..self.len]
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut bytemuck::cast_slice_mut(&mut self.words)[..self.len]
+        let mut words = Vec::new();
+        pages::resize(&mut words, len.div_ceil(16), 0);
+        Aligned { words, len }
     }
 }
 
@@ -266,6 +361,9 @@ impl Reducer {
             .ok_or_else(|| Error::Usage(format!("rank {} is not in the group", ep.rank())))?;
         let store = Store::new(world.pmi().kvsname())?;
         let size = group.size();
+        let hosts = (group.members().iter())
+            .map(|&r| ep.host_of(r).unwrap_or(u64::from(r)))
+            .collect();
         let start = Instant::now() + START_GRACE;
         let shared = Arc::new(Shared {
             ep: ep.clone(),
@@ -280,7 +378,7 @@ impl Reducer {
             wake: Condvar::new(),
             master: (me == 0).then(|| {
                 Mutex::new(Watch {
-                    master: Master::new(size),
+                    master: Master::new(hosts),
                     heard: vec![start; size as usize],
                     load: Load::default(),
                 })
@@ -311,21 +409,25 @@ impl Reducer {
         };
         let mut reducer = Reducer {
             shared: Arc::clone(&shared),
-            executor: None,
-            monitor: None,
+            threads: Vec::new(),
         };
         // On an error, dropping `reducer` stops what started and serves no
         // more.
         let window = rma.create_dynamic(&group.tagged(LINE_TAG))?;
         let s = Arc::clone(&shared);
-        reducer.executor = Some(thread(
+        (reducer.threads).push(thread(
             "onesided-reduce",
             Box::new(move || s.execute(window)),
         )?);
         let s = Arc::clone(&shared);
-        reducer.monitor = Some(thread(
+        (reducer.threads).push(thread(
             "onesided-reduce-monitor",
             Box::new(move || s.monitor()),
+        )?);
+        let s = Arc::clone(&shared);
+        (reducer.threads).push(thread(
+            "onesided-reduce-writer",
+            Box::new(move || s.write()),
         )?);
         Ok(reducer)
     }
@@ -348,16 +450,16 @@ impl Reducer {
     /// Starts reduction `id` of `data` (this process's original data, the
     /// same length on every member) by `body`, its result to go to group
     /// rank `root`. Every member calls it for each use of an id; an id is
-    /// free again once its reduction ended here. The data is stored on
-    /// this process's disk at once and on the next live member's before
-    /// it counts as contributed (so that a failure of this process from
-    /// then on is recovered); the rest runs in the background.
+    /// free again once its reduction ended here. It returns once the data
+    /// is contributed: exposed to the others and, past the root, written
+    /// to a file on this host (so that this process's failure from then
+    /// on is recovered); the rest runs in the background.
     ///
     /// # Errors
     /// [`Error::Usage`] for a root outside the group or an id still in
     /// flight here (nothing starts); [`Error::Replica`] when the data
-    /// cannot be stored (the reduction then fails everywhere, naming this
-    /// rank).
+    /// cannot be stored, [`Error::Fabric`] when it cannot be exposed
+    /// (the reduction then fails everywhere, naming this rank).
     pub fn reduce<B: ReducerBody>(
         &self,
         root: u32,
@@ -378,9 +480,6 @@ impl Reducer {
                 align_of::<B::Element>()
             )));
         }
-        let bytes: &[u8] = bytemuck::cast_slice(data);
-        let mut aligned = Aligned::zeroed(bytes.len());
-        aligned.bytes_mut().copy_from_slice(bytes);
         let combine: Combine = Arc::new(move |into: &mut [u8], from: &[u8]| {
             body.combine(bytemuck::cast_slice_mut(into), bytemuck::cast_slice(from))
         });
@@ -401,10 +500,20 @@ impl Reducer {
             local.rounds.insert(id, round + 1);
             key
         };
-        if let Err(e) = s.store.write(s.me, s.me, key, bytes) {
-            s.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
-            return Err(e);
-        }
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let original = match s.me == root {
+            // The root's data is never read by others nor reloaded (its
+            // death fails the reduction): no line, no file.
+            true => Ok(Original::Root(Box::new(pages::to_vec(data)))),
+            false => s.expose(key, bytes),
+        };
+        let original = match original {
+            Ok(original) => original,
+            Err(e) => {
+                s.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
+                return Err(e);
+            }
+        };
         let mut local = s.lock();
         let mut outcome = local.early.remove(&key).unwrap_or(Outcome::Running);
         if local.master_dead {
@@ -416,10 +525,11 @@ impl Reducer {
                 root,
                 len: bytes.len(),
                 combine,
-                original: Some(aligned),
+                original: Some(original),
                 own: None,
                 lines: HashMap::new(),
                 replica: None,
+                replicated: false,
                 contributed: false,
                 outcome,
                 abandoned: false,
@@ -430,6 +540,11 @@ impl Reducer {
         local.work.extend(deferred);
         drop(local);
         s.wake.notify_all();
+        s.wait(|local| {
+            local.closing
+                || (local.reductions.get(&key))
+                    .is_none_or(|r| r.contributed || r.outcome != Outcome::Running)
+        });
         Ok(ReduceFuture {
             shared: Arc::clone(s),
             key,
@@ -448,10 +563,7 @@ impl Drop for Reducer {
         s.wake.notify_all();
         *s.stop.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
         s.stop.1.notify_all();
-        for thread in [self.executor.take(), self.monitor.take()]
-            .into_iter()
-            .flatten()
-        {
+        for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
         s.ep.unserve(WORKER_SERVICE);
@@ -501,6 +613,8 @@ impl<T: bytemuck::Pod> ReduceFuture<T> {
     /// [`Error::Failed`] naming the rank that failed and how.
     pub fn get(mut self) -> Result<Option<Vec<T>>, Error> {
         let s = Arc::clone(&self.shared);
+        let key = self.key;
+        s.wait(|local| (local.reductions.get(&key)).is_none_or(|r| r.outcome != Outcome::Running));
         let mut local = s.lock();
         loop {
             let Some(r) = local.reductions.get(&self.key) else {
@@ -525,7 +639,13 @@ impl<T: bytemuck::Pod> ReduceFuture<T> {
                     let result = (r.root == s.me)
                         .then(|| r.lines.remove(&disp))
                         .flatten()
-                        .map(|line| elements(line.bytes()));
+                        .map(|line| match line.into_any().downcast::<Vec<T>>() {
+                            Ok(v) => *v,
+                            Err(other) => match other.downcast::<Aligned>() {
+                                Ok(a) => elements(a.bytes()),
+                                Err(_) => Vec::new(),
+                            },
+                        });
                     return Ok(result);
                 }
             }
@@ -562,11 +682,26 @@ fn elements<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
 /// The executor's window and the lines attached to it.
 struct Lines {
     window: Window,
-    /// Lines held here, by (reduction, displacement).
-    held: HashMap<(Key, u64), Arc<MemoryRegion>>,
+    /// Lines held here, by (reduction, displacement): length and region.
+    held: HashMap<(Key, u64), (usize, Arc<MemoryRegion>)>,
 }
 
 impl Shared {
+    /// Makes progress until `done` holds: the control messages a
+    /// reduction waits for are handled as they come, not when the
+    /// background thread next looks (it stays away from an application
+    /// that makes progress, for 10 ms at a time). Its pauses sleep from
+    /// the start: this process's executor and writer need the cores.
+    fn wait(&self, done: impl Fn(&Local) -> bool) {
+        let mut backoff = self.ep.backoff().quiet();
+        while !done(&self.lock()) {
+            if self.ep.progress() > 0 {
+                backoff.reset();
+            }
+            backoff.pause();
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Local> {
         self.local.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -722,7 +857,8 @@ impl Shared {
         }
     }
 
-    /// The executor thread: works until the reducer closes.
+    /// The executor thread: works until the reducer closes. Replicas
+    /// wait for the rest: they are off the reduction's path.
     fn execute(self: Arc<Shared>, window: Window) {
         let mut lines = Lines {
             window,
@@ -734,11 +870,15 @@ impl Shared {
                 loop {
                     if local.closing {
                         drop(local);
-                        lines.release_all();
+                        let pooled = lines.release_all();
+                        self.lock().pool.regions.extend(pooled);
                         let _ = lines.window.free();
                         return;
                     }
-                    if let Some(w) = local.work.pop_front() {
+                    let first = (local.work.iter())
+                        .position(|w| !matches!(w, Work::Message(_, Message::Store { .. })))
+                        .unwrap_or(0);
+                    if let Some(w) = local.work.remove(first) {
                         break w;
                     }
                     local = self.wake.wait(local).unwrap_or_else(|p| p.into_inner());
@@ -751,8 +891,72 @@ impl Shared {
         }
     }
 
-    /// Attaches this process's line of `key` and asks for its replica
-    /// (or contributes at once in a group of one).
+    /// The writer thread: writes and syncs files until the reducer
+    /// closes (what it had not written then is of no use).
+    fn write(self: Arc<Shared>) {
+        loop {
+            let job = {
+                let mut local = self.lock();
+                loop {
+                    if local.closing {
+                        return;
+                    }
+                    if let Some(job) = local.writes.pop_front() {
+                        break job;
+                    }
+                    local = self.wake.wait(local).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            match job {
+                Write::Sync(key) => {
+                    let _ = self.store.sync(self.me, self.me, key);
+                }
+                Write::Keep { key, owner, copy } => self.keep(key, owner, copy),
+            }
+        }
+    }
+
+    /// Writes and syncs `owner`'s replica of `key`, tells it; a replica
+    /// of a reduction that ended meanwhile goes at once.
+    fn keep(&self, key: Key, owner: u32, copy: Aligned) {
+        let ok = (self.store.write(self.me, owner, key, copy.bytes()))
+            .and_then(|()| self.store.sync(self.me, owner, key))
+            .is_ok();
+        let ended = {
+            let mut local = self.lock();
+            local.pool.put_copy(Box::new(copy));
+            let ended = local.closing || ended(&local, key);
+            if ok && !ended {
+                local.kept.entry(key).or_default().push(owner);
+            }
+            ended
+        };
+        match ended {
+            true => self.store.remove(self.me, owner, key),
+            false => self.send(owner, WORKER_SERVICE, &Message::Stored { key, ok }),
+        }
+    }
+
+    /// This process's data of `key` in a line (pooled or new) and in its
+    /// file on this host (synced later, by the writer).
+    fn expose(&self, key: Key, bytes: &[u8]) -> Result<Original, Error> {
+        let pooled = self.lock().pool.region(bytes.len());
+        let region = match pooled {
+            Some(region) => region,
+            None => Arc::new(self.ep.register(bytes.len().max(1), Access::REMOTE_READ)?),
+        };
+        let stored = (region.write_bytes(0, bytes).map_err(Error::from))
+            .and_then(|()| self.store.write(self.me, self.me, key, bytes));
+        if let Err(e) = stored {
+            let evicted = self.lock().pool.put_region(bytes.len(), region);
+            drop(evicted);
+            return Err(e);
+        }
+        Ok(Original::Line(region))
+    }
+
+    /// Exposes this process's line of `key`, contributes it, and has its
+    /// file synced and its replica made.
     fn start(&self, lines: &mut Lines, key: Key) {
         let taken = {
             let mut local = self.lock();
@@ -762,28 +966,41 @@ impl Shared {
             if r.outcome != Outcome::Running {
                 return;
             }
-            (r.root, r.original.take())
+            (r.root, r.len, r.original.take())
         };
-        let (root, Some(line)) = taken else { return };
-        // Attached outside the lock: the endpoint's handlers take it.
-        match self.attach(lines, key, line.bytes()) {
-            Ok(disp) => {
+        let (root, len, Some(original)) = taken else {
+            return;
+        };
+        let disp = match original {
+            Original::Root(copy) => {
                 if let Some(r) = self.lock().reductions.get_mut(&key) {
-                    r.own = Some(disp);
-                    r.lines.insert(disp, line);
+                    r.lines.insert(ROOT_LINE, copy);
                 }
+                ROOT_LINE
             }
-            Err(_) => {
-                self.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
-                return;
-            }
+            // Attached outside the lock: the endpoint's handlers take it.
+            Original::Line(region) => match lines.attach(key, len, region) {
+                Ok(disp) => disp,
+                Err(evicted) => {
+                    drop(evicted);
+                    self.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
+                    return;
+                }
+            },
+        };
+        if let Some(r) = self.lock().reductions.get_mut(&key) {
+            r.own = Some(disp);
         }
-        self.ask_replica(key, None);
+        self.contribute(key, root, disp);
+        if disp != ROOT_LINE {
+            self.lock().writes.push_back(Write::Sync(key));
+            self.wake.notify_all();
+            self.ask_replica(key, None);
+        }
     }
 
     /// Asks `holder` (by default the next live member) to keep this
-    /// process's replica of `key`; contributes at once when there is no
-    /// other member.
+    /// process's replica of `key`.
     fn ask_replica(&self, key: Key, holder: Option<u32>) {
         let size = self.group.size();
         let dead = self.lock().dead.clone();
@@ -792,36 +1009,34 @@ impl Shared {
                 .map(|k| (self.me + k) % size)
                 .find(|&r| !dead.contains(&r) && !self.ep.is_dead(self.job(r)))
         });
-        let (root, len, own) = {
+        let (len, own) = {
             let mut local = self.lock();
             let Some(r) = local.reductions.get_mut(&key) else {
                 return;
             };
             r.replica = holder;
-            (r.root, r.len, r.own.unwrap_or(0))
+            r.replicated = false;
+            (r.len, r.own.unwrap_or(0))
         };
-        match holder {
-            Some(h) => self.send(
-                h,
-                WORKER_SERVICE,
-                &Message::Store {
-                    key,
-                    disp: own,
-                    len: len as u64,
-                },
-            ),
-            None => self.contribute(key, root, None),
+        if let Some(h) = holder {
+            let m = Message::Store {
+                key,
+                disp: own,
+                len: len as u64,
+            };
+            self.send(h, WORKER_SERVICE, &m);
         }
     }
 
-    /// Rank `rank` failed: replicas asked of it are asked of the next.
+    /// Rank `rank` failed: replicas asked of it and not durable yet are
+    /// asked of the next.
     fn dead(&self, rank: u32) {
         let waiting: Vec<Key> = {
             let mut local = self.lock();
             local.dead.push(rank);
             (local.reductions.iter())
                 .filter(|(_, r)| {
-                    r.replica == Some(rank) && !r.contributed && r.outcome == Outcome::Running
+                    r.replica == Some(rank) && !r.replicated && r.outcome == Outcome::Running
                 })
                 .map(|(k, _)| *k)
                 .collect()
@@ -831,21 +1046,13 @@ impl Shared {
         }
     }
 
-    fn contribute(&self, key: Key, root: u32, replica: Option<u32>) {
-        let own = match self.lock().reductions.get_mut(&key) {
-            Some(r) => {
-                r.contributed = true;
-                r.own.unwrap_or(0)
-            }
+    fn contribute(&self, key: Key, root: u32, disp: u64) {
+        match self.lock().reductions.get_mut(&key) {
+            Some(r) => r.contributed = true,
             None => return,
-        };
-        let m = Message::Contributed {
-            key,
-            root,
-            disp: own,
-            replica,
-        };
-        self.send(0, MASTER_SERVICE, &m);
+        }
+        self.wake.notify_all();
+        self.send(0, MASTER_SERVICE, &Message::Contributed { key, root, disp });
         self.injected(Point::Contributed);
     }
 
@@ -858,16 +1065,6 @@ impl Shared {
         }
     }
 
-    /// A line of `key` holding `bytes`, attached to the window: its
-    /// displacement.
-    fn attach(&self, lines: &mut Lines, key: Key, bytes: &[u8]) -> Result<u64, Error> {
-        let region = Arc::new(self.ep.register(bytes.len().max(1), Access::REMOTE_READ)?);
-        region.write_bytes(0, bytes)?;
-        let disp = lines.window.attach(Arc::clone(&region))?;
-        lines.held.insert((key, disp), region);
-        Ok(disp)
-    }
-
     /// Reads `into.len()` bytes of group rank `holder`'s line `disp`.
     fn fetch(
         &self,
@@ -878,8 +1075,16 @@ impl Shared {
         into: &mut [u8],
     ) -> Result<(), Error> {
         if holder == self.me {
-            return match lines.held.get(&(key, disp)) {
-                Some(region) => Ok(region.read_bytes(0, into)?),
+            if let Some((_, region)) = lines.held.get(&(key, disp)) {
+                return Ok(region.read_bytes(0, into)?);
+            }
+            let local = self.lock();
+            let copy = (local.reductions.get(&key)).and_then(|r| r.lines.get(&disp));
+            return match copy {
+                Some(copy) => {
+                    into.copy_from_slice(copy.bytes());
+                    Ok(())
+                }
                 None => Err(Error::Usage(format!("no line at {disp:#x} here"))),
             };
         }
@@ -910,7 +1115,7 @@ impl Shared {
             }
         }
         match m {
-            Message::Store { key, disp, len } => self.keep_replica(lines, key, from, disp, len),
+            Message::Store { key, disp, len } => self.fetch_replica(lines, key, from, disp, len),
             Message::Stored { key, ok } => self.stored(key, from, ok),
             Message::Task {
                 key,
@@ -928,44 +1133,36 @@ impl Shared {
         }
     }
 
-    /// Keeps `owner`'s replica of `key`: reads its line, writes and syncs
-    /// the file, tells it.
-    fn keep_replica(&self, lines: &mut Lines, key: Key, owner: u32, at: u64, len: u64) {
-        let mut bytes = vec![0u8; len as usize];
-        if self.fetch(lines, key, owner, at, &mut bytes).is_err() {
-            return; // The owner died: the master hears of it.
+    /// Reads `owner`'s line of `key` for the writer to keep as its
+    /// replica.
+    fn fetch_replica(&self, lines: &mut Lines, key: Key, owner: u32, at: u64, len: u64) {
+        let mut copy = self.lock().pool.copy(len as usize);
+        match self.fetch(lines, key, owner, at, copy.bytes_mut()) {
+            Ok(()) => {
+                (self.lock().writes).push_back(Write::Keep { key, owner, copy });
+                self.wake.notify_all();
+            }
+            // The owner died (the master hears of it) or the line is gone
+            // (the reduction ended).
+            Err(_) => self.lock().pool.put_copy(Box::new(copy)),
         }
-        let ok = self.store.write(self.me, owner, key, &bytes).is_ok();
-        if ok {
-            self.lock().kept.entry(key).or_default().push(owner);
-        }
-        self.send(owner, WORKER_SERVICE, &Message::Stored { key, ok });
     }
 
     /// This process's replica of `key` is durable on `holder` (or could
-    /// not be stored there).
+    /// not be stored there: its file on this host still serves).
     fn stored(&self, key: Key, holder: u32, ok: bool) {
-        let (root, first) = {
-            let local = self.lock();
-            let Some(r) = local.reductions.get(&key) else {
+        {
+            let mut local = self.lock();
+            let Some(r) = local.reductions.get_mut(&key) else {
                 return;
             };
-            if r.replica != Some(holder) || r.outcome != Outcome::Running {
+            if !ok || r.replica != Some(holder) || r.outcome != Outcome::Running {
                 return;
             }
-            (r.root, !r.contributed)
-        };
-        match (ok, first) {
-            (true, true) => self.contribute(key, root, Some(holder)),
-            (true, false) => {
-                let m = Message::Replicated {
-                    key,
-                    owner: self.me,
-                };
-                self.send(0, MASTER_SERVICE, &m);
-            }
-            (false, _) => self.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root }),
+            r.replicated = true;
         }
+        let m = Message::Replicated { key, holder };
+        self.send(0, MASTER_SERVICE, &m);
     }
 
     /// Runs a task: fetches the provider's line, combines it into line
@@ -974,27 +1171,61 @@ impl Shared {
         let begun = Instant::now();
         let taken = {
             let mut local = self.lock();
-            (local.reductions.get_mut(&key))
-                .and_then(|r| Some((r.lines.remove(&into)?, Arc::clone(&r.combine), r.len)))
+            let taken = (local.reductions.get_mut(&key))
+                .map(|r| (r.lines.remove(&into), Arc::clone(&r.combine), r.len));
+            taken.map(|(line, combine, len)| (line, combine, len, local.pool.copy(len)))
         };
-        let Some((mut line, combine, len)) = taken else {
+        let Some((line, combine, len, mut other)) = taken else {
             return;
         };
         self.injected(Point::Task);
-        let mut other = Aligned::zeroed(len);
-        let fetched = self.fetch(lines, key, holder, from, other.bytes_mut());
-        if fetched.is_ok() {
-            self.injected(Point::Fetched);
-        }
-        let done = fetched.and_then(|()| {
-            combine(line.bytes_mut(), other.bytes());
-            match lines.held.get(&(key, into)) {
-                Some(region) => Ok(region.write_bytes(0, line.bytes())?),
-                None => Err(Error::Usage(format!("no line at {into:#x} here"))),
+        let region = lines.held.get(&(key, into)).map(|(_, region)| region);
+        // A line's first task makes its working copy.
+        let line = match (line, region) {
+            (Some(line), _) => Ok(line),
+            (None, Some(region)) => {
+                let mut copy = self.lock().pool.copy(len);
+                (region.read_bytes(0, copy.bytes_mut()).map_err(Error::from))
+                    .map(|()| Box::new(copy) as Box<dyn Buffer>)
             }
+            (None, None) => Err(Error::Usage(format!("no line at {into:#x} here"))),
+        };
+        let done = line.and_then(|mut line| {
+            let fetched = self.fetch(lines, key, holder, from, other.bytes_mut());
+            if fetched.is_ok() {
+                self.injected(Point::Fetched);
+                combine(line.bytes_mut(), other.bytes());
+            }
+            let written = match (&fetched, region) {
+                (Ok(()), Some(region)) => region.write_bytes(0, line.bytes()).map_err(Error::from),
+                _ => Ok(()),
+            };
+            if let Some(r) = self.lock().reductions.get_mut(&key) {
+                r.lines.insert(into, line);
+            }
+            fetched.and(written)
         });
-        if let Some(r) = self.lock().reductions.get_mut(&key) {
-            r.lines.insert(into, line);
+        // The replica travels with the first fetch: a line its holder
+        // asked this process to keep is written from what the task read.
+        let keep = done.is_ok() && {
+            let mut local = self.lock();
+            let asked = (local.work.iter()).position(|w| {
+                matches!(w, Work::Message(f, Message::Store { key: k, disp, .. })
+                    if *f == holder && *k == key && *disp == from)
+            });
+            asked.and_then(|i| local.work.remove(i)).is_some()
+        };
+        match keep {
+            true => {
+                let job = Write::Keep {
+                    key,
+                    owner: holder,
+                    copy: other,
+                };
+                self.lock().writes.push_back(job);
+                self.wake.notify_all();
+            }
+            false => self.lock().pool.put_copy(Box::new(other)),
         }
         let m = match done {
             Ok(()) => Message::Done {
@@ -1008,30 +1239,55 @@ impl Shared {
     }
 
     /// Loads rank `rank`'s original of `key` again (this process's own,
-    /// into its own line, or the replica it keeps, into a new one) and
-    /// reports it.
+    /// into its own line; or the replica it keeps, or the file of a dead
+    /// rank on this host, into a new one) and reports it.
     fn reload(&self, lines: &mut Lines, key: Key, rank: u32) {
-        let Some((len, own)) = self.lock().reductions.get(&key).map(|r| (r.len, r.own)) else {
+        let taken = {
+            let mut local = self.lock();
+            let own = local.reductions.get(&key).map(|r| (r.len, r.own));
+            own.map(|(len, own)| (len, own, local.pool.copy(len)))
+        };
+        let Some((len, own, mut line)) = taken else {
             return;
         };
-        let mut line = Aligned::zeroed(len);
-        if self
-            .store
-            .read(self.me, rank, key, line.bytes_mut())
-            .is_err()
-        {
-            return; // Counted as lost when this process is seen dead.
+        let read = (self.store.read(self.me, rank, key, line.bytes_mut()))
+            .or_else(|_| self.store.read(rank, rank, key, line.bytes_mut()));
+        if read.is_err() {
+            // Nothing to reload from: the reduction cannot have this
+            // rank's data.
+            self.lock().pool.put_copy(Box::new(line));
+            let m = Message::Failed {
+                key,
+                failure: Failure::DataLost(rank),
+            };
+            self.send(0, MASTER_SERVICE, &m);
+            return;
         }
         let at = match (rank == self.me, own) {
-            (true, Some(own)) => (lines.held.get(&(key, own)))
+            (true, Some(own)) => (lines.held.get(&(key, own)).map(|(_, region)| region))
                 .ok_or_else(|| Error::Usage("own line not attached".into()))
                 .and_then(|region| Ok(region.write_bytes(0, line.bytes())?))
                 .map(|()| own),
-            _ => self.attach(lines, key, line.bytes()),
+            _ => {
+                let pooled = self.lock().pool.region(len);
+                let region = match pooled {
+                    Some(region) => Ok(region),
+                    None => (self.ep.register(len.max(1), Access::REMOTE_READ))
+                        .map(Arc::new)
+                        .map_err(Error::from),
+                };
+                region.and_then(|region| {
+                    region.write_bytes(0, line.bytes())?;
+                    lines.attach(key, len, region).map_err(|evicted| {
+                        drop(evicted);
+                        Error::Usage("a dynamic window holds no more lines".into())
+                    })
+                })
+            }
         };
         let Ok(at) = at else { return };
         if let Some(r) = self.lock().reductions.get_mut(&key) {
-            r.lines.insert(at, line);
+            r.lines.insert(at, Box::new(line));
         }
         let m = Message::Reloaded {
             key,
@@ -1041,15 +1297,17 @@ impl Shared {
         self.send(0, MASTER_SERVICE, &m);
     }
 
-    /// Reduction `key` ended: its lines, windows and files go (the
-    /// root's result stays for its future).
+    /// Reduction `key` ended: its lines and files go, its memory to the
+    /// pool (the root's result stays for its future).
     fn end(&self, lines: &mut Lines, key: Key, outcome: Outcome) {
         let kept = {
             let mut local = self.lock();
             let kept = local.kept.remove(&key).unwrap_or_default();
             local.deferred.remove(&key);
+            let mut copies = Vec::new();
             match local.reductions.get_mut(&key) {
                 Some(r) if r.abandoned => {
+                    copies.extend(r.lines.drain().map(|(_, c)| c));
                     local.reductions.remove(&key);
                 }
                 Some(r) if r.outcome == Outcome::Running => {
@@ -1058,17 +1316,31 @@ impl Shared {
                         (Outcome::Finished(d), true) => Some(d),
                         _ => None,
                     };
-                    r.lines.retain(|&d, _| Some(d) == keep);
+                    let gone: Vec<u64> = (r.lines.keys())
+                        .filter(|&&d| Some(d) != keep)
+                        .copied()
+                        .collect();
+                    copies.extend(gone.iter().filter_map(|d| r.lines.remove(d)));
                 }
                 Some(_) => {}
                 None => {
                     local.early.insert(key, outcome);
                 }
             }
+            for copy in copies {
+                local.pool.put_copy(copy);
+            }
             kept
         };
         self.wake.notify_all();
-        lines.release(key);
+        let released = lines.release(key);
+        let evicted: Vec<_> = {
+            let mut local = self.lock();
+            (released.into_iter())
+                .filter_map(|(len, region)| local.pool.put_region(len, region))
+                .collect()
+        };
+        drop(evicted);
         self.store.remove(self.me, self.me, key);
         // The master removes the files of the dead on its host.
         if let Some(watch) = &self.master {
@@ -1092,22 +1364,59 @@ impl Shared {
     }
 }
 
+/// Whether reduction `key` ended here (or started and went).
+fn ended(local: &Local, key: Key) -> bool {
+    match local.reductions.get(&key) {
+        Some(r) => r.outcome != Outcome::Running,
+        None => {
+            local.early.contains_key(&key)
+                || key.round < local.rounds.get(&key.id).copied().unwrap_or(0)
+        }
+    }
+}
+
 impl Lines {
-    /// Detaches reduction `key`'s lines (every fetch of them is over).
-    fn release(&mut self, key: Key) {
+    /// Attaches `region` (`len` bytes of reduction `key`) to the window:
+    /// its displacement, or the region back when the window is full.
+    fn attach(
+        &mut self,
+        key: Key,
+        len: usize,
+        region: Arc<MemoryRegion>,
+    ) -> Result<u64, Arc<MemoryRegion>> {
+        match self.window.attach(Arc::clone(&region)) {
+            Ok(disp) => {
+                self.held.insert((key, disp), (len, region));
+                Ok(disp)
+            }
+            Err(_) => Err(region),
+        }
+    }
+
+    /// Detaches reduction `key`'s lines (every fetch of them is over):
+    /// their regions, by length.
+    fn release(&mut self, key: Key) -> Vec<(usize, Arc<MemoryRegion>)> {
         let mine: Vec<(Key, u64)> = (self.held.keys())
             .filter(|(k, _)| *k == key)
             .copied()
             .collect();
+        let mut out = Vec::new();
         for at in mine {
-            self.held.remove(&at);
-            let _ = self.window.detach(at.1);
+            if let Some(line) = self.held.remove(&at) {
+                let _ = self.window.detach(at.1);
+                out.push(line);
+            }
         }
+        out
     }
 
-    fn release_all(&mut self) {
-        for ((_, disp), _) in std::mem::take(&mut self.held) {
-            let _ = self.window.detach(disp);
-        }
+    fn release_all(&mut self) -> Vec<(usize, Arc<MemoryRegion>)> {
+        let all: Vec<_> = std::mem::take(&mut self.held).into_iter().collect();
+        (all.into_iter())
+            .map(|((_, disp), line)| {
+                let _ = self.window.detach(disp);
+                line
+            })
+            .collect()
     }
 }

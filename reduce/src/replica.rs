@@ -1,6 +1,6 @@
 //! Replicas of original data on a host's disk: one file per (holder,
-//! owner, reduction) under a per-job directory, written and synced
-//! before they count, mode 0600, removed when the reduction ends.
+//! owner, reduction) under a per-job directory, mode 0600, removed when
+//! the reduction ends.
 
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
@@ -59,8 +59,9 @@ impl Store {
         (self.dir).join(format!("{}-{}-h{holder}-o{owner}", key.id, key.round))
     }
 
-    /// Writes `owner`'s original, kept by `holder`, and syncs it; a
-    /// failed write leaves no file.
+    /// Writes `owner`'s original, kept by `holder` (into the host's
+    /// page cache: it outlives the process, [`Store::sync`] makes it
+    /// outlive the host); a failed write leaves no file.
     ///
     /// # Errors
     /// [`Error::Replica`] naming the file (a full or unwritable disk).
@@ -73,8 +74,7 @@ impl Store {
                 .truncate(true)
                 .mode(0o600)
                 .open(&path)?;
-            f.write_all(bytes)?;
-            f.sync_data()
+            f.write_all(bytes)
         })();
         written.map_err(|source| {
             let _ = fs::remove_file(&path);
@@ -82,6 +82,18 @@ impl Store {
                 path: path.display().to_string(),
                 source,
             }
+        })
+    }
+
+    /// Syncs `owner`'s original, kept by `holder`, to the disk.
+    ///
+    /// # Errors
+    /// [`Error::Replica`] naming the file (gone, or the disk failed).
+    pub fn sync(&self, holder: u32, owner: u32, key: Key) -> Result<(), Error> {
+        let path = self.path(holder, owner, key);
+        (fs::File::open(&path).and_then(|f| f.sync_data())).map_err(|source| Error::Replica {
+            path: path.display().to_string(),
+            source,
         })
     }
 
@@ -143,6 +155,7 @@ mod tests {
         assert!(store.dir().ends_with("onesided-reduce-kvs_1_x"));
         let key = Key { id: 3, round: 1 };
         store.write(1, 0, key, b"original").expect("write");
+        store.sync(1, 0, key).expect("sync");
         let file = store.path(1, 0, key);
         assert_eq!(
             fs::metadata(&file).unwrap().permissions().mode() & 0o777,

@@ -133,6 +133,8 @@ pub struct Schedule {
     running: Vec<Task>,
     tasks: u64,
     dead: Vec<bool>,
+    /// The host of each rank.
+    hosts: Vec<u64>,
     /// Ranks whose data was contributed (their first line arrived).
     contributed: Path,
     /// Where each rank's original is durable besides the rank itself.
@@ -143,8 +145,10 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// A reduction over a group of `size` whose result goes to `root`.
-    pub fn new(size: u32, root: u32) -> Schedule {
+    /// A reduction whose result goes to `root`, over a group whose rank
+    /// `r` lives on host `hosts[r]`.
+    pub fn new(root: u32, hosts: Vec<u64>) -> Schedule {
+        let size = hosts.len() as u32;
         Schedule {
             size,
             root,
@@ -152,6 +156,7 @@ impl Schedule {
             running: Vec::new(),
             tasks: 0,
             dead: vec![false; size as usize],
+            hosts,
             contributed: Path::default(),
             replica: vec![None; size as usize],
             reloading: Vec::new(),
@@ -169,17 +174,15 @@ impl Schedule {
         self.dead.get(rank as usize).copied().unwrap_or(true)
     }
 
-    /// Rank `line.holder` contributed its own data (`line`), durable on
-    /// `replica` too (None: nowhere else, a group of one).
-    pub fn contributed(&mut self, line: Line, replica: Option<u32>, perf: &Perf) -> Vec<Action> {
+    /// Rank `line.holder` contributed its own data (`line`): it is in a
+    /// file on its host too, and durable elsewhere once
+    /// [`Schedule::replicated`].
+    pub fn contributed(&mut self, line: Line, perf: &Perf) -> Vec<Action> {
         if self.state != State::Open || self.is_dead(line.holder) {
             return Vec::new();
         }
         for r in line.path.ranks() {
             self.contributed.insert(r);
-            if let Some(slot) = self.replica.get_mut(r as usize) {
-                *slot = replica;
-            }
         }
         self.queue.push_back(line);
         self.pair(perf)
@@ -325,6 +328,14 @@ impl Schedule {
         }
     }
 
+    /// Rank `rank`'s data could not be loaded again: the reduction fails.
+    pub fn lost(&mut self, rank: u32) -> Vec<Action> {
+        match self.state {
+            State::Open => self.fail(Failure::DataLost(rank)),
+            _ => Vec::new(),
+        }
+    }
+
     /// `owner`'s original is durable on `holder` again.
     pub fn replicated(&mut self, owner: u32, holder: u32) {
         if let Some(slot) = self.replica.get_mut(owner as usize) {
@@ -335,14 +346,18 @@ impl Schedule {
     }
 
     /// The reloads that rebuild `path`: each rank's original from the
-    /// rank itself when it lives, else from its replica's holder (the
-    /// spec's step 3: single, fault-tolerant lines).
+    /// rank itself when it lives, else from its replica's holder, else
+    /// from its file by a live rank on its host (the spec's step 3:
+    /// single, fault-tolerant lines).
     fn singles(&mut self, path: &Path) -> Vec<Action> {
         let mut actions = Vec::new();
         for rank in path.ranks() {
+            let host = self.hosts[rank as usize];
             let holder = match self.is_dead(rank) {
                 false => Some(rank),
-                true => self.replica[rank as usize].filter(|&h| !self.is_dead(h)),
+                true => (self.replica[rank as usize].filter(|&h| !self.is_dead(h))).or_else(|| {
+                    (0..self.size).find(|&r| !self.is_dead(r) && self.hosts[r as usize] == host)
+                }),
             };
             match holder {
                 Some(holder) => {
@@ -444,10 +459,12 @@ mod tests {
     #[test]
     fn lines_pair_in_arrival_order_and_the_root_keeps_the_result() {
         let mut perf = Perf::default();
-        let mut s = Schedule::new(4, 0);
+        let mut s = Schedule::new(0, vec![0; 4]);
         let ms = Duration::from_millis;
-        assert!(s.contributed(line(2, &[2]), Some(3), &perf).is_empty());
-        let a = assigned(&s.contributed(line(3, &[3]), Some(0), &perf));
+        s.replicated(2, 3);
+        assert!(s.contributed(line(2, &[2]), &perf).is_empty());
+        s.replicated(3, 0);
+        let a = assigned(&s.contributed(line(3, &[3]), &perf));
         assert_eq!(a.len(), 1);
         assert_eq!(
             (a[0].into.holder, a[0].from.holder),
@@ -455,9 +472,11 @@ mod tests {
             "the first on a tie"
         );
         // The root takes any task it is in, though it came second.
-        let b = assigned(&s.contributed(line(1, &[1]), Some(2), &perf));
+        s.replicated(1, 2);
+        let b = assigned(&s.contributed(line(1, &[1]), &perf));
         assert!(b.is_empty());
-        let b = assigned(&s.contributed(line(0, &[0]), Some(1), &perf));
+        s.replicated(0, 1);
+        let b = assigned(&s.contributed(line(0, &[0]), &perf));
         assert_eq!((b[0].into.holder, b[0].from.holder), (0, 1));
         let c = assigned(&s.done(1, ms(5), &mut perf));
         assert!(c.is_empty());
@@ -474,13 +493,16 @@ mod tests {
         let mut perf = Perf::default();
         perf.record(1, Duration::from_millis(8));
         perf.record(2, Duration::from_millis(2));
-        let mut s = Schedule::new(3, 0);
-        s.contributed(line(1, &[1]), Some(2), &perf);
-        let t = assigned(&s.contributed(line(2, &[2]), Some(0), &perf));
+        let mut s = Schedule::new(0, vec![0; 3]);
+        s.replicated(1, 2);
+        s.contributed(line(1, &[1]), &perf);
+        s.replicated(2, 0);
+        let t = assigned(&s.contributed(line(2, &[2]), &perf));
         assert_eq!(t[0].into.holder, 2);
         // A recovered line takes it before speed counts.
-        let mut r = Schedule::new(3, 0);
-        r.contributed(line(2, &[2]), Some(0), &perf);
+        let mut r = Schedule::new(0, vec![0; 3]);
+        r.replicated(2, 0);
+        r.contributed(line(2, &[2]), &perf);
         r.reloading.push((1, 1));
         let t = assigned(&r.reloaded(1, 1, 0, &perf));
         assert_eq!(t[0].into.holder, 1);
@@ -489,18 +511,21 @@ mod tests {
 
     #[test]
     fn one_rank_finishes_at_once() {
-        let mut s = Schedule::new(1, 0);
-        let a = s.contributed(line(0, &[0]), None, &Perf::default());
+        let mut s = Schedule::new(0, vec![0; 1]);
+        let a = s.contributed(line(0, &[0]), &Perf::default());
         assert_eq!(a, vec![Action::Finished { disp: 0 }]);
     }
 
     /// 4 ranks, root 0; 1 and 2 paired (1 takes the task).
     fn started() -> (Schedule, Perf, Task) {
         let perf = Perf::default();
-        let mut s = Schedule::new(4, 0);
-        s.contributed(line(1, &[1]), Some(2), &perf);
-        let t = assigned(&s.contributed(line(2, &[2]), Some(3), &perf));
-        s.contributed(line(3, &[3]), Some(0), &perf);
+        let mut s = Schedule::new(0, vec![0; 4]);
+        s.replicated(1, 2);
+        s.contributed(line(1, &[1]), &perf);
+        s.replicated(2, 3);
+        let t = assigned(&s.contributed(line(2, &[2]), &perf));
+        s.replicated(3, 0);
+        s.contributed(line(3, &[3]), &perf);
         (s, perf, t[0].clone())
     }
 
@@ -552,16 +577,19 @@ mod tests {
         let (mut s, _, _) = started();
         assert_eq!(s.died(0, &perf), vec![Action::Failed(Failure::RootDied(0))]);
         assert!(s.died(3, &perf).is_empty(), "failed already");
-        let mut s = Schedule::new(3, 0);
+        let mut s = Schedule::new(0, vec![0; 3]);
         assert_eq!(
             s.died(2, &perf),
             vec![Action::Failed(Failure::DiedBeforeContributing(2))]
         );
-        // 1 and its replica's holder 2 both die while 1's line waits.
+        // 1 and its replica's holder 2 both die while 1's line waits,
+        // each on its own host.
         let perf = Perf::default();
-        let mut s = Schedule::new(3, 0);
-        s.contributed(line(1, &[1]), Some(2), &perf);
-        s.contributed(line(2, &[2]), Some(0), &perf);
+        let mut s = Schedule::new(0, vec![0, 1, 2]);
+        s.replicated(1, 2);
+        s.contributed(line(1, &[1]), &perf);
+        s.replicated(2, 0);
+        s.contributed(line(2, &[2]), &perf);
         let a = s.died(2, &perf);
         assert!(a.contains(&Action::Replicate {
             owner: 1,
@@ -572,14 +600,33 @@ mod tests {
             Some(&Action::Failed(Failure::DataLost(1)))
         );
         // Replicated again in time, it is recovered.
-        let mut s = Schedule::new(3, 0);
-        s.contributed(line(1, &[1]), Some(2), &perf);
-        s.contributed(line(2, &[2]), Some(0), &perf);
+        let mut s = Schedule::new(0, vec![0, 1, 2]);
+        s.replicated(1, 2);
+        s.contributed(line(1, &[1]), &perf);
+        s.replicated(2, 0);
+        s.contributed(line(2, &[2]), &perf);
         s.died(2, &perf);
         s.replicated(1, 0);
         assert!(s
             .died(1, &perf)
             .contains(&Action::Reload { holder: 0, rank: 1 }));
+    }
+
+    #[test]
+    fn a_dead_rank_without_a_replica_is_read_on_its_host() {
+        let perf = Perf::default();
+        // Hosts: 0 and 2 on one, 1 on another, 3 on a third.
+        let hosts = vec![7, 8, 7, 9];
+        // 2's line waits in the queue when 2 dies: its file is read by 0,
+        // on its host, its replica not durable yet.
+        let mut s = Schedule::new(0, hosts.clone());
+        s.contributed(line(2, &[2]), &perf);
+        let a = s.died(2, &perf);
+        assert_eq!(a, vec![Action::Reload { holder: 0, rank: 2 }]);
+        // 1 dies with its host: only a durable replica could serve.
+        let mut s = Schedule::new(0, hosts);
+        s.contributed(line(1, &[1]), &perf);
+        assert_eq!(s.died(1, &perf), vec![Action::Failed(Failure::DataLost(1))]);
     }
 
     /// A tiny deterministic generator (xorshift) for the simulation.
@@ -606,7 +653,7 @@ mod tests {
     ) -> (State, Vec<u32>, [usize; 2]) {
         let mut rng = Rng(seed | 1);
         let mut perf = Perf::default();
-        let mut s = Schedule::new(size, root);
+        let mut s = Schedule::new(root, vec![0; size as usize]);
         // Data per (holder, disp): counts per rank.
         let mut data: std::collections::HashMap<(u32, u64), Vec<u32>> = Default::default();
         let unit = |r: u32| (0..size).map(|k| u32::from(k == r)).collect::<Vec<_>>();
@@ -621,6 +668,7 @@ mod tests {
             Contribute(u32),
             Run(Task),
             Reload(u32, u32),
+            Replicate(u32),
         }
         while s.state() == State::Open && !pending.is_empty() {
             if let Some((v, when)) = victim {
@@ -641,7 +689,8 @@ mod tests {
                         path: Path::single(r),
                         recovered: false,
                     };
-                    s.contributed(l, Some((r + 1) % size), &perf)
+                    pending.push(Event::Replicate(r));
+                    s.contributed(l, &perf)
                 }
                 Event::Run(t) if !dead[t.into.holder as usize] => {
                     if dead[t.from.holder as usize] {
@@ -666,6 +715,10 @@ mod tests {
                     };
                     data.insert((holder, disp), unit(rank));
                     s.reloaded(holder, rank, disp, &perf)
+                }
+                Event::Replicate(r) if !dead[r as usize] => {
+                    s.replicated(r, (r + 1) % size);
+                    Vec::new()
                 }
                 _ => Vec::new(),
             };
