@@ -50,6 +50,7 @@ mod memory;
 pub mod pages;
 mod peers;
 pub mod pmi;
+pub mod priority;
 pub mod progress;
 mod provider;
 pub mod raw;

@@ -32,7 +32,9 @@
 //!   data entered the reduction and before their replica was written;
 //!   here the data enters the reduction only once it is on the disk of
 //!   its host, so every failure of a worker process other than the root
-//!   after its call returned is recovered. What stays open is a whole
+//!   after its call returned is recovered (its line may not even have
+//!   reached the master: the master looks for its file all the same, and
+//!   fails the reduction naming it when there is none). What stays open is a whole
 //!   host failing before its workers' replicas are synced elsewhere
 //!   (`DataLost`, naming the rank). The root's data has no file: its
 //!   death fails the reduction anyway. Files go when the reduction ends

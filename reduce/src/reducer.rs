@@ -66,6 +66,9 @@ pub struct Config {
 /// Where a failure is injected ([`Config::inject`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Point {
+    /// Once the call returned, before the master has the data: it is
+    /// read back from this process's file.
+    Returned,
     /// Once this process's data is contributed: the master may give it a
     /// task (the spec's failure 1) or another worker fetch from it
     /// (failure 3).
@@ -223,8 +226,6 @@ struct Local {
     rounds: HashMap<u64, u32>,
     /// Outcomes that came before this process started the reduction.
     early: HashMap<Key, Outcome>,
-    /// Replicas kept here, by reduction: their owners.
-    kept: HashMap<Key, Vec<u32>>,
     /// Work for reductions not started here yet: done at their start.
     deferred: HashMap<Key, Vec<Work>>,
     /// The writer thread's work.
@@ -250,6 +251,8 @@ enum Write {
     Sync(Key),
     /// Write and sync `owner`'s replica, then tell it.
     Keep { key: Key, owner: u32, copy: Aligned },
+    /// Remove every file of an ended reduction on this host.
+    Remove(Key),
 }
 
 /// This process's data, as the call left it for the executor.
@@ -451,9 +454,9 @@ impl Reducer {
     /// same length on every member) by `body`, its result to go to group
     /// rank `root`. Every member calls it for each use of an id; an id is
     /// free again once its reduction ended here. It returns once the data
-    /// is contributed: exposed to the others and, past the root, written
-    /// to a file on this host (so that this process's failure from then
-    /// on is recovered); the rest runs in the background.
+    /// is copied and, past the root, written to a file on this host (so
+    /// that this process's failure from then on is recovered); the rest
+    /// runs in the background.
     ///
     /// # Errors
     /// [`Error::Usage`] for a root outside the group or an id still in
@@ -540,11 +543,6 @@ impl Reducer {
         local.work.extend(deferred);
         drop(local);
         s.wake.notify_all();
-        s.wait(|local| {
-            local.closing
-                || (local.reductions.get(&key))
-                    .is_none_or(|r| r.contributed || r.outcome != Outcome::Running)
-        });
         Ok(ReduceFuture {
             shared: Arc::clone(s),
             key,
@@ -891,18 +889,24 @@ impl Shared {
         }
     }
 
-    /// The writer thread: writes and syncs files until the reducer
-    /// closes (what it had not written then is of no use).
+    /// The writer thread, at the lowest priority (replicas must not take
+    /// the cores from the reductions they back): writes, syncs and
+    /// removes files until the reducer closes; then only removes (what
+    /// it had not written is of no use).
     fn write(self: Arc<Shared>) {
+        onesided_fabric::priority::lowest();
         loop {
             let job = {
                 let mut local = self.lock();
                 loop {
                     if local.closing {
-                        return;
+                        local.writes.retain(|w| matches!(w, Write::Remove(_)));
                     }
                     if let Some(job) = local.writes.pop_front() {
                         break job;
+                    }
+                    if local.closing {
+                        return;
                     }
                     local = self.wake.wait(local).unwrap_or_else(|p| p.into_inner());
                 }
@@ -912,6 +916,7 @@ impl Shared {
                     let _ = self.store.sync(self.me, self.me, key);
                 }
                 Write::Keep { key, owner, copy } => self.keep(key, owner, copy),
+                Write::Remove(key) => self.store.remove_all(key),
             }
         }
     }
@@ -925,11 +930,7 @@ impl Shared {
         let ended = {
             let mut local = self.lock();
             local.pool.put_copy(Box::new(copy));
-            let ended = local.closing || ended(&local, key);
-            if ok && !ended {
-                local.kept.entry(key).or_default().push(owner);
-            }
-            ended
+            local.closing || ended(&local, key)
         };
         match ended {
             true => self.store.remove(self.me, owner, key),
@@ -991,6 +992,7 @@ impl Shared {
         if let Some(r) = self.lock().reductions.get_mut(&key) {
             r.own = Some(disp);
         }
+        self.injected(Point::Returned);
         self.contribute(key, root, disp);
         if disp != ROOT_LINE {
             self.lock().writes.push_back(Write::Sync(key));
@@ -1047,12 +1049,11 @@ impl Shared {
     }
 
     fn contribute(&self, key: Key, root: u32, disp: u64) {
-        match self.lock().reductions.get_mut(&key) {
-            Some(r) => r.contributed = true,
-            None => return,
+        self.send(0, MASTER_SERVICE, &Message::Contributed { key, root, disp });
+        if let Some(r) = self.lock().reductions.get_mut(&key) {
+            r.contributed = true;
         }
         self.wake.notify_all();
-        self.send(0, MASTER_SERVICE, &Message::Contributed { key, root, disp });
         self.injected(Point::Contributed);
     }
 
@@ -1300,9 +1301,8 @@ impl Shared {
     /// Reduction `key` ended: its lines and files go, its memory to the
     /// pool (the root's result stays for its future).
     fn end(&self, lines: &mut Lines, key: Key, outcome: Outcome) {
-        let kept = {
+        {
             let mut local = self.lock();
-            let kept = local.kept.remove(&key).unwrap_or_default();
             local.deferred.remove(&key);
             let mut copies = Vec::new();
             match local.reductions.get_mut(&key) {
@@ -1330,8 +1330,7 @@ impl Shared {
             for copy in copies {
                 local.pool.put_copy(copy);
             }
-            kept
-        };
+        }
         self.wake.notify_all();
         let released = lines.release(key);
         let evicted: Vec<_> = {
@@ -1341,26 +1340,10 @@ impl Shared {
                 .collect()
         };
         drop(evicted);
-        self.store.remove(self.me, self.me, key);
-        // The master removes the files of the dead on its host.
-        if let Some(watch) = &self.master {
-            let dead: Vec<u32> = {
-                let watch = watch.lock().unwrap_or_else(|p| p.into_inner());
-                (0..self.group.size())
-                    .filter(|&r| watch.master.is_dead(r))
-                    .collect()
-            };
-            let here = self.ep.host_of(self.ep.rank());
-            for d in dead
-                .into_iter()
-                .filter(|&d| self.ep.host_of(self.job(d)) == here)
-            {
-                self.store.remove_held_by(d, key);
-            }
-        }
-        for owner in kept {
-            self.store.remove(self.me, owner, key);
-        }
+        // Every file of the reduction on this host goes, a dead
+        // process's too (killed before its own end, it leaves them).
+        self.lock().writes.push_back(Write::Remove(key));
+        self.wake.notify_all();
     }
 }
 

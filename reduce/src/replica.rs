@@ -124,12 +124,14 @@ impl Store {
         let _ = fs::remove_dir(&self.dir);
     }
 
-    /// Removes every file `holder` kept for reduction `key` (a dead
-    /// process's, which it cannot remove itself).
-    pub fn remove_held_by(&self, holder: u32, key: Key) {
-        let prefix = format!("{}-{}-h{holder}-o", key.id, key.round);
+    /// Removes every file of reduction `key` (it ended).
+    pub fn remove_all(&self, key: Key) {
+        self.remove_matching(&format!("{}-{}-h", key.id, key.round));
+    }
+
+    fn remove_matching(&self, prefix: &str) {
         for f in fs::read_dir(&self.dir).into_iter().flatten().flatten() {
-            if f.file_name().to_string_lossy().starts_with(&prefix) {
+            if f.file_name().to_string_lossy().starts_with(prefix) {
                 let _ = fs::remove_file(f.path());
             }
         }
@@ -175,11 +177,15 @@ mod tests {
         store.remove(1, 0, key);
         assert!(!file.exists());
         store.write(2, 0, key, b"a").unwrap();
-        store.write(2, 1, key, b"b").unwrap();
         store.write(3, 1, key, b"c").unwrap();
-        store.remove_held_by(2, key);
-        assert_eq!(fs::read_dir(store.dir()).unwrap().count(), 1);
-        store.remove(3, 1, key);
+        store.write(3, 2, Key { id: 3, round: 2 }, b"d").unwrap();
+        store.remove_all(key);
+        assert_eq!(
+            fs::read_dir(store.dir()).unwrap().count(),
+            1,
+            "another round's stays"
+        );
+        store.remove(3, 2, Key { id: 3, round: 2 });
         // An unwritable place: one clear error naming the file.
         let ro = Store {
             dir: PathBuf::from("/proc/onesided-no-such-dir"),

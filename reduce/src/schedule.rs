@@ -63,8 +63,9 @@ pub enum Action {
 pub enum Failure {
     /// The root died: the result has nowhere to go.
     RootDied(u32),
-    /// The rank died before its data was contributed (its replica was
-    /// not durable yet): its data exists nowhere else.
+    /// The rank died before its data was contributed (before its call
+    /// returned, or alone on its host before its line arrived): its data
+    /// exists nowhere within reach.
     DiedBeforeContributing(u32),
     /// The rank's original data was lost with both its copies (the rank
     /// and its replica's holder died).
@@ -137,6 +138,10 @@ pub struct Schedule {
     hosts: Vec<u64>,
     /// Ranks whose data was contributed (their first line arrived).
     contributed: Path,
+    /// Ranks that died before their first line arrived, read back from
+    /// their file (written before their call returned, so the line may
+    /// just not have come).
+    unannounced: Path,
     /// Where each rank's original is durable besides the rank itself.
     replica: Vec<Option<u32>>,
     /// Reloads asked for and not reported yet: (holder, rank).
@@ -158,6 +163,7 @@ impl Schedule {
             dead: vec![false; size as usize],
             hosts,
             contributed: Path::default(),
+            unannounced: Path::default(),
             replica: vec![None; size as usize],
             reloading: Vec::new(),
             state: State::Open,
@@ -260,10 +266,17 @@ impl Schedule {
         if rank == self.root {
             return self.fail(Failure::RootDied(rank));
         }
-        if !self.contributed.contains(rank) {
-            return self.fail(Failure::DiedBeforeContributing(rank));
-        }
         let mut lost = Vec::new();
+        if !self.contributed.contains(rank) {
+            // Its data is in a file on its host if its call returned.
+            let host = self.hosts[rank as usize];
+            if !(0..self.size).any(|r| !self.is_dead(r) && self.hosts[r as usize] == host) {
+                return self.fail(Failure::DiedBeforeContributing(rank));
+            }
+            self.contributed.insert(rank);
+            self.unannounced.insert(rank);
+            lost.push(Path::single(rank));
+        }
         let mut back = Vec::new();
         let mut kept = Vec::new();
         for t in std::mem::take(&mut self.running) {
@@ -328,10 +341,12 @@ impl Schedule {
         }
     }
 
-    /// Rank `rank`'s data could not be loaded again: the reduction fails.
+    /// Rank `rank`'s data could not be loaded again: the reduction fails
+    /// (when it died before its call returned, saying so).
     pub fn lost(&mut self, rank: u32) -> Vec<Action> {
-        match self.state {
-            State::Open => self.fail(Failure::DataLost(rank)),
+        match (self.state, self.unannounced.contains(rank)) {
+            (State::Open, true) => self.fail(Failure::DiedBeforeContributing(rank)),
+            (State::Open, false) => self.fail(Failure::DataLost(rank)),
             _ => Vec::new(),
         }
     }
@@ -577,9 +592,21 @@ mod tests {
         let (mut s, _, _) = started();
         assert_eq!(s.died(0, &perf), vec![Action::Failed(Failure::RootDied(0))]);
         assert!(s.died(3, &perf).is_empty(), "failed already");
+        // Alone on its host, 2 dies before contributing: its data is lost.
+        let mut s = Schedule::new(0, vec![0, 0, 1]);
+        assert_eq!(
+            s.died(2, &perf),
+            vec![Action::Failed(Failure::DiedBeforeContributing(2))]
+        );
+        // With a live rank on its host, its file is looked for; none
+        // there means it died before its call returned.
         let mut s = Schedule::new(0, vec![0; 3]);
         assert_eq!(
             s.died(2, &perf),
+            vec![Action::Reload { holder: 0, rank: 2 }]
+        );
+        assert_eq!(
+            s.lost(2),
             vec![Action::Failed(Failure::DiedBeforeContributing(2))]
         );
         // 1 and its replica's holder 2 both die while 1's line waits,

@@ -2,7 +2,7 @@
 //! results equal a serial reduction for 1 to 7 ranks, every root, one
 //! and eight reductions at once, built-in and user-defined bodies; a
 //! worker that fails at each of the spec's failure points (killed, or
-//! stopped) is recovered; replicas are private and gone afterwards; an
+//! stopped) is recovered, across hosts from its replica; replicas are private and gone afterwards; an
 //! unwritable replica directory is one clear error.
 
 use std::path::PathBuf;
@@ -65,7 +65,9 @@ fn results_equal_a_serial_reduction_for_every_root() {
 fn a_worker_failing_at_each_failure_point_is_recovered() {
     let _serial = serial();
     for provider in ["shm", "tcp"] {
-        for point in ["assigned", "task", "fetched", "provided", "hang"] {
+        for point in [
+            "returned", "assigned", "task", "fetched", "provided", "hang",
+        ] {
             let what = format!("{provider} rank 1 failing at {point}");
             let dir = replica_dir(&format!("{provider}-{point}"));
             let out = Osrun::new(3, provider, "reduce-check")
@@ -80,6 +82,27 @@ fn a_worker_failing_at_each_failure_point_is_recovered() {
             assert_clean(&out, &what, &dir);
         }
     }
+}
+
+#[test]
+fn across_hosts_a_dead_worker_is_recovered_from_its_replica() {
+    let _serial = serial();
+    // Each rank its own host: rank 1's file is out of the survivors'
+    // reach, so its share comes from its replica on rank 2 (synced long
+    // before rank 1 is given a task, 100 ms after the others started).
+    let what = "tcp, a host per rank, rank 1 failing at task";
+    let dir = replica_dir("hosts-task");
+    let out = Osrun::new(3, "tcp", "reduce-check")
+        .ft()
+        .args(&["die", "task", "1000"])
+        .env("ONESIDED_REDUCE_DIR", dir.to_str().unwrap())
+        .env("ONESIDED_HOST", "node{rank}")
+        .run();
+    assert_eq!(out.code(), 128 + 9, "{what}: {out}");
+    for r in [0, 2] {
+        out.assert_stdout_has(&format!("rank {r}: reduce ok"));
+    }
+    assert_clean(&out, what, &dir);
 }
 
 #[test]

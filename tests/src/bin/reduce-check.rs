@@ -258,6 +258,7 @@ fn die(world: &World, rma: &Rma, group: &Group, point: &str, len: usize) {
     let n = world.size();
     let mut config = config(world);
     let (inject, rank_1_first, apart) = match point {
+        "returned" => ((Point::Returned, kill_self as fn()), true, 20),
         "assigned" => ((Point::Contributed, kill_self as fn()), true, 20),
         "task" => ((Point::Task, kill_self as fn()), true, 100),
         "fetched" => ((Point::Fetched, kill_self as fn()), true, 100),
