@@ -3,15 +3,17 @@
  *   reduce LEN REPS IDS [SLOW_RANK SLOW_FACTOR]
  * REPS reductions of LEN doubles (a sum to rank 0) after one untimed, each
  * started after a barrier and 1 ms of computation (SLOW_FACTOR ms on
- * SLOW_RANK, which then arrives late); IDS > 1 starts that many
+ * SLOW_RANK, which then arrives late, pinned to the last core where the
+ * benchmark runs a CPU hog); IDS > 1 starts that many
  * MPI_Ireduce at once and waits for all. Rank 0 times from the barrier to
  * its results, checks every element against the serial sum, and prints
- *   reduce P ranks LEN f64 ids IDS median X ms min Y ms
+ *   reduce P ranks LEN f64 ids IDS median X ms mean Z ms min Y ms
  * Built by benches/mpich/build.sh with MPICH 5.0.2's mpicc. */
 #include "common.h"
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static double value(int r, long i) { return (double)((i % 1000) + r); }
 
@@ -37,12 +39,19 @@ int main(int argc, char **argv) {
     int slow_rank = argc > 5 ? atoi(argv[4]) : -1;
     double work = (argc > 5 && rank == slow_rank) ? atof(argv[5]) : 1.0;
     if (len < 1 || reps < 1 || ids < 1) MPI_Abort(MPI_COMM_WORLD, 2);
+    if (rank == slow_rank) {
+        /* The same pinning as onesided's side: every thread, by taskset. */
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "taskset -a -c -p %ld %d > /dev/null", sysconf(_SC_NPROCESSORS_ONLN) - 1, (int)getpid());
+        if (system(cmd) != 0) MPI_Abort(MPI_COMM_WORLD, 4);
+    }
     double *data = malloc(len * sizeof(double));
     double *out = malloc((size_t)ids * len * sizeof(double));
     double *times = malloc(reps * sizeof(double));
     MPI_Request *req = malloc(ids * sizeof(MPI_Request));
     if (!data || !out || !times || !req) MPI_Abort(MPI_COMM_WORLD, 3);
     for (long i = 0; i < len; i++) data[i] = value(rank, i);
+    print_loaded(rank);
     for (int rep = 0; rep <= reps; rep++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double begun = MPI_Wtime();
@@ -68,7 +77,9 @@ int main(int argc, char **argv) {
     }
     if (rank == 0) {
         qsort(times, reps, sizeof(double), cmp);
-        printf("reduce %d ranks %ld f64 ids %d median %.2f ms min %.2f ms\n", size, len, ids, times[reps / 2], times[0]);
+        double sum = 0;
+        for (int k = 0; k < reps; k++) sum += times[k];
+        printf("reduce %d ranks %ld f64 ids %d median %.2f ms mean %.2f ms min %.2f ms\n", size, len, ids, times[reps / 2], sum / reps, times[0]);
     }
     free(data);
     free(out);

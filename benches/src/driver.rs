@@ -27,6 +27,8 @@ pub struct Args {
     pub nolocal: bool,
     /// The libfabric onesided's side loads.
     pub libfabric: Libfabric,
+    /// The reduce suite's interference: (rank, factor).
+    pub slow: (u32, u32),
 }
 
 /// Which libfabric onesided's side of a run loads.
@@ -61,7 +63,7 @@ pub struct Cli {
         value_delimiter = ',',
         required = true,
         value_parser = clap::builder::PossibleValuesParser::new(
-            crate::suites::SUITES.iter().copied().chain([crate::malleable::SUITE, "all"])
+            crate::suites::SUITES.iter().copied().chain([crate::malleable::SUITE, crate::reduce::SUITE, "all"])
         )
     )]
     suites: Vec<String>,
@@ -90,6 +92,23 @@ pub struct Cli {
     /// --nolocal, else system).
     #[arg(long, value_enum)]
     libfabric: Option<Libfabric>,
+    /// The reduce suite's interference, RANK:FACTOR: that rank computes
+    /// FACTOR ms instead of 1 before each reduction, pinned to the last
+    /// core beside a CPU hog.
+    #[arg(long, value_name = "RANK:FACTOR", value_parser = slow, default_value = "1:20")]
+    slow: (u32, u32),
+}
+
+/// RANK:FACTOR, both positive integers (the rank not 0: rank 0 is the
+/// root and, in onesided, the master).
+fn slow(text: &str) -> Result<(u32, u32), String> {
+    let parsed = text
+        .split_once(':')
+        .and_then(|(r, f)| Some((r.parse::<u32>().ok()?, f.parse::<u32>().ok()?)));
+    match parsed {
+        Some((r, f)) if r > 0 && f > 0 => Ok((r, f)),
+        _ => Err("RANK:FACTOR, a rank above 0 and a factor above 0".to_string()),
+    }
 }
 
 /// A scale: a number in (0, 100].
@@ -123,6 +142,7 @@ impl From<Cli> for Args {
                 true => Libfabric::Mpich,
                 false => Libfabric::System,
             }),
+            slow: cli.slow,
         }
     }
 }
@@ -241,6 +261,7 @@ impl Rounds {
                     algorithm: self.algorithms.get(key).cloned(),
                     omega: None,
                     iterations: None,
+                    master_load: None,
                 })
             })
             .collect()

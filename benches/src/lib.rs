@@ -1,6 +1,6 @@
 //! onesided-bench: side-by-side benchmarks against MPICH.
 //!
-//! The `onesided-bench` program (`src/bin/onesided-bench.rs`) runs the
+//! The `onesided-bench` program (`src/bin/onesided-bench/`) runs the
 //! suites `window`, `get`, `put`, `atomic`, `ibarrier` and `collectives`
 //! on onesided ([`suites`], under `osrun`) and on MPICH peers written in C
 //! (`benches/mpich/rma.c` and `collectives.c`, built by
@@ -12,7 +12,10 @@
 //! measures the collectives' algorithms into a performance profile.
 //! The `malleable` suite ([`malleable`]) runs `onesided-mam-time` jobs
 //! that grow and shrink; it is not part of `all` (a run takes minutes,
-//! and its MPICH peer comes with the malleability study).
+//! and its MPICH peer comes with the malleability study). The `reduce`
+//! suite ([`reduce`]) runs `onesided-reduce-time` jobs against
+//! `benches/mpich/reduce.c`, then kill trials; it is not part of `all`
+//! either (a run takes many minutes).
 //!
 //! Dependencies (tools, not libraries): `clap` (the command lines),
 //! `serde`/`serde_json` (the JSON rows), `plotters` with its SVG backend
@@ -31,6 +34,7 @@
 
 pub mod driver;
 pub mod malleable;
+pub mod reduce;
 pub mod report;
 pub mod suites;
 pub mod turns;

@@ -123,6 +123,7 @@ pub fn rows(rounds: &BTreeMap<Run, Vec<Timed>>, provider: &str) -> Vec<Row> {
         algorithm: None,
         omega: None,
         iterations: None,
+        master_load: None,
     };
     let mut out = Vec::new();
     for (ns, nt) in PAIRS {

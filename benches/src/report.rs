@@ -9,7 +9,7 @@ mod svg;
 mod table;
 
 pub use json::json_line;
-pub use svg::svg_plots;
+pub use svg::{count_plot, svg_plots};
 pub use table::table;
 
 /// One measured case: both sides' median microseconds, and the speedup
@@ -42,6 +42,22 @@ pub struct Row {
     pub omega: Option<f64>,
     /// Iterations a background redistribution overlapped (malleable).
     pub iterations: Option<f64>,
+    /// The reduction master's control traffic (reduce).
+    pub master_load: Option<MasterLoad>,
+}
+
+/// A reduction master's control traffic, per second over a run (the
+/// study's table 1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MasterLoad {
+    /// Messages received.
+    pub messages_in: f64,
+    /// Bytes received.
+    pub bytes_in: f64,
+    /// Messages sent.
+    pub messages_out: f64,
+    /// Bytes sent.
+    pub bytes_out: f64,
 }
 
 /// Where a run ran: said above its table and in every JSON row.
@@ -112,7 +128,7 @@ impl Row {
 }
 
 /// "8B", "4KiB", "1MiB", "1000B": the largest binary unit dividing `bytes`.
-pub(crate) fn size_label(bytes: u64) -> String {
+pub fn size_label(bytes: u64) -> String {
     let mut label = format!("{bytes}B");
     let mut value = bytes;
     for unit in ["KiB", "MiB", "GiB"] {
@@ -149,6 +165,7 @@ pub(crate) mod fixtures {
             algorithm: None,
             omega: None,
             iterations: None,
+            master_load: None,
         }
     }
 

@@ -18,6 +18,14 @@ struct JsonRow<'a> {
     omega: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     iterations: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    master_messages_in_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    master_bytes_in_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    master_messages_out_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    master_bytes_out_per_s: Option<f64>,
     cpu: &'a str,
     cores: usize,
     oversubscribed: bool,
@@ -30,12 +38,15 @@ struct JsonRow<'a> {
 /// One JSON object on one line (no trailing newline) with the keys
 /// `suite`, `case`, `ranks`, `provider`, `onesided_us`, `peer_us`, `speedup`,
 /// `algorithm` (where onesided chose one), `omega` and `iterations`
-/// (background redistributions), then where it ran: `cpu`,
+/// (background redistributions), `master_messages_in_per_s`,
+/// `master_bytes_in_per_s`, `master_messages_out_per_s` and
+/// `master_bytes_out_per_s` (a reduction master's load), then where it ran: `cpu`,
 /// `cores`, `oversubscribed`, `nolocal`, `onesided_libfabric`,
 /// `peer_libfabric`, `mpich`, in that order; a non-finite number is
 /// written as `null`.
 pub fn json_line(row: &Row, setup: &Setup) -> String {
     let finite = |v: f64| v.is_finite().then_some(v);
+    let load = |f: fn(&super::MasterLoad) -> f64| row.master_load.as_ref().map(f).and_then(finite);
     let json = JsonRow {
         suite: &row.suite,
         case: row.case(),
@@ -47,9 +58,13 @@ pub fn json_line(row: &Row, setup: &Setup) -> String {
         algorithm: row.algorithm.as_deref(),
         omega: row.omega.filter(|v| v.is_finite()),
         iterations: row.iterations.filter(|v| v.is_finite()),
+        master_messages_in_per_s: load(|l| l.messages_in),
+        master_bytes_in_per_s: load(|l| l.bytes_in),
+        master_messages_out_per_s: load(|l| l.messages_out),
+        master_bytes_out_per_s: load(|l| l.bytes_out),
         cpu: &setup.cpu,
         cores: setup.cores,
-        oversubscribed: setup.oversubscribed(),
+        oversubscribed: row.ranks as usize > setup.cores,
         nolocal: setup.nolocal,
         onesided_libfabric: &setup.onesided_libfabric,
         peer_libfabric: &setup.peer_libfabric,

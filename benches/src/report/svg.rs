@@ -352,6 +352,66 @@ fn bar_chart(title: &str, rows: &[&Row]) -> Drawn {
     Ok(svg)
 }
 
+/// A bar chart of counts (`label`, count), one bar per label, out of
+/// `total` (the axis's end): the reduce suite's kill trials by outcome.
+///
+/// # Errors
+///
+/// plotters' drawing error, as an I/O error naming the chart.
+pub fn count_plot(title: &str, bars: &[(&str, u32)], total: u32) -> std::io::Result<String> {
+    let drawn = (|| -> Drawn {
+        let n = bars.len();
+        let longest = bars
+            .iter()
+            .map(|(l, _)| l.chars().count())
+            .max()
+            .unwrap_or(0) as u32;
+        let mut svg = String::new();
+        {
+            let height = (80 + 40 * n as u32).max(200);
+            let root = SVGBackend::with_string(&mut svg, (SIZE.0, height)).into_drawing_area();
+            root.fill(&WHITE)?;
+            let mut chart = ChartBuilder::on(&root)
+                .caption(title, ("sans-serif", 16))
+                .margin(12)
+                .x_label_area_size(44)
+                .y_label_area_size(longest * CHAR_W + 16)
+                .build_cartesian_2d(0.0..f64::from(total.max(1)) * 1.1, (0..n).into_segmented())?;
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .y_labels(n)
+                .y_label_formatter(&|v| match v {
+                    SegmentValue::CenterOf(i) => {
+                        bars.get(*i).map(|b| b.0.to_string()).unwrap_or_default()
+                    }
+                    _ => String::new(),
+                })
+                .x_desc(format!("trials (of {total})"))
+                .draw()?;
+            chart.draw_series(bars.iter().enumerate().map(|(i, (_, c))| {
+                Rectangle::new(
+                    [
+                        (0.0, SegmentValue::Exact(i)),
+                        (f64::from(*c), SegmentValue::Exact(i + 1)),
+                    ],
+                    PALETTE[i % PALETTE.len()].filled(),
+                )
+            }))?;
+            chart.draw_series(bars.iter().enumerate().map(|(i, (_, c))| {
+                Text::new(
+                    format!(" {c}"),
+                    (f64::from(*c), SegmentValue::CenterOf(i)),
+                    ("sans-serif", 12),
+                )
+            }))?;
+            root.present()?;
+        }
+        Ok(svg)
+    })();
+    drawn.map_err(|e| std::io::Error::other(format!("drawing {title}: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -410,5 +470,12 @@ mod tests {
         );
         assert!(time.contains("\n10\n") && time.contains("message size (bytes)"));
         std::fs::remove_dir_all(&dir).expect("remove temp dir");
+    }
+
+    #[test]
+    fn counts_draw() {
+        let svg = count_plot("kills", &[("right", 98), ("failed", 2), ("hung", 0)], 100).unwrap();
+        assert!(well_formed(&svg));
+        assert!(svg.contains("right") && svg.contains(" 98"));
     }
 }

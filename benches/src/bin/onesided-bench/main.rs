@@ -34,6 +34,8 @@ use onesided_bench::driver::{self, Args, Libfabric, Measured, Rounds};
 use onesided_bench::turns::{self, Turns, TURNS_ENV};
 use onesided_bench::{malleable, report, suites};
 
+mod reduce;
+
 /// MPICH's yield settings (shared/BENCHMARKS.md) for ranks > cores.
 const MPICH_YIELD: [(&str, &str); 3] = [
     ("MPIR_CVAR_CH4_PROGRESS_THROTTLE", "1"),
@@ -105,7 +107,11 @@ fn drive(args: &[String]) -> Result<()> {
         })
     };
     let mpiexec = root.join("target/mpich-venv/bin/mpiexec");
-    let binaries = [peer_of("window"), peer_of("collectives")];
+    let binaries = [
+        peer_of("window"),
+        peer_of("collectives"),
+        peers.join("reduce"),
+    ];
     if peers_stale(&root.join("benches/mpich"), &binaries, &mpiexec) {
         eprintln!("onesided-bench: building the MPICH peer (benches/mpich/build.sh)");
         let status = Command::new("bash")
@@ -127,7 +133,27 @@ fn drive(args: &[String]) -> Result<()> {
     let oversubscribed = setup.oversubscribed();
     let mpich_libfabric = root.join("target/mpich-venv/lib/mpich");
     let mut rows = Vec::new();
+    let mut kills = None;
     for suite in &args.suites {
+        if suite == onesided_bench::reduce::SUITE {
+            let programs = reduce::Programs {
+                osrun: &osrun,
+                reduce_time: &exe.with_file_name("onesided-reduce-time"),
+                mpiexec: &mpiexec,
+                peer: &peers.join("reduce"),
+                mpich_libfabric: &mpich_libfabric,
+            };
+            let (found, tally, [ours, theirs]) = reduce::run(&args, &programs)?;
+            let known = |m: &std::collections::BTreeMap<String, String>, k: &str| {
+                m.get(k).cloned().unwrap_or_default()
+            };
+            setup.onesided_libfabric = known(&ours, "libfabric");
+            setup.peer_libfabric = known(&theirs, "libfabric");
+            setup.mpich = known(&theirs, "mpich");
+            rows.extend(found);
+            kills = Some(tally);
+            continue;
+        }
         if suite == malleable::SUITE {
             let mam_time = exe.with_file_name("onesided-mam-time");
             let (found, libfabric) = malleable_rows(&args, &osrun, &mam_time, &mpich_libfabric)?;
@@ -197,10 +223,50 @@ fn drive(args: &[String]) -> Result<()> {
         }
     }
     print!("{}{}", setup.lines(), report::table(&rows));
+    let loads: Vec<&report::Row> = rows.iter().filter(|r| r.master_load.is_some()).collect();
+    if !loads.is_empty() {
+        println!("master load (reduce; per second over each run, median of rounds):");
+        println!(
+            "{:<24} {:>10} {:>12} {:>10} {:>12}",
+            "case", "msgs in", "B in", "msgs out", "B out"
+        );
+        for r in loads {
+            if let Some(l) = r.master_load {
+                println!(
+                    "{:<24} {:>10.0} {:>12.0} {:>10.0} {:>12.0}",
+                    r.case(),
+                    l.messages_in,
+                    l.bytes_in,
+                    l.messages_out,
+                    l.bytes_out
+                );
+            }
+        }
+    }
+    if let Some(k) = &kills {
+        println!("{}", k.line());
+    }
     if let Some(file) = &args.json {
         let mut out = std::fs::File::create(file)?;
         for row in &rows {
             writeln!(out, "{}", report::json_line(row, &setup))?;
+        }
+        if let Some(k) = &kills {
+            let line = serde_json::json!({
+                "suite": "reduce-kill",
+                "ranks": k.ranks,
+                "bytes": k.bytes,
+                "t_ms": k.t_ms,
+                "trials": k.trials(),
+                "right": k.right,
+                "wrong": k.wrong,
+                "failed": k.failed,
+                "hung": k.hung,
+                "cpu": setup.cpu,
+                "cores": setup.cores,
+                "provider": args.provider,
+            });
+            writeln!(out, "{line}")?;
         }
         println!("json: {file}");
     }
@@ -216,7 +282,25 @@ fn drive(args: &[String]) -> Result<()> {
         .filter(|r| r.suite != malleable::SUITE)
         .cloned()
         .collect();
-    let plots = report::svg_plots(&plotted, &dir, &prefix)?;
+    let mut plots = report::svg_plots(&plotted, &dir, &prefix)?;
+    if let Some(k) = &kills {
+        let title = format!(
+            "reduce: rank 1 killed in each of {} reductions of {} ({} ranks, {})",
+            k.trials(),
+            report::size_label(k.bytes),
+            k.ranks,
+            args.provider
+        );
+        let bars = [
+            ("right", k.right),
+            ("wrong", k.wrong),
+            ("clear error", k.failed),
+            ("hung", k.hung),
+        ];
+        let path = dir.join(format!("{prefix}-reduce-kill.svg"));
+        std::fs::write(&path, report::count_plot(&title, &bars, k.trials())?)?;
+        plots.push(path);
+    }
     println!("plots: {}", dir.display());
     for p in plots {
         println!("  {}", p.display());
@@ -414,9 +498,9 @@ impl Side {
 
     /// Kills the side's process group and reaps it.
     fn kill(&mut self) {
+        // `--`: procps' kill reads `-PGID` as a signal otherwise.
         let _ = Command::new("kill")
-            .arg("-KILL")
-            .arg(format!("-{}", self.child.id()))
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
             .status();
         self.status = self.child.wait().ok();
     }
