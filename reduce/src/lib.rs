@@ -18,27 +18,28 @@
 //!   a dynamic window made once per reducer. The master schedules inside
 //!   the progress engine (its control service, which sends tasks through
 //!   an outbox), so a master that computes still schedules.
-//! - Durability: the reduce call returns once this process's data is
-//!   exposed and, past the root, written to a file on its own host's
-//!   disk ([`replica`]; `ONESIDED_REDUCE_DIR`, mode 0600; an unwritable
-//!   or full disk is an error at the call). From then on the data
-//!   outlives the process: a dead worker's share is read back from that
-//!   file by a live member on its host. The file is synced, and a replica
-//!   written and synced on the next live member's disk (so that the data
-//!   outlives the host), in the background by a writer thread: the
-//!   replica travels with the first fetch of the data when its holder is
-//!   the fetcher, and counts (the master reloads from it) once synced.
-//!   The study lost 1.57% of its reductions to workers killed after their
-//!   data entered the reduction and before their replica was written;
-//!   here the data enters the reduction only once it is on the disk of
-//!   its host, so every failure of a worker process other than the root
-//!   after its call returned is recovered (its line may not even have
-//!   reached the master: the master looks for its file all the same, and
-//!   fails the reduction naming it when there is none). What stays open is a whole
-//!   host failing before its workers' replicas are synced elsewhere
-//!   (`DataLost`, naming the rank). The root's data has no file: its
-//!   death fails the reduction anyway. Files go when the reduction ends
-//!   (a dead process's, on the master's host, by the master).
+//! - Durability: the reduce call returns once this process's data is in
+//!   its line and, past the root, in a file on its own host's disk
+//!   ([`replica`]; `ONESIDED_REDUCE_DIR`, mode 0600; an unwritable or
+//!   full disk is an error at the call). The reduction starts while the
+//!   file is written, which appears whole or not at all. From the call's
+//!   return the data outlives the process: a dead worker's share is read
+//!   back from its file by a live member on its host, even when its line
+//!   never reached the master. The file is synced, and a replica written
+//!   and synced on the next live member's disk (so that the data
+//!   outlives the host), in the background by a writer thread at the
+//!   lowest priority: the replica travels with the first fetch of the
+//!   data when its holder is the fetcher, and counts (the master reloads
+//!   from it) once synced. The study lost 1.57% of its reductions to
+//!   workers killed after their data entered the reduction and before
+//!   their replica was written; here the call returns only once the data
+//!   is on its host's disk, so every failure of a worker process other
+//!   than the root after its call returned is recovered. What stays open
+//!   is a worker dying inside its call before its line was fetched, or a
+//!   whole host failing before its workers' replicas are synced
+//!   elsewhere: the reduction fails, naming the rank. The root's data has
+//!   no file: its death fails the reduction anyway. Every process removes
+//!   the files of an ended reduction on its host (a dead process's too).
 //! - Recovery: the spec's steps for its three failure points, plus lines
 //!   that waited in the queue and replicas a dead member held (made again
 //!   on the next live member). The root dying fails the reduction on

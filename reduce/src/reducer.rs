@@ -283,6 +283,8 @@ struct Reduction {
     replicated: bool,
     /// Whether the master has this process's data.
     contributed: bool,
+    /// Whether the call returned (its file written).
+    returned: bool,
     outcome: Outcome,
     /// Its future was dropped before the end: it goes at the end.
     abandoned: bool,
@@ -455,8 +457,9 @@ impl Reducer {
     /// rank `root`. Every member calls it for each use of an id; an id is
     /// free again once its reduction ended here. It returns once the data
     /// is copied and, past the root, written to a file on this host (so
-    /// that this process's failure from then on is recovered); the rest
-    /// runs in the background.
+    /// that this process's failure from then on is recovered; the
+    /// reduction starts while the file is written); the rest runs in the
+    /// background.
     ///
     /// # Errors
     /// [`Error::Usage`] for a root outside the group or an id still in
@@ -508,7 +511,7 @@ impl Reducer {
             // The root's data is never read by others nor reloaded (its
             // death fails the reduction): no line, no file.
             true => Ok(Original::Root(Box::new(pages::to_vec(data)))),
-            false => s.expose(key, bytes),
+            false => s.expose(bytes),
         };
         let original = match original {
             Ok(original) => original,
@@ -534,6 +537,7 @@ impl Reducer {
                 replica: None,
                 replicated: false,
                 contributed: false,
+                returned: s.me == root,
                 outcome,
                 abandoned: false,
             },
@@ -543,6 +547,41 @@ impl Reducer {
         local.work.extend(deferred);
         drop(local);
         s.wake.notify_all();
+        // The file is written while the reduction starts: the line may be
+        // fetched meanwhile. It appears whole or not at all.
+        // A reduction that ended meanwhile needs no file: every process
+        // removes an ended reduction's files on its host, so the file may
+        // vanish under the write (NotFound) before this one knows it ended.
+        if s.me != root {
+            let written = match s.store.write(s.me, s.me, key, bytes) {
+                Err(Error::Replica { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    Ok(())
+                }
+                other => other,
+            };
+            let mut local = s.lock();
+            if let Some(r) = local.reductions.get_mut(&key) {
+                r.returned = true;
+            }
+            match (ended(&local, key), written) {
+                (true, _) => {
+                    drop(local);
+                    s.store.remove(s.me, s.me, key);
+                }
+                (false, Ok(())) => {
+                    local.writes.push_back(Write::Sync(key));
+                    drop(local);
+                    s.wake.notify_all();
+                }
+                (false, Err(e)) => {
+                    drop(local);
+                    s.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
+                    return Err(e);
+                }
+            }
+        }
         Ok(ReduceFuture {
             shared: Arc::clone(s),
             key,
@@ -938,26 +977,23 @@ impl Shared {
         }
     }
 
-    /// This process's data of `key` in a line (pooled or new) and in its
-    /// file on this host (synced later, by the writer).
-    fn expose(&self, key: Key, bytes: &[u8]) -> Result<Original, Error> {
+    /// This process's data of `key` in a line (pooled or new).
+    fn expose(&self, bytes: &[u8]) -> Result<Original, Error> {
         let pooled = self.lock().pool.region(bytes.len());
         let region = match pooled {
             Some(region) => region,
             None => Arc::new(self.ep.register(bytes.len().max(1), Access::REMOTE_READ)?),
         };
-        let stored = (region.write_bytes(0, bytes).map_err(Error::from))
-            .and_then(|()| self.store.write(self.me, self.me, key, bytes));
-        if let Err(e) = stored {
+        if let Err(e) = region.write_bytes(0, bytes) {
             let evicted = self.lock().pool.put_region(bytes.len(), region);
             drop(evicted);
-            return Err(e);
+            return Err(e.into());
         }
         Ok(Original::Line(region))
     }
 
     /// Exposes this process's line of `key`, contributes it, and has its
-    /// file synced and its replica made.
+    /// replica made.
     fn start(&self, lines: &mut Lines, key: Key) {
         let taken = {
             let mut local = self.lock();
@@ -992,11 +1028,15 @@ impl Shared {
         if let Some(r) = self.lock().reductions.get_mut(&key) {
             r.own = Some(disp);
         }
+        if matches!(self.config.inject, Some((Point::Returned, _))) {
+            // The call returns once its file is written, maybe after this.
+            while (self.lock().reductions.get(&key)).is_some_and(|r| !r.returned) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
         self.injected(Point::Returned);
         self.contribute(key, root, disp);
         if disp != ROOT_LINE {
-            self.lock().writes.push_back(Write::Sync(key));
-            self.wake.notify_all();
             self.ask_replica(key, None);
         }
     }

@@ -61,23 +61,26 @@ impl Store {
 
     /// Writes `owner`'s original, kept by `holder` (into the host's
     /// page cache: it outlives the process, [`Store::sync`] makes it
-    /// outlive the host); a failed write leaves no file.
+    /// outlive the host). The file appears whole (written under another
+    /// name, then renamed) or not at all.
     ///
     /// # Errors
     /// [`Error::Replica`] naming the file (a full or unwritable disk).
     pub fn write(&self, holder: u32, owner: u32, key: Key, bytes: &[u8]) -> Result<(), Error> {
         let path = self.path(holder, owner, key);
+        let part = path.with_extension("part");
         let written = (|| {
             let mut f = OpenOptions::new()
                 .write(true)
                 .create(true)
                 .truncate(true)
                 .mode(0o600)
-                .open(&path)?;
-            f.write_all(bytes)
+                .open(&part)?;
+            f.write_all(bytes)?;
+            fs::rename(&part, &path)
         })();
         written.map_err(|source| {
-            let _ = fs::remove_file(&path);
+            let _ = fs::remove_file(&part);
             Error::Replica {
                 path: path.display().to_string(),
                 source,

@@ -67,8 +67,9 @@ pub enum Failure {
     /// returned, or alone on its host before its line arrived): its data
     /// exists nowhere within reach.
     DiedBeforeContributing(u32),
-    /// The rank's original data was lost with both its copies (the rank
-    /// and its replica's holder died).
+    /// The rank died and no copy of its data is left: its replica not
+    /// durable (or its holder dead too), its file out of reach or not
+    /// written yet.
     DataLost(u32),
     /// The rank could not store its data (a full or unwritable disk).
     Withdrew(u32),
@@ -83,10 +84,7 @@ impl std::fmt::Display for Failure {
             Failure::DiedBeforeContributing(r) => {
                 write!(f, "rank {r} died before its data was contributed")
             }
-            Failure::DataLost(r) => write!(
-                f,
-                "rank {r}'s data was lost: it and its replica's holder died"
-            ),
+            Failure::DataLost(r) => write!(f, "rank {r} died and no copy of its data is left"),
             Failure::Withdrew(r) => write!(f, "rank {r} could not store its data"),
             Failure::MasterDied(r) => write!(f, "the master, rank {r}, died"),
         }
