@@ -259,10 +259,11 @@ fn kill_trials(args: &Args, p: &Programs) -> Result<Kills> {
 /// One kill trial: runs `cmd`, kills the process that says `armed PID`
 /// `delay` later; the root's outcome and its line (or what went wrong).
 fn kill_trial(mut cmd: Command, delay: Duration) -> Result<(Outcome, String)> {
+    let err_path = super::tempfile("reduce-trial-err")?;
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&err_path)?)
         .process_group(0)
         .spawn()?;
     let stdout = child.stdout.take().ok_or("no standard output")?;
@@ -298,16 +299,22 @@ fn kill_trial(mut cmd: Command, delay: Duration) -> Result<(Outcome, String)> {
         }
         if Instant::now() > deadline {
             kill_group(&mut child);
+            let _ = std::fs::remove_file(&err_path);
             return Ok((Outcome::Hung, "no end".into()));
         }
     }
     let status = child.wait()?;
+    let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&err_path);
+    let tail = err.get(err.len().saturating_sub(600)..).unwrap_or(&err);
     match outcome {
         // osrun's status 124: its own timeout, which the trial outlasted.
-        None if status.code() == Some(124) => Ok((Outcome::Hung, "osrun's timeout".into())),
+        None if status.code() == Some(124) => {
+            Ok((Outcome::Hung, format!("osrun's timeout: {tail}")))
+        }
         None => Ok((
             Outcome::Failed,
-            format!("no result from the root ({status})"),
+            format!("no result from the root ({status}): {tail}"),
         )),
         Some(o) => Ok((o, said)),
     }
