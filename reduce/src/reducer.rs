@@ -172,11 +172,9 @@ impl Pool {
         (self.regions.len() > POOLED).then(|| self.regions.remove(0).1)
     }
 
-    fn copy(&mut self, len: usize) -> Aligned {
-        match self.copies.iter().position(|c| c.len == len) {
-            Some(i) => self.copies.swap_remove(i),
-            None => Aligned::zeroed(len),
-        }
+    fn copy(&mut self, len: usize) -> Option<Aligned> {
+        let i = self.copies.iter().position(|c| c.len == len)?;
+        Some(self.copies.swap_remove(i))
     }
 
     fn put_copy(&mut self, copy: Box<dyn Buffer>) {
@@ -260,7 +258,7 @@ enum Original {
     /// The root's: the working copy the result grows in, given back by
     /// the future without a copy.
     Root(Box<dyn Buffer>),
-    /// Another's: its line, filled (and its file written).
+    /// Another's: its line, filled.
     Line(Arc<MemoryRegion>),
 }
 
@@ -547,11 +545,11 @@ impl Reducer {
         local.work.extend(deferred);
         drop(local);
         s.wake.notify_all();
-        // The file is written while the reduction starts: the line may be
-        // fetched meanwhile. It appears whole or not at all.
-        // A reduction that ended meanwhile needs no file: every process
-        // removes an ended reduction's files on its host, so the file may
-        // vanish under the write (NotFound) before this one knows it ended.
+        // The file is written while the reduction starts (the line may be
+        // fetched meanwhile); it appears whole or not at all. A reduction
+        // that ended meanwhile needs none: every process removes an ended
+        // reduction's files on its host, so the file may vanish under the
+        // write (NotFound) before this one knows it ended.
         if s.me != root {
             let written = match s.store.write(s.me, s.me, key, bytes) {
                 Err(Error::Replica { source, .. })
@@ -737,6 +735,13 @@ impl Shared {
             }
             backoff.pause();
         }
+    }
+
+    /// A working copy of `len` bytes: pooled, else made (outside the
+    /// lock: faulting in megabytes takes milliseconds).
+    fn copy(&self, len: usize) -> Aligned {
+        let pooled = self.lock().pool.copy(len);
+        pooled.unwrap_or_else(|| Aligned::zeroed(len))
     }
 
     fn lock(&self) -> MutexGuard<'_, Local> {
@@ -1177,7 +1182,7 @@ impl Shared {
     /// Reads `owner`'s line of `key` for the writer to keep as its
     /// replica.
     fn fetch_replica(&self, lines: &mut Lines, key: Key, owner: u32, at: u64, len: u64) {
-        let mut copy = self.lock().pool.copy(len as usize);
+        let mut copy = self.copy(len as usize);
         match self.fetch(lines, key, owner, at, copy.bytes_mut()) {
             Ok(()) => {
                 (self.lock().writes).push_back(Write::Keep { key, owner, copy });
@@ -1212,20 +1217,20 @@ impl Shared {
         let begun = Instant::now();
         let taken = {
             let mut local = self.lock();
-            let taken = (local.reductions.get_mut(&key))
-                .map(|r| (r.lines.remove(&into), Arc::clone(&r.combine), r.len));
-            taken.map(|(line, combine, len)| (line, combine, len, local.pool.copy(len)))
+            (local.reductions.get_mut(&key))
+                .map(|r| (r.lines.remove(&into), Arc::clone(&r.combine), r.len))
         };
-        let Some((line, combine, len, mut other)) = taken else {
+        let Some((line, combine, len)) = taken else {
             return;
         };
+        let mut other = self.copy(len);
         self.injected(Point::Task);
         let region = lines.held.get(&(key, into)).map(|(_, region)| region);
         // A line's first task makes its working copy.
         let line = match (line, region) {
             (Some(line), _) => Ok(line),
             (None, Some(region)) => {
-                let mut copy = self.lock().pool.copy(len);
+                let mut copy = self.copy(len);
                 (region.read_bytes(0, copy.bytes_mut()).map_err(Error::from))
                     .map(|()| Box::new(copy) as Box<dyn Buffer>)
             }
@@ -1283,14 +1288,11 @@ impl Shared {
     /// into its own line; or the replica it keeps, or the file of a dead
     /// rank on this host, into a new one) and reports it.
     fn reload(&self, lines: &mut Lines, key: Key, rank: u32) {
-        let taken = {
-            let mut local = self.lock();
-            let own = local.reductions.get(&key).map(|r| (r.len, r.own));
-            own.map(|(len, own)| (len, own, local.pool.copy(len)))
-        };
-        let Some((len, own, mut line)) = taken else {
+        let taken = (self.lock().reductions.get(&key)).map(|r| (r.len, r.own));
+        let Some((len, own)) = taken else {
             return;
         };
+        let mut line = self.copy(len);
         let read = (self.store.read(self.me, rank, key, line.bytes_mut()))
             .or_else(|_| self.store.read(rank, rank, key, line.bytes_mut()));
         if read.is_err() {

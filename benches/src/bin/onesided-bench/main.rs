@@ -144,9 +144,7 @@ fn drive(args: &[String]) -> Result<()> {
                 mpich_libfabric: &mpich_libfabric,
             };
             let (found, tally, [ours, theirs]) = reduce::run(&args, &programs)?;
-            let known = |m: &std::collections::BTreeMap<String, String>, k: &str| {
-                m.get(k).cloned().unwrap_or_default()
-            };
+            let known = |m: &reduce::Loaded, k: &str| m.get(k).cloned().unwrap_or_default();
             setup.onesided_libfabric = known(&ours, "libfabric");
             setup.peer_libfabric = known(&theirs, "libfabric");
             setup.mpich = known(&theirs, "mpich");

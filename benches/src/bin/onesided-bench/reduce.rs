@@ -35,16 +35,15 @@ pub(crate) struct Programs<'a> {
     pub mpich_libfabric: &'a Path,
 }
 
+/// What a side said it runs on (`loaded WHAT VALUE`): WHAT to VALUE.
+pub(crate) type Loaded = BTreeMap<String, String>;
+
 /// Runs the suite: its rows, the kill trials' tally, and what each side
 /// (onesided, MPICH) said it runs on.
-pub(crate) fn run(
-    args: &Args,
-    p: &Programs,
-) -> Result<(Vec<Row>, Kills, [BTreeMap<String, String>; 2])> {
+pub(crate) fn run(args: &Args, p: &Programs) -> Result<(Vec<Row>, Kills, [Loaded; 2])> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut rounds: BTreeMap<Case, Vec<(Timed, Timed)>> = BTreeMap::new();
-    // What each side said it runs on (`loaded WHAT VALUE`).
-    let mut loaded: [BTreeMap<String, String>; 2] = Default::default();
+    let mut loaded: [Loaded; 2] = Default::default();
     for round in 0..args.rounds {
         eprintln!(
             "onesided-bench: reduce round {}/{} ({})",
@@ -307,11 +306,11 @@ fn kill_trial(mut cmd: Command, delay: Duration) -> Result<(Outcome, String)> {
     let err = std::fs::read_to_string(&err_path).unwrap_or_default();
     let _ = std::fs::remove_file(&err_path);
     let tail = err.get(err.len().saturating_sub(600)..).unwrap_or(&err);
+    // osrun's own timeout ended it (its status is rank 1's, 137, when
+    // rank 1 died first).
+    let timed_out = status.code() == Some(124) || err.contains("did not finish within --timeout");
     match outcome {
-        // osrun's status 124: its own timeout, which the trial outlasted.
-        None if status.code() == Some(124) => {
-            Ok((Outcome::Hung, format!("osrun's timeout: {tail}")))
-        }
+        None if timed_out => Ok((Outcome::Hung, format!("osrun's timeout: {tail}"))),
         None => Ok((
             Outcome::Failed,
             format!("no result from the root ({status}): {tail}"),
