@@ -427,6 +427,19 @@ fn malleable_rows(
 fn mpich(args: &Args, mpiexec: &Path, peer: &Path, suite: &str, env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(mpiexec);
     cmd.arg("-n").arg(args.np.to_string());
+    let mut genv = mpich_env(args);
+    genv.extend_from_slice(env);
+    for (k, v) in genv {
+        cmd.arg("-genv").arg(k).arg(v);
+    }
+    cmd.arg(peer).arg(suite).arg(args.scale.to_string());
+    cmd
+}
+
+/// MPICH's settings for `args`' provider (`-genv` pairs): the OFI
+/// netmod, the provider, loopback for tcp, no shared memory with
+/// `--nolocal`.
+fn mpich_env(args: &Args) -> Vec<(&'static str, &str)> {
     let mut genv = vec![
         ("MPIR_CVAR_CH4_NETMOD", "ofi"),
         ("FI_PROVIDER", args.provider.as_str()),
@@ -437,12 +450,7 @@ fn mpich(args: &Args, mpiexec: &Path, peer: &Path, suite: &str, env: &[(&str, &s
     if args.nolocal {
         genv.push(("MPIR_CVAR_NOLOCAL", "1"));
     }
-    genv.extend_from_slice(env);
-    for (k, v) in genv {
-        cmd.arg("-genv").arg(k).arg(v);
-    }
-    cmd.arg(peer).arg(suite).arg(args.scale.to_string());
-    cmd
+    genv
 }
 
 /// Whether a side's error is a check that failed (a wrong value).

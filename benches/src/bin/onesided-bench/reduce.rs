@@ -134,16 +134,7 @@ fn ours(args: &Args, p: &Programs, case: &Case, trial: bool) -> Spec {
 /// MPICH's side of `case`.
 fn peer(args: &Args, p: &Programs, case: &Case, cores: usize) -> Spec {
     let mut argv: Vec<String> = vec!["-n".into(), case.ranks.to_string()];
-    let mut genv = vec![
-        ("MPIR_CVAR_CH4_NETMOD", "ofi"),
-        ("FI_PROVIDER", args.provider.as_str()),
-    ];
-    if args.provider == "tcp" {
-        genv.push(("FI_TCP_IFACE", "lo"));
-    }
-    if args.nolocal {
-        genv.push(("MPIR_CVAR_NOLOCAL", "1"));
-    }
+    let mut genv = super::mpich_env(args);
     if case.ranks as usize > cores {
         genv.extend_from_slice(&super::MPICH_YIELD);
     }
