@@ -37,9 +37,6 @@ pub const IDS: [u64; 3] = [4, 8, 16];
 /// Bytes of each concurrent reduction (the study's 8 MiB).
 pub const CONCURRENT_BYTES: u64 = 8 << 20;
 
-/// Interference when `--slow` is not given: rank 1 computes 20 ms.
-pub const DEFAULT_SLOW: (u32, u32) = (1, 20);
-
 /// Kill trials.
 pub const KILLS: u32 = 100;
 

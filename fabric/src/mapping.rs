@@ -64,14 +64,7 @@ impl Mapping {
         let size = page_size(len)?;
         let memory = map(size, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1)
             .map_err(|e| Error::io(format!("mapping {len} bytes"), e))?;
-        if size >= crate::pages::HUGE {
-            // SAFETY: advice on the whole of the mapping just made, which
-            // changes how it is backed, not what it holds; ignored when
-            // refused (it stays in small pages).
-            unsafe {
-                libc::madvise(memory.as_ptr().cast(), size, libc::MADV_HUGEPAGE);
-            }
-        }
+        crate::pages::prefer_huge(memory.as_ptr() as usize, size);
         Ok(Mapping {
             memory,
             size,

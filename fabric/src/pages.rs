@@ -12,7 +12,7 @@
 //! per 2 MiB rather than per 4 KiB, four times faster again at 32 MiB.
 
 /// Ranges from this length on are marked for huge pages.
-pub const HUGE: usize = 2 << 20;
+const HUGE: usize = 2 << 20;
 
 /// The kernel's `MADV_POPULATE_WRITE` (not in every libc crate release).
 const MADV_POPULATE_WRITE: libc::c_int = 23;
@@ -58,18 +58,29 @@ fn populate_range(start: usize, len: usize) {
     let page = crate::mapping::PAGE;
     let first = start - start % page;
     let end = start + len;
+    prefer_huge(first, end - first);
     // SAFETY: madvise on whole pages that hold bytes of the range, which
     // this process maps writable (its callers hold `&mut` to them).
-    // MADV_HUGEPAGE only says how to back them, and MADV_POPULATE_WRITE
-    // faults pages in as a write would, neither changing any byte, so the
-    // bytes of other objects sharing the first or last page stay as they
-    // are. The results are ignored on purpose: a failure leaves the pages
-    // to fault in on use, in small pages.
+    // MADV_POPULATE_WRITE faults pages in as a write would, without
+    // changing any byte, so the bytes of other objects sharing the first
+    // or last page stay as they are. The result is ignored on purpose: a
+    // failure leaves the pages to fault in on use.
     unsafe {
-        if len >= HUGE {
-            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
-        }
         libc::madvise(first as *mut libc::c_void, end - first, MADV_POPULATE_WRITE);
+    }
+}
+
+/// Asks for huge pages under the `len` bytes of whole pages from `start`
+/// (this process's own mapping) when they span [`HUGE`] or more.
+pub(crate) fn prefer_huge(start: usize, len: usize) {
+    if len < HUGE {
+        return;
+    }
+    // SAFETY: advice on pages this process maps (the callers' own memory);
+    // MADV_HUGEPAGE changes how they are backed, not what they hold.
+    // Ignored when refused: they stay in small pages.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
     }
 }
 

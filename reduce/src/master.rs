@@ -54,44 +54,31 @@ impl Master {
             return Vec::new();
         }
         let (key, actions) = match message {
-            Message::Contributed { key, root, disp } => {
-                let line = Line {
-                    holder: from,
-                    disp,
-                    path: Path::single(from),
-                    recovered: false,
+            Message::Contributed { key, root, .. } | Message::Withdrawn { key, root } => {
+                let opened = schedule(
+                    &mut self.schedules,
+                    &self.closed,
+                    &self.dead,
+                    &self.hosts,
+                    key,
+                    root,
+                );
+                let Some((s, mut first)) = opened else {
+                    return Vec::new();
                 };
-                let perf = &self.perf;
-                match schedule(
-                    &mut self.schedules,
-                    &self.closed,
-                    &self.dead,
-                    &self.hosts,
-                    key,
-                    root,
-                ) {
-                    Some((s, mut first)) => {
-                        first.extend(s.contributed(line, perf));
-                        (key, first)
+                first.extend(match message {
+                    Message::Contributed { disp, .. } => {
+                        let line = Line {
+                            holder: from,
+                            disp,
+                            path: Path::single(from),
+                            recovered: false,
+                        };
+                        s.contributed(line, &self.perf)
                     }
-                    None => return Vec::new(),
-                }
-            }
-            Message::Withdrawn { key, root } => {
-                match schedule(
-                    &mut self.schedules,
-                    &self.closed,
-                    &self.dead,
-                    &self.hosts,
-                    key,
-                    root,
-                ) {
-                    Some((s, mut first)) => {
-                        first.extend(s.withdrawn(from));
-                        (key, first)
-                    }
-                    None => return Vec::new(),
-                }
+                    _ => s.withdrawn(from),
+                });
+                (key, first)
             }
             Message::Done { key, number, took } => match self.schedules.get_mut(&key) {
                 Some(s) => (key, s.done(number, took, &mut self.perf)),

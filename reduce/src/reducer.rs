@@ -1,5 +1,5 @@
 //! The reduction's runtime on one process: the [`Reducer`] (its two
-//! control services, its executor thread and its monitor thread) and the
+//! control services, its executor, monitor and writer threads) and the
 //! [`ReduceFuture`].
 //!
 //! - Data: one dynamic window per reducer, over the group, made once
@@ -13,7 +13,9 @@
 //!   background progress thread on a master that computes) and sends
 //!   tasks from there ([`onesided_fabric::control::Outbox`]). The
 //!   workers' service answers pings itself and queues the rest for the
-//!   executor thread, which fetches, combines, stores and reloads.
+//!   executor thread, which fetches, combines and reloads; the writer
+//!   thread, at the lowest priority, syncs files, writes replicas and
+//!   removes an ended reduction's files.
 //! - Detection: the monitor thread of the master pings every worker
 //!   each `ping` and counts one silent for `dead_after` as failed (or
 //!   dead as the launcher says: `osrun --ft`); the workers' monitor
@@ -563,6 +565,7 @@ impl Reducer {
             if let Some(r) = local.reductions.get_mut(&key) {
                 r.returned = true;
             }
+            s.wake.notify_all();
             match (ended(&local, key), written) {
                 (true, _) => {
                     drop(local);
@@ -1035,8 +1038,9 @@ impl Shared {
         }
         if matches!(self.config.inject, Some((Point::Returned, _))) {
             // The call returns once its file is written, maybe after this.
-            while (self.lock().reductions.get(&key)).is_some_and(|r| !r.returned) {
-                std::thread::sleep(Duration::from_millis(1));
+            let mut local = self.lock();
+            while !local.closing && (local.reductions.get(&key)).is_some_and(|r| !r.returned) {
+                local = self.wake.wait(local).unwrap_or_else(|p| p.into_inner());
             }
         }
         self.injected(Point::Returned);
