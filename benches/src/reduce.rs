@@ -12,7 +12,8 @@
 //! kill trials at 4 ranks: one reduction of [`KILL_BYTES`] each, rank 1
 //! killed (SIGKILL) at a random instant of `[0, t]` after its reduce call
 //! returned, `t` the mean time of 9 reductions without kills; each trial
-//! is a job of its own under `osrun --ft` (a fresh rank 1 each time), and
+//! is a job of its own under `osrun --ft` over [`KILL_PROVIDER`] (a fresh
+//! rank 1 each time), and
 //! the root's outcome is tallied: right (checked against the serial
 //! sum), a clear error, or hung (no end within [`TRIAL_TIMEOUT_S`]).
 //! Sizes and byte counts scale with `--scale`.
@@ -45,6 +46,10 @@ pub const KILL_BYTES: u64 = 32 << 20;
 
 /// Ranks of the kill trials.
 pub const KILL_RANKS: u32 = 4;
+
+/// The kill trials' provider: what `osrun --ft` picks (a rank killed
+/// inside libfabric 1.17's shm provider can leave a survivor's lock held).
+pub const KILL_PROVIDER: &str = "tcp";
 
 /// A trial that has not ended after this long counts as hung.
 pub const TRIAL_TIMEOUT_S: u64 = 60;
@@ -235,6 +240,8 @@ pub fn parse_trial(line: &str) -> Option<Outcome> {
 pub struct Kills {
     /// Ranks of the trials.
     pub ranks: u32,
+    /// Their provider.
+    pub provider: String,
     /// Bytes of each reduction.
     pub bytes: u64,
     /// `t`: the mean time of a reduction without kills, ms.
@@ -268,8 +275,9 @@ impl Kills {
     /// The report's line.
     pub fn line(&self) -> String {
         format!(
-            "kill: {} ranks, {} per reduction, rank 1 killed in [0, {:.1} ms]: {} of {} right, {} wrong, {} failed with an error, {} hung",
+            "kill: {} ranks ({}), {} per reduction, rank 1 killed in [0, {:.1} ms]: {} of {} right, {} wrong, {} failed with an error, {} hung",
             self.ranks,
+            self.provider,
             crate::report::size_label(self.bytes),
             self.t_ms,
             self.right,

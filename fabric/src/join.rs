@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
+use crate::liveness::Process;
 
 /// The fabric's service of join notices (the range 0x0001-0x00ff is the
 /// fabric's own).
@@ -22,7 +23,7 @@ pub(crate) const JOIN: u16 = 0x0001;
 pub const JOIN_KEY: &str = "onesided-join";
 
 /// Preput key of job rank `rank`'s address and place, for new processes:
-/// `HEXNAME:HOST:BOARD` (empty for a rank that has left).
+/// `HEXNAME:HOST:PROCESS:BOARD` (empty for a rank that has left).
 pub(crate) fn rank_key(rank: u32) -> String {
     format!("onesided-rank-{rank}")
 }
@@ -33,26 +34,38 @@ pub(crate) struct Place {
     pub name: Vec<u8>,
     pub host: u64,
     pub board: String,
+    /// Its process ([`Process`]), when known.
+    pub process: Option<Process>,
 }
 
 impl Place {
-    /// `HEXNAME:HOST:BOARD`.
+    /// `HEXNAME:HOST:PROCESS:BOARD` (PROCESS empty when unknown).
     pub(crate) fn encode(&self) -> String {
         format!(
-            "{}:{:016x}:{}",
+            "{}:{:016x}:{}:{}",
             crate::world::hex_encode(&self.name),
             self.host,
+            self.process.map(|p| p.encode()).unwrap_or_default(),
             self.board
         )
     }
 
     /// Parses [`Place::encode`]'s text; `None` when malformed.
     pub(crate) fn parse(text: &str) -> Option<Place> {
-        let mut fields = text.splitn(3, ':');
+        let mut fields = text.splitn(4, ':');
         let name = crate::world::hex_decode(fields.next()?)?;
         let host = u64::from_str_radix(fields.next()?, 16).ok()?;
+        let process = match fields.next()? {
+            "" => None,
+            text => Some(Process::parse(text)?),
+        };
         let board = fields.next()?.to_string();
-        (!name.is_empty()).then_some(Place { name, host, board })
+        (!name.is_empty()).then_some(Place {
+            name,
+            host,
+            board,
+            process,
+        })
     }
 }
 
@@ -177,10 +190,24 @@ mod tests {
             name: vec![0, 1, 0xab],
             host: 0x1234,
             board: "/onesided-board-7".into(),
+            process: Some(Process {
+                machine: 5,
+                namespace: 6,
+                pid: 7,
+                start: 8,
+            }),
         };
-        assert_eq!(place.encode(), "0001ab:0000000000001234:/onesided-board-7");
+        assert_eq!(
+            place.encode(),
+            "0001ab:0000000000001234:0000000000000005.6.7.8:/onesided-board-7"
+        );
+        let unknown = Place {
+            process: None,
+            ..place.clone()
+        };
         for n in [
             Notice::Join(place.clone()),
+            Notice::Join(unknown),
             Notice::Welcome,
             Notice::Spawned,
             Notice::Failed("no such program: x y".into()),
@@ -188,11 +215,14 @@ mod tests {
         ] {
             assert_eq!(Notice::parse(&n.encode()), Some(n));
         }
-        assert_eq!(Notice::parse(b"join zz:1:b"), None);
-        assert_eq!(Notice::parse(b"join :1:b"), None);
+        assert_eq!(Notice::parse(b"join zz:1::b"), None);
+        assert_eq!(Notice::parse(b"join :1::b"), None);
+        assert_eq!(Notice::parse(b"join 01:1:x:b"), None);
         assert_eq!(Notice::parse(b"hello"), None);
         assert_eq!(Place::parse(""), None);
-        let no_board = Place::parse("01:2:").unwrap();
+        assert_eq!(Place::parse("01:2:"), None);
+        let no_board = Place::parse("01:2::").unwrap();
         assert_eq!(no_board.board, "");
+        assert_eq!(no_board.process, None);
     }
 }

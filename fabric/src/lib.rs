@@ -20,6 +20,8 @@
 //! - [`cma`] and [`uncached`]: cross-memory reads and copies whose stores
 //!   bypass the cache, for the large copies of on-host collectives;
 //!   [`pages`]: fresh memory faulted in at once before a large copy.
+//! - [`liveness`]: whether a peer's process on this machine has ended,
+//!   checked before posting to it once failures are tolerated.
 //! - [`World`]: the bootstrap tying them together.
 //!
 //! `osrun`, the launcher, is the crate beside this one (`fabric/launcher`,
@@ -44,6 +46,7 @@ mod error;
 pub mod fnv;
 mod handles;
 pub mod join;
+pub mod liveness;
 pub mod mapping;
 mod matching;
 mod memory;

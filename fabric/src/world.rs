@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use crate::endpoint::{Endpoint, EndpointConfig, Shared};
 use crate::error::{Error, Result};
 use crate::join::{self, Inbox, Notice, Place};
+use crate::liveness::Process;
 use crate::mapping::Mapping;
 use crate::pmi::{Pmi, SpawnRequest};
 
@@ -111,13 +112,15 @@ impl World {
         // A board per process: shared memory the processes on its host
         // read instead of exchanging messages (see Endpoint::board_name).
         let board = Mapping::create_shared(BOARD_LEN)?;
-        // Its host, its machine, its board and the CPUs it may run on.
+        // Its host, its machine, its process, its board and the CPUs it
+        // may run on.
         pmi.put(
             &format!("onesided-host-{rank}"),
             &format!(
-                "{:016x}:{:016x}:{}:{}",
+                "{:016x}:{:016x}:{}:{}:{}",
                 host_id(first + rank),
                 machine_id(),
+                Process::current().map(|p| p.encode()).unwrap_or_default(),
                 board.name().unwrap_or_default(),
                 allowed_cpus()
             ),
@@ -137,6 +140,7 @@ impl World {
         // Ranks that left have no place; their host is none of the others'.
         let mut hosts: Vec<u64> = parents.iter().map(|p| p.host).collect();
         let mut boards: Vec<String> = parents.iter().map(|p| p.board.clone()).collect();
+        let mut processes: Vec<Option<Process>> = parents.iter().map(|p| p.process).collect();
         let mut machines = Vec::with_capacity(size as usize);
         let mut cpus = Vec::with_capacity(size as usize);
         for r in 0..size {
@@ -147,6 +151,7 @@ impl World {
             hosts.push(place.host);
             machines.push(place.machine);
             boards.push(place.board.to_string());
+            processes.push(place.process);
             cpus.push(place.cpus.to_string());
         }
         // The CPUs this machine's ranks may run on together (the same on
@@ -171,8 +176,11 @@ impl World {
         if local.len() > usable {
             endpoint.set_spin(std::time::Duration::ZERO);
         }
-        endpoint.set_hosts(hosts, boards, board, host_cpus)?;
-        watch_failure_notices(Arc::downgrade(endpoint.shared()))?;
+        endpoint.set_hosts(hosts, boards, processes, board, host_cpus)?;
+        if watch_failure_notices(Arc::downgrade(endpoint.shared()))? {
+            // Ranks may die and the job go on.
+            endpoint.watch_processes();
+        }
         let inbox = Inbox::default();
         inbox.serve(&endpoint)?;
         if joins.is_some() {
@@ -188,6 +196,7 @@ impl World {
                     .board_name(first + rank)
                     .unwrap_or_default()
                     .to_string(),
+                process: Process::current(),
             });
             for &r in &old {
                 endpoint.notify(r, join::JOIN, &me.encode())?;
@@ -375,6 +384,7 @@ impl Spawner {
                             name: name.to_vec(),
                             host: ep.host_of(r).unwrap_or(u64::MAX),
                             board: ep.board_name(r).unwrap_or_default().to_string(),
+                            process: ep.process_of(r),
                         }
                     });
                 preput.push((
@@ -414,7 +424,7 @@ impl Spawner {
                 _ => None,
             })?;
         for (rank, place) in joined {
-            ep.add_peer(rank, &place.name, place.host, place.board)?;
+            ep.add_peer(rank, &place.name, place.host, place.board, place.process)?;
             ep.notify(rank, join::JOIN, &Notice::Welcome.encode())?;
         }
         stop_spinning_when_crowded(ep);
@@ -494,18 +504,21 @@ fn joining(pmi: &mut Pmi) -> Result<Option<(u32, Vec<Place>)>> {
             name: Vec::new(),
             host: u64::MAX,
             board: String::new(),
+            process: None,
         }));
     }
     Ok(Some((first, places)))
 }
 
-/// What a rank publishes of its place (`HOST:MACHINE:BOARD:CPUS`, the ids
-/// in hex): its host, its machine, its board's name and the CPUs it may
-/// run on.
+/// What a rank publishes of its place (`HOST:MACHINE:PROCESS:BOARD:CPUS`,
+/// the ids in hex): its host, its machine, its process
+/// ([`Process::encode`], empty when unknown), its board's name and the
+/// CPUs it may run on.
 #[derive(Debug, PartialEq, Eq)]
 struct Placement<'a> {
     host: u64,
     machine: u64,
+    process: Option<Process>,
     board: &'a str,
     cpus: &'a str,
 }
@@ -515,10 +528,15 @@ impl Placement<'_> {
     fn parse(text: &str) -> Option<Placement<'_>> {
         let (host, rest) = text.split_once(':')?;
         let (machine, rest) = rest.split_once(':')?;
+        let (process, rest) = rest.split_once(':')?;
         let (board, cpus) = rest.rsplit_once(':')?;
         Some(Placement {
             host: u64::from_str_radix(host, 16).ok()?,
             machine: u64::from_str_radix(machine, 16).ok()?,
+            process: match process {
+                "" => None,
+                text => Some(Process::parse(text)?),
+            },
             board,
             cpus,
         })
@@ -585,10 +603,10 @@ fn name_key(rank: u32) -> String {
 }
 
 /// Starts a thread that reads `dead RANK` lines from the launcher's event
-/// pipe (if there is one) and marks those ranks dead.
-fn watch_failure_notices(shared: Weak<Shared>) -> Result<()> {
+/// pipe (if there is one) and marks those ranks dead; whether there is.
+fn watch_failure_notices(shared: Weak<Shared>) -> Result<bool> {
     let Ok(text) = std::env::var(EVENT_FD_ENV) else {
-        return Ok(());
+        return Ok(false);
     };
     let bad = |why| Error::BadEnv {
         name: EVENT_FD_ENV,
@@ -606,7 +624,7 @@ fn watch_failure_notices(shared: Weak<Shared>) -> Result<()> {
     static TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if TAKEN.swap(true, std::sync::atomic::Ordering::SeqCst) {
         // A second World in this process: the first one watches already.
-        return Ok(());
+        return Ok(true);
     }
     // SAFETY: the launcher hands this descriptor to this process alone, and
     // TAKEN makes this its only owner in the process.
@@ -629,7 +647,7 @@ fn watch_failure_notices(shared: Weak<Shared>) -> Result<()> {
             }
         })
         .map_err(|e| Error::io("starting the failure-notice thread", e))?;
-    Ok(())
+    Ok(true)
 }
 
 /// Parses one failure notice, `dead RANK`.
@@ -660,16 +678,31 @@ mod tests {
     #[test]
     fn placements_parse_and_malformed_ones_are_refused() {
         assert_eq!(
-            Placement::parse("00000000000000ff:1:/onesided-7-1:0-1"),
+            Placement::parse("00000000000000ff:1:1.2.3.4:/onesided-7-1:0-1"),
             Some(Placement {
                 host: 255,
                 machine: 1,
+                process: Some(Process {
+                    machine: 1,
+                    namespace: 2,
+                    pid: 3,
+                    start: 4
+                }),
                 board: "/onesided-7-1",
                 cpus: "0-1"
             })
         );
-        assert_eq!(Placement::parse("1:2::").map(|p| p.board), Some(""));
-        for bad in ["", "1", "1:2", "x:2:b:0", "1:y:b:0", "1:2:b"] {
+        assert_eq!(Placement::parse("1:2:::").map(|p| p.board), Some(""));
+        assert_eq!(Placement::parse("1:2:::").map(|p| p.process), Some(None));
+        for bad in [
+            "",
+            "1",
+            "1:2",
+            "x:2::b:0",
+            "1:y::b:0",
+            "1:2::b",
+            "1:2:3:b:0",
+        ] {
             assert_eq!(Placement::parse(bad), None, "{bad:?}");
         }
     }

@@ -85,8 +85,11 @@ impl Default for Config {
     /// A ping every 100 ms, failed after 1 s of silence: a live process
     /// starved of its core goes unheard for far longer than a ping period
     /// (figures in docs/measurements.md, "reduce"), and a silence counted
-    /// as a failure fails running reductions. `osrun --ft` notices a
-    /// death at once; the environment sets shorter times for quiet hosts.
+    /// as a failure fails running reductions. A process of this host that
+    /// has ended counts as failed at the next ping, within 100 ms, with no
+    /// launcher ([`onesided_fabric::Endpoint::has_ended`]); `osrun --ft`
+    /// notices any death at once. The silence catches hung processes and
+    /// other hosts'; the environment sets shorter times for quiet hosts.
     fn default() -> Config {
         Config {
             ping: Duration::from_millis(100),
@@ -352,7 +355,9 @@ impl Aligned {
 impl Reducer {
     /// The reducer of this process over `group` (which it belongs to):
     /// serves the control services, starts its executor and monitor
-    /// threads. No message.
+    /// threads, and has the endpoint check that a peer's process runs
+    /// before posting to it ([`onesided_fabric::Endpoint::watch_processes`]:
+    /// the reduction outlives its processes). No message.
     ///
     /// # Errors
     /// [`Error::Usage`] when this process is not in `group`;
@@ -365,6 +370,7 @@ impl Reducer {
             .group_rank(ep.rank())
             .ok_or_else(|| Error::Usage(format!("rank {} is not in the group", ep.rank())))?;
         let store = Store::new(world.pmi().kvsname())?;
+        ep.watch_processes();
         let size = group.size();
         let hosts = (group.members().iter())
             .map(|&r| ep.host_of(r).unwrap_or(u64::from(r)))
@@ -834,6 +840,8 @@ impl Shared {
                 let mut out = Vec::new();
                 let mut ping = Vec::new();
                 let mut died = Vec::new();
+                // Asked before the lock: the endpoint's handlers take it.
+                let ended: Vec<bool> = (0..size).map(|r| self.ep.has_ended(self.job(r))).collect();
                 {
                     let mut watch = watch.lock().unwrap_or_else(|p| p.into_inner());
                     if late {
@@ -847,7 +855,7 @@ impl Shared {
                             continue;
                         }
                         let silent = now.saturating_duration_since(watch.heard[r as usize]);
-                        if silent > self.config.dead_after || self.ep.is_dead(self.job(r)) {
+                        if silent > self.config.dead_after || ended[r as usize] {
                             out.extend(watch.master.died(r));
                             died.push(r);
                         } else {
@@ -879,6 +887,8 @@ impl Shared {
                     let _ = self.ep.notify(self.job(to), WORKER_SERVICE, &bytes);
                 }
             } else {
+                // Asked before the lock: the endpoint's handlers take it.
+                let ended = self.ep.has_ended(self.job(0));
                 let mut local = self.lock();
                 if late {
                     let floor = now.checked_sub(self.config.ping).unwrap_or(now);
@@ -886,7 +896,7 @@ impl Shared {
                 }
                 let silent = (local.master_heard)
                     .is_some_and(|h| now.saturating_duration_since(h) > self.config.dead_after);
-                if !local.master_dead && (silent || self.ep.is_dead(self.job(0))) {
+                if !local.master_dead && (silent || ended) {
                     local.master_dead = true;
                     let failure = Failure::MasterDied(0);
                     let keys: Vec<Key> = local.reductions.keys().copied().collect();

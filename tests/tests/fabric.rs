@@ -135,6 +135,19 @@ fn with_ft_the_survivor_gets_an_error_naming_the_dead_rank() {
 }
 
 #[test]
+fn with_ft_a_send_to_a_killed_rank_fails_before_the_launcher_tells() {
+    let _serial = serial();
+    for provider in PROVIDERS {
+        let out = Osrun::new(2, provider, "fabric-check")
+            .ft()
+            .arg("sudden")
+            .run();
+        assert_eq!(out.code(), 128 + 9, "{out}");
+        out.assert_stdout_has("rank 0: a send to rank 1, killed, failed before the launcher");
+    }
+}
+
+#[test]
 fn without_ft_a_dead_rank_ends_the_job() {
     let _serial = serial();
     for provider in PROVIDERS {

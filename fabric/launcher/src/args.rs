@@ -32,7 +32,10 @@ pub struct Options {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub standby: u32,
     /// Fault-tolerant mode: a dead rank is reported to the others instead
-    /// of ending the job.
+    /// of ending the job. The ranks use tcp unless a provider is named
+    /// (here, or by ONESIDED_PROVIDER or FI_PROVIDER): a rank killed inside
+    /// libfabric 1.17's shm provider can leave a lock of a survivor's
+    /// held, on which every later send to that survivor spins.
     #[arg(long = "ft")]
     pub fault_tolerant: bool,
     /// The program.
@@ -45,6 +48,20 @@ pub struct Options {
         allow_hyphen_values = true
     )]
     pub args: Vec<String>,
+}
+
+impl Options {
+    /// The provider the ranks are told to use (`ONESIDED_PROVIDER`), when
+    /// `named_by_env` says whether osrun's environment names one: the one
+    /// of `--provider`; else tcp under `--ft` with none named (see
+    /// [`Options::fault_tolerant`]); else none (the ranks' default).
+    pub fn rank_provider(&self, named_by_env: bool) -> Option<Provider> {
+        match self.provider {
+            Some(provider) => Some(provider),
+            None if self.fault_tolerant && !named_by_env => Some(Provider::Tcp),
+            None => None,
+        }
+    }
 }
 
 fn parse_provider(text: &str) -> Result<Provider, String> {
@@ -83,6 +100,17 @@ mod tests {
         assert!(o.fault_tolerant);
         assert_eq!(o.program, "./prog");
         assert_eq!(o.args, vec!["-x", "--y", "3"]);
+    }
+
+    #[test]
+    fn ft_runs_on_tcp_unless_a_provider_is_named() {
+        let ft = parse_str("-n 2 --ft prog").unwrap();
+        assert_eq!(ft.rank_provider(false), Some(Provider::Tcp));
+        assert_eq!(ft.rank_provider(true), None);
+        let named = parse_str("-n 2 --ft --provider shm prog").unwrap();
+        assert_eq!(named.rank_provider(false), Some(Provider::Shm));
+        let plain = parse_str("-n 2 prog").unwrap();
+        assert_eq!(plain.rank_provider(false), None);
     }
 
     #[test]

@@ -455,7 +455,10 @@ impl Job<'_> {
                     .env_remove("PMI_SIZE");
             }
         }
-        if let Some(provider) = self.options.provider {
+        let named = ["ONESIDED_PROVIDER", "FI_PROVIDER"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some());
+        if let Some(provider) = self.options.rank_provider(named) {
             command.env("ONESIDED_PROVIDER", provider.name());
         }
         for iface in ["FI_TCP_IFACE", "FI_SOCKETS_IFACE"] {

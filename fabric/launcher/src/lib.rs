@@ -15,7 +15,12 @@
 //! signal), 124 when `--timeout` expires, else 0. Without `--ft` the first
 //! rank to fail takes the whole job down; with `--ft` the others are told on
 //! the pipe named by [`onesided_fabric::world::EVENT_FD_ENV`], barriers complete
-//! among the survivors, and the job runs on. On one host `osrun` sets
+//! among the survivors, and the job runs on. Under `--ft` the ranks use
+//! tcp unless a provider is named: a rank killed inside libfabric 1.17's
+//! shm provider can leave a lock of a live peer's region held, and every
+//! later send to that peer spins on it (3 jobs in 150 under a disk load,
+//! in docs/measurements.md; tcp keeps no state a dead process can hold).
+//! On one host `osrun` sets
 //! `FI_TCP_IFACE=lo` and `FI_SOCKETS_IFACE=lo` unless they are set. When a
 //! process exits, the `shm` provider's files it left in `/dev/shm` are
 //! removed. With `--standby K`, K processes of the job's program start

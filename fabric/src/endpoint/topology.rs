@@ -4,6 +4,7 @@
 //! ([`Endpoint::reserve`], [`Endpoint::add_peer`]).
 
 use super::*;
+use crate::liveness::Process;
 
 impl Endpoint {
     /// Learns every rank's address: `names[r]` is rank `r`'s
@@ -90,14 +91,21 @@ impl Endpoint {
         Ok(first..end)
     }
 
-    /// Learns the address and placement of `rank`, a process that joined
-    /// the job (a rank [`Endpoint::reserve`]d here).
+    /// Learns the address, placement and process of `rank`, a process
+    /// that joined the job (a rank [`Endpoint::reserve`]d here).
     ///
     /// # Errors
     /// [`Error::InvalidRank`] for a rank not reserved or known already;
     /// [`Error::BadDescriptor`] or [`Error::Fabric`] for a name the
     /// provider refuses.
-    pub fn add_peer(&self, rank: u32, name: &[u8], host: u64, board: String) -> Result<()> {
+    pub fn add_peer(
+        &self,
+        rank: u32,
+        name: &[u8],
+        host: u64,
+        board: String,
+        process: Option<Process>,
+    ) -> Result<()> {
         let mut core = self.inner.shared.lock();
         let size = core.addrs.len() as u32;
         match core.addrs.get(rank as usize) {
@@ -107,6 +115,7 @@ impl Endpoint {
         let own_len = core.handles.name()?.len();
         let addr = core.handles.insert_address(name, own_len)?;
         core.addrs[rank as usize] = addr;
+        core.processes.set(rank, process);
         drop(core);
         self.inner.peers.set(
             rank,
@@ -117,6 +126,12 @@ impl Endpoint {
             },
         );
         Ok(())
+    }
+
+    /// The process of `rank`, when known (see
+    /// [`Endpoint::watch_processes`]).
+    pub(crate) fn process_of(&self, rank: u32) -> Option<Process> {
+        self.inner.shared.lock().processes.get(rank)
     }
 
     /// The endpoint name of `rank`, when known (empty for a rank that has
@@ -136,8 +151,9 @@ impl Endpoint {
             .collect()
     }
 
-    /// Records each rank's host identity ([`crate::world::host_id`]) and
-    /// board name, keeps this process's `board`, and records `host_cpus`,
+    /// Records each rank's host identity ([`crate::world::host_id`]),
+    /// board name and process (see [`Endpoint::watch_processes`]), keeps
+    /// this process's `board`, and records `host_cpus`,
     /// the CPUs the ranks on its machine may run on together
     /// ([`crate::world::cpus_together`]); [`crate::World::init`] does, from
     /// the PMI key space.
@@ -148,10 +164,16 @@ impl Endpoint {
         &mut self,
         hosts: Vec<u64>,
         boards: Vec<String>,
+        processes: Vec<Option<Process>>,
         board: Mapping,
         host_cpus: usize,
     ) -> Result<()> {
         let inner = self.unique("set hosts")?;
+        let mut core = inner.shared.lock();
+        for (r, process) in processes.into_iter().enumerate() {
+            core.processes.set(r as u32, process);
+        }
+        drop(core);
         let peers = Peers::new();
         for (r, (host, board)) in hosts.into_iter().zip(boards).enumerate() {
             let r = r as u32;

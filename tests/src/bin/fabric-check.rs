@@ -582,6 +582,68 @@ fn victim(world: &mut World) {
     }
 }
 
+/// Rank 0 stops the launcher (its parent), kills rank 1 while it polls,
+/// and sends to it as soon as the kernel has ended it: the launcher can
+/// tell no one yet, so the send must fail from what the endpoint sees
+/// of the process itself (a process killed inside the provider may have
+/// left a lock held that a send to it would spin on forever).
+fn sudden(world: &mut World) {
+    let ep = world.endpoint();
+    let me = ep.rank();
+    if me == 1 {
+        must(
+            me,
+            "send pid",
+            ep.send(0, TAG_GO, &std::process::id().to_le_bytes()),
+        );
+        loop {
+            ep.progress();
+        }
+    }
+    if me != 0 {
+        return;
+    }
+    let mut pid = [0u8; 4];
+    must(me, "recv pid", ep.recv(Some(1), TAG_GO, &mut pid));
+    let pid = u32::from_le_bytes(pid).to_string();
+    let launcher = std::os::unix::process::parent_id().to_string();
+    let kill = |signal: &str, pid: &str| {
+        let _ = std::process::Command::new("kill")
+            .args([signal, pid])
+            .status();
+    };
+    kill("-STOP", &launcher);
+    kill("-KILL", &pid);
+    // A zombie, its other threads gone, until the stopped launcher reaps it.
+    let start = Instant::now();
+    let ended = loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count);
+        if stat
+            .rsplit_once(')')
+            .is_some_and(|(_, f)| f.trim_start().starts_with('Z'))
+            && threads == 1
+        {
+            break true;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let sent = ep.send(1, TAG_GO, &[0u8; 64]);
+    kill("-CONT", &launcher);
+    check(me, ended, || "rank 1 outlived SIGKILL".into());
+    let error = match sent {
+        Ok(()) => fail(me, "a send to rank 1, killed, succeeded"),
+        Err(e) => e,
+    };
+    check(me, error.rank() == Some(1), || {
+        format!("the error does not name rank 1: {error}")
+    });
+    println!("rank 0: a send to rank 1, killed, failed before the launcher could tell: {error}");
+}
+
 fn spawn(world: &mut World) {
     let me = world.rank();
     let kvs = world.pmi().kvsname().to_string();
@@ -683,6 +745,7 @@ fn main() {
         "rma" => rma(&mut world),
         "passive" => passive(&mut world, args.get(1).map(String::as_str) == Some("busy")),
         "victim" => victim(&mut world),
+        "sudden" => sudden(&mut world),
         "spawn" => spawn(&mut world),
         "child" => child(&mut world),
         "grow" => grow(&world, false),
@@ -713,7 +776,7 @@ fn main() {
         }
         other => fail(world.rank(), &format!("unknown mode {other:?}")),
     }
-    if mode != "victim" {
+    if mode != "victim" && mode != "sudden" {
         if let Err(e) = world.finalize() {
             eprintln!("fabric-check: finalize: {e}");
             exit(1);

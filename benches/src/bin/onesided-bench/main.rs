@@ -262,7 +262,7 @@ fn drive(args: &[String]) -> Result<()> {
                 "hung": k.hung,
                 "cpu": setup.cpu,
                 "cores": setup.cores,
-                "provider": args.provider,
+                "provider": k.provider,
             });
             writeln!(out, "{line}")?;
         }
@@ -287,7 +287,7 @@ fn drive(args: &[String]) -> Result<()> {
             k.trials(),
             report::size_label(k.bytes),
             k.ranks,
-            args.provider
+            k.provider
         );
         let bars = [
             ("right", k.right),

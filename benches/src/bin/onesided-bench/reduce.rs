@@ -53,7 +53,10 @@ pub(crate) fn run(args: &Args, p: &Programs) -> Result<(Vec<Row>, Kills, [Loaded
         );
         for case in reduce::cases(args.scale) {
             let hog = case.slow.then(|| hog(cores)).transpose()?;
-            let sides = [ours(args, p, &case, false), peer(args, p, &case, cores)];
+            let sides = [
+                ours(args, p, &case, &args.provider, false),
+                peer(args, p, &case, cores),
+            ];
             let first = (round % 2) as usize;
             let mut timed = [None, None];
             for k in [first, 1 - first] {
@@ -91,10 +94,11 @@ fn command((program, argv, env): &Spec) -> Command {
     cmd
 }
 
-/// onesided's side of `case` (`trial`: one reduction, under `--ft`).
-fn ours(args: &Args, p: &Programs, case: &Case, trial: bool) -> Spec {
+/// onesided's side of `case` over `provider` (`trial`: one reduction,
+/// under `--ft`).
+fn ours(args: &Args, p: &Programs, case: &Case, provider: &str, trial: bool) -> Spec {
     let mut argv: Vec<String> = vec!["-n".into(), case.ranks.to_string()];
-    argv.extend(["--provider".into(), args.provider.clone()]);
+    argv.extend(["--provider".into(), provider.to_string()]);
     let timeout = match trial {
         true => reduce::TRIAL_TIMEOUT_S,
         false => JOB_TIMEOUT.as_secs(),
@@ -224,12 +228,14 @@ fn kill_trials(args: &Args, p: &Programs) -> Result<Kills> {
         ids: 1,
         slow: false,
     };
-    let calibration = job(command(&ours(args, p, &case, false)), JOB_TIMEOUT)?;
+    let provider = reduce::KILL_PROVIDER;
+    let calibration = job(command(&ours(args, p, &case, provider, false)), JOB_TIMEOUT)?;
     let t = (calibration.lines().find_map(reduce::parse))
         .ok_or("kill trials: the run without kills printed no result")?
         .mean_ms;
     let mut kills = Kills {
         ranks: case.ranks,
+        provider: provider.to_string(),
         bytes: case.bytes,
         t_ms: t,
         ..Kills::default()
@@ -237,7 +243,7 @@ fn kill_trials(args: &Args, p: &Programs) -> Result<Kills> {
     let mut rng = Rng::seeded();
     for trial in 0..reduce::KILLS {
         let delay = Duration::from_secs_f64(t / 1e3 * rng.unit());
-        let (outcome, said) = kill_trial(command(&ours(args, p, &case, true)), delay)?;
+        let (outcome, said) = kill_trial(command(&ours(args, p, &case, provider, true)), delay)?;
         if outcome != Outcome::Right {
             eprintln!("onesided-bench: kill trial {trial} (rank 1 killed after {delay:?}): {outcome:?}: {said}");
         }
