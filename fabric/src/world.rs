@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::endpoint::{Endpoint, EndpointConfig, Shared};
@@ -42,6 +43,8 @@ pub struct World {
     pmi: Arc<Mutex<Pmi>>,
     /// Join notices (see [`crate::join`]).
     inbox: Inbox,
+    /// Whether processes have left the job ([`Spawner::part_with`]).
+    parted: Arc<AtomicBool>,
 }
 
 /// What starts processes into the job ([`World::spawn`]): a handle a
@@ -52,6 +55,7 @@ pub struct Spawner {
     endpoint: Endpoint,
     pmi: Arc<Mutex<Pmi>>,
     inbox: Inbox,
+    parted: Arc<AtomicBool>,
 }
 
 impl World {
@@ -210,6 +214,7 @@ impl World {
             endpoint,
             pmi: Arc::new(Mutex::new(pmi)),
             inbox,
+            parted: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -219,6 +224,7 @@ impl World {
             endpoint: self.endpoint.clone(),
             pmi: Arc::clone(&self.pmi),
             inbox: self.inbox.clone(),
+            parted: Arc::clone(&self.parted),
         }
     }
 
@@ -276,8 +282,11 @@ impl World {
         // processes over the fabric: the launcher's barrier would wait
         // for those that left (Hydra's does), and those that joined are
         // a job of their own to it.
+        // Deaths do not count: views of them differ between processes for
+        // a while, and the launchers that survive them (osrun --ft)
+        // complete their barrier among the survivors.
         let ep = &self.endpoint;
-        let changed = ep.size() != self.pmi().size() || !ep.dead_ranks().is_empty();
+        let changed = ep.size() != self.pmi().size() || self.parted.load(Ordering::Acquire);
         if changed {
             let live = ep.live_ranks();
             for &r in &live {
@@ -348,6 +357,7 @@ impl Spawner {
         for &r in ranks {
             ep.mark_dead(r);
         }
+        self.parted.store(true, Ordering::Release);
         heard.map(drop)
     }
 
@@ -621,8 +631,8 @@ fn watch_failure_notices(shared: Weak<Shared>) -> Result<bool> {
     if raw < 0 || unsafe { libc::fcntl(raw, libc::F_GETFD) } == -1 {
         return Err(bad("not an open descriptor"));
     }
-    static TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if TAKEN.swap(true, std::sync::atomic::Ordering::SeqCst) {
+    static TAKEN: AtomicBool = AtomicBool::new(false);
+    if TAKEN.swap(true, Ordering::SeqCst) {
         // A second World in this process: the first one watches already.
         return Ok(true);
     }

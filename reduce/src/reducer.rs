@@ -969,6 +969,8 @@ impl Shared {
                 }
             };
             match job {
+                // A reduction that ended meanwhile needs its file no more.
+                Write::Sync(key) if self.ended(key) => {}
                 Write::Sync(key) => {
                     let _ = self.store.sync(self.me, self.me, key);
                 }
@@ -978,12 +980,19 @@ impl Shared {
         }
     }
 
+    /// Whether reduction `key` has ended here (or the reducer closes).
+    fn ended(&self, key: Key) -> bool {
+        let local = self.lock();
+        local.closing || ended(&local, key)
+    }
+
     /// Writes and syncs `owner`'s replica of `key`, tells it; a replica
-    /// of a reduction that ended meanwhile goes at once.
+    /// of a reduction that ended meanwhile is not written, or goes at once.
     fn keep(&self, key: Key, owner: u32, copy: Aligned) {
-        let ok = (self.store.write(self.me, owner, key, copy.bytes()))
-            .and_then(|()| self.store.sync(self.me, owner, key))
-            .is_ok();
+        let ok = !self.ended(key)
+            && (self.store.write(self.me, owner, key, copy.bytes()))
+                .and_then(|()| self.store.sync(self.me, owner, key))
+                .is_ok();
         let ended = {
             let mut local = self.lock();
             local.pool.put_copy(Box::new(copy));
@@ -1196,6 +1205,9 @@ impl Shared {
     /// Reads `owner`'s line of `key` for the writer to keep as its
     /// replica.
     fn fetch_replica(&self, lines: &mut Lines, key: Key, owner: u32, at: u64, len: u64) {
+        if self.ended(key) {
+            return;
+        }
         let mut copy = self.copy(len as usize);
         match self.fetch(lines, key, owner, at, copy.bytes_mut()) {
             Ok(()) => {
