@@ -50,7 +50,10 @@
 //!   and counts one silent for 1 s as failed, as do workers the master
 //!   (a live process starved of its core was silent for hundreds of
 //!   milliseconds on these machines; shorter times come from the
-//!   environment); `osrun --ft` notices count at once. Failures are
+//!   environment). A process of the same host that has ended counts as
+//!   failed at the next ping, within 100 ms, without a launcher (its
+//!   pidfd, `Endpoint::has_ended`); `osrun --ft` notices count at once;
+//!   the silence catches hung processes and other hosts'. Failures are
 //!   broadcast to the workers. A failure can be
 //!   injected at a chosen point ([`Point`]) for tests of the recovery.
 //!
