@@ -281,10 +281,10 @@ impl World {
         // A job whose processes came and went waits for its live
         // processes over the fabric: the launcher's barrier would wait
         // for those that left (Hydra's does), and those that joined are
-        // a job of their own to it.
-        // Deaths do not count: views of them differ between processes for
-        // a while, and the launchers that survive them (osrun --ft)
-        // complete their barrier among the survivors.
+        // a job of their own to it. Deaths do not count: views of them
+        // differ between processes for a while, and the launchers that
+        // survive them (osrun --ft) complete their barrier among the
+        // survivors.
         let ep = &self.endpoint;
         let changed = ep.size() != self.pmi().size() || self.parted.load(Ordering::Acquire);
         if changed {

@@ -582,7 +582,7 @@ fn victim(world: &mut World) {
     }
 }
 
-/// Rank 0 stops the launcher (its parent), kills rank 1 while it polls,
+/// Rank 0 stops the launcher (its parent), kills rank 1 while it waits,
 /// and sends to it as soon as the kernel has ended it: the launcher can
 /// tell no one yet, so the send must fail from what the endpoint sees
 /// of the process itself (a process killed inside the provider may have
@@ -596,9 +596,9 @@ fn sudden(world: &mut World) {
             "send pid",
             ep.send(0, TAG_GO, &std::process::id().to_le_bytes()),
         );
-        loop {
-            ep.progress();
-        }
+        // Killed meanwhile: nothing is sent on this tag.
+        let _ = ep.recv(Some(0), TAG_DESC, &mut []);
+        fail(me, "still alive after rank 0 killed it");
     }
     if me != 0 {
         return;
