@@ -15,10 +15,13 @@
 //! and its MPICH peer comes with the malleability study). The `reduce`
 //! suite ([`reduce`]) runs `onesided-reduce-time` jobs against
 //! `benches/mpich/reduce.c`, then kill trials; it is not part of `all`
-//! either (a run takes many minutes).
+//! either (a run takes many minutes). `sam` (`src/bin/sam.rs`, pure
+//! side in [`sam`]) is the malleability study's synthetic application:
+//! a Conjugate Gradient that reconfigures while it iterates.
 //!
 //! Dependencies (tools, not libraries): `clap` (the command lines),
-//! `serde`/`serde_json` (the JSON rows), `plotters` with its SVG backend
+//! `serde`/`serde_json` (the JSON rows), `toml` (`sam`'s configuration
+//! files), `plotters` with its SVG backend
 //! alone (the plots; text goes into the SVG as text, so no font crate).
 //!
 //! Decisions: both sides run the same cases with the same sizes,
@@ -36,5 +39,6 @@ pub mod driver;
 pub mod malleable;
 pub mod reduce;
 pub mod report;
+pub mod sam;
 pub mod suites;
 pub mod turns;
