@@ -12,7 +12,7 @@ fi
 mkdir -p "$root/target/mpich"
 built=()
 for src in "$root"/benches/mpich/*.c; do
-    "$venv/bin/mpicc" -O2 -o "$root/target/mpich/$(basename "$src" .c)" "$src"
+    "$venv/bin/mpicc" -O2 -o "$root/target/mpich/$(basename "$src" .c)" "$src" -lm -lpthread
     built+=("$(basename "$src" .c)")
 done
 echo "built: ${built[*]}"

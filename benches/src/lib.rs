@@ -17,7 +17,9 @@
 //! `benches/mpich/reduce.c`, then kill trials; it is not part of `all`
 //! either (a run takes many minutes). `sam` (`src/bin/sam.rs`, pure
 //! side in [`sam`]) is the malleability study's synthetic application:
-//! a Conjugate Gradient that reconfigures while it iterates.
+//! a Conjugate Gradient that reconfigures while it iterates;
+//! `benches/mpich/malleable.c` is the same application written with MPI
+//! as the study did (alltoallv, windows created per move, spawn + merge).
 //!
 //! Dependencies (tools, not libraries): `clap` (the command lines),
 //! `serde`/`serde_json` (the JSON rows), `toml` (`sam`'s configuration
