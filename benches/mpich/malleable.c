@@ -265,7 +265,7 @@ int main(int argc, char **argv) {
                              : !strcmp(argv[7], "nonblocking")                                   ? NONBLOCKING
                              : !strcmp(argv[7], "wait_targets")                                  ? WAIT_TARGETS
                                                                                                  : -1;
-    if (n < 2 || nt < 1 || before < 0 || before >= iterations || (int)method < 0 || (int)strategy < 0) {
+    if (n < 2 || nt < 1 || before < 1 || before >= iterations || (int)method < 0 || (int)strategy < 0) {
         fprintf(stderr, "malleable: bad arguments\n");
         return 2;
     }

@@ -162,10 +162,10 @@ pub fn parse(text: &str) -> Result<Run, String> {
     if config.grid < 2 {
         return bad("grid", "at least 2 points per side");
     }
-    if config.iterations == 0 || config.before >= config.iterations {
+    if config.before == 0 || config.before >= config.iterations {
         return bad(
             "before",
-            "must be below `iterations`, which must be positive",
+            "at least 1 (omega's reference) and below `iterations`",
         );
     }
     if config.ns == 0 {
@@ -334,6 +334,8 @@ strategy = "nonblocking"
         assert!(!malformed.contains('\n'), "{malformed}");
         let unknown = parse(&format!("{GOOD}colour = 1\n")).unwrap_err();
         assert!(unknown.contains("colour"), "{unknown}");
+        let before = parse(&GOOD.replace("before = 5", "before = 0")).unwrap_err();
+        assert!(before.starts_with("key `before`"), "{before}");
         let zero = parse(&GOOD.replace("nt = 3", "nt = 0")).unwrap_err();
         assert_eq!(zero, "key `nt`: at least 1 process");
         let method = parse(&GOOD.replace("rma_lock_all", "rma9")).unwrap_err();
