@@ -227,9 +227,10 @@ static void move_wait(const struct plan *pl, struct move *mv) {
     mv->nrequests = 0;
 }
 
-/* Frees the move's window (collective; RMA). */
+/* Frees the move's window (collective; RMA) or its counts (col). */
 static void move_free(const struct plan *pl, struct move *mv) {
     if (pl->method != COL) MPI_Win_free(&mv->win);
+    else free(mv->sc), free(mv->sd), free(mv->rc), free(mv->rd);
     free(mv->requests);
 }
 
@@ -416,8 +417,7 @@ int main(int argc, char **argv) {
     double t_after = MPI_Wtime() - t0;
     /* The most over the targets (joined ones did not iterate meanwhile). */
     double it_during = n_it ? t_during * 1e3 / n_it : 0.0, it_before = before ? t_before * 1e3 / before : 0.0;
-    double mine[5] = {n_it, n_it ? it_during / it_before : 0.0, it_during, t_spawn, 0.0}, most[5];
-    mine[4] = t_redis;
+    double mine[5] = {n_it, n_it ? it_during / it_before : 0.0, it_during, t_spawn, t_redis}, most[5];
     MPI_Allreduce(mine, most, 5, MPI_DOUBLE, MPI_MAX, app);
     int me;
     MPI_Comm_rank(app, &me);

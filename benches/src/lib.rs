@@ -23,7 +23,7 @@
 //!
 //! Dependencies (tools, not libraries): `clap` (the command lines),
 //! `serde`/`serde_json` (the JSON rows), `toml` (`sam`'s configuration
-//! files), `plotters` with its SVG backend
+//! files), `bytemuck` (the bound of data `sam` registers), `plotters` with its SVG backend
 //! alone (the plots; text goes into the SVG as text, so no font crate).
 //!
 //! Decisions: both sides run the same cases with the same sizes,

@@ -134,9 +134,6 @@ impl Run {
     pub fn rows(&self) -> u64 {
         u64::from(self.config.grid) * u64::from(self.config.grid)
     }
-
-    /// Bytes registered per row: values, columns, x, r, p.
-    pub const ROW_BYTES: u64 = (ROW * 8 + ROW * 4 + 3 * 8) as u64;
 }
 
 /// Reads and checks the configuration in `path`.

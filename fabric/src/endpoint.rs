@@ -840,7 +840,9 @@ impl Endpoint {
     /// under a launcher that reports deaths (`osrun --ft`); layers that
     /// survive failures turn it on themselves.
     pub fn watch_processes(&self) {
-        self.inner.shared.lock().processes.watch();
+        let mut core = self.inner.shared.lock();
+        let own = core.processes.get(core.rank);
+        core.processes.watch(own);
     }
 
     /// Whether `rank` is known to have died ([`Endpoint::is_dead`]) or,

@@ -10,6 +10,10 @@
 //! late for a post made meanwhile; a check of the process narrows the
 //! window to the microseconds between the check and the post. A stopped
 //! process (SIGSTOP) is alive: a post to it may wait until it runs again.
+//! What no check of the target can see: a process killed while it posted
+//! to a live peer leaves *that peer's* lock held (docs/measurements.md,
+//! "A rank killed inside the shm provider"); hence `osrun --ft` runs the
+//! ranks over tcp.
 //!
 //! A process is known by its machine, pid namespace, pid and start time
 //! ([`Process`], published by each rank at start-up). Only peers on this
@@ -106,17 +110,17 @@ enum Watch {
 pub(crate) struct Processes {
     /// Whether posts check them ([`Processes::ended`]).
     watching: bool,
-    /// This process's own identity, to tell which peers share its machine
-    /// and pid namespace.
+    /// This process's identity (see [`Processes::watch`]).
     own: Option<Process>,
     by_rank: Vec<Peer>,
 }
 
 impl Processes {
-    /// Turns the checks on.
-    pub(crate) fn watch(&mut self) {
+    /// Turns the checks on; `own` is this process's identity, which
+    /// tells the peers that share its machine and pid namespace.
+    pub(crate) fn watch(&mut self, own: Option<Process>) {
         self.watching = true;
-        self.own = self.own.or_else(Process::current);
+        self.own = own;
     }
 
     /// Records the process of `rank`.
@@ -143,7 +147,6 @@ impl Processes {
         self.watching && self.look(rank)
     }
 
-    #[cold]
     fn look(&mut self, rank: u32) -> bool {
         let own = self.own;
         let Some(peer) = self.by_rank.get_mut(rank as usize) else {
@@ -269,7 +272,7 @@ mod tests {
             }),
         );
         assert!(!processes.ended(1), "nothing is checked before watch()");
-        processes.watch();
+        processes.watch(Some(me));
         assert!(!processes.ended(0));
         assert!(processes.ended(1));
         assert!(processes.ended(2));

@@ -116,6 +116,7 @@ impl World {
         // A board per process: shared memory the processes on its host
         // read instead of exchanging messages (see Endpoint::board_name).
         let board = Mapping::create_shared(BOARD_LEN)?;
+        let process = Process::current();
         // Its host, its machine, its process, its board and the CPUs it
         // may run on.
         pmi.put(
@@ -124,7 +125,7 @@ impl World {
                 "{:016x}:{:016x}:{}:{}:{}",
                 host_id(first + rank),
                 machine_id(),
-                Process::current().map(|p| p.encode()).unwrap_or_default(),
+                process.map(|p| p.encode()).unwrap_or_default(),
                 board.name().unwrap_or_default(),
                 allowed_cpus()
             ),
@@ -200,7 +201,7 @@ impl World {
                     .board_name(first + rank)
                     .unwrap_or_default()
                     .to_string(),
-                process: Process::current(),
+                process,
             });
             for &r in &old {
                 endpoint.notify(r, join::JOIN, &me.encode())?;

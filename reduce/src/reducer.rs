@@ -841,7 +841,9 @@ impl Shared {
                 let mut ping = Vec::new();
                 let mut died = Vec::new();
                 // Asked before the lock: the endpoint's handlers take it.
-                let ended: Vec<bool> = (0..size).map(|r| self.ep.has_ended(self.job(r))).collect();
+                let ended: Vec<bool> = (0..size)
+                    .map(|r| r != 0 && self.ep.has_ended(self.job(r)))
+                    .collect();
                 {
                     let mut watch = watch.lock().unwrap_or_else(|p| p.into_inner());
                     if late {

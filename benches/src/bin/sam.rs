@@ -77,60 +77,72 @@ fn start(run: &Run) -> Result<()> {
 /// Registers the problem's arrays (a joining process's blocks are
 /// empty: it receives them).
 fn register(mam: &mut Mam, run: &Run) -> Result<Arrays> {
+    fn add<T: bytemuck::Pod + Send + Sync>(
+        mam: &mut Mam,
+        kind: sam::Kind,
+        len: u64,
+        local: Vec<T>,
+    ) -> Result<Data<T>> {
+        let (layout, moves) = kind.registration(len);
+        Ok(mam.add(local, layout, moves)?)
+    }
     let rows = run.rows();
     let mine = block(rows, mam.sources(), mam.rank());
     let (values, columns) = sam::matrix(run.config.grid, mine.clone());
     let len = (mine.end - mine.start) as usize;
     let a = &run.config.arrays;
-    let add_f64 = |mam: &mut Mam, kind: sam::Kind, local: Vec<f64>| {
-        let (layout, moves) = kind.registration(rows);
-        mam.add(local, layout, moves)
-    };
-    let (vl, vm) = a.values.registration(rows);
-    let (cl, cm) = a.columns.registration(rows);
     Ok(Arrays {
-        values: mam.add(values, vl, vm)?,
-        columns: mam.add(columns, cl, cm)?,
-        x: add_f64(mam, a.x, vec![0.0; len])?,
-        r: add_f64(mam, a.r, vec![1.0; len])?,
-        p: add_f64(mam, a.p, vec![1.0; len])?,
-        params: {
-            let (layout, moves) = a.params.registration(2);
-            mam.add(vec![0.0, rows as f64], layout, moves)?
-        },
+        values: add(mam, a.values, rows, values)?,
+        columns: add(mam, a.columns, rows, columns)?,
+        x: add(mam, a.x, rows, vec![0.0; len])?,
+        r: add(mam, a.r, rows, vec![1.0; len])?,
+        p: add(mam, a.p, rows, vec![1.0; len])?,
+        params: add(mam, a.params, 2, vec![0.0, rows as f64])?,
     })
 }
 
+/// Buffers an iteration reuses: the whole direction, `q = A p` and a
+/// copy of the local residual.
+#[derive(Default)]
+struct Scratch {
+    whole: Vec<f64>,
+    q: Vec<f64>,
+    r: Vec<f64>,
+}
+
 /// One CG iteration over `comm` (the processes holding the arrays).
-fn iterate(mam: &mut Mam, comm: &Comm, arrays: &Arrays, rows: u64) -> Result<()> {
-    let size = comm.group().size();
+fn iterate(mam: &mut Mam, comm: &Comm, arrays: &Arrays, rows: u64, s: &mut Scratch) -> Result<()> {
+    let (size, me) = (comm.group().size(), comm.rank());
     let counts: Vec<usize> = (0..size)
         .map(|i| {
             let b = block(rows, size, i);
             (b.end - b.start) as usize
         })
         .collect();
-    let p = mam.get(arrays.p)?.to_vec();
-    let mut whole = vec![0.0; rows as usize];
-    comm.allgatherv(&p, &mut whole, &counts)?;
-    let mut q = vec![0.0; p.len()];
+    s.whole.resize(rows as usize, 0.0);
+    comm.allgatherv(mam.get(arrays.p)?, &mut s.whole, &counts)?;
+    // This process's p, as gathered.
+    let at = block(rows, size, me).start as usize;
+    let p = &s.whole[at..at + counts[me as usize]];
+    s.q.resize(p.len(), 0.0);
     sam::spmv(
         mam.get(arrays.values)?,
         mam.get(arrays.columns)?,
-        &whole,
-        &mut q,
+        &s.whole,
+        &mut s.q,
     );
     let mut sum = [0.0];
-    comm.allreduce(&[sam::dot(&p, &q)], &mut sum, Op::SUM)?;
+    comm.allreduce(&[sam::dot(p, &s.q)], &mut sum, Op::SUM)?;
     let rr = mam.get(arrays.params)?[1];
     let alpha = rr / sum[0];
-    sam::axpy(alpha, &p, mam.get_mut(arrays.x)?);
+    sam::axpy(alpha, p, mam.get_mut(arrays.x)?);
     let r = mam.get_mut(arrays.r)?;
-    sam::axpy(-alpha, &q, r);
+    sam::axpy(-alpha, &s.q, r);
     let local = sam::dot(r, r);
+    s.r.clear();
+    s.r.extend_from_slice(r);
     comm.allreduce(&[local], &mut sum, Op::SUM)?;
-    let r = mam.get(arrays.r)?.to_vec();
-    sam::direction(sum[0] / rr, &r, mam.get_mut(arrays.p)?);
+    sam::direction(sum[0] / rr, &s.r, mam.get_mut(arrays.p)?);
     let params = mam.get_mut(arrays.params)?;
     params[0] += 1.0;
     params[1] = sum[0];
@@ -153,11 +165,12 @@ fn solve(world: &World, run: &Run) -> Result<Status> {
     let mut before = Duration::ZERO;
     let (mut n_it, mut during) = (0u32, Duration::ZERO);
     let mut status = Status::Pending;
+    let mut scratch = Scratch::default();
     if !joined {
         let app = Comm::new(&rma, mam.group().clone())?;
         let start = Instant::now();
         for _ in 0..c.before {
-            iterate(&mut mam, &app, &arrays, rows)?;
+            iterate(&mut mam, &app, &arrays, rows, &mut scratch)?;
         }
         before = start.elapsed();
         mam.comm().barrier()?;
@@ -169,7 +182,7 @@ fn solve(world: &World, run: &Run) -> Result<Status> {
         status = mam.checkpoint(Wait::Check)?;
         while status == Status::Pending && n_it < c.overlap && c.before + n_it < c.iterations {
             let start = Instant::now();
-            iterate(&mut mam, &app, &arrays, rows)?;
+            iterate(&mut mam, &app, &arrays, rows, &mut scratch)?;
             during += start.elapsed();
             n_it += 1;
             status = mam.checkpoint(Wait::Check)?;
@@ -188,7 +201,7 @@ fn solve(world: &World, run: &Run) -> Result<Status> {
     // Made in the same order on every target, the joined ones too.
     let comm = Comm::new(&rma, mam.group().clone())?;
     for _ in done..c.iterations {
-        iterate(&mut mam, &comm, &arrays, rows)?;
+        iterate(&mut mam, &comm, &arrays, rows, &mut scratch)?;
     }
     let after = start.elapsed();
     let residual = mam.get(arrays.params)?[1].sqrt();
@@ -221,7 +234,7 @@ fn solve(world: &World, run: &Run) -> Result<Status> {
             "it_during_ms": it_during,
             "it_after_ms": it_after,
             "omega": omega,
-            "n_it": n_it,
+            "n_it": n_it as u32,
             "residual": residual,
             "reference": reference,
         });
