@@ -15,6 +15,12 @@ use crate::data::{self, Column, Data, Layout, Moves};
 use crate::moving::{self, Cursor, Move, Work};
 use crate::Error;
 
+/// A helper thread that gives the moves back, and its speed.
+type Helper = (
+    std::thread::JoinHandle<Result<Vec<Move>, Error>>,
+    moving::Speed,
+);
+
 /// What a checkpoint found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -427,12 +433,8 @@ impl Mam {
         };
         let waited_for =
             (self.running.as_ref()).is_some_and(|r| r.config.strategy == Strategy::WaitTargets);
-        let share = moving::checkpoint_share(
-            wait == Wait::Wait,
-            self.me >= self.sources,
-            waited_for,
-            host,
-        );
+        let new = self.me >= self.sources;
+        let share = moving::checkpoint_share(wait == Wait::Wait, new, waited_for, host);
         loop {
             let Some(mut running) = self.running.take() else {
                 return Ok(Status::NotStarted);
@@ -535,10 +537,14 @@ impl Mam {
                     then_barrier,
                 }
             }
-            Strategy::Thread => Work::Helper {
-                thread: self.helper(config.method, std::mem::take(&mut moves))?,
-                then_barrier,
-            },
+            Strategy::Thread => {
+                let (thread, speed) = self.helper(config.method, std::mem::take(&mut moves))?;
+                Work::Helper {
+                    thread,
+                    speed,
+                    then_barrier,
+                }
+            }
         };
         let agree = match config.strategy != Strategy::Blocking && self.me < ns {
             true => {
@@ -574,21 +580,19 @@ impl Mam {
 
     /// Starts a thread that makes `moves` by `method` (with a
     /// communicator or windows of its own, made here) and gives them
-    /// back.
-    fn helper(
-        &self,
-        method: Method,
-        mut moves: Vec<Move>,
-    ) -> Result<std::thread::JoinHandle<Result<Vec<Move>, Error>>, Error> {
+    /// back; its speed, which a checkpoint may raise.
+    fn helper(&self, method: Method, mut moves: Vec<Move>) -> Result<Helper, Error> {
         let me = self.me;
         let share = self.helper_share();
+        let speed = moving::Speed::new(share);
+        let paced = speed.clone();
         type Body = Box<dyn FnOnce() -> Result<Vec<Move>, Error> + Send>;
         let body: Body = match method {
             Method::Col => {
                 let comm = Comm::new(&self.rma, self.group.tagged(HELPER_TAG))?;
                 Box::new(move || {
                     for m in &mut moves {
-                        moving::by_alltoallv_paced(&comm, m, share)?;
+                        moving::by_alltoallv_paced(&comm, m, &paced)?;
                     }
                     Ok(moves)
                 })
@@ -598,7 +602,7 @@ impl Mam {
                 let all = method == Method::RmaLockAll;
                 Box::new(move || {
                     for (m, w) in moves.iter_mut().zip(windows) {
-                        moving::by_gets(&w, all, me, m, share)?;
+                        moving::by_gets(&w, all, me, m, &paced)?;
                         w.free()?;
                     }
                     Ok(moves)
@@ -615,7 +619,9 @@ impl Mam {
                 }
                 body()
             });
-        thread.map_err(|e| Error::State(format!("starting the helper thread: {e}")))
+        let thread =
+            thread.map_err(|e| Error::State(format!("starting the helper thread: {e}")))?;
+        Ok((thread, speed))
     }
 
     /// The share of a core a helper thread takes ([`moving::helper_share`]).
@@ -725,8 +731,13 @@ impl Mam {
                 Method::Col => moving::by_alltoallv(&self.comm, m)?,
                 Method::RmaLock | Method::RmaLockAll => {
                     let window = self.rma.create(self.exposure(m.entry)?);
-                    let result =
-                        moving::by_gets(&window, method == Method::RmaLockAll, self.me, m, 1.0);
+                    let result = moving::by_gets(
+                        &window,
+                        method == Method::RmaLockAll,
+                        self.me,
+                        m,
+                        &moving::Speed::new(1.0),
+                    );
                     window.free()?;
                     result?;
                 }

@@ -44,6 +44,12 @@
 //!   thread. Like MaM, RMA with `NonBlocking` needs no barrier for
 //!   safety: the variable data's move and a closing barrier end every
 //!   reconfiguration before any source releases its memory.
+//! - `WaitTargets` is not paced: every process moves flat out at its
+//!   checkpoints (RMA: every get at once), as the study's targets make
+//!   blocking reads, so the move ends within an iteration or two (N_it)
+//!   and those iterations take its time (omega above 1 where the cores
+//!   are busy). `NonBlocking` and `Thread` are paced instead: the choice
+//!   between finishing soon and not disturbing is the application's.
 //! - Pacing (the application keeps its cores: omega near 1): a checkpoint
 //!   moves as many bytes as fit a sixteenth of the time since the
 //!   previous one at the rate seen so far (timed in the thread's CPU
@@ -52,9 +58,11 @@
 //!   half a sixteenth: CPUs over processes of it each, or, where processes
 //!   a growth spawned wait among sources that keep every CPU busy, an
 //!   equal part for the sources (in step) and for each new process (each
-//!   delays the whole job in turn). A process that waits for the end moves
-//!   flat out where every process has a CPU, else takes its part, waking
-//!   every 4 ms. A helper thread moves 256 KiB slices (an alltoallv in
+//!   delays the whole job in turn). A source that waits for the end moves
+//!   flat out (its application has stopped) and raises its helper thread
+//!   to full speed; so does a new process where every process has a CPU,
+//!   else it takes its part (the sources may still iterate), waking every
+//!   4 ms. A helper thread moves 256 KiB slices (an alltoallv in
 //!   rounds for `Col`) flat out when the processes here and their helpers
 //!   have a CPU each, else takes a sixteenth over the processes here
 //!   (half that where the processes alone outnumber the CPUs; helpers

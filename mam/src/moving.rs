@@ -3,6 +3,7 @@
 //! and the constant data's move in the background ([`Work`]), paced so
 //! that the application keeps its core ([`SHARE`], [`pause`]).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -109,12 +110,14 @@ fn fresh(into: &mut [u8]) -> &mut [u8] {
 /// a pause ([`Pacer`]) for `share` of the time: a helper thread that
 /// leaves the application its core. Every member takes the same rounds:
 /// as many as the largest pair needs when any member paces, else one.
-pub(crate) fn by_alltoallv_paced(comm: &Comm, m: &mut Move, share: f64) -> Result<(), Error> {
-    let rounds = (Rounds::agree(comm, std::slice::from_ref(m), SLICE, share < 1.0)?.pop())
+pub(crate) fn by_alltoallv_paced(comm: &Comm, m: &mut Move, speed: &Speed) -> Result<(), Error> {
+    let paced = speed.share() < 1.0;
+    let rounds = (Rounds::agree(comm, std::slice::from_ref(m), SLICE, paced)?.pop())
         .ok_or_else(|| Error::State("internal: a move without rounds".into()))?;
     let whole = sent(&m.writes, m.old.bytes(), m.size);
-    let mut pacer = Pacer::new(share);
+    let mut pacer = Pacer::new(speed.share());
     for k in 0..rounds.count {
+        pacer.share = speed.share();
         let begun = Instant::now();
         let (s, r) = rounds.sizes(k);
         let input = rounds.input(k, &whole);
@@ -263,24 +266,25 @@ pub(crate) fn laid_out(moves: &[Move]) -> Vec<Option<Vec<u8>>> {
 
 /// RMA: every piece of `m` this process reads as a target, from each
 /// source's exposure through `window` (one `lock_all` when `all`, else a
-/// lock per source); its own pieces are copied locally. With `share`
+/// lock per source); its own pieces are copied locally. While `speed` is
 /// below 1, [`SLICE`] bytes at a time, each followed by a pause
-/// ([`Pacer`]).
+/// ([`Pacer`]); then the rest at once.
 pub(crate) fn by_gets(
     window: &Window,
     all: bool,
     me: u32,
     m: &mut Move,
-    share: f64,
+    speed: &Speed,
 ) -> Result<(), Error> {
     m.arrange(me);
     let mut cursor = Cursor::new(std::slice::from_ref(m));
-    let slice = match share < 1.0 {
-        true => SLICE as u64,
-        false => u64::MAX,
-    };
-    let mut pacer = Pacer::new(share);
+    let mut pacer = Pacer::new(speed.share());
     while !cursor.finished() {
+        pacer.share = speed.share();
+        let slice = match pacer.share < 1.0 {
+            true => SLICE as u64,
+            false => u64::MAX,
+        };
         let begun = Instant::now();
         let slices = cursor.next(slice);
         get_slices(&[window], all, me, std::slice::from_mut(m), &slices)?;
@@ -465,21 +469,41 @@ pub(crate) fn helper_share(host: Host) -> f64 {
     }
 }
 
-/// The share of the time a checkpoint's move takes on this process: a
+/// The share of the time a checkpoint's move takes on this process.
+/// Under Wait Targets (`waited_for`) all of it: the targets read as fast
+/// as they can while the sources iterate until they have (the study's
+/// WT, whose targets make blocking reads), so the move ends within an
+/// iteration or two at the cost of those iterations' time. Otherwise a
 /// checkpoint that returns at once (the application iterates) takes
-/// [`share`]; one that `waits` moves at full speed, unless the processes
-/// outnumber the CPUs: then [`share`], or a helper thread's
-/// ([`helper_share`]) for a `new` process (it does not iterate, and wakes
-/// at its own times) that the sources iterate for until it is done
-/// (`waited_for`: Wait Targets; otherwise they would wait for it at the
-/// end; where new processes joined busy sources, [`share`] splits the
-/// time between the two kinds already). Pure.
+/// [`share`]; one that `waits` moves at full speed (a source's
+/// application has stopped), unless it is a `new` process among
+/// processes that outnumber the CPUs: the sources may still iterate, and
+/// it takes [`share`]. Pure.
 pub(crate) fn checkpoint_share(waits: bool, new: bool, waited_for: bool, host: Host) -> f64 {
-    match (waits, host.live > host.cpus) {
-        (false, _) => share(host),
-        (true, false) => 1.0,
-        (true, true) if new && waited_for && !host.joined_busy() => helper_share(host),
-        (true, true) => share(host),
+    match (waited_for, waits, new && host.live > host.cpus) {
+        (true, _, _) | (false, true, false) => 1.0,
+        _ => share(host),
+    }
+}
+
+/// A helper thread's share of the time ([`helper_share`]), read before
+/// each slice: its process raises it to all of it once the application
+/// waits for the end, when no iteration is left to protect.
+#[derive(Debug, Clone)]
+pub(crate) struct Speed(Arc<AtomicU64>);
+
+impl Speed {
+    pub(crate) fn new(share: f64) -> Speed {
+        Speed(Arc::new(AtomicU64::new(share.to_bits())))
+    }
+
+    pub(crate) fn share(&self) -> f64 {
+        f64::from_bits(self.0.load(Ordering::Relaxed))
+    }
+
+    /// All of the time from now on.
+    pub(crate) fn full(&self) {
+        self.0.store(1.0f64.to_bits(), Ordering::Relaxed);
     }
 }
 
@@ -651,6 +675,8 @@ pub(crate) enum Work {
     /// then (Wait Targets) a barrier.
     Helper {
         thread: JoinHandle<Result<Vec<Move>, Error>>,
+        /// Its share, raised when a checkpoint moves at full speed.
+        speed: Speed,
         then_barrier: bool,
     },
     /// Waiting for every process to have moved its part.
@@ -693,7 +719,13 @@ pub(crate) fn advance(
             let refs: Vec<&Window> = windows.iter().collect();
             while left > 0 && !cursor.finished() {
                 let started = cpu_time::thread();
-                let slices = cursor.next(left.min(SLICE as u64));
+                // Unpaced, every get at once (as a blocking move).
+                let piece = if share < 1.0 {
+                    left.min(SLICE as u64)
+                } else {
+                    left
+                };
+                let slices = cursor.next(piece);
                 get_slices(&refs, all, me, moves, &slices)?;
                 let bytes: u64 = slices.iter().map(|s| s.bytes.end - s.bytes.start).sum();
                 budget.moved(bytes, cpu_time::thread().saturating_sub(started));
@@ -777,11 +809,16 @@ pub(crate) fn advance(
         }
         Work::Helper {
             thread,
+            speed,
             then_barrier,
         } => {
+            if share >= 1.0 {
+                speed.full();
+            }
             if !thread.is_finished() {
                 return Ok(Work::Helper {
                     thread,
+                    speed,
                     then_barrier,
                 });
             }
@@ -886,6 +923,15 @@ mod tests {
     }
 
     #[test]
+    fn a_helper_speeds_up_when_raised() {
+        let speed = Speed::new(SHARE);
+        let seen = speed.clone();
+        assert_eq!(seen.share(), SHARE);
+        speed.full();
+        assert_eq!(seen.share(), 1.0);
+    }
+
+    #[test]
     fn rounds_cut_every_pair_into_the_same_number_of_slices() {
         // To ranks 0, 1, 2: 5, 0 and 12 bytes; from them 3, 7, 0.
         let r = Rounds::new(vec![5, 0, 12], vec![3, 7, 0], 4, 12);
@@ -949,16 +995,9 @@ mod tests {
         // process, one after the other.
         assert_eq!(share(host(3, 1)), SHARE / 4.0);
         assert_eq!(share(host(4, 2)), SHARE / 6.0);
-        // Checks and waits alike, Wait Targets or not.
-        for (waits, new, waited_for) in [
-            (false, false, true),
-            (true, true, true),
-            (true, true, false),
-        ] {
-            assert_eq!(
-                checkpoint_share(waits, new, waited_for, host(4, 2)),
-                SHARE / 6.0
-            );
+        // A check, and a new process's wait, but for Wait Targets.
+        for (waits, new) in [(false, false), (false, true), (true, true)] {
+            assert_eq!(checkpoint_share(waits, new, false, host(4, 2)), SHARE / 6.0);
         }
     }
 
@@ -967,18 +1006,24 @@ mod tests {
         let (free, crowded) = (host(2, 0), host(4, 0));
         // Checks take the application's share, crowded or not.
         assert_eq!(checkpoint_share(false, false, false, free), SHARE);
-        assert_eq!(checkpoint_share(false, true, true, crowded), share(crowded));
-        // Waits: all of a free core; a crowded one's share.
-        assert_eq!(checkpoint_share(true, true, true, free), 1.0);
-        assert_eq!(checkpoint_share(true, false, true, crowded), share(crowded));
-        assert_eq!(checkpoint_share(true, true, false, crowded), share(crowded));
-        // A new process the sources iterate for, with a CPU free for the
-        // new ones: a helper thread's.
-        let spare = host(4, 3);
         assert_eq!(
-            checkpoint_share(true, true, true, spare),
-            helper_share(spare)
+            checkpoint_share(false, true, false, crowded),
+            share(crowded)
         );
+        // Waits: all of a free core; a crowded one's share for a new
+        // process (the sources may iterate), all of it for a source.
+        assert_eq!(checkpoint_share(true, true, false, free), 1.0);
+        assert_eq!(checkpoint_share(true, true, false, crowded), share(crowded));
+        assert_eq!(checkpoint_share(true, false, false, crowded), 1.0);
+    }
+
+    #[test]
+    fn wait_targets_moves_at_full_speed() {
+        for h in [host(2, 0), host(4, 0), host(4, 2), host(4, 3)] {
+            for (waits, new) in [(false, false), (true, false), (true, true)] {
+                assert_eq!(checkpoint_share(waits, new, true, h), 1.0);
+            }
+        }
     }
 
     #[test]
