@@ -259,8 +259,7 @@ impl Rounds {
                     peer_us: median(peer)?,
                     speedup: median(&pairs)?,
                     algorithm: self.algorithms.get(key).cloned(),
-                    omega: None,
-                    iterations: None,
+                    overlap: None,
                     master_load: None,
                 })
             })

@@ -10,9 +10,11 @@
 //! lines and SVG plots ([`report`]); [`driver`] holds its command line and
 //! the arithmetic of rounds. `onesided-tune` (`src/bin/onesided-tune.rs`)
 //! measures the collectives' algorithms into a performance profile.
-//! The `malleable` suite ([`malleable`]) runs `onesided-mam-time` jobs
-//! that grow and shrink; it is not part of `all` (a run takes minutes,
-//! and its MPICH peer comes with the malleability study). The `reduce`
+//! The `malleable` suite ([`malleable`]) runs the malleability study:
+//! `sam` jobs that grow and shrink beside the same application written
+//! with MPI, and draws the study's figures; it is not part of `all` (a
+//! round takes minutes). `onesided-mam-time` times one reconfiguration
+//! of one array (the measurements in `docs/measurements.md`). The `reduce`
 //! suite ([`reduce`]) runs `onesided-reduce-time` jobs against
 //! `benches/mpich/reduce.c`, then kill trials; it is not part of `all`
 //! either (a run takes many minutes). `sam` (`src/bin/sam.rs`, pure

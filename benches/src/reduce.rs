@@ -202,8 +202,7 @@ pub fn rows(
             peer_us: of(&|(_, p)| p.median_ms).unwrap_or(f64::NAN) * 1e3,
             speedup: of(&|(t, p)| speedup(t.median_ms, p.median_ms)).unwrap_or(f64::NAN),
             algorithm: None,
-            omega: None,
-            iterations: None,
+            overlap: None,
             master_load,
         });
     }

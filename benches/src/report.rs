@@ -1,15 +1,15 @@
 //! The output side of `onesided-bench`: the measured cases, each run on
 //! both sides (onesided and the MPICH peer), and where they ran; their
 //! text table ([`table()`]), JSON lines ([`json_line`]) and SVG plots
-//! ([`svg_plots`]), each in a module of its own.
-//! Everything is pure formatting except [`svg_plots`], which writes files.
+//! ([`svg_plots`], [`bar_plots`]), each in a module of its own.
+//! Everything is pure formatting except the plots, which write files.
 
 mod json;
 mod svg;
 mod table;
 
 pub use json::json_line;
-pub use svg::{count_plot, svg_plots};
+pub use svg::{bar_plots, count_plot, svg_plots};
 pub use table::table;
 
 /// One measured case: both sides' median microseconds, and the speedup
@@ -37,13 +37,39 @@ pub struct Row {
     pub speedup: f64,
     /// The algorithm onesided chose, where it chooses (collectives).
     pub algorithm: Option<String>,
-    /// Omega of a background redistribution (malleable): iteration time
-    /// during it over without.
-    pub omega: Option<f64>,
-    /// Iterations a background redistribution overlapped (malleable).
-    pub iterations: Option<f64>,
+    /// A background redistribution's cost to the application
+    /// (malleable), each side's.
+    pub overlap: Option<Overlap>,
     /// The reduction master's control traffic (reduce).
     pub master_load: Option<MasterLoad>,
+}
+
+/// What a background redistribution cost the application, onesided's
+/// and the peer's (medians over rounds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Overlap {
+    /// Omega: iteration time during it over without, `[onesided, peer]`.
+    pub omega: [f64; 2],
+    /// Iterations it overlapped (N_it), `[onesided, peer]`.
+    pub iterations: [f64; 2],
+}
+
+/// A grouped bar chart: a bar per series in each group (drawn by
+/// [`bar_plots`]); a missing value leaves its bar out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bars {
+    /// The file's name without the prefix and `.svg`.
+    pub name: String,
+    /// The title.
+    pub title: String,
+    /// The value axis's description.
+    pub y_desc: String,
+    /// A logarithmic value axis.
+    pub log: bool,
+    /// The groups along the x axis.
+    pub groups: Vec<String>,
+    /// Each series' name and its value per group.
+    pub series: Vec<(String, Vec<Option<f64>>)>,
 }
 
 /// A reduction master's control traffic, per second over a run (the
@@ -163,8 +189,7 @@ pub(crate) mod fixtures {
             peer_us,
             speedup: speedup(onesided_us, peer_us),
             algorithm: None,
-            omega: None,
-            iterations: None,
+            overlap: None,
             master_load: None,
         }
     }

@@ -17,7 +17,11 @@ struct JsonRow<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     omega: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    peer_omega: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     iterations: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peer_iterations: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     master_messages_in_per_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -37,8 +41,8 @@ struct JsonRow<'a> {
 
 /// One JSON object on one line (no trailing newline) with the keys
 /// `suite`, `case`, `ranks`, `provider`, `onesided_us`, `peer_us`, `speedup`,
-/// `algorithm` (where onesided chose one), `omega` and `iterations`
-/// (background redistributions), `master_messages_in_per_s`,
+/// `algorithm` (where onesided chose one), `omega`, `peer_omega`,
+/// `iterations` and `peer_iterations` (background redistributions), `master_messages_in_per_s`,
 /// `master_bytes_in_per_s`, `master_messages_out_per_s` and
 /// `master_bytes_out_per_s` (a reduction master's load), then where it ran: `cpu`,
 /// `cores`, `oversubscribed`, `nolocal`, `onesided_libfabric`,
@@ -46,6 +50,7 @@ struct JsonRow<'a> {
 /// written as `null`.
 pub fn json_line(row: &Row, setup: &Setup) -> String {
     let finite = |v: f64| v.is_finite().then_some(v);
+    let overlap = |f: fn(&super::Overlap) -> f64| row.overlap.as_ref().map(f).and_then(finite);
     let load = |f: fn(&super::MasterLoad) -> f64| row.master_load.as_ref().map(f).and_then(finite);
     let json = JsonRow {
         suite: &row.suite,
@@ -56,8 +61,10 @@ pub fn json_line(row: &Row, setup: &Setup) -> String {
         peer_us: finite(row.peer_us),
         speedup: finite(row.speedup),
         algorithm: row.algorithm.as_deref(),
-        omega: row.omega.filter(|v| v.is_finite()),
-        iterations: row.iterations.filter(|v| v.is_finite()),
+        omega: overlap(|o| o.omega[0]),
+        peer_omega: overlap(|o| o.omega[1]),
+        iterations: overlap(|o| o.iterations[0]),
+        peer_iterations: overlap(|o| o.iterations[1]),
         master_messages_in_per_s: load(|l| l.messages_in),
         master_bytes_in_per_s: load(|l| l.bytes_in),
         master_messages_out_per_s: load(|l| l.messages_out),

@@ -10,11 +10,11 @@ use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 
 use super::table::fmt_speedup;
-use super::{size_label, Row};
+use super::{size_label, Bars, Row};
 
 /// The side the benchmarks compare against, as named in plots.
 const PEER: &str = "MPICH";
-const PALETTE: [RGBColor; 8] = [
+const PALETTE: [RGBColor; 12] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xff, 0x7f, 0x0e),
     RGBColor(0x2c, 0xa0, 0x2c),
@@ -23,6 +23,10 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(0x8c, 0x56, 0x4b),
     RGBColor(0xe3, 0x77, 0xc2),
     RGBColor(0x17, 0xbe, 0xcf),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0x39, 0x3b, 0x79),
+    RGBColor(0xad, 0x49, 0x4a),
 ];
 /// A plot's size in pixels.
 const SIZE: (u32, u32) = (880, 460);
@@ -352,6 +356,116 @@ fn bar_chart(title: &str, rows: &[&Row]) -> Drawn {
     Ok(svg)
 }
 
+/// Writes each chart of `charts` as `{prefix}-{name}.svg` under `dir`
+/// (created if missing): its groups along x (one at each integer), a bar
+/// per series within each, the series' colours in a legend at the right.
+/// Returns the paths written.
+///
+/// # Errors
+///
+/// The I/O error of creating the directory or writing a file, or
+/// plotters' drawing error as an I/O error naming the chart.
+pub fn bar_plots(charts: &[Bars], dir: &Path, prefix: &str) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut written = Vec::new();
+    for chart in charts {
+        let name = file_part(&format!("{prefix}-{}.svg", chart.name));
+        let svg = grouped_bars(chart)
+            .map_err(|e| std::io::Error::other(format!("drawing {name}: {e}")))?;
+        let path = dir.join(name);
+        std::fs::write(&path, svg)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// One chart of [`bar_plots`].
+fn grouped_bars(bars: &Bars) -> Drawn {
+    let n = bars.groups.len();
+    let values = || {
+        bars.series
+            .iter()
+            .flat_map(|(_, v)| v.iter().flatten().copied())
+    };
+    let drawable = |v: f64| v.is_finite() && if bars.log { v > 0.0 } else { v >= 0.0 };
+    let top = values().filter(|v| drawable(*v)).fold(0.0f64, f64::max);
+    let (low, high) = match bars.log {
+        true => {
+            let r = log_range(values());
+            (r.start, r.end)
+        }
+        false => (0.0, (top * 1.15).max(1.0)),
+    };
+    let longest = bars
+        .series
+        .iter()
+        .map(|(s, _)| s.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    let legend_w = longest * CHAR_W + 40;
+    let width =
+        (120 + 70 * n as u32 * (bars.series.len() as u32).max(2) / 3).max(SIZE.0) + legend_w;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, SIZE.1 + 60)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (plot, side) = root.split_horizontally(width - legend_w);
+        let mut builder = ChartBuilder::on(&plot);
+        builder
+            .caption(&bars.title, ("sans-serif", 15))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(70);
+        let x = -0.5..n as f64 - 0.5;
+        let groups = &bars.groups;
+        let label = |v: &f64| {
+            let i = v.round();
+            match (v - i).abs() < 1e-6 && i >= 0.0 {
+                true => groups.get(i as usize).cloned().unwrap_or_default(),
+                false => String::new(),
+            }
+        };
+        let k = bars.series.len().max(1) as f64;
+        let slot = 0.8 / k;
+        let at = |g: usize, i: usize| g as f64 - 0.4 + slot * i as f64;
+        macro_rules! draw {
+            ($chart:expr, $base:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .disable_x_mesh()
+                    .x_labels(n)
+                    .x_label_formatter(&label)
+                    .y_desc(bars.y_desc.as_str())
+                    .y_label_formatter(&|v| format!("{v}"))
+                    .draw()?;
+                for (i, (_, values)) in bars.series.iter().enumerate() {
+                    let colour = PALETTE[i % PALETTE.len()];
+                    chart.draw_series((values.iter().enumerate()).filter_map(|(g, v)| {
+                        let v = (*v).filter(|v| drawable(*v))?;
+                        Some(Rectangle::new(
+                            [(at(g, i), $base), (at(g, i) + slot, v)],
+                            colour.filled(),
+                        ))
+                    }))?;
+                }
+            }};
+        }
+        match bars.log {
+            true => draw!(builder.build_cartesian_2d(x, (low..high).log_scale())?, low),
+            false => draw!(builder.build_cartesian_2d(x, low..high)?, 0.0),
+        }
+        for (i, (name, _)) in bars.series.iter().enumerate() {
+            let y = 50 + 20 * i as i32;
+            let colour = PALETTE[i % PALETTE.len()];
+            side.draw(&Rectangle::new([(4, y), (18, y + 12)], colour.filled()))?;
+            side.draw(&Text::new(name.as_str(), (24, y), ("sans-serif", 12)))?;
+        }
+        root.present()?;
+    }
+    Ok(svg)
+}
+
 /// A bar chart of counts (`label`, count), one bar per label, out of
 /// `total` (the axis's end): the reduce suite's kill trials by outcome.
 ///
@@ -477,5 +591,25 @@ mod tests {
         let svg = count_plot("kills", &[("right", 98), ("failed", 2), ("hung", 0)], 100).unwrap();
         assert!(well_formed(&svg));
         assert!(svg.contains("right") && svg.contains(" 98"));
+    }
+
+    #[test]
+    fn grouped_bars_draw() {
+        for log in [true, false] {
+            let bars = Bars {
+                name: "fig".into(),
+                title: "omega".into(),
+                y_desc: "omega".into(),
+                log,
+                groups: vec!["1->2".into(), "2->3*".into()],
+                series: vec![
+                    ("col thread".into(), vec![Some(1.5), None]),
+                    ("rma_lock thread".into(), vec![Some(0.0), Some(f64::NAN)]),
+                ],
+            };
+            let svg = grouped_bars(&bars).unwrap();
+            assert!(well_formed(&svg), "{svg}");
+            assert!(svg.contains("2-&gt;3*") && svg.contains("rma_lock thread"));
+        }
     }
 }

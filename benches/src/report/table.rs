@@ -32,12 +32,13 @@ pub(crate) fn fmt_speedup(speedup: f64) -> String {
 
 /// A fixed-width text table with the header
 /// `suite case ranks provider onesided_us peer_us speedup`, and `omega
-/// n_it` when a row has them (background redistributions): text columns
+/// peer_omega n_it peer_n_it` when a row has them (background
+/// redistributions): text columns
 /// left-aligned, numbers right-aligned, times with 2 decimals (3 significant
 /// digits below 1), speedup with 2 decimals and "x"; "-" for a non-finite
 /// number. Every line, the header included, ends with a newline.
 pub fn table(rows: &[Row]) -> String {
-    const HEADER: [&str; 9] = [
+    const HEADER: [&str; 11] = [
         "suite",
         "case",
         "ranks",
@@ -46,11 +47,15 @@ pub fn table(rows: &[Row]) -> String {
         "peer_us",
         "speedup",
         "omega",
+        "peer_omega",
         "n_it",
+        "peer_n_it",
     ];
-    const LEFT_ALIGNED: [bool; 9] = [true, true, false, true, false, false, false, false, false];
-    let columns = match rows.iter().any(|r| r.omega.is_some()) {
-        true => 9,
+    const LEFT_ALIGNED: [bool; 11] = [
+        true, true, false, true, false, false, false, false, false, false, false,
+    ];
+    let columns = match rows.iter().any(|r| r.overlap.is_some()) {
+        true => 11,
         false => 7,
     };
     let optional = |v: Option<f64>, decimals: usize| match v {
@@ -67,12 +72,14 @@ pub fn table(rows: &[Row]) -> String {
             fmt_time(r.onesided_us),
             fmt_time(r.peer_us),
             fmt_speedup(r.speedup),
-            optional(r.omega, 2),
-            optional(r.iterations, 0),
+            optional(r.overlap.map(|o| o.omega[0]), 2),
+            optional(r.overlap.map(|o| o.omega[1]), 2),
+            optional(r.overlap.map(|o| o.iterations[0]), 0),
+            optional(r.overlap.map(|o| o.iterations[1]), 0),
         ][..columns]
             .to_vec()
     }));
-    let mut widths = [0; 9];
+    let mut widths = [0; 11];
     for line in &lines {
         for (width, cell) in widths.iter_mut().zip(line) {
             *width = (*width).max(cell.chars().count());

@@ -32,8 +32,10 @@ use std::time::{Duration, Instant};
 
 use onesided_bench::driver::{self, Args, Libfabric, Measured, Rounds};
 use onesided_bench::turns::{self, Turns, TURNS_ENV};
-use onesided_bench::{malleable, report, suites};
+use onesided_bench::{report, suites};
 
+mod job;
+mod malleable;
 mod reduce;
 
 /// MPICH's yield settings (shared/BENCHMARKS.md) for ranks > cores.
@@ -111,6 +113,7 @@ fn drive(args: &[String]) -> Result<()> {
         peer_of("window"),
         peer_of("collectives"),
         peers.join("reduce"),
+        peers.join("malleable"),
     ];
     if peers_stale(&root.join("benches/mpich"), &binaries, &mpiexec) {
         eprintln!("onesided-bench: building the MPICH peer (benches/mpich/build.sh)");
@@ -134,6 +137,7 @@ fn drive(args: &[String]) -> Result<()> {
     let mpich_libfabric = root.join("target/mpich-venv/lib/mpich");
     let mut rows = Vec::new();
     let mut kills = None;
+    let mut figures = Vec::new();
     for suite in &args.suites {
         if suite == onesided_bench::reduce::SUITE {
             let programs = reduce::Programs {
@@ -152,11 +156,27 @@ fn drive(args: &[String]) -> Result<()> {
             kills = Some(tally);
             continue;
         }
-        if suite == malleable::SUITE {
-            let mam_time = exe.with_file_name("onesided-mam-time");
-            let (found, libfabric) = malleable_rows(&args, &osrun, &mam_time, &mpich_libfabric)?;
-            setup.onesided_libfabric = libfabric;
+        if suite == onesided_bench::malleable::SUITE {
+            let programs = malleable::Programs {
+                osrun: &osrun,
+                sam: &exe.with_file_name("sam"),
+                mpiexec: &mpiexec,
+                peer: &peers.join("malleable"),
+                mpich_libfabric: &mpich_libfabric,
+            };
+            // The header's ranks: the most of any pair.
+            setup.ranks = (onesided_bench::malleable::PAIRS.iter())
+                .map(|(ns, nt)| *ns.max(nt))
+                .max()
+                .unwrap_or(args.np);
+            let context = format!("({}, {}, {} cores)", args.provider, setup.cpu, setup.cores);
+            let (found, drawn, [ours, theirs]) = malleable::run(&args, &programs, &context)?;
+            let known = |m: &reduce::Loaded, k: &str| m.get(k).cloned().unwrap_or_default();
+            setup.onesided_libfabric = known(&ours, "libfabric");
+            setup.peer_libfabric = known(&theirs, "libfabric");
+            setup.mpich = known(&theirs, "mpich");
             rows.extend(found);
+            figures.extend(drawn);
             continue;
         }
         let mut plain = Rounds::default();
@@ -221,6 +241,9 @@ fn drive(args: &[String]) -> Result<()> {
         }
     }
     print!("{}{}", setup.lines(), report::table(&rows));
+    if rows.iter().any(|r| r.series.ends_with('*')) {
+        println!("* more processes than the {} cores", setup.cores);
+    }
     let loads: Vec<&report::Row> = rows.iter().filter(|r| r.master_load.is_some()).collect();
     if !loads.is_empty() {
         println!("master load (reduce; per second over each run, median of rounds):");
@@ -275,12 +298,19 @@ fn drive(args: &[String]) -> Result<()> {
         args.provider,
         if args.nolocal { "-nolocal" } else { "" }
     );
-    // The malleable suite's figures come with its MPICH peer.
+    // The malleable suite draws the study's figures instead.
     let plotted: Vec<report::Row> = (rows.iter())
-        .filter(|r| r.suite != malleable::SUITE)
+        .filter(|r| r.suite != onesided_bench::malleable::SUITE)
         .cloned()
         .collect();
     let mut plots = report::svg_plots(&plotted, &dir, &prefix)?;
+    let malleable_prefix = format!(
+        "{}{}-{}",
+        args.provider,
+        if args.nolocal { "-nolocal" } else { "" },
+        onesided_bench::malleable::SUITE
+    );
+    plots.extend(report::bar_plots(&figures, &dir, &malleable_prefix)?);
     if let Some(k) = &kills {
         let title = format!(
             "reduce: rank 1 killed in each of {} reductions of {} ({} ranks, {})",
@@ -360,66 +390,6 @@ fn ours(args: &Args, (osrun, exe): (&Path, &Path), suite: &str, mpich_libfabric:
         cmd.env("LD_LIBRARY_PATH", path);
     }
     cmd
-}
-
-/// The malleable suite: every run of [`malleable::runs`] as a job of its
-/// own (`osrun -n NS --standby 3 onesided-mam-time --to NT ...`), round
-/// after round; a run that fails fails the suite. Returns the rows and
-/// the libfabric the runs loaded.
-fn malleable_rows(
-    args: &Args,
-    osrun: &Path,
-    mam_time: &Path,
-    mpich_libfabric: &Path,
-) -> Result<(Vec<report::Row>, String)> {
-    let mut libfabric = String::new();
-    let len = ((malleable::LEN as f64 * args.scale).round() as u64).max(1);
-    let mut rounds = std::collections::BTreeMap::new();
-    for round in 0..args.rounds {
-        eprintln!(
-            "onesided-bench: malleable round {}/{} ({})",
-            round + 1,
-            args.rounds,
-            args.provider
-        );
-        for run in malleable::runs() {
-            let mut cmd = Command::new(osrun);
-            cmd.arg("-n")
-                .arg(run.ns.to_string())
-                .args(["--provider", &args.provider, "--timeout", "300"])
-                .args(["--standby", &malleable::STANDBY.to_string()])
-                .arg(mam_time)
-                .args(["--to", &run.nt.to_string(), "--len", &len.to_string()])
-                .args(["--method", run.method, "--strategy", run.strategy]);
-            if args.nolocal {
-                cmd.env(onesided_fabric::world::HOST_ENV, "node{rank}");
-            }
-            if args.libfabric == Libfabric::Mpich {
-                cmd.env("LD_LIBRARY_PATH", mpich_libfabric);
-            }
-            let out = cmd.stdin(Stdio::null()).output()?;
-            let text = String::from_utf8_lossy(&out.stdout);
-            let timed = text.lines().find_map(malleable::parse);
-            if let Some((_, value)) = (text.lines().filter_map(driver::parse_loaded))
-                .find(|(what, _)| what == "libfabric")
-            {
-                libfabric = value;
-            }
-            match (out.status.success(), timed) {
-                (true, Some(t)) => rounds.entry(run).or_insert_with(Vec::new).push(t),
-                _ => {
-                    return Err(format!(
-                        "malleable {run:?} failed ({}): {}{}",
-                        out.status,
-                        text,
-                        String::from_utf8_lossy(&out.stderr)
-                    )
-                    .into())
-                }
-            }
-        }
-    }
-    Ok((malleable::rows(&rounds, &args.provider), libfabric))
 }
 
 /// An MPICH side of a round: the C peer under the venv's `mpiexec`, with

@@ -19,6 +19,7 @@ use onesided_bench::driver::{self, Args, Libfabric};
 use onesided_bench::reduce::{self, Case, Kills, Outcome, Timed};
 use onesided_bench::report::Row;
 
+use super::job::{command, job, kill_group, Spec};
 use super::Result;
 
 /// Longest a case's job may take.
@@ -79,19 +80,6 @@ pub(crate) fn run(args: &Args, p: &Programs) -> Result<(Vec<Row>, Kills, [Loaded
     let rows = reduce::rows(&rounds, args.slow, &args.provider, args.scale);
     let kills = kill_trials(args, p)?;
     Ok((rows, kills, loaded))
-}
-
-/// A job: its program, arguments and environment.
-type Spec = (String, Vec<String>, Vec<(String, String)>);
-
-/// The command of `spec`.
-fn command((program, argv, env): &Spec) -> Command {
-    let mut cmd = Command::new(program);
-    cmd.args(argv);
-    for (key, value) in env {
-        cmd.env(key, value);
-    }
-    cmd
 }
 
 /// onesided's side of `case` over `provider` (`trial`: one reduction,
@@ -171,51 +159,6 @@ fn hog(cores: usize) -> Result<Child> {
         .process_group(0)
         .spawn()?;
     Ok(child)
-}
-
-/// Kills `child`'s process group and reaps it.
-fn kill_group(child: &mut Child) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", child.id())])
-        .status();
-    let _ = child.wait();
-}
-
-/// Runs `cmd` in a process group of its own to its end: its standard
-/// output.
-///
-/// # Errors
-/// When it fails (with its standard error) or outlasts `timeout` (it is
-/// killed).
-fn job(mut cmd: Command, timeout: Duration) -> Result<String> {
-    let out_path = super::tempfile("reduce-out")?;
-    let err_path = super::tempfile("reduce-err")?;
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out_path)?)
-        .stderr(std::fs::File::create(&err_path)?)
-        .process_group(0)
-        .spawn()?;
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            kill_group(&mut child);
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let out = std::fs::read_to_string(&out_path).unwrap_or_default();
-    let err = std::fs::read_to_string(&err_path).unwrap_or_default();
-    let _ = std::fs::remove_file(&out_path);
-    let _ = std::fs::remove_file(&err_path);
-    match status {
-        Some(s) if s.success() => Ok(out),
-        Some(s) => Err(format!("exited with {s}: {out}{err}").into()),
-        None => Err(format!("did not end in {timeout:?}: {out}{err}").into()),
-    }
 }
 
 /// The kill trials: `t` from 9 reductions without kills, then

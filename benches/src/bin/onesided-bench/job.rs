@@ -1,0 +1,67 @@
+//! Jobs the suites run one at a time: a program with its arguments and
+//! environment, run in a process group of its own to its end or a
+//! timeout.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::Result;
+
+/// A job: its program, arguments and environment.
+pub(crate) type Spec = (String, Vec<String>, Vec<(String, String)>);
+
+/// The command of `spec`.
+pub(crate) fn command((program, argv, env): &Spec) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(argv);
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    cmd
+}
+
+/// Kills `child`'s process group and reaps it.
+pub(crate) fn kill_group(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .status();
+    let _ = child.wait();
+}
+
+/// Runs `cmd` in a process group of its own to its end: its standard
+/// output.
+///
+/// # Errors
+/// When it fails (with its standard error) or outlasts `timeout` (it is
+/// killed).
+pub(crate) fn job(mut cmd: Command, timeout: Duration) -> Result<String> {
+    let out_path = super::tempfile("job-out")?;
+    let err_path = super::tempfile("job-err")?;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path)?)
+        .stderr(std::fs::File::create(&err_path)?)
+        .process_group(0)
+        .spawn()?;
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            kill_group(&mut child);
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&out_path);
+    let _ = std::fs::remove_file(&err_path);
+    match status {
+        Some(s) if s.success() => Ok(out),
+        Some(s) => Err(format!("exited with {s}: {out}{err}").into()),
+        None => Err(format!("did not end in {timeout:?}: {out}{err}").into()),
+    }
+}
