@@ -480,19 +480,20 @@ fn sole(pmi: Arc<Mutex<Pmi>>, op: &'static str) -> Result<Pmi> {
     Ok(pmi.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 
-/// A spawned process's first job rank and the places of the job's ranks
-/// before it, from its preput keys; `None` for a process spawned as a job
-/// of its own (without them).
-/// Makes waits stop spinning once the live processes on this host
-/// outnumber its CPUs (a job that grew): a spinning wait would take the
-/// core of the process it waits for. Never the other way: a job that
-/// shrinks keeps the start's choice.
+/// Makes waits stop spinning once the live processes on this machine
+/// outnumber its CPUs (a job that grew; hosts that
+/// [`HOST_ENV`] makes of its processes count together): a spinning wait
+/// would take the core of the process it waits for. Never the other way:
+/// a job that shrinks keeps the start's choice.
 fn stop_spinning_when_crowded(ep: &Endpoint) {
     if ep.live_here() > ep.host_cpus() {
         ep.set_spin(std::time::Duration::ZERO);
     }
 }
 
+/// A spawned process's first job rank and the places of the job's ranks
+/// before it, from its preput keys; `None` for a process spawned as a job
+/// of its own (without them).
 fn joining(pmi: &mut Pmi) -> Result<Option<(u32, Vec<Place>)>> {
     let Ok(text) = pmi.get(join::JOIN_KEY) else {
         return Ok(None);

@@ -629,13 +629,12 @@ impl Mam {
         moving::helper_share(self.host())
     }
 
-    /// Who shares this host's CPUs now: the group's members after the
+    /// Who shares this machine's CPUs now: the group's members after the
     /// sources are the processes a growth spawned.
     fn host(&self) -> moving::Host {
         let ep = self.rma.endpoint();
-        let here = ep.host_of(ep.rank());
         let new = (self.group.members().iter().skip(self.sources as usize))
-            .filter(|&&r| ep.host_of(r) == here)
+            .filter(|&&r| ep.same_machine(r))
             .count();
         moving::Host {
             live: ep.live_here(),

@@ -200,14 +200,25 @@ impl Endpoint {
         self.inner.host_cpus
     }
 
-    /// The live processes on this process's host, itself included: what
-    /// competes for its CPUs now (a job grows and shrinks). Views of
+    /// Whether `rank` runs on this process's machine, by the machines of
+    /// their processes (by host where one is unknown): ranks that
+    /// [`crate::world::HOST_ENV`] makes hosts of their own still share
+    /// the machine's CPUs.
+    pub fn same_machine(&self, rank: u32) -> bool {
+        let me = self.inner.rank;
+        match (self.process_of(me), self.process_of(rank)) {
+            (Some(mine), Some(theirs)) => mine.machine == theirs.machine,
+            _ => self.host_of(rank) == self.host_of(me),
+        }
+    }
+
+    /// The live processes on this process's machine, itself included:
+    /// what competes for its CPUs now (a job grows and shrinks). Views of
     /// liveness differ between processes for a while: nothing that must
     /// agree without a message may depend on it ([`Endpoint::host_ranks`]).
     pub fn live_here(&self) -> usize {
-        let here = self.host_of(self.inner.rank);
         1 + (self.live_ranks().into_iter())
-            .filter(|&r| self.host_of(r) == here)
+            .filter(|&r| self.same_machine(r))
             .count()
     }
 
