@@ -18,7 +18,8 @@
 //!   blocking + T_it(NT) times the fewest iterations any background
 //!   variant of the pair overlapped (on that side).
 //!
-//! A case whose processes outnumber the cores ends in `*`.
+//! A case whose processes outnumber the cores ends in `*`. The speedup
+//! is the ratio of the two sides' medians.
 
 use std::collections::BTreeMap;
 

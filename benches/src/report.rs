@@ -33,7 +33,9 @@ pub struct Row {
     /// The median over rounds of each round's `peer / onesided`
     /// ([`speedup`]): a round's two sides run one after the other, so the
     /// ratio is taken pair by pair (these machines' speed drifts between
-    /// rounds more than between the two sides of one).
+    /// rounds more than between the two sides of one). The malleable
+    /// suite's rows, whose cases mix runs (spawns over methods, equation
+    /// 1), take the ratio of the medians.
     pub speedup: f64,
     /// The algorithm onesided chose, where it chooses (collectives).
     pub algorithm: Option<String>,

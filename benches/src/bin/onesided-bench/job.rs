@@ -3,8 +3,11 @@
 //! timeout.
 
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use onesided_bench::driver::{Args, Libfabric};
 
 use super::Result;
 
@@ -19,6 +22,37 @@ pub(crate) fn command((program, argv, env): &Spec) -> Command {
         cmd.env(key, value);
     }
     cmd
+}
+
+/// The environment of onesided's side under `args`: every rank its own
+/// host with `--nolocal`, MPICH's libfabric (in `mpich_libfabric`) when
+/// asked.
+pub(crate) fn ours_env(args: &Args, mpich_libfabric: &Path) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    if args.nolocal {
+        let host = onesided_fabric::world::HOST_ENV.to_string();
+        env.push((host, "node{rank}".to_string()));
+    }
+    if args.libfabric == Libfabric::Mpich {
+        let path = mpich_libfabric.display().to_string();
+        env.push(("LD_LIBRARY_PATH".to_string(), path));
+    }
+    env
+}
+
+/// `mpiexec`'s first arguments for MPICH's side of `ranks` processes:
+/// `-n`, the provider's settings, and the yield settings when the
+/// processes will outnumber the cores (`crowded`, [`super::MPICH_YIELD`]).
+pub(crate) fn peer_start(args: &Args, ranks: u32, crowded: bool) -> Vec<String> {
+    let mut argv: Vec<String> = vec!["-n".into(), ranks.to_string()];
+    let mut genv = super::mpich_env(args);
+    if crowded {
+        genv.extend_from_slice(&super::MPICH_YIELD);
+    }
+    for (k, v) in genv {
+        argv.extend(["-genv".into(), k.into(), v.into()]);
+    }
+    argv
 }
 
 /// Kills `child`'s process group and reaps it.

@@ -11,11 +11,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use onesided_bench::driver::{self, Args, Libfabric};
+use onesided_bench::driver::{self, Args};
 use onesided_bench::malleable::{self, Results, Run};
 use onesided_bench::report::{Bars, Row};
 
-use super::job::{command, job, Spec};
+use super::job::{command, job, ours_env, peer_start, Spec};
 use super::reduce::Loaded;
 use super::Result;
 
@@ -84,28 +84,13 @@ fn ours(args: &Args, p: &Programs, r: &Run, file: &Path) -> Spec {
     argv.extend(["--standby".into(), malleable::STANDBY.to_string()]);
     argv.push(p.sam.display().to_string());
     argv.push(file.display().to_string());
-    let mut env = Vec::new();
-    if args.nolocal {
-        let host = (onesided_fabric::world::HOST_ENV, "node{rank}");
-        env.push((host.0.to_string(), host.1.to_string()));
-    }
-    if args.libfabric == Libfabric::Mpich {
-        let path = p.mpich_libfabric.display().to_string();
-        env.push(("LD_LIBRARY_PATH".to_string(), path));
-    }
+    let env = ours_env(args, p.mpich_libfabric);
     (p.osrun.display().to_string(), argv, env)
 }
 
 /// MPICH's side of `r`.
 fn peer(args: &Args, p: &Programs, r: &Run, grid: u32, cores: u32) -> Spec {
-    let mut argv: Vec<String> = vec!["-n".into(), r.ns.to_string()];
-    let mut genv = super::mpich_env(args);
-    if r.ns.max(r.nt) > cores {
-        genv.extend_from_slice(&super::MPICH_YIELD);
-    }
-    for (k, v) in genv {
-        argv.extend(["-genv".into(), k.into(), v.into()]);
-    }
+    let mut argv = peer_start(args, r.ns, r.ns.max(r.nt) > cores);
     argv.push(p.peer.display().to_string());
     argv.extend(malleable::peer_args(r, grid));
     (p.mpiexec.display().to_string(), argv, Vec::new())

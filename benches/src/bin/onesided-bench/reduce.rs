@@ -15,11 +15,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use onesided_bench::driver::{self, Args, Libfabric};
+use onesided_bench::driver::{self, Args};
 use onesided_bench::reduce::{self, Case, Kills, Outcome, Timed};
 use onesided_bench::report::Row;
 
-use super::job::{command, job, kill_group, Spec};
+use super::job::{command, job, kill_group, ours_env, peer_start, Spec};
 use super::Result;
 
 /// Longest a case's job may take.
@@ -107,32 +107,13 @@ fn ours(args: &Args, p: &Programs, case: &Case, provider: &str, trial: bool) -> 
     if case.slow {
         argv.extend(["--slow".into(), format!("{}:{}", args.slow.0, args.slow.1)]);
     }
-    let mut env = Vec::new();
-    if args.nolocal {
-        env.push((
-            onesided_fabric::world::HOST_ENV.to_string(),
-            "node{rank}".to_string(),
-        ));
-    }
-    if args.libfabric == Libfabric::Mpich {
-        env.push((
-            "LD_LIBRARY_PATH".to_string(),
-            p.mpich_libfabric.display().to_string(),
-        ));
-    }
+    let env = ours_env(args, p.mpich_libfabric);
     (p.osrun.display().to_string(), argv, env)
 }
 
 /// MPICH's side of `case`.
 fn peer(args: &Args, p: &Programs, case: &Case, cores: usize) -> Spec {
-    let mut argv: Vec<String> = vec!["-n".into(), case.ranks.to_string()];
-    let mut genv = super::mpich_env(args);
-    if case.ranks as usize > cores {
-        genv.extend_from_slice(&super::MPICH_YIELD);
-    }
-    for (k, v) in genv {
-        argv.extend(["-genv".into(), k.into(), v.into()]);
-    }
+    let mut argv = peer_start(args, case.ranks, case.ranks as usize > cores);
     argv.push(p.peer.display().to_string());
     argv.extend([
         case.elements().to_string(),
