@@ -1,6 +1,6 @@
-//! Jobs the suites run one at a time: a program with its arguments and
+//! Jobs the suites run one at a time (a program with its arguments and
 //! environment, run in a process group of its own to its end or a
-//! timeout.
+//! timeout), and what both suites give their sides.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
