@@ -428,32 +428,34 @@ fn grouped_bars(bars: &Bars) -> Drawn {
         let k = bars.series.len().max(1) as f64;
         let slot = 0.8 / k;
         let at = |g: usize, i: usize| g as f64 - 0.4 + slot * i as f64;
-        macro_rules! draw {
-            ($chart:expr, $base:expr) => {{
-                let mut chart = $chart;
-                chart
-                    .configure_mesh()
-                    .disable_x_mesh()
-                    .x_labels(n)
-                    .x_label_formatter(&label)
-                    .y_desc(bars.y_desc.as_str())
-                    .y_label_formatter(&|v| format!("{v}"))
-                    .draw()?;
-                for (i, (_, values)) in bars.series.iter().enumerate() {
-                    let colour = PALETTE[i % PALETTE.len()];
-                    chart.draw_series((values.iter().enumerate()).filter_map(|(g, v)| {
-                        let v = (*v).filter(|v| drawable(*v))?;
-                        Some(Rectangle::new(
-                            [(at(g, i), $base), (at(g, i) + slot, v)],
-                            colour.filled(),
-                        ))
-                    }))?;
-                }
-            }};
-        }
-        match bars.log {
-            true => draw!(builder.build_cartesian_2d(x, (low..high).log_scale())?, low),
-            false => draw!(builder.build_cartesian_2d(x, low..high)?, 0.0),
+        // A log axis is drawn as a linear one over log10 of the values,
+        // labelled with the values themselves.
+        let scale = |v: f64| if bars.log { v.log10() } else { v };
+        let mut chart = builder.build_cartesian_2d(x, scale(low)..scale(high))?;
+        let y_label = |v: &f64| match bars.log {
+            true => {
+                // Three significant digits.
+                let value = 10f64.powf(*v);
+                let decimals = (2 - v.floor() as i32).max(0) as usize;
+                format!("{value:.decimals$}")
+            }
+            false => format!("{v}"),
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&label)
+            .y_desc(bars.y_desc.as_str())
+            .y_label_formatter(&y_label)
+            .draw()?;
+        for (i, (_, values)) in bars.series.iter().enumerate() {
+            let colour = PALETTE[i % PALETTE.len()];
+            chart.draw_series((values.iter().enumerate()).filter_map(|(g, v)| {
+                let v = (*v).filter(|v| drawable(*v))?;
+                let corners = [(at(g, i), scale(low)), (at(g, i) + slot, scale(v))];
+                Some(Rectangle::new(corners, colour.filled()))
+            }))?;
         }
         for (i, (name, _)) in bars.series.iter().enumerate() {
             let y = 50 + 20 * i as i32;

@@ -4,7 +4,7 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use onesided_bench::driver::{Args, Libfabric};
@@ -55,12 +55,13 @@ pub(crate) fn peer_start(args: &Args, ranks: u32, crowded: bool) -> Vec<String> 
     argv
 }
 
-/// Kills `child`'s process group and reaps it.
-pub(crate) fn kill_group(child: &mut Child) {
+/// Kills `child`'s process group and reaps it: its status, if reaped.
+pub(crate) fn kill_group(child: &mut Child) -> Option<ExitStatus> {
+    // `--`: procps' kill reads `-PGID` as a signal otherwise.
     let _ = Command::new("kill")
         .args(["-KILL", "--", &format!("-{}", child.id())])
         .status();
-    let _ = child.wait();
+    child.wait().ok()
 }
 
 /// Runs `cmd` in a process group of its own to its end: its standard

@@ -474,11 +474,7 @@ impl Side {
 
     /// Kills the side's process group and reaps it.
     fn kill(&mut self) {
-        // `--`: procps' kill reads `-PGID` as a signal otherwise.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.child.id())])
-            .status();
-        self.status = self.child.wait().ok();
+        self.status = job::kill_group(&mut self.child);
     }
 }
 
