@@ -7,10 +7,14 @@
 //! Wire format: a request travels with user tag `REQUEST | service` and
 //! carries `[reply tag: u64 LE][body]`; the reply travels with that reply
 //! tag (the control bit and the call's number; 0 for a notice, which wants
-//! no reply). Both use exact tag matching, like every
-//! message of the endpoint (see `matching`). A server keeps one receive per
-//! peer posted for each service, each with its own buffer of
-//! [`MAX_REQUEST`] bytes, and posts it again after every request.
+//! no reply). A server keeps [`POOL`] receives posted for each service,
+//! each matching a request from any rank (the sender's rank travels as CQ
+//! data) with its own buffer of [`MAX_REQUEST`] bytes, and posts each
+//! again after its request: memory per process of services x [`POOL`] x
+//! 4 KiB, whatever the number of processes. Where a receive from any rank
+//! loses queued messages (libfabric 1.17's `shm`, see `matching`), it keeps
+//! one exact receive per peer instead: on that provider every peer is on
+//! this host, so the cost grows with the processes per host only.
 //!
 //! Handlers run inside the progress engine, under the endpoint's lock:
 //! they compute a reply from the request and must not call the endpoint
@@ -22,6 +26,10 @@ use crate::matching::{MAX_TAG, TAG_LIMIT};
 
 /// The largest request body, in bytes.
 pub const MAX_REQUEST: usize = 4096 - 8;
+
+/// Receives a server keeps posted per service (requests beyond them wait
+/// in the provider's unexpected queue until one is posted again).
+pub const POOL: usize = 4;
 
 /// The bit that marks control traffic in a tag; application tags stay below.
 const CONTROL: u64 = MAX_TAG + 1;

@@ -53,11 +53,13 @@ use crate::progress::{timeout_from_secs, Backoff, ProgressMode, DEFAULT_MAX_SLEE
 use crate::provider::{MrMode, Provider};
 use crate::slots::Slots;
 use crate::spin::{SpinGuard, SpinLock};
+use crate::stats::{Counters, Stats};
 
 mod atomics;
 mod config;
 mod detached;
 mod messages;
+mod operation;
 mod receives;
 mod rma;
 mod topology;
@@ -65,6 +67,7 @@ mod transfer;
 mod waiting;
 
 pub use config::EndpointConfig;
+pub(crate) use operation::Operation;
 use transfer::RawBuffer;
 pub use transfer::Transfer;
 
@@ -157,6 +160,8 @@ pub(crate) struct Core {
     control: ControlState,
     /// The peers' processes on this machine (see [`crate::liveness`]).
     processes: Processes,
+    /// What this endpoint has sent and posted (see [`crate::stats`]).
+    stats: Counters,
 }
 
 /// Storage an abandoned operation may still use.
@@ -170,17 +175,29 @@ type Handler = Box<dyn FnMut(u32, &[u8], &mut control::Outbox) -> Vec<u8> + Send
 #[derive(Default)]
 struct ControlState {
     handlers: HashMap<u16, Handler>,
-    /// Posted request receives: token → (service, peer, buffer).
-    receives: HashMap<u64, (u16, u32, Box<[u8]>)>,
+    /// Whether each service keeps a receive posted per peer (where a
+    /// receive from any rank loses queued messages: see
+    /// [`crate::matching`]) rather than [`control::POOL`] from any rank.
+    per_peer: bool,
+    /// Posted request receives: token → (service, the peer it takes
+    /// requests from or any, buffer).
+    receives: HashMap<u64, (u16, Source, Box<[u8]>)>,
     /// Replies in flight: token → their buffer.
     replies: HashMap<u64, Box<[u8]>>,
     /// Work the provider refused for now (`FI_EAGAIN`), retried after polls.
     deferred: Vec<Deferred>,
 }
 
+/// Whom a standing request receive takes requests from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Any,
+    Rank(u32),
+}
+
 enum Deferred {
-    Receive(u16, u32, Box<[u8]>),
-    Reply(u32, u64, Box<[u8]>),
+    Receive(u16, Source, Box<[u8]>),
+    Reply(u16, u32, u64, Box<[u8]>),
 }
 
 impl Core {
@@ -256,9 +273,10 @@ impl Core {
 
     fn finish(&mut self, token: u64, outcome: Outcome) {
         if !self.control.receives.is_empty() || !self.control.replies.is_empty() {
-            if let Some((service, peer, buffer)) = self.control.receives.remove(&token) {
+            if let Some((service, source, buffer)) = self.control.receives.remove(&token) {
                 self.slots.remove(token);
-                self.serve(service, peer, buffer, outcome);
+                self.stats.standing_done(buffer.len());
+                self.serve(service, source, buffer, outcome);
                 return;
             }
             if self.control.replies.remove(&token).is_some() {
@@ -280,22 +298,24 @@ impl Core {
         }
     }
 
-    /// A request for `service` from `peer` arrived in `buffer` (or its
+    /// A request for `service` from `source` arrived in `buffer` (or its
     /// receive failed): answer it and post the receive again.
-    fn serve(&mut self, service: u16, peer: u32, buffer: Box<[u8]>, outcome: Outcome) {
+    fn serve(&mut self, service: u16, source: Source, buffer: Box<[u8]>, outcome: Outcome) {
         match outcome {
             Ok(done) => {
+                // Every message carries its sender's rank as CQ data.
+                let peer = done.data as u32;
                 let len = done.len.min(buffer.len());
                 if let Some((reply_tag, body)) = control::unframe(&buffer[..len]) {
                     if let Some(handler) = self.control.handlers.get_mut(&service) {
                         let mut outbox = control::Outbox::default();
                         let reply = handler(peer, body, &mut outbox);
                         if reply_tag != control::NO_REPLY {
-                            self.post_reply(peer, reply_tag, reply.into_boxed_slice());
+                            self.post_reply(service, peer, reply_tag, reply.into_boxed_slice());
                         }
                         for (to, service, notice) in outbox.notices {
                             let tag = control::request_tag(service);
-                            self.post_reply(to, tag, notice.into_boxed_slice());
+                            self.post_reply(service, to, tag, notice.into_boxed_slice());
                         }
                     }
                 }
@@ -305,16 +325,32 @@ impl Core {
             // A malformed (too long) request: nothing to answer.
             Err(_) => {}
         }
-        self.post_request_receive(service, peer, buffer);
+        self.post_request_receive(service, source, buffer);
     }
 
-    /// Posts the receive of the next request for `service` from `peer`.
-    fn post_request_receive(&mut self, service: u16, peer: u32, mut buffer: Box<[u8]>) {
-        if peer as usize >= self.addrs.len() {
-            return;
+    /// Posts the standing receives of `service`: one per peer in
+    /// `peers` where receives are per peer, else [`control::POOL`] from any
+    /// rank (when `peers` starts at 0: the service is new).
+    fn post_request_receives(&mut self, service: u16, peers: std::ops::Range<u32>) {
+        let sources: Vec<Source> = match self.control.per_peer {
+            true => peers.map(Source::Rank).collect(),
+            false if peers.start == 0 => vec![Source::Any; control::POOL],
+            false => Vec::new(),
+        };
+        for source in sources {
+            let buffer = vec![0u8; 8 + control::MAX_REQUEST].into_boxed_slice();
+            self.post_request_receive(service, source, buffer);
         }
+    }
+
+    /// Posts the receive of the next request for `service` from `source`.
+    fn post_request_receive(&mut self, service: u16, source: Source, mut buffer: Box<[u8]>) {
+        let (wire, ignore) = match source {
+            Source::Rank(peer) if peer as usize >= self.addrs.len() => return,
+            Source::Rank(peer) => SourceMatch::receive(control::request_tag(service), Some(peer)),
+            Source::Any => SourceMatch::receive(control::request_tag(service), None),
+        };
         let token = self.slots.insert();
-        let wire = SourceMatch::wire_tag(control::request_tag(service), peer);
         // SAFETY: the endpoint is open; buffer is owned by the control
         // state until the receive completes or the endpoint closes (the
         // handles are closed before the control state is dropped).
@@ -326,23 +362,26 @@ impl Core {
                 ptr::null_mut(),
                 sys::FI_ADDR_UNSPEC,
                 wire,
-                0,
+                ignore,
                 token as *mut c_void,
             )
         };
         if ret == 0 {
-            self.control.receives.insert(token, (service, peer, buffer));
+            self.stats.standing_posted(buffer.len());
+            self.control
+                .receives
+                .insert(token, (service, source, buffer));
         } else {
             self.slots.remove(token);
             self.control
                 .deferred
-                .push(Deferred::Receive(service, peer, buffer));
+                .push(Deferred::Receive(service, source, buffer));
         }
     }
 
-    /// Sends `reply` (a reply, or a notice a handler left) to `peer`
-    /// under `tag`.
-    fn post_reply(&mut self, peer: u32, tag: u64, reply: Box<[u8]>) {
+    /// Sends `reply` (a reply, or a notice a handler left, counted under
+    /// `service`) to `peer` under `tag`.
+    fn post_reply(&mut self, service: u16, peer: u32, tag: u64, reply: Box<[u8]>) {
         let Ok(addr) = self.addr(peer) else { return };
         if self.processes.ended(peer) {
             return;
@@ -352,7 +391,7 @@ impl Core {
         let ret = if reply.len() <= self.handles.granted.inject_size {
             // SAFETY: the endpoint is open; the provider copies reply before
             // fi_tinjectdata returns.
-            unsafe {
+            let ret = unsafe {
                 sys::fi_tinjectdata(
                     self.handles.ep,
                     reply.as_ptr().cast(),
@@ -361,7 +400,11 @@ impl Core {
                     addr,
                     wire,
                 )
+            };
+            if ret == 0 {
+                self.stats.control(service, peer, reply.len());
             }
+            ret
         } else {
             let token = self.slots.insert();
             // SAFETY: the endpoint is open; reply is kept in the control
@@ -379,6 +422,7 @@ impl Core {
                 )
             };
             if ret == 0 {
+                self.stats.control(service, peer, reply.len());
                 self.control.replies.insert(token, reply);
                 return;
             }
@@ -388,17 +432,19 @@ impl Core {
         if ret != 0 {
             self.control
                 .deferred
-                .push(Deferred::Reply(peer, tag, reply));
+                .push(Deferred::Reply(service, peer, tag, reply));
         }
     }
 
     fn retry_deferred(&mut self) {
         for work in std::mem::take(&mut self.control.deferred) {
             match work {
-                Deferred::Receive(service, peer, buffer) => {
-                    self.post_request_receive(service, peer, buffer)
+                Deferred::Receive(service, source, buffer) => {
+                    self.post_request_receive(service, source, buffer)
                 }
-                Deferred::Reply(peer, tag, reply) => self.post_reply(peer, tag, reply),
+                Deferred::Reply(service, peer, tag, reply) => {
+                    self.post_reply(service, peer, tag, reply)
+                }
             }
         }
     }
@@ -707,15 +753,16 @@ impl Endpoint {
             | config.mr_mode_request;
         let handles = Handles::open(config.provider, offered, config.progress)?;
         let granted = handles.granted;
+        // SAFETY: fi_version takes no arguments and returns a constant.
+        let source_match = SourceMatch::new(config.provider, unsafe { sys::fi_version() });
         let shared = Arc::new(Shared {
             provider: config.provider,
             mr_mode: granted.mr_mode | (config.mr_mode_request & MrMode::FORCEABLE),
             inject_size: granted.inject_size,
-            // SAFETY: fi_version takes no arguments and returns a constant.
             next_any_source: std::sync::atomic::AtomicU32::new(0),
             next_call: std::sync::atomic::AtomicU32::new(0),
             spin_ns: AtomicU64::new(crate::progress::DEFAULT_SPIN.as_nanos() as u64),
-            source_match: SourceMatch::new(config.provider, unsafe { sys::fi_version() }),
+            source_match,
             local_regions: Mutex::new(Vec::new()),
             key_size: granted.key_size,
             dead: Mutex::new(HashSet::new()),
@@ -737,8 +784,12 @@ impl Endpoint {
                 slots: Slots::default(),
                 retained: Vec::new(),
                 detached: 0,
-                control: ControlState::default(),
+                control: ControlState {
+                    per_peer: source_match.poll_any_source,
+                    ..ControlState::default()
+                },
                 processes: Processes::default(),
+                stats: Counters::default(),
             }),
         });
         let background = match config.progress {
@@ -934,6 +985,12 @@ impl Endpoint {
         );
     }
 
+    /// What this endpoint has sent and posted so far (see
+    /// [`crate::stats`]); [`crate::World::stats`] adds the PMI requests.
+    pub fn stats(&self) -> Stats {
+        self.inner.shared.lock().stats.snapshot()
+    }
+
     /// Makes progress once: reads the completion queue, which also drives
     /// the provider's data movement. Returns the completions read.
     pub fn progress(&self) -> usize {
@@ -1014,12 +1071,13 @@ impl Endpoint {
     /// (`completes` false: inject) gets token 0.
     fn post(
         &self,
-        op: &'static str,
+        operation: Operation,
         rank: u32,
         buffer: (*const u8, usize),
         completes: bool,
         mut post: impl FnMut(&Core, sys::fi_addr_t, *mut c_void, *mut c_void) -> isize,
     ) -> Result<Posted<'_>> {
+        let op = operation.name();
         self.check_peer(rank, op)?;
         let mut backoff: Option<Backoff> = None;
         loop {
@@ -1027,7 +1085,7 @@ impl Endpoint {
             let addr = core.addr(rank)?;
             // Receives only match what arrives; the rest enter the peer's
             // side, which a process that ended may have left locked.
-            if op != "recv" && core.processes.ended(rank) {
+            if operation.reaches_peer() && core.processes.ended(rank) {
                 drop(core);
                 self.inner.shared.mark_dead(rank);
                 return Err(Error::PeerDead { op, rank });
@@ -1040,6 +1098,7 @@ impl Endpoint {
             let token = if completes { core.slots.insert() } else { 0 };
             let ret = post(&core, addr, token as *mut c_void, desc.desc);
             if ret == 0 {
+                core.stats.posted(operation, rank, buffer.1);
                 return Ok(Posted { token, desc, core });
             }
             desc.close();

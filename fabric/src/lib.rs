@@ -22,6 +22,8 @@
 //!   [`pages`]: fresh memory faulted in at once before a large copy.
 //! - [`liveness`]: whether a peer's process on this machine has ended,
 //!   checked before posting to it once failures are tolerated.
+//! - [`stats`]: what an endpoint has sent and posted, by kind, for tests
+//!   that assert each protocol's cost in p and for `ONESIDED_STATS=1`.
 //! - [`World`]: the bootstrap tying them together.
 //!
 //! `osrun`, the launcher, is the crate beside this one (`fabric/launcher`,
@@ -59,6 +61,7 @@ mod provider;
 pub mod raw;
 mod slots;
 pub mod spin;
+pub mod stats;
 pub mod uncached;
 pub mod world;
 
@@ -70,4 +73,5 @@ pub use matching::MAX_TAG;
 pub use memory::{Access, MemoryRegion, RemoteMemory};
 pub use progress::ProgressMode;
 pub use provider::{libfabric_loaded, MrMode, Provider};
+pub use stats::{Stats, Traffic};
 pub use world::{Spawner, World};

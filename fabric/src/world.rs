@@ -12,6 +12,7 @@ use crate::join::{self, Inbox, Notice, Place};
 use crate::liveness::Process;
 use crate::mapping::Mapping;
 use crate::pmi::{Pmi, SpawnRequest};
+use crate::stats::Stats;
 
 /// Environment variable naming the pipe on which `osrun --ft` reports dead
 /// ranks, one line `dead RANK` each.
@@ -252,6 +253,16 @@ impl World {
         &self.endpoint
     }
 
+    /// What this process has sent and posted: the endpoint's counters
+    /// ([`Endpoint::stats`]) and its requests to the process manager.
+    /// With `ONESIDED_STATS=1`, [`World::finalize`] and [`World::leave`]
+    /// print them as one JSON line on standard error.
+    pub fn stats(&self) -> Stats {
+        let mut stats = self.endpoint.stats();
+        stats.pmi_requests = self.pmi().requests();
+        stats
+    }
+
     /// The PMI connection (for key-value exchanges and spawning).
     pub fn pmi(&self) -> MutexGuard<'_, Pmi> {
         self.pmi.lock().unwrap_or_else(|p| p.into_inner())
@@ -301,6 +312,7 @@ impl World {
         if !changed {
             pmi.barrier()?;
         }
+        print_stats(&self.endpoint, &pmi);
         drop(self.endpoint);
         pmi.finalize()
     }
@@ -332,8 +344,22 @@ impl World {
             let _ = ep.notify(r, join::JOIN, &Notice::Bye.encode());
         }
         let pmi = sole(self.pmi, "leave")?;
+        print_stats(&self.endpoint, &pmi);
         drop(self.endpoint);
         pmi.finalize()
+    }
+}
+
+/// Prints the counters of `endpoint` and `pmi` as one JSON line on
+/// standard error when `ONESIDED_STATS` asks for them (at the end of
+/// [`World::finalize`] and [`World::leave`]).
+fn print_stats(endpoint: &Endpoint, pmi: &Pmi) {
+    if crate::stats::wanted_at_exit() {
+        let mut stats = endpoint.stats();
+        stats.pmi_requests = pmi.requests();
+        // One write, so that the lines of ranks sharing a pipe stay whole.
+        let line = format!("{}\n", stats.to_json(endpoint.rank()));
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     }
 }
 

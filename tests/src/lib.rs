@@ -112,6 +112,48 @@ impl Outcome {
     pub fn count(&self, text: &str) -> usize {
         self.stdout.lines().filter(|l| l.contains(text)).count()
     }
+
+    /// The counters each rank printed at exit (`ONESIDED_STATS=1`), in
+    /// order of rank.
+    pub fn stats(&self) -> Vec<RankStats> {
+        let mut all: Vec<RankStats> = (self.stderr.lines())
+            .filter(|l| l.starts_with("{\"onesided_stats\":"))
+            .map(|l| RankStats(l.to_string()))
+            .collect();
+        all.sort_by_key(|s| s.get("rank"));
+        all
+    }
+}
+
+/// One rank's line of `ONESIDED_STATS=1`.
+#[derive(Debug, Clone)]
+pub struct RankStats(pub String);
+
+impl RankStats {
+    /// The number after the first `"name":` (0 when absent): a top-level
+    /// counter such as `messages`, `receive_memory` or `pmi_requests`.
+    pub fn get(&self, name: &str) -> u64 {
+        let key = format!("\"{name}\":");
+        let Some(at) = self.0.find(&key) else {
+            return 0;
+        };
+        let digits: String = (self.0[at + key.len()..].chars())
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().unwrap_or(0)
+    }
+
+    /// Messages sent for control `service` (see `onesided_fabric::stats`).
+    pub fn service(&self, service: u16) -> u64 {
+        let key = format!("\"{service:#06x}\":{{\"count\":");
+        let Some(at) = self.0.find(&key) else {
+            return 0;
+        };
+        let digits: String = (self.0[at + key.len()..].chars())
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().unwrap_or(0)
+    }
 }
 
 impl std::fmt::Display for Outcome {

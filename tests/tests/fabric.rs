@@ -21,6 +21,36 @@ fn hello_prints_one_line_per_rank_on_every_provider() {
 }
 
 #[test]
+fn standing_receives_hold_the_same_memory_at_any_size() {
+    let _serial = serial();
+    let mut memory = Vec::new();
+    for n in [2u32, 8] {
+        let out = Osrun::new(n, "tcp", "examples/hello")
+            .host_per_rank(true)
+            .env("ONESIDED_STATS", "1")
+            .run();
+        out.assert_success();
+        let stats = out.stats();
+        assert_eq!(stats.len(), n as usize, "{out}");
+        for s in &stats {
+            // The join service alone, its pool of receives from any rank.
+            assert_eq!(s.get("standing_receives"), 4, "{s:?}");
+            assert_eq!(s.get("av_entries"), u64::from(n), "{s:?}");
+            assert_eq!(
+                s.get("messages"),
+                0,
+                "a start and a finalize send nothing: {s:?}"
+            );
+            memory.push(s.get("receive_memory"));
+        }
+    }
+    assert!(
+        memory.iter().all(|&m| m == memory[0] && m > 0),
+        "{memory:?}"
+    );
+}
+
+#[test]
 fn rma_atomics_and_messages_move_the_right_bytes() {
     let _serial = serial();
     for (provider, n) in [("shm", 4), ("tcp", 4), ("sockets", 3)] {

@@ -94,11 +94,11 @@ impl Endpoint {
         operand: &[u8],
         mut fetch: Option<&mut [u8]>,
     ) -> Result<()> {
-        let name = if fetch.is_some() {
-            "fetch atomic"
-        } else {
-            "atomic"
+        let operation = match fetch {
+            Some(_) => Operation::FetchAtomic,
+            None => Operation::Atomic,
         };
+        let name = operation.name();
         let size = datatype.size();
         Self::atomic_target(remote, offset, operand.len(), size, name, at)?;
         if fetch.as_ref().is_some_and(|f| f.len() != operand.len()) {
@@ -124,7 +124,7 @@ impl Endpoint {
                 .map(|f| &mut f[i * per_op..i * per_op + chunk.len()]);
             // Buffers: [operand, result].
             self.post_atomic(
-                name,
+                operation,
                 at,
                 remote,
                 at_offset,
@@ -175,7 +175,8 @@ impl Endpoint {
         new: &[u8],
         previous: &mut [u8],
     ) -> Result<()> {
-        let op = "compare_swap";
+        let operation = Operation::CompareSwap;
+        let op = operation.name();
         let size = datatype.size();
         for (what, buf) in [
             ("compare value", compare),
@@ -195,7 +196,7 @@ impl Endpoint {
         self.atomic_count(datatype, None, false)?;
         // Buffers: [new value, compare value, result].
         self.post_atomic(
-            op,
+            operation,
             at,
             remote,
             offset,
@@ -279,7 +280,7 @@ impl Endpoint {
     #[allow(clippy::too_many_arguments)]
     fn post_atomic(
         &self,
-        op: &'static str,
+        operation: Operation,
         at: u32,
         remote: &RemoteMemory,
         offset: u64,
@@ -287,6 +288,7 @@ impl Endpoint {
         result: Option<&mut [u8]>,
         post: impl Fn(*mut sys::fid_ep, [*mut c_void; 3], *mut c_void, AtomicTarget) -> isize,
     ) -> Result<()> {
+        let op = operation.name();
         let address = remote.address_of(offset, inputs[0].len() as u64, op)?;
         let words_each = inputs[0].len().div_ceil(8);
         let words: Arc<[AtomicU64]> = (0..words_each * (inputs.len() + 1))
@@ -306,7 +308,7 @@ impl Endpoint {
         }
         let bufs = [buffer(0).cast(), buffer(1).cast(), buffer(2).cast()];
         let posted = self.post(
-            op,
+            operation,
             at,
             (base, 8 * words.len()),
             true,

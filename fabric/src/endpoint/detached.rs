@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use fabric_sys as sys;
 
-use super::{Endpoint, OnTimeout, Posted};
+use super::{Endpoint, OnTimeout, Operation, Posted};
 use crate::atomic::{AtomicOp, Datatype};
 use crate::error::Result;
 use crate::memory::RemoteMemory;
@@ -40,14 +40,15 @@ impl Endpoint {
             // wait instead.
             return self.fetch_add(at, remote, offset, value).map(drop);
         }
-        let name = "atomic";
+        let operation = Operation::Atomic;
+        let name = operation.name();
         let address = Self::atomic_target(remote, offset, 8, 8, name, at)?;
         self.atomic_count(Datatype::U64, Some(AtomicOp::Sum), true)?;
         // [operand, previous value]: the fetching form, as in
         // Endpoint::atomic, so that completion means "applied".
         let words: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(value), AtomicU64::new(0)]);
         let base = words.as_ptr().cast::<u8>().cast_mut();
-        let posted = self.post(name, at, (base, 16), true, |core, addr, ctx, desc| {
+        let posted = self.post(operation, at, (base, 16), true, |core, addr, ctx, desc| {
             // SAFETY: `words` (operand, then room for the previous value;
             // AtomicU64 has u64's layout) is kept by the endpoint until the
             // completion arrives (below), and desc covers it; the target

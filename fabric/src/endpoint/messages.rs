@@ -13,16 +13,17 @@ impl Endpoint {
     /// [`Error::Completion`] naming the peer and libfabric's error.
     pub fn send(&self, to: u32, tag: u64, data: &[u8]) -> Result<()> {
         check_tag(tag)?;
-        self.send_tagged(to, tag, data)
+        self.send_tagged(Operation::Send, to, tag, data)
     }
 
-    /// [`Endpoint::send`] of any tag the wire carries (control tags too).
-    fn send_tagged(&self, to: u32, tag: u64, data: &[u8]) -> Result<()> {
+    /// [`Endpoint::send`] of any tag the wire carries (control tags too),
+    /// counted as `operation`.
+    fn send_tagged(&self, operation: Operation, to: u32, tag: u64, data: &[u8]) -> Result<()> {
         let me = u64::from(self.inner.rank);
         let tag = SourceMatch::wire_tag(tag, self.inner.rank);
         let inject = data.len() <= self.inner.shared.inject_size;
         let posted = self.post(
-            "send",
+            operation,
             to,
             (data.as_ptr(), data.len()),
             !inject,
@@ -62,7 +63,8 @@ impl Endpoint {
             posted.desc.close();
             return Ok(());
         }
-        self.wait("send", to, posted, OnTimeout::Wait).map(drop)
+        self.wait(operation.name(), to, posted, OnTimeout::Wait)
+            .map(drop)
     }
 
     /// Answers requests for `service` with `handler(from_rank, request,
@@ -86,10 +88,7 @@ impl Endpoint {
             return Err(Error::ServiceTaken { service });
         }
         core.control.handlers.insert(service, Box::new(handler));
-        for peer in 0..self.size() {
-            let buffer = vec![0u8; 8 + control::MAX_REQUEST].into_boxed_slice();
-            core.post_request_receive(service, peer, buffer);
-        }
+        core.post_request_receives(service, 0..self.size());
         Ok(())
     }
 
@@ -116,6 +115,7 @@ impl Endpoint {
             self.post_recv(to, SourceMatch::wire_tag(tag, to), 0, reply)?;
         drop(core);
         let sent = self.send_tagged(
+            Operation::Control(service),
             to,
             control::request_tag(service),
             &control::frame(tag, request),
@@ -162,6 +162,7 @@ impl Endpoint {
     pub fn notify(&self, to: u32, service: u16, body: &[u8]) -> Result<()> {
         control::check_request("control notice", body)?;
         self.send_tagged(
+            Operation::Control(service),
             to,
             control::request_tag(service),
             &control::frame(control::NO_REPLY, body),
@@ -209,7 +210,7 @@ impl Endpoint {
         let capacity = buf.len();
         let ptr = buf.as_mut_ptr();
         self.post(
-            "recv",
+            Operation::Recv,
             peer,
             (ptr, capacity),
             true,

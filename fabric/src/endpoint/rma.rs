@@ -24,23 +24,29 @@ impl Endpoint {
         let key = remote.key;
         let len = buf.len();
         let ptr = buf.as_mut_ptr();
-        let posted = self.post("read", from, (ptr, len), true, |core, addr, ctx, desc| {
-            // SAFETY: buf stays mutably borrowed until the completion is
-            // waited for below; address..address+len lies in the peer's
-            // registration (checked against its descriptor).
-            unsafe {
-                sys::fi_read(
-                    core.handles.ep,
-                    ptr.cast(),
-                    len,
-                    desc,
-                    addr,
-                    address,
-                    key,
-                    ctx,
-                )
-            }
-        })?;
+        let posted = self.post(
+            Operation::Read,
+            from,
+            (ptr, len),
+            true,
+            |core, addr, ctx, desc| {
+                // SAFETY: buf stays mutably borrowed until the completion is
+                // waited for below; address..address+len lies in the peer's
+                // registration (checked against its descriptor).
+                unsafe {
+                    sys::fi_read(
+                        core.handles.ep,
+                        ptr.cast(),
+                        len,
+                        desc,
+                        addr,
+                        address,
+                        key,
+                        ctx,
+                    )
+                }
+            },
+        )?;
         self.wait("read", from, posted, OnTimeout::Wait).map(drop)
     }
 
@@ -51,7 +57,7 @@ impl Endpoint {
     /// # Errors
     /// As [`Endpoint::read`].
     pub fn write(&self, to: u32, remote: &RemoteMemory, offset: u64, data: &[u8]) -> Result<()> {
-        self.write_with("write", to, remote, offset, data, 0)
+        self.write_with(Operation::Write, to, remote, offset, data, 0)
     }
 
     /// Writes `data` at `offset` of `to`'s region `remote`; returns when the
@@ -67,7 +73,7 @@ impl Endpoint {
         data: &[u8],
     ) -> Result<()> {
         self.write_with(
-            "write_delivered",
+            Operation::WriteDelivered,
             to,
             remote,
             offset,
@@ -78,18 +84,19 @@ impl Endpoint {
 
     fn write_with(
         &self,
-        op: &'static str,
+        operation: Operation,
         to: u32,
         remote: &RemoteMemory,
         offset: u64,
         data: &[u8],
         flags: u64,
     ) -> Result<()> {
+        let op = operation.name();
         remote.permits(Access::REMOTE_WRITE, op, to)?;
         let address = remote.address_of(offset, data.len() as u64, op)?;
         let key = remote.key;
         let posted = self.post(
-            op,
+            operation,
             to,
             (data.as_ptr(), data.len()),
             true,
@@ -121,23 +128,29 @@ impl Endpoint {
         let address = remote.address_of(offset, len as u64, "read")?;
         let buffer = RawBuffer::new(self.inner.shared.take_buffer(len));
         let ptr = buffer.ptr();
-        self.start("read", from, buffer, len, |core, addr, ctx, desc| {
-            // SAFETY: the buffer is owned by the Transfer (or, once given up,
-            // by the endpoint) until the completion arrives; the remote range
-            // lies in the peer's registration (checked).
-            unsafe {
-                sys::fi_read(
-                    core.handles.ep,
-                    ptr.cast(),
-                    len,
-                    desc,
-                    addr,
-                    address,
-                    remote.key,
-                    ctx,
-                )
-            }
-        })
+        self.start(
+            Operation::Read,
+            from,
+            buffer,
+            len,
+            |core, addr, ctx, desc| {
+                // SAFETY: the buffer is owned by the Transfer (or, once given up,
+                // by the endpoint) until the completion arrives; the remote range
+                // lies in the peer's registration (checked).
+                unsafe {
+                    sys::fi_read(
+                        core.handles.ep,
+                        ptr.cast(),
+                        len,
+                        desc,
+                        addr,
+                        address,
+                        remote.key,
+                        ctx,
+                    )
+                }
+            },
+        )
     }
 
     /// Starts writing a copy of `data` at `offset` of `to`'s region
@@ -153,7 +166,8 @@ impl Endpoint {
         offset: u64,
         data: &[u8],
     ) -> Result<Transfer> {
-        let op = "write_delivered";
+        let operation = Operation::WriteDelivered;
+        let op = operation.name();
         remote.permits(Access::REMOTE_WRITE, op, to)?;
         let address = remote.address_of(offset, data.len() as u64, op)?;
         let mut filled = self.inner.shared.take_buffer(data.len());
@@ -161,7 +175,7 @@ impl Endpoint {
         let buffer = RawBuffer::new(filled);
         let (ptr, len) = (buffer.ptr(), data.len());
         let key = remote.key;
-        self.start(op, to, buffer, len, |core, addr, ctx, desc| {
+        self.start(operation, to, buffer, len, |core, addr, ctx, desc| {
             // SAFETY: the buffer is owned by the Transfer (or the endpoint)
             // until the completion arrives; the range lies in the peer's
             // registration.

@@ -38,6 +38,11 @@ impl Endpoint {
                 false => core.handles.insert_address(name, own_len)?,
             });
         }
+        let inserted = addrs
+            .iter()
+            .filter(|&&a| a != sys::FI_ADDR_NOTAVAIL)
+            .count();
+        core.stats.addresses(inserted);
         core.addrs = addrs;
         core.rank = rank;
         drop(core);
@@ -80,11 +85,8 @@ impl Endpoint {
                 })?;
         core.addrs.resize(end as usize, sys::FI_ADDR_NOTAVAIL);
         let services: Vec<u16> = core.control.handlers.keys().copied().collect();
-        for peer in first..end {
-            for &service in &services {
-                let buffer = vec![0u8; 8 + control::MAX_REQUEST].into_boxed_slice();
-                core.post_request_receive(service, peer, buffer);
-            }
+        for service in services {
+            core.post_request_receives(service, first..end);
         }
         drop(core);
         self.inner.peers.grow(end);
@@ -115,6 +117,7 @@ impl Endpoint {
         let own_len = core.handles.name()?.len();
         let addr = core.handles.insert_address(name, own_len)?;
         core.addrs[rank as usize] = addr;
+        core.stats.addresses(1);
         core.processes.set(rank, process);
         drop(core);
         self.inner.peers.set(

@@ -19,7 +19,7 @@ impl Endpoint {
         filled[..data.len()].copy_from_slice(data);
         let buffer = RawBuffer::new(filled);
         let (ptr, len) = (buffer.ptr(), data.len());
-        self.start_always("send", to, buffer, len, |core, addr, ctx, desc| {
+        self.start_always(Operation::Send, to, buffer, len, |core, addr, ctx, desc| {
             // SAFETY: the buffer is owned by the Transfer (or the endpoint)
             // until the completion arrives; desc is its descriptor or null.
             unsafe {
@@ -40,30 +40,36 @@ impl Endpoint {
         let (wire, ignore) = SourceMatch::receive(tag, Some(from));
         let buffer = RawBuffer::new(self.inner.shared.take_buffer(len));
         let ptr = buffer.ptr();
-        self.start_always("recv", from, buffer, len, |core, _addr, ctx, desc| {
-            // SAFETY: the buffer is owned by the Transfer (or, once given up,
-            // by the endpoint, after cancelling the receive) until the
-            // completion arrives.
-            unsafe {
-                sys::fi_trecv(
-                    core.handles.ep,
-                    ptr.cast(),
-                    len,
-                    desc,
-                    sys::FI_ADDR_UNSPEC,
-                    wire,
-                    ignore,
-                    ctx,
-                )
-            }
-        })
+        self.start_always(
+            Operation::Recv,
+            from,
+            buffer,
+            len,
+            |core, _addr, ctx, desc| {
+                // SAFETY: the buffer is owned by the Transfer (or, once given up,
+                // by the endpoint, after cancelling the receive) until the
+                // completion arrives.
+                unsafe {
+                    sys::fi_trecv(
+                        core.handles.ep,
+                        ptr.cast(),
+                        len,
+                        desc,
+                        sys::FI_ADDR_UNSPEC,
+                        wire,
+                        ignore,
+                        ctx,
+                    )
+                }
+            },
+        )
     }
 
     /// [`Endpoint::start`] that posts even an empty transfer (messages of
     /// zero bytes still travel).
     pub(super) fn start_always(
         &self,
-        op: &'static str,
+        op: Operation,
         rank: u32,
         buffer: RawBuffer,
         len: usize,
@@ -85,7 +91,7 @@ impl Endpoint {
             token,
             buffer: Some(buffer),
             len,
-            receive: op == "recv",
+            receive: op == Operation::Recv,
             desc: Some(desc),
             done: false,
             dead_seen: None,
@@ -96,7 +102,7 @@ impl Endpoint {
     /// RMA transfer completes at once, without posting).
     pub(super) fn start(
         &self,
-        op: &'static str,
+        op: Operation,
         rank: u32,
         buffer: RawBuffer,
         len: usize,
@@ -105,7 +111,7 @@ impl Endpoint {
         if len > 0 {
             return self.start_always(op, rank, buffer, len, post);
         }
-        self.check_peer(rank, op)?;
+        self.check_peer(rank, op.name())?;
         Ok(Transfer {
             ep: self.clone(),
             op,
@@ -128,7 +134,7 @@ impl Endpoint {
 /// done with it (a receive is cancelled first).
 pub struct Transfer {
     ep: Endpoint,
-    op: &'static str,
+    op: Operation,
     rank: u32,
     token: u64,
     /// Taken when the transfer is given up (or returned to the pool).
@@ -163,7 +169,7 @@ impl Transfer {
             let seen = *self.dead_seen.get_or_insert_with(std::time::Instant::now);
             if seen.elapsed() > DEAD_PEER_GRACE {
                 return Err(Error::PeerDead {
-                    op: self.op,
+                    op: self.op.name(),
                     rank: self.rank,
                 });
             }
@@ -194,7 +200,7 @@ impl Transfer {
         }
         drop(core);
         let capacity = self.len;
-        let finished = match self.ep.outcome(self.op, self.rank, outcome) {
+        let finished = match self.ep.outcome(self.op.name(), self.rank, outcome) {
             Ok(finished) => finished,
             Err(e) => {
                 // A failed transfer holds no data.
@@ -236,12 +242,12 @@ impl Transfer {
             if waited > limit {
                 return Err(if dead_seen {
                     Error::PeerDead {
-                        op: self.op,
+                        op: self.op.name(),
                         rank: self.rank,
                     }
                 } else {
                     Error::Timeout {
-                        op: self.op,
+                        op: self.op.name(),
                         rank: self.rank,
                         after: self.ep.inner.shared.timeout,
                     }

@@ -27,6 +27,8 @@ pub struct Pmi {
     appnum: i32,
     spawned: bool,
     singleton_kvs: HashMap<String, String>,
+    /// Commands sent to the process manager so far.
+    requests: u64,
 }
 
 struct Connection {
@@ -108,6 +110,7 @@ impl Pmi {
                 appnum: 0,
                 spawned: false,
                 singleton_kvs: HashMap::new(),
+                requests: 0,
             });
         };
         pmi.handshake()?;
@@ -133,6 +136,7 @@ impl Pmi {
             appnum: 0,
             spawned,
             singleton_kvs: HashMap::new(),
+            requests: 0,
         }
     }
 
@@ -352,8 +356,15 @@ impl Pmi {
         )
     }
 
+    /// Commands sent to the process manager so far (the handshake's
+    /// included): what [`crate::World::stats`] reports as PMI requests.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
     fn send(&mut self, message: &Message) -> Result<()> {
         let line = message.format()?;
+        self.requests += 1;
         let connection = self.connection.as_mut().ok_or(WireError::Closed {
             partial: String::new(),
         })?;
