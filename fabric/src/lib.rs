@@ -43,6 +43,7 @@ pub mod atomic;
 pub mod cma;
 pub mod control;
 pub mod cpu_time;
+pub mod dissemination;
 mod endpoint;
 mod error;
 pub mod fnv;

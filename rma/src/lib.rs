@@ -51,6 +51,7 @@ mod group;
 pub mod lock;
 mod mapped;
 pub mod op;
+mod relay;
 pub mod request;
 mod transfer;
 pub mod window;

@@ -5,16 +5,21 @@
 //!   and kept as long as its owner wants ([`Rma::expose`]): one local
 //!   registration, **no message**.
 //! - [`Rma::create`] makes a window over an exposure: **no message**, no
-//!   registration. The first access to a peer's part of an exposure asks
-//!   that peer for its descriptor (one control-plane round trip, answered
-//!   by the peer's progress engine even while it computes); the descriptor
-//!   is cached with the exposure, so every later window over the same
-//!   exposure reaches that peer with no traffic at all.
+//!   registration. Peers on this host read the descriptor from the
+//!   owner's board. Elsewhere, the first window over an exposure pushes
+//!   its descriptor to the owner's 4 nearest members on other hosts in
+//!   group order (its ring neighbours on both sides: at most 4 notices,
+//!   whatever p); any other member's first access asks the owner (one
+//!   control-plane round trip, answered by the owner's progress engine
+//!   even while it computes). The descriptor is cached with the exposure,
+//!   so every later window over the same exposure reaches that peer with
+//!   no traffic at all.
 //! - [`Rma::allocate`] = a new exposure (a pooled registration when one
 //!   fits) owned by its window: no message; the first access to each peer
 //!   costs one round trip.
 //! - [`Rma::create_dynamic`]: a window without memory; [`Window::attach`]
-//!   and [`Window::detach`] are local (no message). The `k`-th attachment
+//!   and [`Window::detach`] push the new attachment list to the same 4
+//!   members at most (no wait), and to no one on one host. The `k`-th attachment
 //!   of a process has displacement `k << 40`, so a program that attaches in
 //!   the same order everywhere knows its peers' displacements without
 //!   asking (MPI programs exchange `MPI_Get_address` results); an origin
@@ -22,11 +27,13 @@
 //! - [`Window::free`] completes this process's operations and costs
 //!   nothing else, on one host and across hosts: **no message**, no wait.
 //!   The memory's safety is the exposure's business: releasing an
-//!   exposure (when its handle and its windows are all dropped) sends each
-//!   other member a notice and returns, and its memory is reused (or
-//!   deregistered) only once every member has released it too, so no
-//!   peer's access can reach memory that now means something else. Until
-//!   then it stays described and registered. When the last handle of the
+//!   exposure (when its handle and its windows are all dropped) enters a
+//!   dissemination barrier of its group that the progress engines drive
+//!   (ceil(log2 p) notices per member, no wait; see `release`), and its
+//!   memory is reused (or deregistered) only once that barrier completes,
+//!   that is once every member has released it too, so no peer's access
+//!   can reach memory that now means something else. Until then it stays
+//!   described and registered. When the last handle of the
 //!   [`Rma`] goes, it waits for those releases, within the endpoint's
 //!   timeout.
 //!   Unlike `MPI_Win_free`, freeing does not wait for the peers: a program
@@ -91,6 +98,7 @@ use crate::epoch::Epochs;
 use crate::lock::{self, Atomic, LockKind, Outcome};
 use crate::mapped::Mapped;
 use crate::op::Op;
+use crate::relay::Relay;
 use crate::transfer::{Inflight, Rget, Rput};
 use crate::{lock_state, Assert, Error, Group};
 
@@ -143,13 +151,22 @@ pub(crate) enum Kind {
 struct Served {
     /// This process's exposures and dynamic windows, as peers ask for them.
     described: FastMap<u64, Described>,
-    /// Release notices received: (exposure, from rank).
-    released: FastSet<(u64, u32)>,
+    /// Release barriers of exposures (see `release`), by exposure: entered
+    /// here, or only heard of from members that entered first.
+    releases: FastMap<u64, Release>,
     /// Barrier notices received: (barrier, round, from rank).
     pub(crate) barriers: FastSet<(u64, u32, u32)>,
     /// Descriptions pushed by peers elsewhere, encoded: (exposure or
     /// dynamic window, from rank); empty when too long to push.
     pushed: FastMap<(u64, u32), Vec<u8>>,
+}
+
+/// An exposure's release barrier at this process, and its group once
+/// this process has entered it (the notice handler needs it to relay).
+#[derive(Default)]
+struct Release {
+    relay: Relay,
+    group: Option<Group>,
 }
 
 /// A peer's part of an exposure, as cached here.
@@ -256,9 +273,17 @@ impl Rma {
                 .unwrap_or_default()
         })?;
         let notices = Arc::clone(&served);
-        ep.serve(RELEASE_NOTICE, move |from, request, _| {
-            if let Ok(id) = request.try_into().map(u64::from_le_bytes) {
-                lock_state(&notices).released.insert((id, from));
+        ep.serve(RELEASE_NOTICE, move |_, request, outbox| {
+            let Some((id, round)) = release::parse_notice(request) else {
+                return Vec::new();
+            };
+            let mut served = lock_state(&notices);
+            let release = served.releases.entry(id).or_default();
+            for send in release.relay.arrive(round) {
+                // Relayed once this process has entered (and knows the group).
+                if let Some(to) = (release.group.as_ref()).and_then(|g| g.job_rank(send.to).ok()) {
+                    let _ = outbox.notify(to, RELEASE_NOTICE, &release::notice(id, send.round));
+                }
             }
             Vec::new()
         })?;
@@ -661,22 +686,25 @@ impl State {
         }
     }
 
-    /// The description of `id` (an exposure or a dynamic window) at
-    /// `rank`: read from its board when it is on this host, or from what
-    /// it pushed here when it is elsewhere; asked over the control plane
-    /// when `fresh`, when the board or the push says to ask, or after a
-    /// while without finding it; retried until the peer has created it
+    /// The description of `id` (an exposure or a dynamic window of
+    /// `group`) at `rank`: read from its board when it is on this host, or
+    /// from what it pushed here when it is elsewhere and pushes here;
+    /// asked over the control plane when `fresh`, when it does not push
+    /// here, when the board or the push says to ask, or after a while
+    /// without finding it; retried until the peer has created it
     /// (creation is collective: it will come) or the timeout.
-    fn look_up(&self, rank: u32, id: u64, fresh: bool) -> Result<Described, Error> {
+    fn look_up(&self, group: &Group, rank: u32, id: u64, fresh: bool) -> Result<Described, Error> {
         /// How long to look where the peer publishes (its board, or what it
         /// pushed) alone before asking too.
         const PUBLISHED_ONLY: std::time::Duration = std::time::Duration::from_millis(20);
         let me = rank == self.ep.rank();
         let board = self.board(rank);
+        let pushes_here =
+            !me && board.is_none() && self.pushed_to(group, rank).contains(&self.ep.rank());
         let mut backoff = self.ep.backoff();
         let mut waited = std::time::Duration::ZERO;
         loop {
-            let mut ask = fresh || waited > PUBLISHED_ONLY;
+            let mut ask = fresh || waited > PUBLISHED_ONLY || !pushes_here;
             match &board {
                 Some(board) => match directory::lookup(board, id) {
                     directory::Found::Description(bytes) => return Described::decode(&bytes),
@@ -733,13 +761,13 @@ impl State {
     /// How to reach exposure `id` at job rank `rank`: asked of the peer
     /// (or read where it publishes) and mapped when the peer is on this
     /// host. The exposure caches it for all its windows.
-    fn peer(&self, rank: u32, id: u64) -> Result<Peer, Error> {
+    fn peer(&self, group: &Group, rank: u32, id: u64) -> Result<Peer, Error> {
         let Described::Exposure {
             header,
             data,
             nonce,
             names,
-        } = self.look_up(rank, id, false)?
+        } = self.look_up(group, rank, id, false)?
         else {
             return Err(onesided_fabric::Error::BadDescriptor(format!(
                 "rank {rank} described an exposure as a dynamic window"
@@ -774,13 +802,19 @@ impl State {
 
     /// The attachments of dynamic window `id` at `rank`: cached, or asked
     /// again when `refresh`.
-    fn attached(&self, rank: u32, id: u64, refresh: bool) -> Result<Arc<Attachments>, Error> {
+    fn attached(
+        &self,
+        group: &Group,
+        rank: u32,
+        id: u64,
+        refresh: bool,
+    ) -> Result<Arc<Attachments>, Error> {
         if !refresh {
             if let Some(list) = lock_state(&self.attachments).get(&(rank, id)) {
                 return Ok(Arc::clone(list));
             }
         }
-        let Described::Attachments(list) = self.look_up(rank, id, refresh)? else {
+        let Described::Attachments(list) = self.look_up(group, rank, id, refresh)? else {
             return Err(onesided_fabric::Error::BadDescriptor(format!(
                 "rank {rank} described a dynamic window as an exposure"
             ))
@@ -1203,7 +1237,9 @@ impl Window {
         if let Some(peer) = slot.get() {
             return Ok(peer);
         }
-        let peer = self.rma().peer(rank, self.exposure().id)?;
+        let peer = self
+            .rma()
+            .peer(&self.exposure().group, rank, self.exposure().id)?;
         Ok(slot.get_or_init(|| peer))
     }
 

@@ -36,10 +36,10 @@ impl Window {
             .ok_or_else(|| out_of_range(0))?;
         if self.attached.is_some() {
             let fits = |a: &Attached| offset >= a.disp && end <= a.disp + a.remote.len;
-            let mut list = self.rma().attached(rank, self.id, false)?;
+            let mut list = self.rma().attached(self.group(), rank, self.id, false)?;
             if !list.iter().any(fits) {
                 // Attached since last asked?
-                list = self.rma().attached(rank, self.id, true)?;
+                list = self.rma().attached(self.group(), rank, self.id, true)?;
             }
             let a = list
                 .iter()

@@ -12,7 +12,8 @@ impl Window {
     /// displacement is
     /// `k << 40` for the `k`-th attachment of this process (1-based), so
     /// that processes attaching in the same order know each other's
-    /// displacements. Local: no message.
+    /// displacements. No wait: the new list goes to at most 4 members on
+    /// other hosts (see the crate docs); the others learn it when they ask.
     ///
     /// # Errors
     /// [`Error::EpochConflict`] when the window is not dynamic;
@@ -41,7 +42,7 @@ impl Window {
 
     /// Detaches the attachment at displacement `disp` and gives its region
     /// back. Peers must have finished their accesses to it (as with
-    /// `MPI_Win_detach`). Local: no message.
+    /// `MPI_Win_detach`). No wait, at most 4 notices, as [`Window::attach`].
     ///
     /// # Errors
     /// [`Error::EpochConflict`] when the window is not dynamic;
