@@ -46,6 +46,15 @@ pub(crate) fn reply_tag(call: u32) -> u64 {
     CONTROL | u64::from(call)
 }
 
+/// Marks the start-up's messages (see [`crate::bootstrap`]): neither a
+/// request (no `REQUEST` bit) nor a reply (above every call number).
+const BOOTSTRAP: u64 = 1 << 36;
+
+/// The tag of the start-up's messages of `round`.
+pub(crate) fn bootstrap_tag(round: u32) -> u64 {
+    CONTROL | BOOTSTRAP | u64::from(round)
+}
+
 /// A request as it travels: the reply tag, then the body.
 pub(crate) fn frame(reply_tag: u64, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 + body.len());
@@ -115,6 +124,8 @@ mod tests {
         assert_ne!(request_tag(0), reply_tag(0));
         assert_eq!(reply_tag(7) & REQUEST, 0);
         assert_ne!(request_tag(1) & REQUEST, 0);
+        let boot = bootstrap_tag(63);
+        assert!(boot > reply_tag(u32::MAX) && boot & REQUEST == 0 && boot <= TAG_LIMIT);
     }
 
     #[test]

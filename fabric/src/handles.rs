@@ -227,40 +227,75 @@ impl Handles {
         Ok(buf)
     }
 
-    /// Inserts one peer address (as a peer's [`Handles::name`] gave it);
-    /// returns its `fi_addr_t`. `fi_av_insert` takes no length, so the name
-    /// is checked against the longest the provider's format allows
-    /// ([`Granted::name_max`]) and copied into a zero-padded,
-    /// NUL-terminated buffer of that length first: a short or garbled name
-    /// from the key-value space cannot make libfabric read past it.
-    pub fn insert_address(&self, name: &[u8], own_len: usize) -> Result<sys::fi_addr_t> {
+    /// Inserts peer addresses (as peers' [`Handles::name`] gave them);
+    /// returns their `fi_addr_t`s in order. `fi_av_insert` takes no
+    /// lengths, so each name is checked against the longest the
+    /// provider's format allows ([`Granted::name_max`]) and copied into a
+    /// zero-padded, NUL-terminated slot of that length first: a short or
+    /// garbled name from the key-value space cannot make libfabric read
+    /// past it. Binary formats go in one `fi_av_insert` of slots of this
+    /// endpoint's own name length (names of another length are refused);
+    /// string formats (`shm`) one at a time, since providers disagree on
+    /// how several strings are laid out (the man page says an array of
+    /// pointers, libfabric 1.17's `shm` reads the bytes at `addr`).
+    pub fn insert_addresses(&self, names: &[&[u8]], own_len: usize) -> Result<Vec<sys::fi_addr_t>> {
         let len = self.granted.name_max(own_len);
-        if name.is_empty() || name.len() > len {
-            return Err(Error::BadDescriptor(format!(
-                "endpoint name of {} bytes; this provider's names are 1 to {len} bytes",
-                name.len()
-            )));
+        let string = self.granted.string_names;
+        for name in names {
+            if name.is_empty() || name.len() > len || (!string && name.len() != own_len) {
+                return Err(Error::BadDescriptor(format!(
+                    "endpoint name of {} bytes; this provider's names are {}",
+                    name.len(),
+                    match string {
+                        true => format!("1 to {len} bytes"),
+                        false => format!("{own_len} bytes"),
+                    }
+                )));
+            }
         }
-        let mut padded = vec![0u8; len + 1];
-        padded[..name.len()].copy_from_slice(name);
-        let mut addr: sys::fi_addr_t = sys::FI_ADDR_NOTAVAIL;
-        // SAFETY: the AV is open; `padded` holds one address in at least the
-        // provider's address length, zero-padded (and NUL-terminated for
-        // string formats); addr receives one fi_addr_t.
+        if string {
+            let mut addrs = Vec::with_capacity(names.len());
+            for name in names {
+                addrs.extend(self.insert_slots(name, len + 1, 1)?);
+            }
+            return Ok(addrs);
+        }
+        self.insert_slots(&names.concat(), own_len, names.len())
+    }
+
+    /// Inserts `count` addresses laid out in `slots` of `stride` bytes
+    /// each (padded with zeros to the stride, plus one NUL byte).
+    fn insert_slots(
+        &self,
+        names: &[u8],
+        stride: usize,
+        count: usize,
+    ) -> Result<Vec<sys::fi_addr_t>> {
+        let mut addrs = vec![sys::FI_ADDR_NOTAVAIL; count];
+        if count == 0 {
+            return Ok(addrs);
+        }
+        let mut slots = vec![0u8; stride * count + 1];
+        slots[..names.len().min(stride * count)]
+            .copy_from_slice(&names[..names.len().min(stride * count)]);
+        // SAFETY: the AV is open; `slots` holds `count` addresses of
+        // `stride` bytes (at least the provider's address length, or a
+        // NUL-terminated string for count 1), zero-padded and followed by
+        // a NUL byte; addrs receives one fi_addr_t per address.
         let inserted = unsafe {
             sys::fi_av_insert(
                 self.av,
-                padded.as_ptr().cast(),
-                1,
-                &mut addr,
+                slots.as_ptr().cast(),
+                count,
+                addrs.as_mut_ptr(),
                 0,
                 ptr::null_mut(),
             )
         };
-        if inserted != 1 {
+        if inserted != count as i32 {
             check("fi_av_insert", inserted.min(-1))?;
         }
-        Ok(addr)
+        Ok(addrs)
     }
 
     /// Whether a thread may block on the completion queue's wait object

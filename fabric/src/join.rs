@@ -80,9 +80,12 @@ pub(crate) enum Notice {
     Spawned,
     /// The root's spawn failed: why.
     Failed(String),
-    /// The sender is finalizing (the barrier of a job whose membership
-    /// changed).
+    /// The sender is leaving the job ([`crate::World::leave`]).
     Bye,
+    /// The sender has reached this round of the finalizing barrier of a
+    /// job whose membership changed (a dissemination barrier over the
+    /// live ranks).
+    Finalize(u32),
 }
 
 impl Notice {
@@ -93,6 +96,7 @@ impl Notice {
             Notice::Spawned => "spawned".into(),
             Notice::Failed(why) => format!("failed {why}"),
             Notice::Bye => "bye".into(),
+            Notice::Finalize(round) => format!("finalize {round}"),
         }
         .into_bytes()
     }
@@ -106,6 +110,7 @@ impl Notice {
             "spawned" => Some(Notice::Spawned),
             "failed" => Some(Notice::Failed(rest.to_string())),
             "bye" => Some(Notice::Bye),
+            "finalize" => rest.parse().ok().map(Notice::Finalize),
             _ => None,
         }
     }
@@ -212,6 +217,8 @@ mod tests {
             Notice::Spawned,
             Notice::Failed("no such program: x y".into()),
             Notice::Bye,
+            Notice::Finalize(0),
+            Notice::Finalize(23),
         ] {
             assert_eq!(Notice::parse(&n.encode()), Some(n));
         }
@@ -219,6 +226,7 @@ mod tests {
         assert_eq!(Notice::parse(b"join :1::b"), None);
         assert_eq!(Notice::parse(b"join 01:1:x:b"), None);
         assert_eq!(Notice::parse(b"hello"), None);
+        assert_eq!(Notice::parse(b"finalize x"), None);
         assert_eq!(Place::parse(""), None);
         assert_eq!(Place::parse("01:2:"), None);
         let no_board = Place::parse("01:2::").unwrap();

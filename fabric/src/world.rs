@@ -6,6 +6,8 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use crate::bootstrap;
+use crate::dissemination;
 use crate::endpoint::{Endpoint, EndpointConfig, Shared};
 use crate::error::{Error, Result};
 use crate::join::{self, Inbox, Notice, Place};
@@ -86,8 +88,11 @@ impl World {
 
     /// As [`World::init`], with an explicit endpoint configuration.
     ///
-    /// Cost: one PMI put, one PMI barrier and one PMI get per rank, once per
-    /// process; no fabric traffic.
+    /// Cost per process for p processes (see [`crate::bootstrap`]): one
+    /// PMI put, one PMI barrier, at most 2 ceil(log2 p) PMI gets,
+    /// ceil(log2 p) messages and rounds, one batched address-vector
+    /// insertion. A process that joins a running job also reads the
+    /// job's places from its preput keys (one get per old rank).
     ///
     /// # Errors
     /// As [`World::init`].
@@ -113,35 +118,67 @@ impl World {
         let (first, parents) = joins.clone().unwrap_or_default();
         let rank = pmi.rank();
         let size = pmi.size();
-        pmi.put(&name_key(rank), &hex_encode(&endpoint.name()?))?;
+        if size == 0 || size > crate::MAX_RANKS || rank >= size {
+            return Err(Error::InvalidRank { rank, size });
+        }
         // A board per process: shared memory the processes on its host
         // read instead of exchanging messages (see Endpoint::board_name).
         let board = Mapping::create_shared(BOARD_LEN)?;
         let process = Process::current();
-        // Its host, its machine, its process, its board and the CPUs it
-        // may run on.
-        pmi.put(
-            &format!("onesided-host-{rank}"),
-            &format!(
-                "{:016x}:{:016x}:{}:{}:{}",
-                host_id(first + rank),
-                machine_id(),
-                process.map(|p| p.encode()).unwrap_or_default(),
-                board.name().unwrap_or_default(),
-                allowed_cpus()
-            ),
-        )?;
+        // One record: its address, host, machine, process, board and the
+        // CPUs it may run on.
+        let own = format!(
+            "{}:{:016x}:{:016x}:{}:{}:{}",
+            hex_encode(&endpoint.name()?),
+            host_id(first + rank),
+            machine_id(),
+            process.map(|p| p.encode()).unwrap_or_default(),
+            board.name().unwrap_or_default(),
+            allowed_cpus()
+        );
+        if own.len() > bootstrap::MAX_RECORD {
+            return Err(Error::BadDescriptor(format!(
+                "the start-up record of rank {rank} has {} bytes, over {}",
+                own.len(),
+                bootstrap::MAX_RECORD
+            )));
+        }
+        pmi.put(&bootstrap::record_key(rank), &own)?;
         pmi.barrier()?;
-        if size == 0 || size > crate::MAX_RANKS || rank >= size {
-            return Err(Error::InvalidRank { rank, size });
+        // The partners' addresses from the process manager, the rest
+        // over the fabric (see crate::bootstrap).
+        let mut known: Vec<(u32, Vec<u8>)> = (parents.iter().enumerate())
+            .filter(|(_, p)| !p.name.is_empty())
+            .map(|(r, p)| (r as u32, p.name.clone()))
+            .collect();
+        known.push((first + rank, Record::parse(rank, &own)?.name));
+        for r in bootstrap::all_partners(rank, size) {
+            let record = pmi.get(&bootstrap::record_key(r))?;
+            known.push((first + r, Record::parse(r, &record)?.name));
         }
+        endpoint.connect_partners(first + rank, first + size, &known)?;
+        let mut gather = bootstrap::Gather::new(rank, size, own);
+        for k in 0..bootstrap::rounds(size) {
+            let (to, from) = bootstrap::partners(rank, size, k);
+            let mut buf = vec![0u8; bootstrap::count(size, k) * (bootstrap::MAX_RECORD + 1)];
+            let len = endpoint.exchange_bootstrap(
+                (first + to, gather.outgoing(k).as_bytes()),
+                (first + from, &mut buf),
+                k,
+            )?;
+            let text = std::str::from_utf8(&buf[..len]).ok();
+            text.and_then(|t| gather.incoming(k, t)).ok_or_else(|| {
+                Error::BadDescriptor(format!("start-up records from rank {from} are malformed"))
+            })?;
+        }
+        let records = gather
+            .finish()
+            .ok_or_else(|| Error::BadDescriptor("start-up records are missing".into()))?;
+        let records: Vec<Record> = (records.iter().enumerate())
+            .map(|(r, text)| Record::parse(r as u32, text))
+            .collect::<Result<_>>()?;
         let mut names: Vec<Vec<u8>> = parents.iter().map(|p| p.name.clone()).collect();
-        for r in 0..size {
-            let value = pmi.get(&name_key(r))?;
-            names.push(hex_decode(&value).ok_or_else(|| {
-                Error::BadDescriptor(format!("endpoint name of rank {r} is not hex: {value:?}"))
-            })?);
-        }
+        names.extend(records.iter().map(|r| r.name.clone()));
         endpoint.connect(first + rank, &names)?;
         // Ranks that left have no place; their host is none of the others'.
         let mut hosts: Vec<u64> = parents.iter().map(|p| p.host).collect();
@@ -149,11 +186,8 @@ impl World {
         let mut processes: Vec<Option<Process>> = parents.iter().map(|p| p.process).collect();
         let mut machines = Vec::with_capacity(size as usize);
         let mut cpus = Vec::with_capacity(size as usize);
-        for r in 0..size {
-            let value = pmi.get(&format!("onesided-host-{r}"))?;
-            let place = Placement::parse(&value).ok_or_else(|| {
-                Error::BadDescriptor(format!("placement of rank {r} is malformed: {value:?}"))
-            })?;
+        for record in &records {
+            let place = &record.place;
             hosts.push(place.host);
             machines.push(place.machine);
             boards.push(place.board.to_string());
@@ -278,7 +312,8 @@ impl World {
     }
 
     /// Waits for every rank (every live one, over the fabric, when
-    /// processes joined or left the job), closes the endpoint, and tells
+    /// processes joined or left the job: a dissemination barrier,
+    /// ceil(log2 p) notices and rounds per process), closes the endpoint, and tells
     /// the process manager this process is done. Every other handle of the endpoint
     /// (an `Rma`, its windows and exposures, communicators, clones) must be
     /// dropped first: finalize refuses otherwise, rather than close an
@@ -300,13 +335,7 @@ impl World {
         let ep = &self.endpoint;
         let changed = ep.size() != self.pmi().size() || self.parted.load(Ordering::Acquire);
         if changed {
-            let live = ep.live_ranks();
-            for &r in &live {
-                ep.notify(r, join::JOIN, &Notice::Bye.encode())?;
-            }
-            (self.inbox).wait(ep, "finalize", &live, |_, n| {
-                (*n == Notice::Bye).then_some(())
-            })?;
+            self.finalize_barrier()?;
         }
         let mut pmi = sole(self.pmi, "finalize")?;
         if !changed {
@@ -315,6 +344,31 @@ impl World {
         print_stats(&self.endpoint, &pmi);
         drop(self.endpoint);
         pmi.finalize()
+    }
+
+    /// The barrier of [`World::finalize`] in a job whose processes came
+    /// and went: a dissemination barrier over the live ranks (this one
+    /// included, in increasing order), ceil(log2 p) notices and rounds
+    /// per process.
+    fn finalize_barrier(&self) -> Result<()> {
+        let ep = &self.endpoint;
+        let mut live = ep.live_ranks();
+        let at = live.partition_point(|&r| r < ep.rank());
+        live.insert(at, ep.rank());
+        let (me, n) = (at as u32, live.len() as u32);
+        for round in 0..dissemination::rounds(n) {
+            let (to, from) = dissemination::partners(me, n, round);
+            ep.notify(
+                live[to as usize],
+                join::JOIN,
+                &Notice::Finalize(round).encode(),
+            )?;
+            let from = [live[from as usize]];
+            (self.inbox).wait(ep, "finalize", &from, |_, n| {
+                (*n == Notice::Finalize(round)).then_some(())
+            })?;
+        }
+        Ok(())
     }
 
     /// Refuses `op` while other handles of the endpoint are held.
@@ -581,6 +635,31 @@ impl Placement<'_> {
     }
 }
 
+/// A rank's start-up record, `HEXNAME:PLACEMENT` (see [`Placement`]).
+struct Record<'a> {
+    name: Vec<u8>,
+    place: Placement<'a>,
+}
+
+impl Record<'_> {
+    /// Parses `rank`'s record.
+    ///
+    /// # Errors
+    /// [`Error::BadDescriptor`] naming the rank when it is malformed.
+    fn parse(rank: u32, text: &str) -> Result<Record<'_>> {
+        let bad = || {
+            Error::BadDescriptor(format!(
+                "start-up record of rank {rank} is malformed: {text:?}"
+            ))
+        };
+        let (name, place) = text.split_once(':').ok_or_else(bad)?;
+        Ok(Record {
+            name: hex_decode(name).filter(|n| !n.is_empty()).ok_or_else(bad)?,
+            place: Placement::parse(place).ok_or_else(bad)?,
+        })
+    }
+}
+
 /// A hash of a boot id and a host name.
 fn identity(boot: &str, name: &str) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -634,10 +713,6 @@ pub fn cpu_list(list: &str) -> Option<Vec<u32>> {
         cpus.extend(first..=last);
     }
     Some(cpus)
-}
-
-fn name_key(rank: u32) -> String {
-    format!("onesided-ep-{rank}")
 }
 
 /// Starts a thread that reads `dead RANK` lines from the launcher's event

@@ -21,10 +21,10 @@ fn hello_prints_one_line_per_rank_on_every_provider() {
 }
 
 #[test]
-fn standing_receives_hold_the_same_memory_at_any_size() {
+fn start_up_costs_log_p_and_receives_the_same_memory_at_any_size() {
     let _serial = serial();
     let mut memory = Vec::new();
-    for n in [2u32, 8] {
+    for n in [2u32, 8, 13] {
         let out = Osrun::new(n, "tcp", "examples/hello")
             .host_per_rank(true)
             .env("ONESIDED_STATS", "1")
@@ -36,11 +36,12 @@ fn standing_receives_hold_the_same_memory_at_any_size() {
             // The join service alone, its pool of receives from any rank.
             assert_eq!(s.get("standing_receives"), 4, "{s:?}");
             assert_eq!(s.get("av_entries"), u64::from(n), "{s:?}");
-            assert_eq!(
-                s.get("messages"),
-                0,
-                "a start and a finalize send nothing: {s:?}"
-            );
+            // The start-up's allgather: ceil(log2 n) messages, and at
+            // most 2 ceil(log2 n) PMI gets besides 7 other requests
+            // (handshake 3, put, barrier, finalize's barrier, finalize).
+            let log = 32 - (n - 1).leading_zeros();
+            assert_eq!(s.get("messages"), u64::from(log), "{s:?}");
+            assert!(s.get("pmi_requests") <= u64::from(2 * log + 7), "{s:?}");
             memory.push(s.get("receive_memory"));
         }
     }

@@ -169,6 +169,33 @@ impl Endpoint {
         )
     }
 
+    /// The start-up's exchange of `round` (see [`crate::bootstrap`]):
+    /// posts the receive of `from`'s message into `buf`, sends `data` to
+    /// `to`, then waits for the receive (posted first, so that no two
+    /// processes wait on each other's large sends); returns its length.
+    pub(crate) fn exchange_bootstrap(
+        &self,
+        (to, data): (u32, &[u8]),
+        (from, buf): (u32, &mut [u8]),
+        round: u32,
+    ) -> Result<usize> {
+        let tag = control::bootstrap_tag(round);
+        let capacity = buf.len();
+        let Posted { token, desc, core } =
+            self.post_recv(from, SourceMatch::wire_tag(tag, from), 0, buf)?;
+        drop(core);
+        let sent = self.send_tagged(Operation::Send, to, tag, data);
+        let core = self.inner.shared.lock();
+        let done = self.wait(
+            "recv",
+            from,
+            Posted { token, desc, core },
+            OnTimeout::Cancel,
+        );
+        sent?;
+        Ok(done.map_err(|e| truncated(e, capacity))?.len)
+    }
+
     /// Receives one message with `tag` from `from` (any rank when `None`)
     /// into `buf`.
     ///

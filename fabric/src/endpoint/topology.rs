@@ -11,57 +11,52 @@ impl Endpoint {
     /// [`Endpoint::name`], and `rank` is this endpoint's own. Costs no
     /// traffic: connections are made on first use. An empty name stands
     /// for a rank that has left the job (not this one): it is counted
-    /// dead.
+    /// dead. The addresses go into the address vector in one batch
+    /// (see `Handles::insert_addresses`); those that
+    /// [`Endpoint::connect_partners`] inserted already stay.
     ///
     /// # Errors
     /// [`Error::InvalidRank`] when `rank` is not below `names.len()` or there
     /// are more than [`MAX_RANKS`] names; [`Error::Fabric`] when
-    /// `fi_av_insert` refuses a name; [`Error::StillShared`] when other handles of the endpoint exist.
+    /// `fi_av_insert` refuses a name; [`Error::StillShared`] when other
+    /// handles of the endpoint exist. Nothing changes then.
     pub fn connect(&mut self, rank: u32, names: &[Vec<u8>]) -> Result<()> {
+        let size = check_size(rank, names.len())?;
         let inner = self.unique("connect")?;
-        let size = u32::try_from(names.len())
-            .ok()
-            .filter(|&n| n <= MAX_RANKS)
-            .ok_or(Error::InvalidRank {
-                rank: MAX_RANKS,
-                size: MAX_RANKS,
-            })?;
-        if rank >= size {
-            return Err(Error::InvalidRank { rank, size });
-        }
-        let mut core = inner.shared.lock();
-        let own_len = core.handles.name()?.len();
-        let mut addrs = Vec::with_capacity(names.len());
+        let known: Vec<(u32, &[u8])> = (names.iter().enumerate())
+            .filter(|(r, name)| !name.is_empty() || *r as u32 == rank)
+            .map(|(r, name)| (r as u32, name.as_slice()))
+            .collect();
+        inner.learn(rank, size, &known)?;
         for (r, name) in names.iter().enumerate() {
-            addrs.push(match name.is_empty() && r as u32 != rank {
-                true => sys::FI_ADDR_NOTAVAIL,
-                false => core.handles.insert_address(name, own_len)?,
-            });
-        }
-        let inserted = addrs
-            .iter()
-            .filter(|&&a| a != sys::FI_ADDR_NOTAVAIL)
-            .count();
-        core.stats.addresses(inserted);
-        core.addrs = addrs;
-        core.rank = rank;
-        drop(core);
-        inner.rank = rank;
-        inner.peers = Peers::new();
-        for (r, name) in names.iter().enumerate() {
-            inner.peers.set(
-                r as u32,
-                Peer {
-                    name: name.clone(),
-                    ..Peer::default()
-                },
-            );
-            if name.is_empty() {
+            if name.is_empty() && r as u32 != rank {
                 inner.shared.mark_dead(r as u32);
             }
         }
-        inner.peers.grow(size);
         Ok(())
+    }
+
+    /// Learns the addresses of some of the `size` ranks, `known` (rank,
+    /// name) pairs, `rank` being this endpoint's own: those it will
+    /// exchange messages with before it knows the others (the start-up's
+    /// partners, see [`crate::bootstrap`]). Operations to the other ranks
+    /// fail with [`Error::InvalidRank`] until [`Endpoint::connect`].
+    ///
+    /// # Errors
+    /// As [`Endpoint::connect`].
+    pub fn connect_partners(
+        &mut self,
+        rank: u32,
+        size: u32,
+        known: &[(u32, Vec<u8>)],
+    ) -> Result<()> {
+        let size = check_size(rank, size as usize)?;
+        if let Some(&(r, _)) = known.iter().find(|(r, _)| *r >= size) {
+            return Err(Error::InvalidRank { rank: r, size });
+        }
+        let inner = self.unique("connect")?;
+        let known: Vec<(u32, &[u8])> = known.iter().map(|(r, n)| (*r, n.as_slice())).collect();
+        inner.learn(rank, size, &known)
     }
 
     /// Makes room for `count` processes that join the job as its next
@@ -115,7 +110,7 @@ impl Endpoint {
             _ => return Err(Error::InvalidRank { rank, size }),
         }
         let own_len = core.handles.name()?.len();
-        let addr = core.handles.insert_address(name, own_len)?;
+        let addr = core.handles.insert_addresses(&[name], own_len)?[0];
         core.addrs[rank as usize] = addr;
         core.stats.addresses(1);
         core.processes.set(rank, process);
@@ -252,5 +247,63 @@ impl Endpoint {
     /// share a host and can map each other's shared memory.
     pub fn host_of(&self, rank: u32) -> Option<u64> {
         self.inner.peers.get(rank)?.host
+    }
+}
+
+/// The job size of `len` ranks, `rank` among them.
+fn check_size(rank: u32, len: usize) -> Result<u32> {
+    let size = u32::try_from(len)
+        .ok()
+        .filter(|&n| n <= MAX_RANKS)
+        .ok_or(Error::InvalidRank {
+            rank: MAX_RANKS,
+            size: MAX_RANKS,
+        })?;
+    if rank >= size {
+        return Err(Error::InvalidRank { rank, size });
+    }
+    Ok(size)
+}
+
+impl Inner {
+    /// Makes this endpoint rank `rank` of `size` knowing the `known`
+    /// ranks' names: inserts in one batch the addresses not inserted with
+    /// the same name before, and forgets the others.
+    fn learn(&mut self, rank: u32, size: u32, known: &[(u32, &[u8])]) -> Result<()> {
+        let mut core = self.shared.lock();
+        let own_len = core.handles.name()?.len();
+        let mut addrs = vec![sys::FI_ADDR_NOTAVAIL; size as usize];
+        let mut fresh: Vec<(u32, &[u8])> = Vec::new();
+        for &(r, name) in known {
+            let before = (core.addrs.get(r as usize).copied())
+                .filter(|&a| a != sys::FI_ADDR_NOTAVAIL)
+                .filter(|_| self.peers.get(r).is_some_and(|p| p.name == name));
+            match before {
+                Some(a) => addrs[r as usize] = a,
+                None => fresh.push((r, name)),
+            }
+        }
+        let names: Vec<&[u8]> = fresh.iter().map(|(_, n)| *n).collect();
+        let inserted = core.handles.insert_addresses(&names, own_len)?;
+        for (&(r, _), a) in fresh.iter().zip(inserted) {
+            addrs[r as usize] = a;
+        }
+        core.stats.addresses(fresh.len());
+        core.addrs = addrs;
+        core.rank = rank;
+        drop(core);
+        self.rank = rank;
+        self.peers = Peers::new();
+        for &(r, name) in known {
+            self.peers.set(
+                r,
+                Peer {
+                    name: name.to_vec(),
+                    ..Peer::default()
+                },
+            );
+        }
+        self.peers.grow(size);
+        Ok(())
     }
 }
