@@ -543,6 +543,29 @@ impl Rma {
         Ok(window)
     }
 
+    /// Waits until the exposures this process has released are released
+    /// by every member of their groups too, so that their memory is back
+    /// in the pool (or retired): the wait `MPI_Win_free` makes at every
+    /// free, made here only when a program wants it (before measuring
+    /// what it holds, say). Sends nothing.
+    ///
+    /// # Errors
+    /// [`Error::Fabric`] (`Timeout`) when some are still waiting after the
+    /// endpoint's timeout.
+    pub fn settle_releases(&self) -> Result<(), Error> {
+        let (mut backoff, limit) = (self.state.ep.backoff(), self.state.ep.timeout());
+        while self.state.collect_releases() > 0 {
+            if backoff.pause() > limit {
+                return Err(Error::Fabric(onesided_fabric::Error::Timeout {
+                    op: "settle releases",
+                    rank: self.state.ep.rank(),
+                    after: limit,
+                }));
+            }
+        }
+        Ok(())
+    }
+
     /// Starts a nonblocking barrier over `group` (a dissemination barrier:
     /// ceil(log2 n) rounds, each a counter raised on this process's board
     /// for partners on its host and a notice for others; see

@@ -64,13 +64,7 @@ fn a_process_joins_through_pmi_port() {
     );
     assert_eq!(stdout, "rank 0 of 1 on shm\n");
     assert_eq!(commands.first().map(String::as_str), Some("initack"));
-    for expected in [
-        "init",
-        "get_my_kvsname",
-        "put",
-        "barrier_in",
-        "finalize",
-    ] {
+    for expected in ["init", "get_my_kvsname", "put", "barrier_in", "finalize"] {
         assert!(
             commands.iter().any(|c| c == expected),
             "no {expected} in {commands:?}"

@@ -1,0 +1,119 @@
+//! 32 ranks over `tcp`, every rank a host of its own: the protocols send
+//! what their crate docs state as a function of p (exact counts from the
+//! endpoints' counters), the data they move is right, and a job of that
+//! size grows, shrinks and survives a killed worker. Not timed.
+
+use std::collections::HashMap;
+
+use onesided_tests::{serial, Osrun};
+
+/// ceil(log2 n).
+fn log2(n: u32) -> u64 {
+    u64::from(32 - (n - 1).leading_zeros())
+}
+
+/// One `op` line of `scale-check`: its name and its numeric fields.
+struct Line {
+    op: String,
+    fields: HashMap<String, u64>,
+}
+
+fn lines(stdout: &str) -> Vec<Line> {
+    (stdout.lines())
+        .filter_map(|l| l.strip_prefix("op "))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let fields = (words[1..].chunks(2))
+                .filter_map(|kv| Some((kv[0].to_string(), kv.get(1)?.parse::<f64>().ok()? as u64)))
+                .collect();
+            Line {
+                op: words[0].to_string(),
+                fields,
+            }
+        })
+        .collect()
+}
+
+/// The largest `field` of operation `op` over the ranks, and how many
+/// ranks reported it.
+fn max_of(lines: &[Line], op: &str, field: &str) -> (u64, usize) {
+    let of: Vec<u64> = (lines.iter())
+        .filter(|l| l.op == op)
+        .map(|l| l.fields[field])
+        .collect();
+    (of.iter().copied().max().unwrap_or(0), of.len())
+}
+
+#[test]
+fn protocols_send_what_they_state_in_p_at_32_ranks() {
+    let _serial = serial();
+    let mut memory = Vec::new();
+    for n in [2u32, 32] {
+        let out = Osrun::new(n, "tcp", "scale-check")
+            .host_per_rank(true)
+            .run();
+        out.assert_success();
+        assert_eq!(out.count("scale ok"), n as usize, "{out}");
+        let lines = lines(&out.stdout);
+        let log = log2(n);
+        let messages = |op: &str| {
+            let (max, ranks) = max_of(&lines, op, "messages");
+            assert_eq!(ranks, n as usize, "{op}: a line per rank\n{out}");
+            max
+        };
+        // Start: the allgather's rounds; partners' keys only.
+        assert_eq!(messages("init"), log, "init");
+        assert!(
+            max_of(&lines, "init", "pmi").0 <= 2 * log + 8,
+            "init PMI requests"
+        );
+        // Windows: at most 4 description pushes and the release barrier.
+        for op in ["window_create_free", "allocate_free"] {
+            let m = messages(op);
+            assert!(m >= log && m <= 2 * log + 4, "{op} at {n}: {m}");
+        }
+        assert!(messages("window_first_over_exposure") <= 4);
+        assert_eq!(messages("window_recreate_free"), 0, "re-create");
+        // attach and detach push to at most 4 members each.
+        assert!(messages("dynamic_attach_detach") <= log + 16);
+        // Epochs: lock words are atomics, not messages.
+        assert_eq!(messages("lock_all_get_unlock_all"), 0);
+        assert_eq!(messages("lock_exclusive_contended"), 0);
+        // Barriers and a small allreduce: ceil(log2 p) rounds.
+        assert_eq!(messages("ibarrier"), log);
+        for op in ["barrier", "allreduce_8"] {
+            assert!(messages(op) <= log + 1, "{op} at {n}");
+        }
+        let (mem, _) = max_of(&lines, "allreduce_8", "receive_memory");
+        assert!(lines.iter().all(|l| l.fields["receive_memory"] <= mem));
+        memory.push(mem);
+    }
+    assert_eq!(
+        memory[0], memory[1],
+        "standing receives hold the same memory at 2 and 32"
+    );
+}
+
+#[test]
+fn a_32_rank_job_grows_shrinks_and_survives_a_killed_worker() {
+    let _serial = serial();
+    for method in ["col", "rma_lock_all"] {
+        let out = Osrun::new(32, "tcp", "mam-check")
+            .host_per_rank(true)
+            .args(&[method, "33", "32"])
+            .run();
+        out.assert_success();
+        assert_eq!(out.count("mam ok"), 32, "{method}: {out}");
+    }
+    let dir = std::env::temp_dir().join(format!("onesided-scale-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("replica directory");
+    let out = Osrun::new(32, "tcp", "reduce-check")
+        .host_per_rank(true)
+        .ft()
+        .args(&["die", "task", "1000"])
+        .env("ONESIDED_REDUCE_DIR", dir.to_str().expect("utf-8 path"))
+        .run();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.code(), 128 + 9, "rank 1 was killed: {out}");
+    assert_eq!(out.count("reduce ok"), 31, "{out}");
+}
