@@ -75,6 +75,7 @@ pub mod message;
 pub mod path;
 mod reducer;
 pub mod replica;
+mod ring;
 pub mod schedule;
 
 pub use body::{Max, Min, ReducerBody, Sum};

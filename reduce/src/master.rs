@@ -129,6 +129,22 @@ impl Master {
         out
     }
 
+    /// Group rank `rank` was reported lost (by the member watching it,
+    /// see [`crate::ring`]) or seen dead: as [`Master::died`], and every
+    /// other live worker is told, once.
+    pub fn suspected(&mut self, rank: u32) -> Out {
+        if self.is_dead(rank) {
+            return Vec::new();
+        }
+        let mut out = self.died(rank);
+        out.extend(
+            (1..self.size)
+                .filter(|&t| !self.is_dead(t))
+                .map(|t| (t, Message::Dead { rank })),
+        );
+        out
+    }
+
     /// The messages of `actions` of reduction `key`; an ended reduction
     /// is closed.
     fn out(&mut self, key: Key, actions: Vec<Action>) -> Out {
@@ -273,7 +289,7 @@ mod tests {
                 key: later,
                 failure: Failure::DiedBeforeContributing(0)
             }));
-        assert!(m.on(0, Message::Pong).is_empty(), "the dead are not heard");
+        assert!(m.on(0, Message::Ping).is_empty(), "the dead are not heard");
         let mut m = Master::new(vec![0; 3]);
         let w = Key { id: 3, round: 0 };
         let out = m.on(2, Message::Withdrawn { key: w, root: 1 });
@@ -284,6 +300,19 @@ mod tests {
                 failure: Failure::Withdrew(2)
             }
         )));
+    }
+
+    #[test]
+    fn a_suspect_is_counted_dead_once_and_told_to_the_live_workers() {
+        let mut m = Master::new(vec![0; 5]);
+        m.died(4);
+        let out = m.suspected(2);
+        let told: Vec<u32> = (out.iter())
+            .filter(|(_, msg)| *msg == Message::Dead { rank: 2 })
+            .map(|(to, _)| *to)
+            .collect();
+        assert_eq!(told, vec![1, 3]);
+        assert!(m.suspected(2).is_empty(), "once");
     }
 
     #[test]

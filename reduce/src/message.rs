@@ -40,8 +40,9 @@ pub enum Message {
     Replicated { key: Key, holder: u32 },
     /// The sender cannot take part (it could not store its data).
     Withdrawn { key: Key, root: u32 },
-    /// Answer to a ping.
-    Pong,
+    /// The sender's predecessor on the ring of live members (see
+    /// [`crate::ring`]) went silent or ended.
+    Suspect { rank: u32 },
     // To workers.
     /// Fetch `from_holder`'s buffer at `from_disp` into yours at
     /// `into_disp`.
@@ -60,7 +61,7 @@ pub enum Message {
     Finished { key: Key, disp: u64 },
     /// The reduction failed.
     Failed { key: Key, failure: Failure },
-    /// Are you alive?
+    /// The sender is alive (from its predecessor on the ring).
     Ping,
     /// Rank `rank` failed (the master's broadcast).
     Dead { rank: u32 },
@@ -99,8 +100,8 @@ impl Message {
             Message::Withdrawn { key, root } => {
                 w.head(6, key).u32(*root);
             }
-            Message::Pong => {
-                w.head(7, &Key { id: 0, round: 0 });
+            Message::Suspect { rank } => {
+                w.head(7, &Key { id: 0, round: 0 }).u32(*rank);
             }
             Message::Task {
                 key,
@@ -187,7 +188,7 @@ impl Message {
                 key,
                 root: r.u32()?,
             },
-            7 => Message::Pong,
+            7 => Message::Suspect { rank: r.u32()? },
             8 => Message::Task {
                 key,
                 number: r.u64()?,
@@ -329,7 +330,7 @@ mod tests {
             },
             Message::Replicated { key, holder: 1 },
             Message::Withdrawn { key, root: 1 },
-            Message::Pong,
+            Message::Suspect { rank: 3 },
             Message::Task {
                 key,
                 number: 1,

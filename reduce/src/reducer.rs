@@ -16,10 +16,13 @@
 //!   executor thread, which fetches, combines and reloads; the writer
 //!   thread, at the lowest priority, syncs files, writes replicas and
 //!   removes an ended reduction's files.
-//! - Detection: the monitor thread of the master pings every worker
-//!   each `ping` and counts one silent for `dead_after` as failed (or
-//!   dead as the launcher says: `osrun --ft`); the workers' monitor
-//!   counts the master failed when its pings stop.
+//! - Detection ([`crate::ring`]): the live members form a ring; each
+//!   monitor thread pings its successor each `ping` and reports its
+//!   predecessor when it has been silent for `dead_after` (or its process
+//!   on this host ended) to the master, which counts it failed and tells
+//!   the workers; the master's watcher tells the workers itself. The
+//!   master also counts failed whom the launcher reports dead (`osrun
+//!   --ft`). Per process and period: one ping sent, one received.
 
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
@@ -34,6 +37,7 @@ use onesided_rma::{Assert, Group, LockKind, Rma, Window};
 use crate::master::Master;
 use crate::message::{Key, Message};
 use crate::replica::Store;
+use crate::ring::{self, Ring};
 use crate::schedule::Failure;
 use crate::{Error, ReducerBody};
 
@@ -56,7 +60,8 @@ const START_GRACE: Duration = Duration::from_secs(2);
 /// this process fails).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
-    /// How often the master pings each worker (and workers expect it).
+    /// How often each process pings its successor on the ring of live
+    /// members (and expects its predecessor's ping).
     pub ping: Duration,
     /// Silence after which a process counts as failed.
     pub dead_after: Duration,
@@ -196,7 +201,6 @@ impl Pool {
 /// traffic.
 struct Watch {
     master: Master,
-    heard: Vec<Instant>,
     load: Load,
 }
 
@@ -234,7 +238,8 @@ struct Local {
     /// The writer thread's work.
     writes: VecDeque<Write>,
     pool: Pool,
-    master_heard: Option<Instant>,
+    /// Who this process watches and pings.
+    ring: Ring,
     /// The master was seen dead: every reduction fails.
     master_dead: bool,
     /// Ranks the master said failed.
@@ -383,22 +388,21 @@ impl Reducer {
             store,
             config,
             local: Mutex::new(Local {
-                master_heard: Some(start),
+                ring: Ring::new(me, size, start),
                 ..Local::default()
             }),
             wake: Condvar::new(),
             master: (me == 0).then(|| {
                 Mutex::new(Watch {
                     master: Master::new(hosts),
-                    heard: vec![start; size as usize],
                     load: Load::default(),
                 })
             }),
             stop: (Mutex::new(false), Condvar::new()),
         });
         let worker = Arc::clone(&shared);
-        ep.serve(WORKER_SERVICE, move |from, body, outbox| {
-            worker.on_worker_message(from, body, outbox);
+        ep.serve(WORKER_SERVICE, move |from, body, _| {
+            worker.on_worker_message(from, body);
             Vec::new()
         })?;
         if me == 0 {
@@ -772,9 +776,10 @@ impl Shared {
         let _ = self.ep.notify(self.job(to), service, &m.encode());
     }
 
-    /// The workers' service (in the progress engine): pings are answered
-    /// here, the rest goes to the executor.
-    fn on_worker_message(&self, from: u32, body: &[u8], outbox: &mut Outbox) {
+    /// The workers' service (in the progress engine): every message says
+    /// its sender is alive (pings say nothing else); deaths move the ring
+    /// at once; the rest goes to the executor.
+    fn on_worker_message(&self, from: u32, body: &[u8]) {
         let Some(from) = self.group.group_rank(from) else {
             return;
         };
@@ -782,12 +787,17 @@ impl Shared {
             return;
         };
         let mut local = self.lock();
-        if from == 0 {
-            local.master_heard = Some(Instant::now());
-        }
-        if message == Message::Ping {
-            let _ = outbox.notify(self.job(0), MASTER_SERVICE, &Message::Pong.encode());
-            return;
+        let now = Instant::now();
+        local.ring.heard(from, now);
+        match message {
+            Message::Ping => return,
+            Message::Dead { rank } => {
+                local.ring.died(rank, now);
+                if rank == 0 {
+                    master_lost(&mut local);
+                }
+            }
+            _ => {}
         }
         local.work.push_back(Work::Message(from, message));
         drop(local);
@@ -802,29 +812,42 @@ impl Shared {
         let Ok(message) = Message::decode(body) else {
             return;
         };
+        let suspect = match message {
+            Message::Suspect { rank } => Some(rank),
+            _ => None,
+        };
         let mut watch = watch.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(heard) = watch.heard.get_mut(from as usize) {
-            *heard = Instant::now();
-        }
         watch.load.messages_in += 1;
         watch.load.bytes_in += body.len() as u64;
-        for (to, m) in watch.master.on(from, message) {
+        let out = match suspect {
+            Some(rank) => watch.master.suspected(rank),
+            None => watch.master.on(from, message),
+        };
+        for (to, m) in out {
             let bytes = m.encode();
             watch.load.sent(bytes.len());
             let _ = outbox.notify(self.job(to), WORKER_SERVICE, &bytes);
         }
+        drop(watch);
+        let mut local = self.lock();
+        local.ring.heard(from, Instant::now());
+        if let Some(rank) = suspect {
+            local.ring.died(rank, Instant::now());
+        }
     }
 
-    /// The monitor thread: the master pings and watches the workers; a
-    /// worker watches the master.
+    /// The monitor thread: pings this process's successor on the ring of
+    /// live members each period and watches its predecessor
+    /// ([`crate::ring`]); the master also counts failed whom the launcher
+    /// reports dead.
     fn monitor(self: Arc<Shared>) {
-        let size = self.group.size();
+        let period = self.config.ping;
         let mut last = Instant::now();
         loop {
             {
                 let stop = self.stop.0.lock().unwrap_or_else(|p| p.into_inner());
                 let (stop, _) = (self.stop.1)
-                    .wait_timeout_while(stop, self.config.ping, |s| !*s)
+                    .wait_timeout_while(stop, period, |s| !*s)
                     .unwrap_or_else(|p| p.into_inner());
                 if *stop {
                     return;
@@ -832,85 +855,76 @@ impl Shared {
             }
             let now = Instant::now();
             // A tick that came late (this thread had no core) does not
-            // count the others' silence meanwhile: the pings it did not
-            // send could not be answered.
-            let late = now.saturating_duration_since(last) > 2 * self.config.ping;
+            // count the predecessor's silence meanwhile.
+            let late = (now.saturating_duration_since(last) > 2 * period).then_some(period);
             last = now;
-            if let Some(watch) = &self.master {
-                let mut out = Vec::new();
-                let mut ping = Vec::new();
-                let mut died = Vec::new();
-                // Asked before the lock: the endpoint's handlers take it.
-                let ended: Vec<bool> = (0..size)
-                    .map(|r| r != 0 && self.ep.has_ended(self.job(r)))
+            let (pred, succ) = {
+                let local = self.lock();
+                (local.ring.predecessor(), local.ring.successor())
+            };
+            // Asked before the lock: the endpoint's handlers take it.
+            let ended = pred.is_some_and(|p| self.ep.has_ended(self.job(p)));
+            let watch = (self.lock().ring).tick(now, late, self.config.dead_after, ended);
+            if let Some(to) = succ {
+                self.count_sent(Message::Ping.encode().len());
+                self.send(to, WORKER_SERVICE, &Message::Ping);
+            }
+            if let ring::Watch::Lost(rank) = watch {
+                self.lost(rank);
+            }
+            if self.master.is_some() {
+                let reported: Vec<u32> = (self.ep.dead_ranks().into_iter())
+                    .filter_map(|r| self.group.group_rank(r))
+                    .filter(|&r| r != 0 && !self.lock().ring.is_dead(r))
                     .collect();
-                {
-                    let mut watch = watch.lock().unwrap_or_else(|p| p.into_inner());
-                    if late {
-                        let floor = now.checked_sub(self.config.ping).unwrap_or(now);
-                        for h in watch.heard.iter_mut() {
-                            *h = (*h).max(floor);
-                        }
-                    }
-                    for r in 1..size {
-                        if watch.master.is_dead(r) {
-                            continue;
-                        }
-                        let silent = now.saturating_duration_since(watch.heard[r as usize]);
-                        if silent > self.config.dead_after || ended[r as usize] {
-                            out.extend(watch.master.died(r));
-                            died.push(r);
-                        } else {
-                            ping.push(r);
-                        }
-                    }
-                }
-                // The failure is broadcast: workers stop counting on it.
-                let dead = (died.iter())
-                    .flat_map(|&rank| {
-                        (0..size)
-                            .filter(move |&t| t != rank)
-                            .map(move |t| (t, rank))
-                    })
-                    .map(|(to, rank)| (to, Message::Dead { rank }));
-                let out: Vec<(u32, Vec<u8>)> = (ping.into_iter())
-                    .map(|r| (r, Message::Ping))
-                    .chain(dead)
-                    .chain(out)
-                    .map(|(to, m)| (to, m.encode()))
-                    .collect();
-                {
-                    let mut watch = watch.lock().unwrap_or_else(|p| p.into_inner());
-                    for (_, bytes) in &out {
-                        watch.load.sent(bytes.len());
-                    }
-                }
-                for (to, bytes) in out {
-                    let _ = self.ep.notify(self.job(to), WORKER_SERVICE, &bytes);
-                }
-            } else {
-                // Asked before the lock: the endpoint's handlers take it.
-                let ended = self.ep.has_ended(self.job(0));
-                let mut local = self.lock();
-                if late {
-                    let floor = now.checked_sub(self.config.ping).unwrap_or(now);
-                    local.master_heard = local.master_heard.map(|h| h.max(floor));
-                }
-                let silent = (local.master_heard)
-                    .is_some_and(|h| now.saturating_duration_since(h) > self.config.dead_after);
-                if !local.master_dead && (silent || ended) {
-                    local.master_dead = true;
-                    let failure = Failure::MasterDied(0);
-                    let keys: Vec<Key> = local.reductions.keys().copied().collect();
-                    for key in keys {
-                        local
-                            .work
-                            .push_back(Work::Message(0, Message::Failed { key, failure }));
-                    }
-                    drop(local);
-                    self.wake.notify_all();
+                for rank in reported {
+                    self.lost(rank);
                 }
             }
+        }
+    }
+
+    /// Group rank `rank` is lost: counted dead on the ring here; the
+    /// master counts it failed and tells the workers; a worker reports it
+    /// to the master, or, when it is the master, tells the workers itself.
+    fn lost(&self, rank: u32) {
+        let live: Vec<u32> = {
+            let mut local = self.lock();
+            local.ring.died(rank, Instant::now());
+            match rank {
+                0 => {
+                    master_lost(&mut local);
+                    (1..self.group.size())
+                        .filter(|&r| r != self.me && !local.ring.is_dead(r))
+                        .collect()
+                }
+                _ => Vec::new(),
+            }
+        };
+        self.wake.notify_all();
+        if let Some(watch) = &self.master {
+            let out = (watch.lock().unwrap_or_else(|p| p.into_inner()).master).suspected(rank);
+            for (to, m) in out {
+                self.count_sent(m.encode().len());
+                self.send(to, WORKER_SERVICE, &m);
+            }
+        } else if rank == 0 {
+            for to in live {
+                self.send(to, WORKER_SERVICE, &Message::Dead { rank: 0 });
+            }
+        } else {
+            self.send(0, MASTER_SERVICE, &Message::Suspect { rank });
+        }
+    }
+
+    /// Counts `bytes` sent by the master (its load); nothing elsewhere.
+    fn count_sent(&self, bytes: usize) {
+        if let Some(watch) = &self.master {
+            watch
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .load
+                .sent(bytes);
         }
     }
 
@@ -1414,6 +1428,19 @@ impl Shared {
         // process's too (killed before its own end, it leaves them).
         self.lock().writes.push_back(Write::Remove(key));
         self.wake.notify_all();
+    }
+}
+
+/// The master died: every reduction here fails (once).
+fn master_lost(local: &mut Local) {
+    if local.master_dead {
+        return;
+    }
+    local.master_dead = true;
+    let failure = Failure::MasterDied(0);
+    let keys: Vec<Key> = local.reductions.keys().copied().collect();
+    for key in keys {
+        (local.work).push_back(Work::Message(0, Message::Failed { key, failure }));
     }
 }
 

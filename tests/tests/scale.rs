@@ -84,9 +84,27 @@ fn protocols_send_what_they_state_in_p_at_32_ranks() {
         for op in ["barrier", "allreduce_8"] {
             assert!(messages(op) <= log + 1, "{op} at {n}");
         }
-        let (mem, _) = max_of(&lines, "allreduce_8", "receive_memory");
-        assert!(lines.iter().all(|l| l.fields["receive_memory"] <= mem));
-        memory.push(mem);
+        // The reducer idle for a second: a ping per 100 ms to the ring
+        // successor, whatever p (the master used to ping every worker).
+        let idle = messages("reducer_idle_1s");
+        assert!(idle <= 12, "idle reducer at {n}: {idle}\n{out}");
+        // A reduction: O(p) messages at the master, O(log p) per worker.
+        let (master, workers) = lines
+            .iter()
+            .filter(|l| l.op == "reduce_1mib")
+            .partition::<Vec<&Line>, _>(|l| l.fields["rank"] == 0);
+        assert!(
+            master[0].fields["messages"] <= 4 * u64::from(n),
+            "reduce at the master, {n}"
+        );
+        for w in workers {
+            assert!(
+                w.fields["messages"] <= 6 * log + 8,
+                "reduce at a worker, {n}"
+            );
+        }
+        // With every service served (the reducer's too).
+        memory.push(max_of(&lines, "reducer_idle_1s", "receive_memory").0);
     }
     assert_eq!(
         memory[0], memory[1],

@@ -9,7 +9,9 @@
 //!
 //! Operations are separated by the process manager's barrier, which
 //! sends nothing over the fabric. Run it with every rank a host of its
-//! own (`ONESIDED_HOST=node{rank}`) to count the provider paths.
+//! own (`ONESIDED_HOST=node{rank}`) to count the provider paths. The
+//! reducer's replicas go to `ONESIDED_REDUCE_DIR` (default the system's
+//! temporary directory).
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +19,7 @@ use std::time::Instant;
 
 use onesided_collectives::Comm;
 use onesided_fabric::{Access, Stats, World};
+use onesided_reduce::{Config, Reducer, Sum};
 use onesided_rma::{Assert, Group, LockKind, Op, RemoteAccess, Request, Rma};
 use onesided_tests::rank::{check, must};
 
@@ -60,6 +63,10 @@ fn main() {
     let world = must(0, "init", World::init());
     let (me, n) = (world.rank(), world.size());
     println!("pid {me} {}", std::process::id());
+    if me == 0 {
+        let (version, path) = onesided_fabric::libfabric_loaded();
+        println!("loaded libfabric {version} {path}");
+    }
     report(&world, "init", &Stats::default(), start);
     let rma = must(me, "rma", Rma::new(world.endpoint()));
     let group = Group::world(n);
@@ -210,6 +217,30 @@ fn main() {
             format!("sum {sum:?}")
         });
     });
+    // The reduction: one of 1 MiB of f64 to rank 0, then the reducer
+    // idle for a second (its liveness traffic).
+    let config = must(me, "config", Config::from_env());
+    let reducer = must(me, "reducer", Reducer::new(&world, &rma, &group, config));
+    let len = (1 << 20) / 8;
+    measure(&world, "reduce_1mib", || {
+        let data: Vec<f64> = (0..len).map(|i| f64::from(me) + i as f64).collect();
+        let future = must(me, "reduce", reducer.reduce(0, &data, Sum::default(), 1));
+        let got = must(me, "get", future.get());
+        if me == 0 {
+            let got = got.unwrap_or_default();
+            let base = f64::from(n) * f64::from(n - 1) / 2.0;
+            let right = (got.len() == len)
+                && (got.iter().enumerate()).all(|(i, v)| *v == base + f64::from(n) * i as f64);
+            check(me, right, || "the reduction's sum".into());
+        }
+    });
+    // The reduction's replicas are written and acknowledged in the
+    // background meanwhile: a second for them first.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    measure(&world, "reducer_idle_1s", || {
+        std::thread::sleep(std::time::Duration::from_secs(1))
+    });
+    drop(reducer);
     must(me, "free", window.free());
     drop((comm, exposure, rma));
     println!("rank {me}: scale ok");
