@@ -17,7 +17,11 @@
 //! of one array (the measurements in `docs/measurements.md`). The `reduce`
 //! suite ([`reduce`]) runs `onesided-reduce-time` jobs against
 //! `benches/mpich/reduce.c`, then kill trials; it is not part of `all`
-//! either (a run takes many minutes). `sam` (`src/bin/sam.rs`, pure
+//! either (a run takes many minutes). The `scale` suite ([`scale`]) runs
+//! `scale-check` (of onesided-tests) and `benches/mpich/scale.c` at 2, 4,
+//! ... up to `--np` processes: messages, PMI requests and memory per rank
+//! and time of each operation whose cost in p the crates state, with the
+//! fitted growth; not part of `all` either. `sam` (`src/bin/sam.rs`, pure
 //! side in [`sam`]) is the malleability study's synthetic application:
 //! a Conjugate Gradient that reconfigures while it iterates;
 //! `benches/mpich/malleable.c` is the same application written with MPI
@@ -44,5 +48,6 @@ pub mod malleable;
 pub mod reduce;
 pub mod report;
 pub mod sam;
+pub mod scale;
 pub mod suites;
 pub mod turns;

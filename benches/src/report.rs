@@ -9,7 +9,7 @@ mod svg;
 mod table;
 
 pub use json::json_line;
-pub use svg::{bar_plots, count_plot, svg_plots};
+pub use svg::{bar_plots, count_plot, log_log_plot, svg_plots, LogLine};
 pub use table::table;
 
 /// One measured case: both sides' median microseconds, and the speedup

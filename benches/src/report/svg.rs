@@ -528,6 +528,78 @@ pub fn count_plot(title: &str, bars: &[(&str, u32)], total: u32) -> std::io::Res
     drawn.map_err(|e| std::io::Error::other(format!("drawing {title}: {e}")))
 }
 
+/// One line of a [`log_log_plot`]: its name, onesided's points and the
+/// peer's (drawn dashed in the same colour), if any.
+pub type LogLine = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
+
+/// A log-log line chart against the process count (x, base 2), one
+/// colour per line; points a log axis cannot draw are left out.
+///
+/// # Errors
+/// What drawing fails with.
+pub fn log_log_plot(title: &str, y_desc: &str, lines: &[LogLine]) -> std::io::Result<String> {
+    let drawn = || -> Drawn {
+        let keep = |pts: &[(f64, f64)]| -> Vec<(f64, f64)> {
+            pts.iter()
+                .copied()
+                .filter(|&(x, y)| valid_log(x) && valid_log(y))
+                .collect()
+        };
+        let all: Vec<(f64, f64)> = (lines.iter())
+            .flat_map(|(_, a, b)| keep(a).into_iter().chain(keep(b)))
+            .collect();
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+            root.fill(&WHITE)?;
+            let mut chart = ChartBuilder::on(&root)
+                .caption(title, ("sans-serif", 16))
+                .margin(12)
+                .x_label_area_size(44)
+                .y_label_area_size(70)
+                .build_cartesian_2d(
+                    log_range(all.iter().map(|p| p.0)).log_scale().base(2.0),
+                    log_range(all.iter().map(|p| p.1)).log_scale(),
+                )?;
+            chart
+                .configure_mesh()
+                .x_desc("processes")
+                .y_desc(y_desc)
+                .x_label_formatter(&|v| format!("{}", v.round()))
+                .y_label_formatter(&|v| format!("{v}"))
+                .draw()?;
+            for (i, (name, ours, theirs)) in lines.iter().enumerate() {
+                let colour = PALETTE[i % PALETTE.len()];
+                let (ours, theirs) = (keep(ours), keep(theirs));
+                chart
+                    .draw_series(LineSeries::new(ours.clone(), colour.stroke_width(2)))?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| {
+                        PathElement::new([(x, y), (x + 20, y)], colour.stroke_width(2))
+                    });
+                chart.draw_series(ours.iter().map(|&p| Circle::new(p, 3, colour.filled())))?;
+                if !theirs.is_empty() {
+                    chart.draw_series(DashedLineSeries::new(
+                        theirs.clone(),
+                        6,
+                        4,
+                        colour.stroke_width(2),
+                    ))?;
+                    chart.draw_series(
+                        theirs
+                            .iter()
+                            .map(|&p| Circle::new(p, 3, colour.stroke_width(1))),
+                    )?;
+                }
+            }
+            legend(&mut chart)?;
+            root.present()?;
+        }
+        Ok(svg)
+    };
+    drawn().map_err(|e| std::io::Error::other(format!("drawing {title}: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

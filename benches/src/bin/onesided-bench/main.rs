@@ -37,6 +37,7 @@ use onesided_bench::{report, suites};
 mod job;
 mod malleable;
 mod reduce;
+mod scale;
 
 /// MPICH's yield settings (shared/BENCHMARKS.md) for ranks > cores.
 const MPICH_YIELD: [(&str, &str); 3] = [
@@ -114,6 +115,7 @@ fn drive(args: &[String]) -> Result<()> {
         peer_of("collectives"),
         peers.join("reduce"),
         peers.join("malleable"),
+        peers.join("scale"),
     ];
     if peers_stale(&root.join("benches/mpich"), &binaries, &mpiexec) {
         eprintln!("onesided-bench: building the MPICH peer (benches/mpich/build.sh)");
@@ -138,7 +140,24 @@ fn drive(args: &[String]) -> Result<()> {
     let mut rows = Vec::new();
     let mut kills = None;
     let mut figures = Vec::new();
+    let mut scaled = Vec::new();
     for suite in &args.suites {
+        if suite == onesided_bench::scale::SUITE {
+            let programs = scale::Programs {
+                osrun: &osrun,
+                check: &exe.with_file_name("scale-check"),
+                mpiexec: &mpiexec,
+                peer: &peers.join("scale"),
+                mpich_libfabric: &mpich_libfabric,
+            };
+            let (found, [ours, theirs]) = scale::run(&args, &programs)?;
+            let known = |m: &reduce::Loaded, k: &str| m.get(k).cloned().unwrap_or_default();
+            setup.onesided_libfabric = known(&ours, "libfabric");
+            setup.peer_libfabric = known(&theirs, "libfabric");
+            setup.mpich = known(&theirs, "mpich");
+            scaled = found;
+            continue;
+        }
         if suite == onesided_bench::reduce::SUITE {
             let programs = reduce::Programs {
                 osrun: &osrun,
@@ -240,7 +259,10 @@ fn drive(args: &[String]) -> Result<()> {
             rows.extend(yielding.rows(args.np, &args.provider, &suffix));
         }
     }
-    print!("{}{}", setup.lines(), report::table(&rows));
+    print!("{}", setup.lines());
+    if !rows.is_empty() {
+        print!("{}", report::table(&rows));
+    }
     if rows.iter().any(|r| r.series.ends_with('*')) {
         println!("* more processes than the {} cores", setup.cores);
     }
@@ -267,6 +289,9 @@ fn drive(args: &[String]) -> Result<()> {
     if let Some(k) = &kills {
         println!("{}", k.line());
     }
+    if !scaled.is_empty() {
+        print!("{}", onesided_bench::scale::table(&scaled));
+    }
     if let Some(file) = &args.json {
         let mut out = std::fs::File::create(file)?;
         for row in &rows {
@@ -286,6 +311,25 @@ fn drive(args: &[String]) -> Result<()> {
                 "cpu": setup.cpu,
                 "cores": setup.cores,
                 "provider": k.provider,
+            });
+            writeln!(out, "{line}")?;
+        }
+        for p in &scaled {
+            let line = serde_json::json!({
+                "suite": onesided_bench::scale::SUITE,
+                "case": p.op,
+                "ranks": p.ranks,
+                "messages_max": p.messages.0,
+                "messages_mean": p.messages.1,
+                "bytes_max": p.bytes,
+                "pmi_max": p.pmi,
+                "receive_memory_max": p.receive_memory,
+                "onesided_us": p.onesided_us,
+                "peer_us": p.peer_us,
+                "cpu": setup.cpu,
+                "cores": setup.cores,
+                "provider": args.provider,
+                "nolocal": args.nolocal,
             });
             writeln!(out, "{line}")?;
         }
@@ -311,6 +355,9 @@ fn drive(args: &[String]) -> Result<()> {
         onesided_bench::malleable::SUITE
     );
     plots.extend(report::bar_plots(&figures, &dir, &malleable_prefix)?);
+    if !scaled.is_empty() {
+        plots.extend(scale_plots(&scaled, &dir, &prefix, &setup)?);
+    }
     if let Some(k) = &kills {
         let title = format!(
             "reduce: rank 1 killed in each of {} reductions of {} ({} ranks, {})",
@@ -611,4 +658,66 @@ fn fifo(path: &Path, what: &str) -> Result<PathBuf> {
 
 fn tempfile(what: &str) -> Result<PathBuf> {
     Ok(std::env::temp_dir().join(format!("onesided-bench-{}-{what}", std::process::id())))
+}
+
+/// The scale suite's plots: messages per rank (the most) and time
+/// against the process count, log-log, a line per operation (MPICH's
+/// time dashed).
+fn scale_plots(
+    points: &[onesided_bench::scale::Point],
+    dir: &Path,
+    prefix: &str,
+    setup: &report::Setup,
+) -> Result<Vec<PathBuf>> {
+    let mut ops: Vec<&str> = points.iter().map(|p| p.op.as_str()).collect();
+    ops.dedup();
+    let of =
+        |op: &str, y: &dyn Fn(&onesided_bench::scale::Point) -> Option<f64>| -> Vec<(f64, f64)> {
+            (points.iter().filter(|p| p.op == op))
+                .filter_map(|p| Some((f64::from(p.ranks), y(p)?)))
+                .collect()
+        };
+    let messages: Vec<report::LogLine> = (ops.iter())
+        .map(|op| {
+            (
+                op.to_string(),
+                of(op, &|p| Some(p.messages.0 as f64)),
+                Vec::new(),
+            )
+        })
+        .collect();
+    let times: Vec<report::LogLine> = (ops.iter())
+        .map(|op| {
+            (
+                op.to_string(),
+                of(op, &|p| Some(p.onesided_us)),
+                of(op, &|p| p.peer_us),
+            )
+        })
+        .collect();
+    let context = format!("({}, {}, {} cores)", setup.provider, setup.cpu, setup.cores);
+    let mut written = Vec::new();
+    for (name, title, y, lines) in [
+        (
+            "messages",
+            "messages per rank (most)",
+            "messages per rank",
+            &messages,
+        ),
+        (
+            "time",
+            "time per operation (MPICH dashed)",
+            "time (µs)",
+            &times,
+        ),
+    ] {
+        let path = dir.join(format!("{prefix}-scale-{name}.svg"));
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(
+            &path,
+            report::log_log_plot(&format!("scale: {title} {context}"), y, lines)?,
+        )?;
+        written.push(path);
+    }
+    Ok(written)
 }
