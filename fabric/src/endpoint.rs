@@ -923,6 +923,11 @@ impl Endpoint {
         self.inner.shared.is_dead(rank)
     }
 
+    /// Whether any rank is known to have died (one atomic load).
+    pub fn any_dead(&self) -> bool {
+        self.inner.shared.any_dead.load(Ordering::Acquire)
+    }
+
     /// The ranks known to have died, in increasing order.
     pub fn dead_ranks(&self) -> Vec<u32> {
         let mut dead: Vec<u32> = self

@@ -872,7 +872,7 @@ impl Shared {
             if let ring::Watch::Lost(rank) = watch {
                 self.lost(rank);
             }
-            if self.master.is_some() {
+            if self.master.is_some() && self.ep.any_dead() {
                 let reported: Vec<u32> = (self.ep.dead_ranks().into_iter())
                     .filter_map(|r| self.group.group_rank(r))
                     .filter(|&r| r != 0 && !self.lock().ring.is_dead(r))

@@ -722,12 +722,14 @@ impl State {
         const PUBLISHED_ONLY: std::time::Duration = std::time::Duration::from_millis(20);
         let me = rank == self.ep.rank();
         let board = self.board(rank);
-        let pushes_here =
-            !me && board.is_none() && self.pushed_to(group, rank).contains(&self.ep.rank());
+        // Where the owner publishes for this process (its board, or its
+        // pushes), the first look waits there; elsewhere it asks at once.
+        let published_here =
+            board.is_some() || (!me && self.pushed_to(group, rank).contains(&self.ep.rank()));
         let mut backoff = self.ep.backoff();
         let mut waited = std::time::Duration::ZERO;
         loop {
-            let mut ask = fresh || waited > PUBLISHED_ONLY || !pushes_here;
+            let mut ask = fresh || waited > PUBLISHED_ONLY || !published_here;
             match &board {
                 Some(board) => match directory::lookup(board, id) {
                     directory::Found::Description(bytes) => return Described::decode(&bytes),

@@ -142,18 +142,6 @@ impl RankStats {
             .collect();
         digits.parse().unwrap_or(0)
     }
-
-    /// Messages sent for control `service` (see `onesided_fabric::stats`).
-    pub fn service(&self, service: u16) -> u64 {
-        let key = format!("\"{service:#06x}\":{{\"count\":");
-        let Some(at) = self.0.find(&key) else {
-            return 0;
-        };
-        let digits: String = (self.0[at + key.len()..].chars())
-            .take_while(char::is_ascii_digit)
-            .collect();
-        digits.parse().unwrap_or(0)
-    }
 }
 
 impl std::fmt::Display for Outcome {

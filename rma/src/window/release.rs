@@ -132,7 +132,11 @@ impl State {
             return 0;
         }
         self.ep.progress();
-        let dead = self.ep.dead_ranks();
+        // Looked up only once someone died: expose calls this every time.
+        let dead = match self.ep.any_dead() {
+            true => self.ep.dead_ranks(),
+            false => Vec::new(),
+        };
         let (done, left) = {
             let mut served = lock_state(&self.served);
             let mut releasing = lock_state(&self.releasing);
@@ -141,7 +145,9 @@ impl State {
             while i < releasing.len() {
                 let r = &mut releasing[i];
                 let complete = served.releases.get(&r.id).is_some_and(|x| x.relay.done());
-                let orphaned = !complete && r.group.members().iter().any(|m| dead.contains(m));
+                let orphaned = !complete
+                    && !dead.is_empty()
+                    && r.group.members().iter().any(|m| dead.contains(m));
                 if complete || orphaned {
                     // A member died: the others' barriers may never
                     // complete, and peers may still access the memory.
