@@ -836,10 +836,9 @@ impl Shared {
         }
     }
 
-    /// The monitor thread: pings this process's successor on the ring of
-    /// live members each period and watches its predecessor
-    /// ([`crate::ring`]); the master also counts failed whom the launcher
-    /// reports dead.
+    /// The monitor thread: pings the ring successor each period, watches
+    /// the predecessor ([`crate::ring`]); the master also counts failed
+    /// whom the launcher reports dead.
     fn monitor(self: Arc<Shared>) {
         let period = self.config.ping;
         let mut last = Instant::now();
@@ -854,8 +853,7 @@ impl Shared {
                 }
             }
             let now = Instant::now();
-            // A tick that came late (this thread had no core) does not
-            // count the predecessor's silence meanwhile.
+            // A late tick (no core) does not count the silence meanwhile.
             let late = (now.saturating_duration_since(last) > 2 * period).then_some(period);
             last = now;
             let (pred, succ) = {
@@ -884,9 +882,9 @@ impl Shared {
         }
     }
 
-    /// Group rank `rank` is lost: counted dead on the ring here; the
-    /// master counts it failed and tells the workers; a worker reports it
-    /// to the master, or, when it is the master, tells the workers itself.
+    /// Group rank `rank` is lost: dead on the ring here; the master counts
+    /// it failed and tells the workers; a worker reports it to the master
+    /// (or, when it is the master, tells the workers itself).
     fn lost(&self, rank: u32) {
         let live: Vec<u32> = {
             let mut local = self.lock();
@@ -917,7 +915,7 @@ impl Shared {
         }
     }
 
-    /// Counts `bytes` sent by the master (its load); nothing elsewhere.
+    /// Counts `bytes` sent by the master (its load).
     fn count_sent(&self, bytes: usize) {
         if let Some(watch) = &self.master {
             watch
