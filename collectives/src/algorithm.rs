@@ -2,7 +2,7 @@
 //! collective ([`Bcast`], [`Allreduce`], ...), so a plan is built by an
 //! exhaustive match on its own collective's algorithms, and [`Algorithm`],
 //! any of them, for what selection and monitoring handle alike. Names are
-//! those of profiles (shared/spec/algorithm-selection.md); a name this
+//! those of profiles (docs/spec/algorithm-selection.md); a name this
 //! library does not have parses to `None` and is never chosen.
 
 use std::fmt;

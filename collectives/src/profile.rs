@@ -1,4 +1,4 @@
-//! Performance profiles (shared/spec/algorithm-selection.md): what each
+//! Performance profiles (docs/spec/algorithm-selection.md): what each
 //! algorithm of each collective cost, measured per geometry, element type
 //! and message size; parsed from and written to a versioned text format;
 //! filtered to the job's geometry; queried by interpolation. Pure code.

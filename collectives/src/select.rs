@@ -1,4 +1,4 @@
-//! Choosing each call's algorithm (shared/spec/algorithm-selection.md):
+//! Choosing each call's algorithm (docs/spec/algorithm-selection.md):
 //! the job's profile filtered to its geometry, built-in defaults by size
 //! where it has nothing, monitoring of the chosen algorithms, and removal
 //! of algorithms that failed. Pure code apart from reading the profile

@@ -99,7 +99,7 @@ fn check_read(buf: &[u8]) {
 
 /// A page-aligned block, so the endpoint's reads land on the same alignment
 /// as the raw loop's (registered, page-aligned) buffer: misaligned copies are
-/// several times slower here (see shared/notes).
+/// several times slower here (docs/measurements.md).
 #[derive(Clone, Copy)]
 #[repr(C, align(4096))]
 struct Page([u8; 4096]);

@@ -1,5 +1,5 @@
 //! onesided-mam: data redistribution for malleable jobs
-//! (shared/spec/malleable-redistribution.md), in the model of MaM.
+//! (docs/spec/malleable-redistribution.md), in the model of MaM.
 //!
 //! - [`Mam`]: the engine of one process. Data is registered as typed
 //!   handles ([`Data`]): block-distributed or replicated arrays of any

@@ -1,5 +1,5 @@
 //! onesided-reduce: the task-parallel, fault-tolerant master/worker
-//! reduction of `shared/spec/distributed-reduction.md`.
+//! reduction of `docs/spec/distributed-reduction.md`.
 //!
 //! - [`Reducer`]: the engine of one process over a group (rank 0 is the
 //!   master and a worker). [`Reducer::reduce`] takes this process's data,
