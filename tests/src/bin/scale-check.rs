@@ -50,11 +50,6 @@ fn measure(world: &World, name: &str, op: impl FnOnce()) {
     let before = world.stats();
     let start = Instant::now();
     op();
-    let before = Stats {
-        // The barrier's own PMI requests are not the operation's.
-        pmi_requests: before.pmi_requests,
-        ..before
-    };
     report(world, name, &before, start);
 }
 
