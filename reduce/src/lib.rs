@@ -18,44 +18,49 @@
 //!   a dynamic window made once per reducer. The master schedules inside
 //!   the progress engine (its control service, which sends tasks through
 //!   an outbox), so a master that computes still schedules.
-//! - Durability: the reduce call returns once this process's data is in
-//!   its line and, past the root, in a file on its own host's disk
-//!   ([`replica`]; `ONESIDED_REDUCE_DIR`, mode 0600; an unwritable or
-//!   full disk is an error at the call). The reduction starts while the
-//!   file is written, which appears whole or not at all. From the call's
-//!   return the data outlives the process: a dead worker's share is read
-//!   back from its file by a live member on its host, even when its line
-//!   never reached the master. The file is synced, and a replica written
-//!   and synced on the next live member's disk (so that the data
-//!   outlives the host), in the background by a writer thread at the
-//!   lowest priority: the replica travels with the first fetch of the
-//!   data when its holder is the fetcher, and counts (the master reloads
-//!   from it) once synced. The study lost 1.57% of its reductions to
-//!   workers killed after their data entered the reduction and before
-//!   their replica was written; here the call returns only once the data
-//!   is on its host's disk, so every failure of a worker process other
-//!   than the root after its call returned is recovered. What stays open
-//!   is a worker dying inside its call before its line was fetched, or a
-//!   whole host failing before its workers' replicas are synced
-//!   elsewhere: the reduction fails, naming the rank. The root's data has
-//!   no file: its death fails the reduction anyway. Every process removes
-//!   the files of an ended reduction on its host (a dead process's too).
+//! - Durability: the reduce call returns once this process's data is
+//!   where a survivor can read it: in its line, in a file on its own
+//!   host's disk ([`replica`]; `ONESIDED_REDUCE_DIR`, mode 0600; an
+//!   unwritable or full disk is an error at the call), and, when the
+//!   group spans hosts, in a replica synced on the next live member on
+//!   another host ([`schedule::replica_holder`]; so that the data outlives
+//!   its host). The reduction starts meanwhile: the line is contributed at
+//!   once and may be read; only tasks into it wait until its replica is
+//!   read (a task writes a line in place). The replica's holder reads the
+//!   line (with the first fetch of it when it is the fetcher), writes and
+//!   syncs it by a writer thread at the lowest priority, and tells the
+//!   master and the owner. A replica made again later (its holder died)
+//!   is read from the file, the line having changed. On one host no
+//!   replica is made: a live member reads a dead one's file. The study
+//!   lost 1.57% of its reductions to workers killed after their data
+//!   entered the reduction and before their replica was written; here
+//!   every failure of a worker process other than the root after its call
+//!   returned is recovered. What stays open is a worker dying inside its
+//!   call before the master has its data, or a host failing with the
+//!   replica's holder: the reduction fails, naming the rank. The root's
+//!   data has no file: its death fails the reduction anyway. Every process
+//!   removes the files of an ended reduction on its host (a dead
+//!   process's too).
 //! - Recovery: the spec's steps for its three failure points, plus lines
 //!   that waited in the queue and replicas a dead member held (made again
 //!   on the next live member). The root dying fails the reduction on
 //!   every survivor, naming it; the master dying fails every reduction
 //!   on every worker within the detection time, naming rank 0 (no new
 //!   master takes over: the queue and counters live on the master).
-//! - Detection ([`Config`]): the master pings each worker every 100 ms
-//!   and counts one silent for 1 s as failed, as do workers the master
-//!   (a live process starved of its core was silent for hundreds of
-//!   milliseconds on these machines; shorter times come from the
-//!   environment). A process of the same host that has ended counts as
-//!   failed at the next ping, within 100 ms, without a launcher (its
-//!   pidfd, `Endpoint::has_ended`); `osrun --ft` notices count at once;
-//!   the silence catches hung processes and other hosts'. Failures are
-//!   broadcast to the workers. A failure can be
-//!   injected at a chosen point ([`Point`]) for tests of the recovery.
+//! - Detection ([`Config`], `ring`): the live members form a ring;
+//!   each pings its successor every 100 ms and reports a predecessor
+//!   silent for 1 s to the master (a live process starved of its core was
+//!   silent for hundreds of milliseconds on these machines; shorter times
+//!   come from the environment), which counts it failed and tells the
+//!   workers. A process of the same host that has ended counts as failed
+//!   at the next ping, within 100 ms, without a launcher (its pidfd,
+//!   `Endpoint::has_ended`); `osrun --ft` notices count at once. A
+//!   failure can be injected at a chosen point ([`Point`]) for tests of
+//!   the recovery.
+//! - Cost in p: per process and period, one ping sent and one received;
+//!   per reduction, O(1) messages at each worker (its contribution, its
+//!   tasks, its replica: `Store`, `Stored`, `Replicated`) and O(p) in all
+//!   at the master; a death costs the master p - 1 `Dead` notices.
 //!
 //! Memory: lines (registered) and working copies are pooled across
 //! reductions, up to 16 of each, so a reduction of megabytes neither
@@ -69,7 +74,9 @@
 #![forbid(unsafe_code)]
 
 pub mod body;
+mod buffer;
 mod error;
+mod lines;
 pub mod master;
 pub mod message;
 pub mod path;

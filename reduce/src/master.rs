@@ -99,9 +99,9 @@ impl Master {
                 Some(s) => (key, s.lost(rank)),
                 None => return Vec::new(),
             },
-            Message::Replicated { key, holder } => {
+            Message::Replicated { key, owner } => {
                 if let Some(s) = self.schedules.get_mut(&key) {
-                    s.replicated(from, holder);
+                    s.replicated(owner, from);
                 }
                 return Vec::new();
             }
@@ -149,7 +149,7 @@ impl Master {
     /// is closed.
     fn out(&mut self, key: Key, actions: Vec<Action>) -> Out {
         let mut out = Vec::new();
-        let live: Vec<u32> = (0..self.size).filter(|&r| !self.is_dead(r)).collect();
+        // Only an end speaks to every live member: O(p) then, O(1) else.
         for action in actions {
             match action {
                 Action::Assign(t) => out.push((
@@ -160,6 +160,7 @@ impl Master {
                         into_disp: t.into.disp,
                         from_holder: t.from.holder,
                         from_disp: t.from.disp,
+                        from_original: t.from.path == Path::single(t.from.holder),
                     },
                 )),
                 Action::Reload { holder, rank } => {
@@ -169,16 +170,28 @@ impl Master {
                     out.push((owner, Message::Replicate { key, holder }))
                 }
                 Action::Finished { disp } => {
-                    out.extend(live.iter().map(|&r| (r, Message::Finished { key, disp })));
+                    out.extend(
+                        self.live()
+                            .into_iter()
+                            .map(|r| (r, Message::Finished { key, disp })),
+                    );
                     self.close(key);
                 }
                 Action::Failed(failure) => {
-                    out.extend(live.iter().map(|&r| (r, Message::Failed { key, failure })));
+                    out.extend(
+                        self.live()
+                            .into_iter()
+                            .map(|r| (r, Message::Failed { key, failure })),
+                    );
                     self.close(key);
                 }
             }
         }
         out
+    }
+
+    fn live(&self) -> Vec<u32> {
+        (0..self.size).filter(|&r| !self.is_dead(r)).collect()
     }
 
     fn close(&mut self, key: Key) {
@@ -234,7 +247,8 @@ mod tests {
                     number: 1,
                     into_disp: 20,
                     from_holder: 0,
-                    from_disp: 10
+                    from_disp: 10,
+                    from_original: true,
                 }
             )]
         );
@@ -266,7 +280,7 @@ mod tests {
                 disp: 1,
             },
         );
-        m.on(1, Message::Replicated { key, holder: 2 });
+        m.on(2, Message::Replicated { key, owner: 1 });
         let out = m.died(0);
         assert!(out.iter().all(|(r, msg)| *r != 0
             && *msg
@@ -282,6 +296,22 @@ mod tests {
                 key: later,
                 root: 1,
                 disp: 1,
+            },
+        );
+        // 0 may have died after its call returned: 1, where its replica
+        // goes, looks for it.
+        assert!(out.contains(&(
+            1,
+            Message::Reload {
+                key: later,
+                rank: 0
+            }
+        )));
+        let out = m.on(
+            1,
+            Message::Failed {
+                key: later,
+                failure: Failure::DataLost(0),
             },
         );
         assert!(out.iter().any(|(_, msg)| *msg
@@ -316,7 +346,7 @@ mod tests {
     }
 
     #[test]
-    fn a_replica_counts_where_its_owner_says_it_is() {
+    fn a_replica_counts_where_its_holder_says_it_is() {
         // Each rank on its own host: only the replica can serve.
         let mut m = Master::new(vec![0, 1, 2]);
         let key = Key { id: 4, round: 0 };
@@ -326,7 +356,7 @@ mod tests {
             disp: 1,
         };
         m.on(1, c);
-        m.on(1, Message::Replicated { key, holder: 2 });
+        m.on(2, Message::Replicated { key, owner: 1 });
         let out = m.died(1);
         assert!(
             out.contains(&(2, Message::Reload { key, rank: 1 })),

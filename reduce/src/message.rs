@@ -22,8 +22,8 @@ pub struct Key {
 pub enum Message {
     // To the master.
     /// A worker's own data is contributed: in its buffer at `disp`
-    /// (and, past the root, in a file on its host; its replica follows,
-    /// [`Message::Replicated`]).
+    /// (and, past the root, in a file on its host; its replica, on
+    /// another host, follows: [`Message::Replicated`]).
     Contributed { key: Key, root: u32, disp: u64 },
     /// Task `number` is done (in `took`).
     Done {
@@ -36,8 +36,8 @@ pub enum Message {
     /// Rank `rank`'s original is loaded again, in the sender's buffer at
     /// `disp`.
     Reloaded { key: Key, rank: u32, disp: u64 },
-    /// The sender's original is durable on `holder`.
-    Replicated { key: Key, holder: u32 },
+    /// The sender keeps `owner`'s original, durable (its replica).
+    Replicated { key: Key, owner: u32 },
     /// The sender cannot take part (it could not store its data).
     Withdrawn { key: Key, root: u32 },
     /// The sender's predecessor on the ring of live members (see
@@ -45,13 +45,16 @@ pub enum Message {
     Suspect { rank: u32 },
     // To workers.
     /// Fetch `from_holder`'s buffer at `from_disp` into yours at
-    /// `into_disp`.
+    /// `into_disp`; `from_original`: that buffer holds its holder's
+    /// original data (no task combined into it), so that it can serve as
+    /// the holder's replica.
     Task {
         key: Key,
         number: u64,
         into_disp: u64,
         from_holder: u32,
         from_disp: u64,
+        from_original: bool,
     },
     /// Load rank `rank`'s original (yours, or the replica you keep).
     Reload { key: Key, rank: u32 },
@@ -94,8 +97,8 @@ impl Message {
             Message::Reloaded { key, rank, disp } => {
                 w.head(4, key).u32(*rank).u64(*disp);
             }
-            Message::Replicated { key, holder } => {
-                w.head(5, key).u32(*holder);
+            Message::Replicated { key, owner } => {
+                w.head(5, key).u32(*owner);
             }
             Message::Withdrawn { key, root } => {
                 w.head(6, key).u32(*root);
@@ -109,9 +112,11 @@ impl Message {
                 into_disp,
                 from_holder,
                 from_disp,
+                from_original,
             } => {
                 w.head(8, key).u64(*number).u64(*into_disp);
                 w.u32(*from_holder).u64(*from_disp);
+                w.u32(u32::from(*from_original));
             }
             Message::Reload { key, rank } => {
                 w.head(9, key).u32(*rank);
@@ -182,7 +187,7 @@ impl Message {
             },
             5 => Message::Replicated {
                 key,
-                holder: r.u32()?,
+                owner: r.u32()?,
             },
             6 => Message::Withdrawn {
                 key,
@@ -195,6 +200,7 @@ impl Message {
                 into_disp: r.u64()?,
                 from_holder: r.u32()?,
                 from_disp: r.u64()?,
+                from_original: r.u32()? != 0,
             },
             9 => Message::Reload {
                 key,
@@ -328,7 +334,7 @@ mod tests {
                 rank: 3,
                 disp: 5,
             },
-            Message::Replicated { key, holder: 1 },
+            Message::Replicated { key, owner: 1 },
             Message::Withdrawn { key, root: 1 },
             Message::Suspect { rank: 3 },
             Message::Task {
@@ -337,6 +343,7 @@ mod tests {
                 into_disp: 2,
                 from_holder: 3,
                 from_disp: 4,
+                from_original: true,
             },
             Message::Reload { key, rank: 6 },
             Message::Replicate { key, holder: 0 },

@@ -24,7 +24,6 @@
 //!   master also counts failed whom the launcher reports dead (`osrun
 //!   --ft`). Per process and period: one ping sent, one received.
 
-use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -34,11 +33,13 @@ use std::time::{Duration, Instant};
 use onesided_fabric::{control::Outbox, pages, Access, Endpoint, MemoryRegion, World};
 use onesided_rma::{Assert, Group, LockKind, Rma, Window};
 
+use crate::buffer::{elements, Aligned, Buffer, Pool};
+use crate::lines::Lines;
 use crate::master::Master;
 use crate::message::{Key, Message};
 use crate::replica::Store;
 use crate::ring::{self, Ring};
-use crate::schedule::Failure;
+use crate::schedule::{replica_holder, Failure};
 use crate::{Error, ReducerBody};
 
 /// The master's control service.
@@ -50,8 +51,6 @@ const LINE_TAG: u64 = 0x7265_6475_6365;
 /// The root's own line: never attached (no one reads it), so no
 /// attachment's displacement (those are `k << 40`, k >= 1).
 const ROOT_LINE: u64 = 0;
-/// Lines and copies of each kind kept from ended reductions for the next.
-const POOLED: usize = 16;
 /// Silence at the start that does not count (processes create their
 /// reducers at their own pace).
 const START_GRACE: Duration = Duration::from_secs(2);
@@ -147,6 +146,8 @@ struct Shared {
     ep: Endpoint,
     group: Group,
     me: u32,
+    /// The host of each group rank.
+    hosts: Vec<u64>,
     store: Store,
     config: Config,
     local: Mutex<Local>,
@@ -156,45 +157,6 @@ struct Shared {
     master: Option<Mutex<Watch>>,
     /// Stops the monitor.
     stop: (Mutex<bool>, Condvar),
-}
-
-/// Memory of ended reductions kept for the next ones: its pages are
-/// faulted in and (lines) registered already, which at 32 MiB costs more
-/// than the reduction's own copies.
-#[derive(Default)]
-struct Pool {
-    /// Lines, by length.
-    regions: Vec<(usize, Arc<MemoryRegion>)>,
-    copies: Vec<Aligned>,
-}
-
-impl Pool {
-    fn region(&mut self, len: usize) -> Option<Arc<MemoryRegion>> {
-        let i = self.regions.iter().position(|(l, _)| *l == len)?;
-        Some(self.regions.swap_remove(i).1)
-    }
-
-    /// Gives back a line; returns the one it no longer keeps, to be
-    /// dropped outside the lock (dropping a region takes the endpoint's).
-    #[must_use]
-    fn put_region(&mut self, len: usize, region: Arc<MemoryRegion>) -> Option<Arc<MemoryRegion>> {
-        self.regions.push((len, region));
-        (self.regions.len() > POOLED).then(|| self.regions.remove(0).1)
-    }
-
-    fn copy(&mut self, len: usize) -> Option<Aligned> {
-        let i = self.copies.iter().position(|c| c.len == len)?;
-        Some(self.copies.swap_remove(i))
-    }
-
-    fn put_copy(&mut self, copy: Box<dyn Buffer>) {
-        if let Ok(copy) = copy.into_any().downcast::<Aligned>() {
-            self.copies.push(*copy);
-            if self.copies.len() > POOLED {
-                self.copies.remove(0);
-            }
-        }
-    }
 }
 
 /// The master's state, when it last heard from each worker, and its
@@ -268,8 +230,10 @@ enum Original {
     /// The root's: the working copy the result grows in, given back by
     /// the future without a copy.
     Root(Box<dyn Buffer>),
-    /// Another's: its line, filled.
-    Line(Arc<MemoryRegion>),
+    /// Another's: its line, filled, and when the group spans hosts a
+    /// second copy, which its replica is read from (a task writes the line
+    /// in place).
+    Line(Arc<MemoryRegion>, Option<Arc<MemoryRegion>>),
 }
 
 /// One reduction on this process.
@@ -285,17 +249,42 @@ struct Reduction {
     /// combines into one (a region hands out no slice) and writes it back
     /// to the line's region. Made at a line's first task.
     lines: HashMap<u64, Box<dyn Buffer>>,
-    /// Where the replica of this process's data is asked for.
-    replica: Option<u32>,
-    /// Whether it is durable there.
-    replicated: bool,
+    /// Its original data's displacement, where its replica is read from.
+    source: Option<u64>,
+    /// Where the replica of this process's data is.
+    replica: Replica,
     /// Whether the master has this process's data.
     contributed: bool,
-    /// Whether the call returned (its file written).
+    /// Whether the call returned (its file and replica written).
     returned: bool,
     outcome: Outcome,
     /// Its future was dropped before the end: it goes at the end.
     abandoned: bool,
+}
+
+/// The replica of this process's original data, on the next live member
+/// on another host ([`crate::schedule::replica_holder`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replica {
+    /// Not asked for yet.
+    Pending,
+    /// Asked of this holder.
+    Asked(u32),
+    /// Durable on `holder`.
+    Durable(u32),
+    /// None: this is the root, or every live member shares this host
+    /// (the file here serves).
+    Nowhere,
+    /// `holder` could not store it (its disk full or unwritable): the
+    /// call fails.
+    Refused(u32),
+}
+
+impl Replica {
+    /// Whether the call still waits for it.
+    fn waits(self) -> bool {
+        matches!(self, Replica::Pending | Replica::Asked(_))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -306,56 +295,6 @@ enum Outcome {
 }
 
 type Combine = Arc<dyn Fn(&mut [u8], &[u8]) + Send + Sync>;
-
-/// A working copy of a line.
-trait Buffer: Send {
-    fn bytes(&self) -> &[u8];
-    fn bytes_mut(&mut self) -> &mut [u8];
-    fn into_any(self: Box<Self>) -> Box<dyn Any>;
-}
-
-/// The root's copy, in the caller's element type.
-impl<T: bytemuck::Pod + Send> Buffer for Vec<T> {
-    fn bytes(&self) -> &[u8] {
-        bytemuck::cast_slice(self)
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        bytemuck::cast_slice_mut(self)
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
-    }
-}
-
-impl Buffer for Aligned {
-    fn bytes(&self) -> &[u8] {
-        &bytemuck::cast_slice(&self.words)[..self.len]
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut bytemuck::cast_slice_mut(&mut self.words)[..self.len]
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
-    }
-}
-
-/// Bytes aligned for any element type of alignment 16 or less.
-struct Aligned {
-    words: Vec<u128>,
-    len: usize,
-}
-
-impl Aligned {
-    fn zeroed(len: usize) -> Aligned {
-        let mut words = Vec::new();
-        pages::resize(&mut words, len.div_ceil(16), 0);
-        Aligned { words, len }
-    }
-}
 
 impl Reducer {
     /// The reducer of this process over `group` (which it belongs to):
@@ -377,7 +316,7 @@ impl Reducer {
         let store = Store::new(world.pmi().kvsname())?;
         ep.watch_processes();
         let size = group.size();
-        let hosts = (group.members().iter())
+        let hosts: Vec<u64> = (group.members().iter())
             .map(|&r| ep.host_of(r).unwrap_or(u64::from(r)))
             .collect();
         let start = Instant::now() + START_GRACE;
@@ -385,6 +324,7 @@ impl Reducer {
             ep: ep.clone(),
             group: group.clone(),
             me,
+            hosts: hosts.clone(),
             store,
             config,
             local: Mutex::new(Local {
@@ -500,7 +440,7 @@ impl Reducer {
             body.combine(bytemuck::cast_slice_mut(into), bytemuck::cast_slice(from))
         });
         let key = {
-            let mut local = s.lock();
+            let local = s.lock();
             let round = local.rounds.get(&id).copied().unwrap_or(0);
             let key = Key { id, round };
             if round > 0
@@ -513,7 +453,8 @@ impl Reducer {
                     "reduction {id} is still in flight here"
                 )));
             }
-            local.rounds.insert(id, round + 1);
+            // The round counts from when the reduction is in `reductions`
+            // (else it would look ended meanwhile, see `ended`).
             key
         };
         let bytes: &[u8] = bytemuck::cast_slice(data);
@@ -521,16 +462,22 @@ impl Reducer {
             // The root's data is never read by others nor reloaded (its
             // death fails the reduction): no line, no file.
             true => Ok(Original::Root(Box::new(pages::to_vec(data)))),
-            false => s.expose(bytes),
+            false => s.expose(bytes, s.holder().is_some()),
         };
         let original = match original {
             Ok(original) => original,
             Err(e) => {
+                s.lock().rounds.insert(id, key.round + 1);
                 s.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
                 return Err(e);
             }
         };
         let mut local = s.lock();
+        if local.rounds.insert(id, key.round + 1).unwrap_or(0) != key.round {
+            return Err(Error::Usage(format!(
+                "reduction {id} was started meanwhile by another thread"
+            )));
+        }
         let mut outcome = local.early.remove(&key).unwrap_or(Outcome::Running);
         if local.master_dead {
             outcome = Outcome::Failed(Failure::MasterDied(0));
@@ -544,8 +491,11 @@ impl Reducer {
                 original: Some(original),
                 own: None,
                 lines: HashMap::new(),
-                replica: None,
-                replicated: false,
+                replica: match s.me == root {
+                    true => Replica::Nowhere,
+                    false => Replica::Pending,
+                },
+                source: None,
                 contributed: false,
                 returned: s.me == root,
                 outcome,
@@ -572,10 +522,6 @@ impl Reducer {
                 other => other,
             };
             let mut local = s.lock();
-            if let Some(r) = local.reductions.get_mut(&key) {
-                r.returned = true;
-            }
-            s.wake.notify_all();
             match (ended(&local, key), written) {
                 (true, _) => {
                     drop(local);
@@ -591,6 +537,29 @@ impl Reducer {
                     s.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
                     return Err(e);
                 }
+            }
+            // The data outlives this host before the call returns: its
+            // replica on another host is durable (or there is none).
+            s.wait(|local| {
+                (local.reductions.get(&key))
+                    .is_none_or(|r| !r.replica.waits() || r.outcome != Outcome::Running)
+            });
+            let refused = match s.lock().reductions.get_mut(&key) {
+                Some(r) => {
+                    r.returned = true;
+                    match r.replica {
+                        Replica::Refused(holder) => Some(holder),
+                        _ => None,
+                    }
+                }
+                None => None,
+            };
+            s.wake.notify_all();
+            if let Some(holder) = refused {
+                s.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
+                return Err(Error::Usage(format!(
+                    "rank {holder} could not store this rank's replica"
+                )));
             }
         }
         Ok(ReduceFuture {
@@ -720,20 +689,6 @@ impl<T> Drop for ReduceFuture<T> {
     }
 }
 
-/// `bytes` as elements.
-fn elements<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
-    let mut out = vec![T::zeroed(); bytes.len().checked_div(size_of::<T>()).unwrap_or(0)];
-    bytemuck::cast_slice_mut(&mut out).copy_from_slice(bytes);
-    out
-}
-
-/// The executor's window and the lines attached to it.
-struct Lines {
-    window: Window,
-    /// Lines held here, by (reduction, displacement): length and region.
-    held: HashMap<(Key, u64), (usize, Arc<MemoryRegion>)>,
-}
-
 impl Shared {
     /// Makes progress until `done` holds: the control messages a
     /// reduction waits for are handled as they come, not when the
@@ -796,6 +751,20 @@ impl Shared {
                 if rank == 0 {
                     master_lost(&mut local);
                 }
+            }
+            // Here, not by the executor: a call and held tasks wait for it.
+            Message::Stored { key, ok } => {
+                if let Some(r) = local.reductions.get_mut(&key) {
+                    if r.replica == Replica::Asked(from) {
+                        r.replica = match ok {
+                            true => Replica::Durable(from),
+                            false => Replica::Refused(from),
+                        };
+                    }
+                }
+                drop(local);
+                self.wake.notify_all();
+                return;
             }
             _ => {}
         }
@@ -1000,26 +969,52 @@ impl Shared {
         local.closing || ended(&local, key)
     }
 
-    /// Writes and syncs `owner`'s replica of `key`, tells it; a replica
-    /// of a reduction that ended meanwhile is not written, or goes at once.
+    /// Writes and syncs `owner`'s replica of `key`, tells the master and
+    /// the owner; a replica of a reduction that ended meanwhile is not
+    /// written, or goes at once.
     fn keep(&self, key: Key, owner: u32, copy: Aligned) {
-        let ok = !self.ended(key)
-            && (self.store.write(self.me, owner, key, copy.bytes()))
-                .and_then(|()| self.store.sync(self.me, owner, key))
-                .is_ok();
+        let kept = match self.ended(key) {
+            true => None,
+            false => Some(
+                (self.store.write(self.me, owner, key, copy.bytes()))
+                    .and_then(|()| self.store.sync(self.me, owner, key)),
+            ),
+        };
         let ended = {
             let mut local = self.lock();
             local.pool.put_copy(Box::new(copy));
             local.closing || ended(&local, key)
         };
-        match ended {
-            true => self.store.remove(self.me, owner, key),
-            false => self.send(owner, WORKER_SERVICE, &Message::Stored { key, ok }),
+        // A file removed under the write: another process of this host
+        // saw the reduction end (and removed its files).
+        let removed = matches!(&kept, Some(Err(Error::Replica { source, .. }))
+            if source.kind() == std::io::ErrorKind::NotFound);
+        let Some(kept) = kept.filter(|_| !ended && !removed) else {
+            return self.store.remove(self.me, owner, key);
+        };
+        if kept.is_ok() {
+            self.send(0, MASTER_SERVICE, &Message::Replicated { key, owner });
         }
+        let m = Message::Stored {
+            key,
+            ok: kept.is_ok(),
+        };
+        self.send(owner, WORKER_SERVICE, &m);
     }
 
-    /// This process's data of `key` in a line (pooled or new).
-    fn expose(&self, bytes: &[u8]) -> Result<Original, Error> {
+    /// This process's data of `key` in a line, and in a second region
+    /// when it is to be `replicated`.
+    fn expose(&self, bytes: &[u8], replicated: bool) -> Result<Original, Error> {
+        let line = self.filled(bytes)?;
+        let source = match replicated {
+            true => Some(self.filled(bytes)?),
+            false => None,
+        };
+        Ok(Original::Line(line, source))
+    }
+
+    /// A region (pooled or new) holding `bytes`.
+    fn filled(&self, bytes: &[u8]) -> Result<Arc<MemoryRegion>, Error> {
         let pooled = self.lock().pool.region(bytes.len());
         let region = match pooled {
             Some(region) => region,
@@ -1030,7 +1025,15 @@ impl Shared {
             drop(evicted);
             return Err(e.into());
         }
-        Ok(Original::Line(region))
+        Ok(region)
+    }
+
+    /// Where this process's replica goes now ([`replica_holder`]).
+    fn holder(&self) -> Option<u32> {
+        let dead = self.lock().dead.clone();
+        replica_holder(self.me, &self.hosts, |r| {
+            dead.contains(&r) || self.ep.is_dead(self.job(r))
+        })
     }
 
     /// Exposes this process's line of `key`, contributes it, and has its
@@ -1049,28 +1052,39 @@ impl Shared {
         let (root, len, Some(original)) = taken else {
             return;
         };
-        let disp = match original {
+        let (disp, source) = match original {
             Original::Root(copy) => {
                 if let Some(r) = self.lock().reductions.get_mut(&key) {
                     r.lines.insert(ROOT_LINE, copy);
                 }
-                ROOT_LINE
+                (ROOT_LINE, None)
             }
             // Attached outside the lock: the endpoint's handlers take it.
-            Original::Line(region) => match lines.attach(key, len, region) {
-                Ok(disp) => disp,
-                Err(evicted) => {
-                    drop(evicted);
-                    self.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
-                    return;
+            Original::Line(line, source) => {
+                let attached = lines.attach(key, len, line).and_then(|disp| match source {
+                    Some(source) => Ok((disp, Some(lines.attach(key, len, source)?))),
+                    None => Ok((disp, None)),
+                });
+                match attached {
+                    Ok(at) => at,
+                    Err(evicted) => {
+                        drop(evicted);
+                        self.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
+                        return;
+                    }
                 }
-            },
+            }
         };
         if let Some(r) = self.lock().reductions.get_mut(&key) {
             r.own = Some(disp);
+            r.source = source;
+        }
+        if disp != ROOT_LINE {
+            self.ask_replica(key, None);
         }
         if matches!(self.config.inject, Some((Point::Returned, _))) {
-            // The call returns once its file is written, maybe after this.
+            // The call returns once its file and replica are written,
+            // maybe after this.
             let mut local = self.lock();
             while !local.closing && (local.reductions.get(&key)).is_some_and(|r| !r.returned) {
                 local = self.wake.wait(local).unwrap_or_else(|p| p.into_inner());
@@ -1078,38 +1092,30 @@ impl Shared {
         }
         self.injected(Point::Returned);
         self.contribute(key, root, disp);
-        if disp != ROOT_LINE {
-            self.ask_replica(key, None);
-        }
     }
 
-    /// Asks `holder` (by default the next live member) to keep this
-    /// process's replica of `key`.
+    /// Asks `holder` (by default [`Shared::holder`]) to keep this
+    /// process's replica of `key`, read from the copy of its original.
     fn ask_replica(&self, key: Key, holder: Option<u32>) {
-        let size = self.group.size();
-        let dead = self.lock().dead.clone();
-        let holder = holder.or_else(|| {
-            (1..size)
-                .map(|k| (self.me + k) % size)
-                .find(|&r| !dead.contains(&r) && !self.ep.is_dead(self.job(r)))
-        });
-        let (len, own) = {
-            let mut local = self.lock();
-            let Some(r) = local.reductions.get_mut(&key) else {
-                return;
-            };
-            r.replica = holder;
-            r.replicated = false;
-            (r.len, r.own.unwrap_or(0))
+        let holder = holder.or_else(|| self.holder());
+        let mut local = self.lock();
+        let Some(r) = local.reductions.get_mut(&key) else {
+            return;
         };
-        if let Some(h) = holder {
-            let m = Message::Store {
-                key,
-                disp: own,
-                len: len as u64,
-            };
-            self.send(h, WORKER_SERVICE, &m);
-        }
+        let (Some(holder), Some(source)) = (holder, r.source) else {
+            r.replica = Replica::Nowhere;
+            drop(local);
+            self.wake.notify_all();
+            return;
+        };
+        r.replica = Replica::Asked(holder);
+        let m = Message::Store {
+            key,
+            disp: source,
+            len: r.len as u64,
+        };
+        drop(local);
+        self.send(holder, WORKER_SERVICE, &m);
     }
 
     /// Rank `rank` failed: replicas asked of it and not durable yet are
@@ -1119,9 +1125,7 @@ impl Shared {
             let mut local = self.lock();
             local.dead.push(rank);
             (local.reductions.iter())
-                .filter(|(_, r)| {
-                    r.replica == Some(rank) && !r.replicated && r.outcome == Outcome::Running
-                })
+                .filter(|(_, r)| r.replica == Replica::Asked(rank) && r.outcome == Outcome::Running)
                 .map(|(k, _)| *k)
                 .collect()
         };
@@ -1199,14 +1203,17 @@ impl Shared {
         }
         match m {
             Message::Store { key, disp, len } => self.fetch_replica(lines, key, from, disp, len),
-            Message::Stored { key, ok } => self.stored(key, from, ok),
             Message::Task {
                 key,
                 number,
                 into_disp,
                 from_holder,
                 from_disp,
-            } => self.task(lines, key, number, into_disp, from_holder, from_disp),
+                from_original,
+            } => {
+                let from = (from_holder, from_disp, from_original);
+                self.task(lines, key, number, into_disp, from)
+            }
             Message::Reload { key, rank } => self.reload(lines, key, rank),
             Message::Replicate { key, holder } => self.ask_replica(key, Some(holder)),
             Message::Dead { rank } => self.dead(rank),
@@ -1228,32 +1235,22 @@ impl Shared {
                 (self.lock().writes).push_back(Write::Keep { key, owner, copy });
                 self.wake.notify_all();
             }
-            // The owner died (the master hears of it) or the line is gone
-            // (the reduction ended).
-            Err(_) => self.lock().pool.put_copy(Box::new(copy)),
-        }
-    }
-
-    /// This process's replica of `key` is durable on `holder` (or could
-    /// not be stored there: its file on this host still serves).
-    fn stored(&self, key: Key, holder: u32, ok: bool) {
-        {
-            let mut local = self.lock();
-            let Some(r) = local.reductions.get_mut(&key) else {
-                return;
-            };
-            if !ok || r.replica != Some(holder) || r.outcome != Outcome::Running {
-                return;
+            // The owner died (the master hears of it), the line is gone
+            // (the reduction ended), or the owner hears it was not kept.
+            Err(_) => {
+                self.lock().pool.put_copy(Box::new(copy));
+                if !self.ended(key) {
+                    let m = Message::Stored { key, ok: false };
+                    self.send(owner, WORKER_SERVICE, &m);
+                }
             }
-            r.replicated = true;
         }
-        let m = Message::Replicated { key, holder };
-        self.send(0, MASTER_SERVICE, &m);
     }
 
     /// Runs a task: fetches the provider's line, combines it into line
     /// `into`, exposes the result, reports.
-    fn task(&self, lines: &mut Lines, key: Key, number: u64, into: u64, holder: u32, from: u64) {
+    fn task(&self, lines: &mut Lines, key: Key, number: u64, into: u64, from: (u32, u64, bool)) {
+        let (holder, from, original) = from;
         let begun = Instant::now();
         let taken = {
             let mut local = self.lock();
@@ -1291,13 +1288,14 @@ impl Shared {
             }
             fetched.and(written)
         });
-        // The replica travels with the first fetch: a line its holder
-        // asked this process to keep is written from what the task read.
-        let keep = done.is_ok() && {
+        // The replica travels with the first fetch: the original of a
+        // line's holder that asked this process to keep it is written
+        // from what the task read.
+        let keep = done.is_ok() && original && {
             let mut local = self.lock();
             let asked = (local.work.iter()).position(|w| {
-                matches!(w, Work::Message(f, Message::Store { key: k, disp, .. })
-                    if *f == holder && *k == key && *disp == from)
+                matches!(w, Work::Message(f, Message::Store { key: k, .. })
+                    if *f == holder && *k == key)
             });
             asked.and_then(|i| local.work.remove(i)).is_some()
         };
@@ -1332,41 +1330,21 @@ impl Shared {
         let Some((len, own)) = taken else {
             return;
         };
-        let mut line = self.copy(len);
-        let read = (self.store.read(self.me, rank, key, line.bytes_mut()))
-            .or_else(|_| self.store.read(rank, rank, key, line.bytes_mut()));
-        if read.is_err() {
+        let Some(line) = self.original(key, rank, len) else {
             // Nothing to reload from: the reduction cannot have this
             // rank's data.
-            self.lock().pool.put_copy(Box::new(line));
             let m = Message::Failed {
                 key,
                 failure: Failure::DataLost(rank),
             };
-            self.send(0, MASTER_SERVICE, &m);
-            return;
-        }
+            return self.send(0, MASTER_SERVICE, &m);
+        };
         let at = match (rank == self.me, own) {
             (true, Some(own)) => (lines.held.get(&(key, own)).map(|(_, region)| region))
                 .ok_or_else(|| Error::Usage("own line not attached".into()))
                 .and_then(|region| Ok(region.write_bytes(0, line.bytes())?))
                 .map(|()| own),
-            _ => {
-                let pooled = self.lock().pool.region(len);
-                let region = match pooled {
-                    Some(region) => Ok(region),
-                    None => (self.ep.register(len.max(1), Access::REMOTE_READ))
-                        .map(Arc::new)
-                        .map_err(Error::from),
-                };
-                region.and_then(|region| {
-                    region.write_bytes(0, line.bytes())?;
-                    lines.attach(key, len, region).map_err(|evicted| {
-                        drop(evicted);
-                        Error::Usage("a dynamic window holds no more lines".into())
-                    })
-                })
-            }
+            _ => self.new_line(lines, key, line.bytes()),
         };
         let Ok(at) = at else { return };
         if let Some(r) = self.lock().reductions.get_mut(&key) {
@@ -1378,6 +1356,37 @@ impl Shared {
             disp: at,
         };
         self.send(0, MASTER_SERVICE, &m);
+    }
+
+    /// Rank `rank`'s original of `key` (the replica kept here, or its file
+    /// on this host) in a working copy; None when neither is readable.
+    fn original(&self, key: Key, rank: u32, len: usize) -> Option<Aligned> {
+        let mut copy = self.copy(len);
+        let read = (self.store.read(self.me, rank, key, copy.bytes_mut()))
+            .or_else(|_| self.store.read(rank, rank, key, copy.bytes_mut()));
+        match read {
+            Ok(()) => Some(copy),
+            Err(_) => {
+                self.lock().pool.put_copy(Box::new(copy));
+                None
+            }
+        }
+    }
+
+    /// `bytes` in a new line of `key` (a pooled region or a new one): its
+    /// displacement.
+    fn new_line(&self, lines: &mut Lines, key: Key, bytes: &[u8]) -> Result<u64, Error> {
+        let len = bytes.len();
+        let pooled = self.lock().pool.region(len);
+        let region = match pooled {
+            Some(region) => region,
+            None => Arc::new(self.ep.register(len.max(1), Access::REMOTE_READ)?),
+        };
+        region.write_bytes(0, bytes)?;
+        lines.attach(key, len, region).map_err(|evicted| {
+            drop(evicted);
+            Error::Usage("a dynamic window holds no more lines".into())
+        })
     }
 
     /// Reduction `key` ended: its lines and files go, its memory to the
@@ -1450,51 +1459,5 @@ fn ended(local: &Local, key: Key) -> bool {
             local.early.contains_key(&key)
                 || key.round < local.rounds.get(&key.id).copied().unwrap_or(0)
         }
-    }
-}
-
-impl Lines {
-    /// Attaches `region` (`len` bytes of reduction `key`) to the window:
-    /// its displacement, or the region back when the window is full.
-    fn attach(
-        &mut self,
-        key: Key,
-        len: usize,
-        region: Arc<MemoryRegion>,
-    ) -> Result<u64, Arc<MemoryRegion>> {
-        match self.window.attach(Arc::clone(&region)) {
-            Ok(disp) => {
-                self.held.insert((key, disp), (len, region));
-                Ok(disp)
-            }
-            Err(_) => Err(region),
-        }
-    }
-
-    /// Detaches reduction `key`'s lines (every fetch of them is over):
-    /// their regions, by length.
-    fn release(&mut self, key: Key) -> Vec<(usize, Arc<MemoryRegion>)> {
-        let mine: Vec<(Key, u64)> = (self.held.keys())
-            .filter(|(k, _)| *k == key)
-            .copied()
-            .collect();
-        let mut out = Vec::new();
-        for at in mine {
-            if let Some(line) = self.held.remove(&at) {
-                let _ = self.window.detach(at.1);
-                out.push(line);
-            }
-        }
-        out
-    }
-
-    fn release_all(&mut self) -> Vec<(usize, Arc<MemoryRegion>)> {
-        let all: Vec<_> = std::mem::take(&mut self.held).into_iter().collect();
-        (all.into_iter())
-            .map(|((_, disp), line)| {
-                let _ = self.window.detach(disp);
-                line
-            })
-            .collect()
     }
 }

@@ -266,9 +266,10 @@ impl Schedule {
         }
         let mut lost = Vec::new();
         if !self.contributed.contains(rank) {
-            // Its data is in a file on its host if its call returned.
-            let host = self.hosts[rank as usize];
-            if !(0..self.size).any(|r| !self.is_dead(r) && self.hosts[r as usize] == host) {
+            // Its data is in a file on its host and a replica on another
+            // if its call returned: whoever has one reloads it, else says
+            // it is lost ([`Schedule::lost`]).
+            if self.copy_of(rank).is_none() {
                 return self.fail(Failure::DiedBeforeContributing(rank));
             }
             self.contributed.insert(rank);
@@ -314,7 +315,7 @@ impl Schedule {
             if self.replica[owner as usize] == Some(rank) {
                 self.replica[owner as usize] = None;
                 if !self.is_dead(owner) {
-                    if let Some(holder) = self.next_live(owner) {
+                    if let Some(holder) = replica_holder(owner, &self.hosts, |r| self.is_dead(r)) {
                         actions.push(Action::Replicate { owner, holder });
                     }
                 }
@@ -358,19 +359,29 @@ impl Schedule {
         }
     }
 
+    /// Who can load dead rank `rank`'s original: its replica's holder
+    /// when known, else a live rank on its host (from its file), else
+    /// the rank its replica goes to by [`replica_holder`] (it may not have
+    /// it yet: it then says the data is lost).
+    fn copy_of(&self, rank: u32) -> Option<u32> {
+        let host = self.hosts[rank as usize];
+        (self.replica[rank as usize].filter(|&h| !self.is_dead(h)))
+            .or_else(|| {
+                (0..self.size).find(|&r| !self.is_dead(r) && self.hosts[r as usize] == host)
+            })
+            .or_else(|| replica_holder(rank, &self.hosts, |r| self.is_dead(r)))
+    }
+
     /// The reloads that rebuild `path`: each rank's original from the
-    /// rank itself when it lives, else from its replica's holder, else
-    /// from its file by a live rank on its host (the spec's step 3:
-    /// single, fault-tolerant lines).
+    /// rank itself when it lives, else from a copy
+    /// ([`Schedule::copy_of`]; the spec's step 3: single, fault-tolerant
+    /// lines).
     fn singles(&mut self, path: &Path) -> Vec<Action> {
         let mut actions = Vec::new();
         for rank in path.ranks() {
-            let host = self.hosts[rank as usize];
             let holder = match self.is_dead(rank) {
                 false => Some(rank),
-                true => (self.replica[rank as usize].filter(|&h| !self.is_dead(h))).or_else(|| {
-                    (0..self.size).find(|&r| !self.is_dead(r) && self.hosts[r as usize] == host)
-                }),
+                true => self.copy_of(rank),
             };
             match holder {
                 Some(holder) => {
@@ -381,13 +392,6 @@ impl Schedule {
             }
         }
         actions
-    }
-
-    /// The first live rank after `rank` (cyclically), other than it.
-    fn next_live(&self, rank: u32) -> Option<u32> {
-        (1..self.size)
-            .map(|k| (rank + k) % self.size)
-            .find(|&r| !self.is_dead(r))
     }
 
     fn fail(&mut self, why: Failure) -> Vec<Action> {
@@ -443,6 +447,18 @@ impl Schedule {
         }
         perf.last(a.holder) <= perf.last(b.holder)
     }
+}
+
+/// Where rank `owner`'s replica goes: the first live rank after it
+/// (cyclically) on another host (`hosts[r]` is rank r's); none when every
+/// live rank shares its host (its file there serves them all). Workers
+/// and the master apply the same rule.
+pub fn replica_holder(owner: u32, hosts: &[u64], dead: impl Fn(u32) -> bool) -> Option<u32> {
+    let size = hosts.len() as u32;
+    let host = hosts.get(owner as usize)?;
+    (1..size)
+        .map(|k| (owner + k) % size)
+        .find(|&r| !dead(r) && hosts[r as usize] != *host)
 }
 
 #[cfg(test)]
@@ -590,10 +606,15 @@ mod tests {
         let (mut s, _, _) = started();
         assert_eq!(s.died(0, &perf), vec![Action::Failed(Failure::RootDied(0))]);
         assert!(s.died(3, &perf).is_empty(), "failed already");
-        // Alone on its host, 2 dies before contributing: its data is lost.
+        // Alone on its host, 2 dies before contributing: its replica's
+        // holder looks for it, and has none (2's call had not returned).
         let mut s = Schedule::new(0, vec![0, 0, 1]);
         assert_eq!(
             s.died(2, &perf),
+            vec![Action::Reload { holder: 0, rank: 2 }]
+        );
+        assert_eq!(
+            s.lost(2),
             vec![Action::Failed(Failure::DiedBeforeContributing(2))]
         );
         // With a live rank on its host, its file is looked for; none
@@ -620,10 +641,12 @@ mod tests {
             owner: 1,
             holder: 0
         }));
+        // 0 is asked for a replica it does not have yet.
         assert_eq!(
             s.died(1, &perf).last(),
-            Some(&Action::Failed(Failure::DataLost(1)))
+            Some(&Action::Reload { holder: 0, rank: 1 })
         );
+        assert_eq!(s.lost(1), vec![Action::Failed(Failure::DataLost(1))]);
         // Replicated again in time, it is recovered.
         let mut s = Schedule::new(0, vec![0, 1, 2]);
         s.replicated(1, 2);
@@ -648,10 +671,28 @@ mod tests {
         s.contributed(line(2, &[2]), &perf);
         let a = s.died(2, &perf);
         assert_eq!(a, vec![Action::Reload { holder: 0, rank: 2 }]);
-        // 1 dies with its host: only a durable replica could serve.
+        // 1 dies with its host: only its replica can serve, on 2 (the
+        // next rank on another host), which says whether it has it.
         let mut s = Schedule::new(0, hosts);
         s.contributed(line(1, &[1]), &perf);
-        assert_eq!(s.died(1, &perf), vec![Action::Failed(Failure::DataLost(1))]);
+        assert_eq!(
+            s.died(1, &perf),
+            vec![Action::Reload { holder: 2, rank: 1 }]
+        );
+        assert_eq!(s.lost(1), vec![Action::Failed(Failure::DataLost(1))]);
+    }
+
+    #[test]
+    fn a_replica_goes_to_the_next_live_rank_on_another_host() {
+        let hosts = [7, 7, 8, 7, 9];
+        let none = |_| false;
+        assert_eq!(replica_holder(0, &hosts, none), Some(2));
+        assert_eq!(replica_holder(2, &hosts, none), Some(3));
+        assert_eq!(replica_holder(4, &hosts, none), Some(0));
+        assert_eq!(replica_holder(1, &hosts, |r| r == 2), Some(4));
+        assert_eq!(replica_holder(1, &hosts, |r| r == 2 || r == 4), None);
+        assert_eq!(replica_holder(0, &[3; 4], none), None, "one host");
+        assert_eq!(replica_holder(5, &hosts, none), None, "outside");
     }
 
     /// A tiny deterministic generator (xorshift) for the simulation.
