@@ -4,6 +4,11 @@
  * printing `op NAME rank R us T`. Checks what it moves and exits 1 with
  * "... expected X found Y" otherwise.
  *
+ * The job then grows by one process of this program (spawn_join_1:
+ * MPI_Comm_spawn and MPI_Intercomm_merge; the new process reports its
+ * start, join_init, as the merge returns) and finalizes
+ * (finalize_after_growth, timed around MPI_Finalize).
+ *
  * MPI has no window over memory exposed before: window_create_free and
  * window_recreate_free are both MPI_Win_create over the same buffer,
  * with one MPI_Get from the right neighbour under lock_all, and
@@ -51,9 +56,27 @@ static void create_get_free(uint64_t *mem, int round) {
     MPI_Win_free(&win);
 }
 
+/* Times MPI_Finalize. */
+static void finalize_measured(void) {
+    double start = now_us();
+    MPI_Finalize();
+    report_op("finalize_after_growth", start);
+}
+
 int main(int argc, char **argv) {
     double start = now_us();
     MPI_Init(&argc, &argv);
+    MPI_Comm parent;
+    MPI_Comm_get_parent(&parent);
+    if (parent != MPI_COMM_NULL) {
+        /* The process of the growth. */
+        MPI_Comm grown;
+        MPI_Intercomm_merge(parent, 1, &grown);
+        MPI_Comm_rank(grown, &me);
+        report_op("join_init", start);
+        finalize_measured();
+        return 0;
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     print_loaded(me);
@@ -177,6 +200,19 @@ int main(int argc, char **argv) {
     report_op("allreduce_8", start);
 
     MPI_Win_free(&win);
-    MPI_Finalize();
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    start = now_us();
+    {
+        MPI_Comm inter, grown;
+        int size = 0;
+        MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
+                       MPI_ERRCODES_IGNORE);
+        MPI_Intercomm_merge(inter, 0, &grown);
+        MPI_Comm_size(grown, &size);
+        expect("grown size", (uint64_t)n + 1, (uint64_t)size);
+    }
+    report_op("spawn_join_1", start);
+    finalize_measured();
     return 0;
 }

@@ -67,13 +67,84 @@ pub fn parse(line: &str) -> Option<(String, Sample)> {
 /// One run's samples: by operation, one per rank.
 pub type Run = BTreeMap<String, Vec<Sample>>;
 
-/// Collects a run's `op` lines.
-pub fn collect<'a>(lines: impl Iterator<Item = &'a str>) -> Run {
+/// The operation whose counters come from the process's counters at exit
+/// (`World::finalize` consumes them): those minus the `total
+/// before_finalize` line's.
+pub const FINALIZE: &str = "finalize_after_growth";
+
+/// Collects a run's `op` lines (standard output and error together: the
+/// counters at exit, `ONESIDED_STATS` JSON lines, are on the latter).
+pub fn collect<'a>(lines: impl Iterator<Item = &'a str> + Clone) -> Run {
+    let finalize = finalize_counts(lines.clone());
     let mut run = Run::new();
-    for (name, sample) in lines.filter_map(parse) {
+    for line in lines {
+        let Some((name, mut sample)) = parse(line) else {
+            continue;
+        };
+        if name == FINALIZE {
+            let rank = (line.split_whitespace().skip_while(|w| *w != "rank"))
+                .nth(1)
+                .and_then(|r| r.parse::<u32>().ok());
+            if let Some(&(messages, bytes, pmi)) = rank.and_then(|r| finalize.get(&r)) {
+                sample.messages = Some(messages);
+                sample.bytes = Some(bytes);
+                sample.pmi = Some(pmi);
+            }
+        }
         run.entry(name).or_default().push(sample);
     }
     run
+}
+
+/// What each rank's `World::finalize` sent (messages, bytes, PMI
+/// requests): its counters at exit minus those before.
+fn finalize_counts<'a>(lines: impl Iterator<Item = &'a str>) -> BTreeMap<u32, (u64, u64, u64)> {
+    let (mut before, mut after) = (BTreeMap::new(), BTreeMap::new());
+    for line in lines {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let word = |key: &str| {
+            (words.windows(2))
+                .find(|w| w[0] == key)
+                .and_then(|w| w[1].parse::<u64>().ok())
+        };
+        if line.starts_with("total before_finalize ") {
+            if let (Some(r), Some(m), Some(b), Some(p)) =
+                (word("rank"), word("messages"), word("bytes"), word("pmi"))
+            {
+                before.insert(r as u32, (m, b, p));
+            }
+        } else if line.starts_with("{\"onesided_stats\":") {
+            let json = |key: &str| {
+                let at = line.find(&format!("\"{key}\":"))? + key.len() + 3;
+                let digits: String = line[at..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                digits.parse::<u64>().ok()
+            };
+            if let (Some(r), Some(m), Some(b), Some(p)) = (
+                json("rank"),
+                json("messages"),
+                json("message_bytes"),
+                json("pmi_requests"),
+            ) {
+                after.insert(r as u32, (m, b, p));
+            }
+        }
+    }
+    (after.into_iter())
+        .filter_map(|(r, (m, b, p))| {
+            let (m0, b0, p0) = before.get(&r)?;
+            Some((
+                r,
+                (
+                    m.saturating_sub(*m0),
+                    b.saturating_sub(*b0),
+                    p.saturating_sub(*p0),
+                ),
+            ))
+        })
+        .collect()
 }
 
 /// An operation at one process count, over the rounds: onesided's counts
@@ -252,6 +323,24 @@ mod tests {
         assert_eq!((op.as_str(), s.messages, s.us), ("barrier", None, 13.0));
         assert!(parse("pid 0 123").is_none());
         assert!(parse("op x rank 0").is_none(), "no time");
+    }
+
+    #[test]
+    fn finalize_counts_are_the_counters_at_exit_minus_before() {
+        let lines = [
+            "op finalize_after_growth rank 1 us 30.5",
+            "total before_finalize rank 1 messages 80 bytes 4000 pmi 20",
+            "{\"onesided_stats\":{\"rank\":1,\"messages\":83,\"message_bytes\":4060,\"tagged\":{\"count\":0},\"pmi_requests\":21}}",
+            "op finalize_after_growth rank 2 us 10",
+        ];
+        let run = collect(lines.iter().copied());
+        let f = &run[FINALIZE];
+        assert_eq!(
+            (f[0].messages, f[0].bytes, f[0].pmi),
+            (Some(3), Some(60), Some(1))
+        );
+        assert_eq!(f[0].us, 30.5);
+        assert_eq!(f[1].messages, None, "no counters at exit for rank 2");
     }
 
     #[test]

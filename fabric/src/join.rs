@@ -1,12 +1,19 @@
 //! Processes that join a running job (the expansion of a malleable job):
-//! the job's processes reserve the next ranks, one of them asks the
-//! launcher to start the new processes (PMI-1 `spawn`) and hands them
-//! every rank's address and place as preput keys; each new process
-//! connects, tells every old process its own address (a `JOIN` notice to
-//! the reserved rank), and is welcomed by each once it is known there.
-//! No old process re-initialises; nothing goes through an
-//! intercommunicator. The messages are one control service of the
-//! fabric's own; their texts are encoded and parsed here (pure).
+//! the job's processes reserve the next ranks, one of them (the root)
+//! asks the launcher to start the new processes (PMI-1 `spawn`) and hands
+//! them every rank's address and place as preput keys; each new process
+//! connects and tells the root its own address (a `JOIN` notice). The
+//! root passes the new places down a binomial tree of the old processes
+//! ([`crate::binomial`], over the members the root counts live, which the
+//! notice names so that every process draws the same tree); each adds
+//! them, passes them on, and answers its sender once its subtree knows
+//! them; the root then welcomes the new processes. Per old process:
+//! at most ceil(log2 p) notices sent, one answer, ceil(log2 p) rounds down
+//! and up; per new process: one notice sent, one received. A failed
+//! spawn goes down the same tree. No old process re-initialises; nothing
+//! goes through an intercommunicator. The messages are one control
+//! service of the fabric's own; their texts are encoded and parsed here
+//! (pure).
 
 use std::sync::{Arc, Mutex};
 
@@ -74,12 +81,24 @@ impl Place {
 pub(crate) enum Notice {
     /// A new process: its place (its rank is the sender's).
     Join(Place),
-    /// An old process knows the new one now.
+    /// Every old process knows the new one now (from the root).
     Welcome,
-    /// The root's spawn succeeded.
-    Spawned,
-    /// The root's spawn failed: why.
-    Failed(String),
+    /// The spawn of the ranks from `first` succeeded: some of their
+    /// places (by rank), for the old processes other than `excluded`
+    /// (dead, left or never joined, in the root's view).
+    Spawn {
+        first: u32,
+        excluded: Vec<u32>,
+        places: Vec<(u32, Place)>,
+    },
+    /// The spawn of the ranks from `first` failed: why.
+    SpawnFailed {
+        first: u32,
+        excluded: Vec<u32>,
+        why: String,
+    },
+    /// The sender's subtree knows the ranks from `first`.
+    Known(u32),
     /// The sender is leaving the job ([`crate::World::leave`]).
     Bye,
     /// The sender has reached this round of the finalizing barrier of a
@@ -93,8 +112,22 @@ impl Notice {
         match self {
             Notice::Join(place) => format!("join {}", place.encode()),
             Notice::Welcome => "welcome".into(),
-            Notice::Spawned => "spawned".into(),
-            Notice::Failed(why) => format!("failed {why}"),
+            Notice::Spawn {
+                first,
+                excluded,
+                places,
+            } => {
+                let places: Vec<String> = (places.iter())
+                    .map(|(r, p)| format!(" {r}={}", p.encode()))
+                    .collect();
+                format!("spawn {first} {}{}", ranks(excluded), places.concat())
+            }
+            Notice::SpawnFailed {
+                first,
+                excluded,
+                why,
+            } => format!("spawnfailed {first} {} {why}", ranks(excluded)),
+            Notice::Known(first) => format!("known {first}"),
             Notice::Bye => "bye".into(),
             Notice::Finalize(round) => format!("finalize {round}"),
         }
@@ -107,13 +140,79 @@ impl Notice {
         match word {
             "join" => Place::parse(rest).map(Notice::Join),
             "welcome" => Some(Notice::Welcome),
-            "spawned" => Some(Notice::Spawned),
-            "failed" => Some(Notice::Failed(rest.to_string())),
+            "spawn" => {
+                let mut words = rest.split(' ');
+                let first = words.next()?.parse().ok()?;
+                let excluded = parse_ranks(words.next()?)?;
+                let places = words
+                    .map(|w| {
+                        let (r, p) = w.split_once('=')?;
+                        Some((r.parse().ok()?, Place::parse(p)?))
+                    })
+                    .collect::<Option<_>>()?;
+                Some(Notice::Spawn {
+                    first,
+                    excluded,
+                    places,
+                })
+            }
+            "spawnfailed" => {
+                let mut words = rest.splitn(3, ' ');
+                Some(Notice::SpawnFailed {
+                    first: words.next()?.parse().ok()?,
+                    excluded: parse_ranks(words.next()?)?,
+                    why: words.next().unwrap_or_default().to_string(),
+                })
+            }
+            "known" => rest.parse().ok().map(Notice::Known),
             "bye" => Some(Notice::Bye),
             "finalize" => rest.parse().ok().map(Notice::Finalize),
             _ => None,
         }
     }
+}
+
+/// `ranks` as `1,5,9`, or `-` for none.
+fn ranks(ranks: &[u32]) -> String {
+    match ranks.is_empty() {
+        true => "-".into(),
+        false => (ranks.iter().map(u32::to_string))
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+/// Parses [`ranks`]' text.
+fn parse_ranks(text: &str) -> Option<Vec<u32>> {
+    match text {
+        "-" => Some(Vec::new()),
+        text => text.split(',').map(|r| r.parse().ok()).collect(),
+    }
+}
+
+/// The places of `places` in [`Notice::Spawn`] notices that each fit in a
+/// control message (one at least, even with no place).
+pub(crate) fn spawn_notices(first: u32, excluded: &[u32], places: &[(u32, Place)]) -> Vec<Notice> {
+    let head = format!("spawn {first} {}", ranks(excluded)).len();
+    let mut notices = Vec::new();
+    let (mut chunk, mut len) = (Vec::new(), head);
+    for (r, place) in places {
+        let more = format!(" {r}={}", place.encode()).len();
+        if !chunk.is_empty() && len + more > crate::control::MAX_REQUEST {
+            notices.push(std::mem::take(&mut chunk));
+            len = head;
+        }
+        chunk.push((*r, place.clone()));
+        len += more;
+    }
+    notices.push(chunk);
+    (notices.into_iter())
+        .map(|places| Notice::Spawn {
+            first,
+            excluded: excluded.to_vec(),
+            places,
+        })
+        .collect()
 }
 
 /// The join notices received, by sender, as the service records them
@@ -183,6 +282,44 @@ impl Inbox {
             }
         }
     }
+
+    /// Waits for the first notice from any sender that `pick` takes,
+    /// within the endpoint's timeout; the others stay.
+    ///
+    /// # Errors
+    /// [`Error::PeerDead`] when `watch` (the expected sender) dies;
+    /// [`Error::Timeout`] naming it.
+    pub(crate) fn wait_any<T>(
+        &self,
+        ep: &Endpoint,
+        op: &'static str,
+        watch: u32,
+        mut pick: impl FnMut(u32, &Notice) -> Option<T>,
+    ) -> Result<(u32, T)> {
+        let mut backoff = ep.backoff();
+        loop {
+            ep.progress();
+            {
+                let mut inbox = self.0.lock().unwrap_or_else(|p| p.into_inner());
+                let found = (inbox.iter().enumerate())
+                    .find_map(|(i, (rank, notice))| Some((i, *rank, pick(*rank, notice)?)));
+                if let Some((i, rank, t)) = found {
+                    inbox.remove(i);
+                    return Ok((rank, t));
+                }
+            }
+            if ep.is_dead(watch) {
+                return Err(Error::PeerDead { op, rank: watch });
+            }
+            if backoff.pause() > ep.timeout() {
+                return Err(Error::Timeout {
+                    op,
+                    rank: watch,
+                    after: ep.timeout(),
+                });
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -214,8 +351,22 @@ mod tests {
             Notice::Join(place.clone()),
             Notice::Join(unknown),
             Notice::Welcome,
-            Notice::Spawned,
-            Notice::Failed("no such program: x y".into()),
+            Notice::Spawn {
+                first: 4,
+                excluded: vec![],
+                places: vec![(4, place.clone()), (5, place.clone())],
+            },
+            Notice::Spawn {
+                first: 4,
+                excluded: vec![1, 3],
+                places: vec![],
+            },
+            Notice::SpawnFailed {
+                first: 9,
+                excluded: vec![2],
+                why: "no such program: x y".into(),
+            },
+            Notice::Known(7),
             Notice::Bye,
             Notice::Finalize(0),
             Notice::Finalize(23),
@@ -227,6 +378,23 @@ mod tests {
         assert_eq!(Notice::parse(b"join 01:1:x:b"), None);
         assert_eq!(Notice::parse(b"hello"), None);
         assert_eq!(Notice::parse(b"finalize x"), None);
+        assert_eq!(Notice::parse(b"spawn 4 1,x"), None);
+        assert_eq!(Notice::parse(b"spawn 4 - 5"), None);
+        // Many places travel in notices that each fit a control message.
+        let many: Vec<(u32, Place)> = (0..100).map(|r| (r, place.clone())).collect();
+        let notices = spawn_notices(0, &[3], &many);
+        assert!(notices.len() > 1);
+        let mut back = Vec::new();
+        for n in &notices {
+            let bytes = n.encode();
+            assert!(bytes.len() <= crate::control::MAX_REQUEST);
+            match Notice::parse(&bytes) {
+                Some(Notice::Spawn { places, .. }) => back.extend(places),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(back, many);
+        assert_eq!(spawn_notices(0, &[], &[]).len(), 1);
         assert_eq!(Place::parse(""), None);
         assert_eq!(Place::parse("01:2:"), None);
         let no_board = Place::parse("01:2::").unwrap();

@@ -40,6 +40,7 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod binomial;
 pub mod bootstrap;
 pub mod cma;
 pub mod control;

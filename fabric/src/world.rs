@@ -6,6 +6,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use crate::binomial;
 use crate::bootstrap;
 use crate::dissemination;
 use crate::endpoint::{Endpoint, EndpointConfig, Shared};
@@ -74,7 +75,8 @@ impl World {
     ///
     /// A process started by [`World::spawn`] joins the running job: it
     /// gets the next job ranks, connects to every process of the job, and
-    /// returns once each has welcomed it. One that `osrun --standby`
+    /// returns once each knows it (the spawn's root says so, see
+    /// [`crate::join`]). One that `osrun --standby`
     /// started ahead opens its endpoint, then waits here until a spawn
     /// takes it; one the job ends without taking exits here with status 0.
     ///
@@ -115,7 +117,7 @@ impl World {
             true => joining(&mut pmi)?,
             false => None,
         };
-        let (first, parents) = joins.clone().unwrap_or_default();
+        let (first, _, parents) = joins.clone().unwrap_or_default();
         let rank = pmi.rank();
         let size = pmi.size();
         if size == 0 || size > crate::MAX_RANKS || rank >= size {
@@ -223,12 +225,9 @@ impl World {
         }
         let inbox = Inbox::default();
         inbox.serve(&endpoint)?;
-        if joins.is_some() {
-            // Tells every process of the job where this one is, and waits
-            // until each knows it.
-            let old: Vec<u32> = (endpoint.live_ranks().into_iter())
-                .filter(|&r| r < first)
-                .collect();
+        if let Some((_, root, _)) = joins {
+            // Tells the spawn's root where this process is; the root
+            // welcomes it once every process of the job knows it.
             let me = Notice::Join(Place {
                 name: endpoint.name()?,
                 host: host_id(first + rank),
@@ -238,10 +237,8 @@ impl World {
                     .to_string(),
                 process,
             });
-            for &r in &old {
-                endpoint.notify(r, join::JOIN, &me.encode())?;
-            }
-            inbox.wait(&endpoint, "join the job", &old, |_, n| {
+            endpoint.notify(root, join::JOIN, &me.encode())?;
+            inbox.wait(&endpoint, "join the job", &[root], |_, n| {
                 (*n == Notice::Welcome).then_some(())
             })?;
             stop_spinning_when_crowded(&endpoint);
@@ -450,77 +447,177 @@ impl Spawner {
     /// process reads `request.preput`'s keys with [`Pmi::get`]). Existing
     /// windows, groups and communicators stay valid.
     ///
+    /// Cost (see [`crate::join`]): the new places go down a binomial tree
+    /// of the old processes and the answers come back up, at most
+    /// ceil(log2 p) + 1 notices per old process and 2 ceil(log2 p) rounds;
+    /// the root also hears from and welcomes each new process. The root
+    /// hands every old rank's place to the launcher (one preput key per
+    /// rank), which each new process reads (one PMI get per old rank).
+    ///
     /// # Errors
     /// [`Error::SpawnFailed`] on every process when the launcher cannot
     /// start them (a missing program, beyond the universe size): the job
     /// goes on without them; [`Error::Timeout`] or [`Error::PeerDead`]
-    /// when a new process or the root does not come.
+    /// naming a new process, the root, or a process of the tree that
+    /// does not come.
     pub fn spawn(&self, root: u32, request: &SpawnRequest) -> Result<std::ops::Range<u32>> {
         let ep = &self.endpoint;
-        let pmi = || self.pmi.lock().unwrap_or_else(|p| p.into_inner());
         let ranks = ep.reserve(request.count)?;
-        // Ranks reserved by an earlier spawn that failed never joined:
-        // they are not told.
-        let old = ep.live_ranks();
-        if ep.rank() == root {
-            let mut preput = request.preput.clone();
-            preput.push((
-                join::JOIN_KEY.to_string(),
-                format!("{}:{}", ranks.start, request.count),
-            ));
-            for r in 0..ranks.start {
-                let place =
-                    (ep.peer_name(r).filter(|n| !n.is_empty() && !ep.is_dead(r))).map(|name| {
-                        Place {
-                            name: name.to_vec(),
-                            host: ep.host_of(r).unwrap_or(u64::MAX),
-                            board: ep.board_name(r).unwrap_or_default().to_string(),
-                            process: ep.process_of(r),
-                        }
-                    });
-                preput.push((
-                    join::rank_key(r),
-                    place.map(|p| p.encode()).unwrap_or_default(),
-                ));
-            }
-            let spawned = pmi().spawn(&SpawnRequest {
-                preput,
-                ..request.clone()
-            });
-            let notice = match &spawned {
-                Ok(()) => Notice::Spawned,
-                Err(e) => Notice::Failed(e.to_string()),
-            };
-            for &r in &old {
-                ep.notify(r, join::JOIN, &notice.encode())?;
-            }
-            spawned.map_err(|e| Error::SpawnFailed(e.to_string()))?;
-        } else {
-            let told =
-                self.inbox
-                    .wait(ep, "hear from the spawn's root", &[root], |_, n| match n {
-                        Notice::Spawned => Some(None),
-                        Notice::Failed(why) => Some(Some(why.clone())),
-                        _ => None,
-                    })?;
-            if let Some((_, Some(why))) = told.into_iter().next() {
-                return Err(Error::SpawnFailed(why));
-            }
+        match ep.rank() == root {
+            true => self.spawn_root(request, ranks.clone())?,
+            false => self.spawn_member(root, ranks.clone())?,
         }
-        let new: Vec<u32> = ranks.clone().collect();
-        let joined = self
+        stop_spinning_when_crowded(ep);
+        Ok(ranks)
+    }
+
+    /// The root's part of [`Spawner::spawn`]: asks the launcher, hears
+    /// from each new process, sends their places down the tree of the old
+    /// processes it counts live, and welcomes them once the tree knows
+    /// them.
+    fn spawn_root(&self, request: &SpawnRequest, ranks: std::ops::Range<u32>) -> Result<()> {
+        let ep = &self.endpoint;
+        let (root, first) = (ep.rank(), ranks.start);
+        // Ranks dead, left, or reserved by an earlier spawn that failed
+        // (never joined): out of the tree.
+        let live = ep.live_ranks();
+        let excluded: Vec<u32> = (0..first)
+            .filter(|&r| r != root && live.binary_search(&r).is_err())
+            .collect();
+        let mut preput = request.preput.clone();
+        preput.push((
+            join::JOIN_KEY.to_string(),
+            format!("{first}:{}:{root}", request.count),
+        ));
+        for r in 0..first {
+            let place =
+                (ep.peer_name(r).filter(|n| !n.is_empty() && !ep.is_dead(r))).map(|name| Place {
+                    name: name.to_vec(),
+                    host: ep.host_of(r).unwrap_or(u64::MAX),
+                    board: ep.board_name(r).unwrap_or_default().to_string(),
+                    process: ep.process_of(r),
+                });
+            preput.push((
+                join::rank_key(r),
+                place.map(|p| p.encode()).unwrap_or_default(),
+            ));
+        }
+        let spawned = (self.pmi.lock().unwrap_or_else(|p| p.into_inner())).spawn(&SpawnRequest {
+            preput,
+            ..request.clone()
+        });
+        let members = tree_members(first, &excluded);
+        let children = binomial::children(&members, root, root);
+        if let Err(e) = spawned {
+            let why = e.to_string();
+            let failed = Notice::SpawnFailed {
+                first,
+                excluded,
+                why: why.clone(),
+            };
+            for &c in &children {
+                ep.notify(c, join::JOIN, &failed.encode())?;
+            }
+            return Err(Error::SpawnFailed(why));
+        }
+        let new: Vec<u32> = ranks.collect();
+        let mut places = self
             .inbox
             .wait(ep, "wait for a new process", &new, |_, n| match n {
                 Notice::Join(place) => Some(place.clone()),
                 _ => None,
             })?;
-        for (rank, place) in joined {
-            ep.add_peer(rank, &place.name, place.host, place.board, place.process)?;
-            ep.notify(rank, join::JOIN, &Notice::Welcome.encode())?;
+        places.sort_by_key(|(r, _)| *r);
+        for (rank, place) in &places {
+            ep.add_peer(
+                *rank,
+                &place.name,
+                place.host,
+                place.board.clone(),
+                place.process,
+            )?;
         }
-        stop_spinning_when_crowded(ep);
-        Ok(ranks)
+        for notice in join::spawn_notices(first, &excluded, &places) {
+            for &c in &children {
+                ep.notify(c, join::JOIN, &notice.encode())?;
+            }
+        }
+        (self.inbox).wait(
+            ep,
+            "hear the job knows the new processes",
+            &children,
+            |_, n| (*n == Notice::Known(first)).then_some(()),
+        )?;
+        for &r in &new {
+            ep.notify(r, join::JOIN, &Notice::Welcome.encode())?;
+        }
+        Ok(())
     }
+
+    /// An old process's part of [`Spawner::spawn`]: takes the new places
+    /// (or the failure) from its parent in the root's tree, passes them to
+    /// its children, and answers its parent once they know them.
+    fn spawn_member(&self, root: u32, ranks: std::ops::Range<u32>) -> Result<()> {
+        let ep = &self.endpoint;
+        let (me, first) = (ep.rank(), ranks.start);
+        // The parent in this process's view of the tree: the one named
+        // when nothing comes.
+        let mut view = ep.live_ranks();
+        view.retain(|&r| r < first);
+        view.push(me);
+        view.sort_unstable();
+        let expected = binomial::parent(&view, root, me).unwrap_or(root);
+        let mut known = 0;
+        let (parent, children) = loop {
+            let (from, notice) = (self.inbox).wait_any(
+                ep,
+                "hear from the spawn's root",
+                expected,
+                |_, n| match n {
+                    Notice::Spawn { first: f, .. } | Notice::SpawnFailed { first: f, .. }
+                        if *f == first =>
+                    {
+                        Some(n.clone())
+                    }
+                    _ => None,
+                },
+            )?;
+            let (Notice::Spawn { excluded, .. } | Notice::SpawnFailed { excluded, .. }) = &notice
+            else {
+                continue;
+            };
+            let children = binomial::children(&tree_members(first, excluded), root, me);
+            for &c in &children {
+                ep.notify(c, join::JOIN, &notice.encode())?;
+            }
+            match notice {
+                Notice::SpawnFailed { why, .. } => return Err(Error::SpawnFailed(why)),
+                Notice::Spawn { places, .. } => {
+                    for (rank, place) in places {
+                        ep.add_peer(rank, &place.name, place.host, place.board, place.process)?;
+                        known += 1;
+                    }
+                }
+                _ => {}
+            }
+            if known >= ranks.len() {
+                break (from, children);
+            }
+        };
+        (self.inbox).wait(
+            ep,
+            "hear the job knows the new processes",
+            &children,
+            |_, n| (*n == Notice::Known(first)).then_some(()),
+        )?;
+        ep.notify(parent, join::JOIN, &Notice::Known(first).encode())
+    }
+}
+
+/// The old processes of a spawn's tree: ranks below `first` but
+/// `excluded`.
+fn tree_members(first: u32, excluded: &[u32]) -> Vec<u32> {
+    (0..first).filter(|r| !excluded.contains(r)).collect()
 }
 
 /// Bytes of a process's board (see [`Endpoint::board_name`]).
@@ -571,18 +668,24 @@ fn stop_spinning_when_crowded(ep: &Endpoint) {
     }
 }
 
-/// A spawned process's first job rank and the places of the job's ranks
-/// before it, from its preput keys; `None` for a process spawned as a job
-/// of its own (without them).
-fn joining(pmi: &mut Pmi) -> Result<Option<(u32, Vec<Place>)>> {
+/// A spawned process's first job rank, the spawn's root and the places of
+/// the job's ranks before it, from its preput keys; `None` for a process
+/// spawned as a job of its own (without them).
+fn joining(pmi: &mut Pmi) -> Result<Option<(u32, u32, Vec<Place>)>> {
     let Ok(text) = pmi.get(join::JOIN_KEY) else {
         return Ok(None);
     };
-    let bad = || Error::BadDescriptor(format!("{}: {text:?} is not FIRST:COUNT", join::JOIN_KEY));
-    let (first, count) = text.split_once(':').ok_or_else(bad)?;
-    let first: u32 = first.parse().map_err(|_| bad())?;
-    let count: u32 = count.parse().map_err(|_| bad())?;
+    let bad = || {
+        Error::BadDescriptor(format!(
+            "{}: {text:?} is not FIRST:COUNT:ROOT",
+            join::JOIN_KEY
+        ))
+    };
+    let mut fields = text.split(':').map(|f| f.parse::<u32>().map_err(|_| bad()));
+    let mut field = || fields.next().unwrap_or_else(|| Err(bad()));
+    let (first, count, root) = (field()?, field()?, field()?);
     if count != pmi.size()
+        || root >= first
         || first
             .checked_add(count)
             .is_none_or(|e| e > crate::MAX_RANKS)
@@ -599,7 +702,7 @@ fn joining(pmi: &mut Pmi) -> Result<Option<(u32, Vec<Place>)>> {
             process: None,
         }));
     }
-    Ok(Some((first, places)))
+    Ok(Some((first, root, places)))
 }
 
 /// What a rank publishes of its place (`HOST:MACHINE:PROCESS:BOARD:CPUS`,

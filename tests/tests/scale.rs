@@ -44,6 +44,23 @@ fn max_of(lines: &[Line], op: &str, field: &str) -> (u64, usize) {
     (of.iter().copied().max().unwrap_or(0), of.len())
 }
 
+/// The messages each rank had sent before it finalized (`total
+/// before_finalize rank R messages M ...`), by rank.
+fn lines_before(stdout: &str) -> HashMap<u64, u64> {
+    (stdout.lines())
+        .filter_map(|l| l.strip_prefix("total before_finalize "))
+        .filter_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let field = |k: &str| {
+                (words.chunks(2))
+                    .find(|kv| kv[0] == k)
+                    .and_then(|kv| kv.get(1)?.parse().ok())
+            };
+            Some((field("rank")?, field("messages")?))
+        })
+        .collect()
+}
+
 #[test]
 fn protocols_send_what_they_state_in_p_at_32_ranks() {
     let _serial = serial();
@@ -51,6 +68,7 @@ fn protocols_send_what_they_state_in_p_at_32_ranks() {
     for n in [2u32, 32] {
         let out = Osrun::new(n, "tcp", "scale-check")
             .host_per_rank(true)
+            .env("ONESIDED_STATS", "1")
             .run();
         out.assert_success();
         assert_eq!(out.count("scale ok"), n as usize, "{out}");
@@ -105,6 +123,21 @@ fn protocols_send_what_they_state_in_p_at_32_ranks() {
         }
         // With every service served (the reducer's too).
         memory.push(max_of(&lines, "reducer_idle_1s", "receive_memory").0);
+        // A growth by one: down the tree and back up, ceil(log2 p) + 1
+        // at most per old process (the root also welcomes the new one);
+        // the new process tells the root only.
+        assert!(messages("spawn_join_1") <= log + 1, "spawn at {n}\n{out}");
+        assert_eq!(max_of(&lines, "join_init", "messages"), (1, 1), "join");
+        // finalize after the growth: ceil(log2 (p + 1)) notices each, the
+        // counters at exit minus those before.
+        let exit = out.stats();
+        assert_eq!(exit.len(), n as usize + 1, "counters at exit\n{out}");
+        for (rank, at_exit) in exit.iter().enumerate() {
+            let before = (lines_before(&out.stdout).get(&(rank as u64)).copied())
+                .unwrap_or_else(|| panic!("rank {rank}: no counters before finalize\n{out}"));
+            let sent = at_exit.get("messages") - before;
+            assert_eq!(sent, log2(n + 1), "finalize at rank {rank} of {}", n + 1);
+        }
     }
     assert_eq!(
         memory[0], memory[1],

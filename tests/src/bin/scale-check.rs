@@ -12,12 +12,21 @@
 //! own (`ONESIDED_HOST=node{rank}`) to count the provider paths. The
 //! reducer's replicas go to `ONESIDED_REDUCE_DIR` (default the system's
 //! temporary directory).
+//!
+//! Last, the job grows by one process of this program (`spawn_join_1`;
+//! the new process reports its start as `join_init`) and finalizes.
+//! `World::finalize` consumes the counters, so for it each process
+//! prints them before (`total before_finalize rank R messages M bytes B
+//! pmi P`) and its time after (`op finalize_after_growth rank R us T`);
+//! run with `ONESIDED_STATS=1`, the counters at exit on standard error
+//! give what it sent. It needs a launcher that spawns (`osrun`).
 
 #![forbid(unsafe_code)]
 
 use std::time::Instant;
 
 use onesided_collectives::Comm;
+use onesided_fabric::pmi::SpawnRequest;
 use onesided_fabric::{Access, Stats, World};
 use onesided_reduce::{Config, Reducer, Sum};
 use onesided_rma::{Assert, Group, LockKind, Op, RemoteAccess, Request, Rma};
@@ -53,11 +62,35 @@ fn measure(world: &World, name: &str, op: impl FnOnce()) {
     report(world, name, &before, start);
 }
 
+/// Finalizes, with the counters before and the time after (see the
+/// crate docs).
+fn finalize_measured(world: World) {
+    let me = world.rank();
+    let d = world.stats();
+    println!(
+        "total before_finalize rank {me} messages {} bytes {} pmi {}",
+        d.messages(),
+        d.message_bytes(),
+        d.pmi_requests
+    );
+    let start = Instant::now();
+    must(me, "finalize", world.finalize());
+    println!(
+        "op finalize_after_growth rank {me} us {:.1}",
+        start.elapsed().as_secs_f64() * 1e6
+    );
+}
+
 fn main() {
     let start = Instant::now();
     let world = must(0, "init", World::init());
     let (me, n) = (world.rank(), world.size());
     println!("pid {me} {}", std::process::id());
+    if world.pmi().spawned() {
+        // The process of the growth: its start, then the finalize.
+        report(&world, "join_init", &Stats::default(), start);
+        return finalize_measured(world);
+    }
     if me == 0 {
         let (version, path) = onesided_fabric::libfabric_loaded();
         println!("loaded libfabric {version} {path}");
@@ -238,6 +271,21 @@ fn main() {
     drop(reducer);
     must(me, "free", window.free());
     drop((comm, exposure, rma));
+    let program = must(
+        me,
+        "exe",
+        std::env::current_exe().map_err(|e| e.to_string()),
+    );
+    measure(&world, "spawn_join_1", || {
+        let request = SpawnRequest {
+            count: 1,
+            program: program.display().to_string(),
+            args: Vec::new(),
+            preput: Vec::new(),
+        };
+        let new = must(me, "spawn", world.spawn(0, &request));
+        check(me, new == (n..n + 1), || format!("spawned ranks {new:?}"));
+    });
     println!("rank {me}: scale ok");
-    must(me, "finalize", world.finalize());
+    finalize_measured(world);
 }

@@ -70,7 +70,15 @@ pub(crate) fn kill_group(child: &mut Child) -> Option<ExitStatus> {
 /// # Errors
 /// When it fails (with its standard error) or outlasts `timeout` (it is
 /// killed).
-pub(crate) fn job(mut cmd: Command, timeout: Duration) -> Result<String> {
+pub(crate) fn job(cmd: Command, timeout: Duration) -> Result<String> {
+    job_with_errors(cmd, timeout).map(|(out, _)| out)
+}
+
+/// As [`job`]: its standard output and standard error.
+///
+/// # Errors
+/// As [`job`].
+pub(crate) fn job_with_errors(mut cmd: Command, timeout: Duration) -> Result<(String, String)> {
     let out_path = super::tempfile("job-out")?;
     let err_path = super::tempfile("job-err")?;
     let mut child = cmd
@@ -95,7 +103,7 @@ pub(crate) fn job(mut cmd: Command, timeout: Duration) -> Result<String> {
     let _ = std::fs::remove_file(&out_path);
     let _ = std::fs::remove_file(&err_path);
     match status {
-        Some(s) if s.success() => Ok(out),
+        Some(s) if s.success() => Ok((out, err)),
         Some(s) => Err(format!("exited with {s}: {out}{err}").into()),
         None => Err(format!("did not end in {timeout:?}: {out}{err}").into()),
     }

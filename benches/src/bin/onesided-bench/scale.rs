@@ -12,7 +12,7 @@ use std::time::Duration;
 use onesided_bench::driver::{self, Args};
 use onesided_bench::scale::{self, Point, Run};
 
-use super::job::{command, job, ours_env, peer_start, Spec};
+use super::job::{command, job_with_errors, ours_env, peer_start, Spec};
 use super::reduce::Loaded;
 use super::Result;
 
@@ -46,16 +46,17 @@ pub(crate) fn run(args: &Args, p: &Programs) -> Result<(Vec<Point>, [Loaded; 2])
             let sides = [ours_spec(args, p, ranks), peer_spec(args, p, ranks, cores)];
             let first = (round % 2) as usize;
             for k in [first, 1 - first] {
-                let out = job(command(&sides[k]), JOB_TIMEOUT);
-                if let Ok(out) = &out {
+                let out = job_with_errors(command(&sides[k]), JOB_TIMEOUT);
+                if let Ok((out, _)) = &out {
                     loaded[k].extend(out.lines().filter_map(driver::parse_loaded));
                 }
                 match (k, out) {
                     (0, out) => {
-                        let out = out.map_err(|e| format!("scale {ranks} ranks: onesided: {e}"))?;
-                        ours.push(scale::collect(out.lines()));
+                        let (out, err) =
+                            out.map_err(|e| format!("scale {ranks} ranks: onesided: {e}"))?;
+                        ours.push(scale::collect(out.lines().chain(err.lines())));
                     }
-                    (_, Ok(out)) => theirs.push(scale::collect(out.lines())),
+                    (_, Ok((out, _))) => theirs.push(scale::collect(out.lines())),
                     (_, Err(e)) => {
                         let e = e.to_string();
                         let tail = e.get(e.len().saturating_sub(300)..).unwrap_or(&e);
@@ -80,7 +81,9 @@ fn ours_spec(args: &Args, p: &Programs, ranks: u32) -> Spec {
         JOB_TIMEOUT.as_secs().to_string(),
         p.check.display().to_string(),
     ];
-    let env = ours_env(args, p.mpich_libfabric);
+    let mut env = ours_env(args, p.mpich_libfabric);
+    // The counters at exit: what `World::finalize` sent.
+    env.push((onesided_fabric::stats::STATS_ENV.into(), "1".into()));
     (p.osrun.display().to_string(), argv, env)
 }
 
