@@ -542,12 +542,7 @@ impl Spawner {
                 ep.notify(c, join::JOIN, &notice.encode())?;
             }
         }
-        (self.inbox).wait(
-            ep,
-            "hear the job knows the new processes",
-            &children,
-            |_, n| (*n == Notice::Known(first)).then_some(()),
-        )?;
+        self.subtree_knows(&children, first)?;
         for &r in &new {
             ep.notify(r, join::JOIN, &Notice::Welcome.encode())?;
         }
@@ -604,13 +599,19 @@ impl Spawner {
                 break (from, children);
             }
         };
-        (self.inbox).wait(
-            ep,
-            "hear the job knows the new processes",
-            &children,
-            |_, n| (*n == Notice::Known(first)).then_some(()),
-        )?;
+        self.subtree_knows(&children, first)?;
         ep.notify(parent, join::JOIN, &Notice::Known(first).encode())
+    }
+
+    /// Waits until each of `children` says its subtree knows the ranks
+    /// from `first`.
+    fn subtree_knows(&self, children: &[u32], first: u32) -> Result<()> {
+        let ep = &self.endpoint;
+        let op = "hear the job knows the new processes";
+        (self.inbox).wait(ep, op, children, |_, n| {
+            (*n == Notice::Known(first)).then_some(())
+        })?;
+        Ok(())
     }
 }
 
