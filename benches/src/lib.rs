@@ -21,7 +21,8 @@
 //! `scale-check` (of onesided-tests) and `benches/mpich/scale.c` at 2, 4,
 //! ... up to `--np` processes: messages, PMI requests and memory per rank
 //! and time of each operation whose cost in p the crates state, with the
-//! fitted growth; not part of `all` either. `sam` (`src/bin/sam.rs`, pure
+//! fitted growth; not part of `all` either. A side's failed run is run
+//! again, twice at most, and counted ([`retries`]). `sam` (`src/bin/sam.rs`, pure
 //! side in [`sam`]) is the malleability study's synthetic application:
 //! a Conjugate Gradient that reconfigures while it iterates;
 //! `benches/mpich/malleable.c` is the same application written with MPI
@@ -47,6 +48,7 @@ pub mod driver;
 pub mod malleable;
 pub mod reduce;
 pub mod report;
+pub mod retries;
 pub mod sam;
 pub mod scale;
 pub mod suites;

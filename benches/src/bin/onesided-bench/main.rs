@@ -31,6 +31,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use onesided_bench::driver::{self, Args, Libfabric, Measured, Rounds};
+use onesided_bench::retries::Retries;
 use onesided_bench::turns::{self, Turns, TURNS_ENV};
 use onesided_bench::{report, suites};
 
@@ -141,6 +142,7 @@ fn drive(args: &[String]) -> Result<()> {
     let mut kills = None;
     let mut figures = Vec::new();
     let mut scaled = Vec::new();
+    let mut retries = Retries::default();
     for suite in &args.suites {
         if suite == onesided_bench::scale::SUITE {
             let programs = scale::Programs {
@@ -150,7 +152,7 @@ fn drive(args: &[String]) -> Result<()> {
                 peer: &peers.join("scale"),
                 mpich_libfabric: &mpich_libfabric,
             };
-            let (found, [ours, theirs]) = scale::run(&args, &programs)?;
+            let (found, [ours, theirs]) = scale::run(&args, &programs, &mut retries)?;
             let known = |m: &reduce::Loaded, k: &str| m.get(k).cloned().unwrap_or_default();
             setup.onesided_libfabric = known(&ours, "libfabric");
             setup.peer_libfabric = known(&theirs, "libfabric");
@@ -166,7 +168,7 @@ fn drive(args: &[String]) -> Result<()> {
                 peer: &peers.join("reduce"),
                 mpich_libfabric: &mpich_libfabric,
             };
-            let (found, tally, [ours, theirs]) = reduce::run(&args, &programs)?;
+            let (found, tally, [ours, theirs]) = reduce::run(&args, &programs, &mut retries)?;
             let known = |m: &reduce::Loaded, k: &str| m.get(k).cloned().unwrap_or_default();
             setup.onesided_libfabric = known(&ours, "libfabric");
             setup.peer_libfabric = known(&theirs, "libfabric");
@@ -189,7 +191,8 @@ fn drive(args: &[String]) -> Result<()> {
                 .max()
                 .unwrap_or(args.np);
             let context = format!("({}, {}, {} cores)", args.provider, setup.cpu, setup.cores);
-            let (found, drawn, [ours, theirs]) = malleable::run(&args, &programs, &context)?;
+            let (found, drawn, [ours, theirs]) =
+                malleable::run(&args, &programs, &context, &mut retries)?;
             let known = |m: &reduce::Loaded, k: &str| m.get(k).cloned().unwrap_or_default();
             setup.onesided_libfabric = known(&ours, "libfabric");
             setup.peer_libfabric = known(&theirs, "libfabric");
@@ -223,16 +226,9 @@ fn drive(args: &[String]) -> Result<()> {
                 }
                 sides
             };
-            let results = match together(sides(), args.np) {
-                // MPICH over libfabric 2.5.1's shm exits with status 11,
-                // rarely, after finishing; a check that failed says
-                // "... expected X found Y": no retry then.
-                Err(e) if e.to_string().starts_with("mpich") && !is_check(&e.to_string()) => {
-                    eprintln!("onesided-bench: warning: {e}; running the round again");
-                    together(sides(), args.np)?
-                }
-                result => result?,
-            };
+            // MPICH over libfabric 2.5.1's shm exits with status 11,
+            // rarely, after finishing: the round runs again.
+            let results = retries.run("", || together(sides(), args.np))?;
             for (what, value) in &results[0].loaded {
                 if what == "libfabric" {
                     setup.onesided_libfabric = value.clone();
@@ -289,6 +285,9 @@ fn drive(args: &[String]) -> Result<()> {
     if let Some(k) = &kills {
         println!("{}", k.line());
     }
+    if let Some(line) = retries.line() {
+        println!("{line}");
+    }
     if !scaled.is_empty() {
         print!("{}", onesided_bench::scale::table(&scaled));
     }
@@ -311,6 +310,17 @@ fn drive(args: &[String]) -> Result<()> {
                 "cpu": setup.cpu,
                 "cores": setup.cores,
                 "provider": k.provider,
+            });
+            writeln!(out, "{line}")?;
+        }
+        for (side, count, first) in retries.sides() {
+            let line = serde_json::json!({
+                "suite": "retries",
+                "side": side,
+                "retries": count,
+                "first": first,
+                "cpu": setup.cpu,
+                "cores": setup.cores,
             });
             writeln!(out, "{line}")?;
         }
@@ -468,11 +478,6 @@ fn mpich_env(args: &Args) -> Vec<(&'static str, &str)> {
         genv.push(("MPIR_CVAR_NOLOCAL", "1"));
     }
     genv
-}
-
-/// Whether a side's error is a check that failed (a wrong value).
-fn is_check(e: &str) -> bool {
-    e.contains(" expected ") && e.contains(" found ")
 }
 
 /// A side of a round while it runs.

@@ -14,6 +14,7 @@ use std::time::Duration;
 use onesided_bench::driver::{self, Args};
 use onesided_bench::malleable::{self, Results, Run};
 use onesided_bench::report::{Bars, Row};
+use onesided_bench::retries::Retries;
 
 use super::job::{command, job, ours_env, peer_start, Spec};
 use super::reduce::Loaded;
@@ -37,6 +38,7 @@ pub(crate) fn run(
     args: &Args,
     p: &Programs,
     context: &str,
+    retries: &mut Retries,
 ) -> Result<(Vec<Row>, Vec<Bars>, [Loaded; 2])> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let grid = malleable::grid(args.scale);
@@ -56,9 +58,9 @@ pub(crate) fn run(
             let first = (round % 2) as usize;
             let entry = results.entry(r).or_default();
             for k in [first, 1 - first] {
-                let out = job(command(&sides[k]), JOB_TIMEOUT);
-                let out =
-                    out.map_err(|e| format!("malleable {r:?} ({}): {e}", malleable::SIDES[k]))?;
+                let side = malleable::SIDES[k];
+                let out = retries.run(side, || job(command(&sides[k]), JOB_TIMEOUT));
+                let out = out.map_err(|e| format!("malleable {r:?} ({side}): {e}"))?;
                 let timed = out.lines().find_map(malleable::parse);
                 let timed = timed.ok_or_else(|| {
                     format!("malleable {r:?}: {} printed no result", malleable::SIDES[k])

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use onesided_bench::driver::{self, Args};
 use onesided_bench::reduce::{self, Case, Kills, Outcome, Timed};
 use onesided_bench::report::Row;
+use onesided_bench::retries::Retries;
 
 use super::job::{command, job, kill_group, ours_env, peer_start, Spec};
 use super::Result;
@@ -41,7 +42,11 @@ pub(crate) type Loaded = BTreeMap<String, String>;
 
 /// Runs the suite: its rows, the kill trials' tally, and what each side
 /// (onesided, MPICH) said it runs on.
-pub(crate) fn run(args: &Args, p: &Programs) -> Result<(Vec<Row>, Kills, [Loaded; 2])> {
+pub(crate) fn run(
+    args: &Args,
+    p: &Programs,
+    retries: &mut Retries,
+) -> Result<(Vec<Row>, Kills, [Loaded; 2])> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut rounds: BTreeMap<Case, Vec<(Timed, Timed)>> = BTreeMap::new();
     let mut loaded: [Loaded; 2] = Default::default();
@@ -61,8 +66,9 @@ pub(crate) fn run(args: &Args, p: &Programs) -> Result<(Vec<Row>, Kills, [Loaded
             let first = (round % 2) as usize;
             let mut timed = [None, None];
             for k in [first, 1 - first] {
-                let out = job(command(&sides[k]), JOB_TIMEOUT);
-                let out = out.map_err(|e| format!("reduce {case:?}: {e}"))?;
+                let side = ["onesided", "MPICH"][k];
+                let out = retries.run(side, || job(command(&sides[k]), JOB_TIMEOUT));
+                let out = out.map_err(|e| format!("reduce {case:?} ({side}): {e}"))?;
                 timed[k] = out.lines().find_map(reduce::parse);
                 for (what, value) in out.lines().filter_map(driver::parse_loaded) {
                     loaded[k].insert(what, value);

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use onesided_bench::driver::{self, Args};
+use onesided_bench::retries::Retries;
 use onesided_bench::scale::{self, Point, Run};
 
 use super::job::{command, job_with_errors, ours_env, peer_start, Spec};
@@ -30,7 +31,11 @@ pub(crate) struct Programs<'a> {
 
 /// Runs the suite: a point per operation and process count, and what
 /// each side (onesided, MPICH) said it runs on.
-pub(crate) fn run(args: &Args, p: &Programs) -> Result<(Vec<Point>, [Loaded; 2])> {
+pub(crate) fn run(
+    args: &Args,
+    p: &Programs,
+    retries: &mut Retries,
+) -> Result<(Vec<Point>, [Loaded; 2])> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut points = Vec::new();
     let mut loaded: [Loaded; 2] = Default::default();
@@ -46,7 +51,8 @@ pub(crate) fn run(args: &Args, p: &Programs) -> Result<(Vec<Point>, [Loaded; 2])
             let sides = [ours_spec(args, p, ranks), peer_spec(args, p, ranks, cores)];
             let first = (round % 2) as usize;
             for k in [first, 1 - first] {
-                let out = job_with_errors(command(&sides[k]), JOB_TIMEOUT);
+                let side = ["onesided", "MPICH"][k];
+                let out = retries.run(side, || job_with_errors(command(&sides[k]), JOB_TIMEOUT));
                 if let Ok((out, _)) = &out {
                     loaded[k].extend(out.lines().filter_map(driver::parse_loaded));
                 }
