@@ -59,8 +59,9 @@ static void check_bytes(const Bench *b, const char *name, const char *what, cons
 
 /* ---- window: the cost of a usable window ---------------------------- */
 
-enum { CREATE_FREE, ALLOCATE_FREE, ATTACH_DETACH, RECREATE_FREE };
-static const char *const WINDOW_CASES[] = {"create_free", "allocate_free", "attach_detach", "recreate_free"};
+enum { CREATE_FREE, CREATE_FREE_BARE, ALLOCATE_FREE, ATTACH_DETACH, RECREATE_FREE };
+static const char *const WINDOW_CASES[] = {"create_free", "create_free_bare", "allocate_free", "attach_detach",
+                                           "recreate_free"};
 
 /* Gets 8 bytes at disp from the target, where its byte 64 lies, and checks them. */
 static void get_checked(const Bench *b, const char *name, MPI_Win w, MPI_Aint disp) {
@@ -77,6 +78,9 @@ static void window_rep(const Bench *b, int c, unsigned char *buf, MPI_Win dynami
     if (c == CREATE_FREE || c == RECREATE_FREE) {
         MPI_Win_create(buf, WINDOW_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
         get_checked(b, name, w, 64);
+        MPI_Win_free(&w);
+    } else if (c == CREATE_FREE_BARE) {
+        MPI_Win_create(buf, WINDOW_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
         MPI_Win_free(&w);
     } else if (c == ALLOCATE_FREE) {
         unsigned char *base;
@@ -128,8 +132,10 @@ static void window_suite(const Bench *b) {
 
 /* ---- get and put: latency and bandwidth ----------------------------- */
 
-enum { LOCK_ALL_FLUSH, LOCK_UNLOCK, BANDWIDTH };
-static const char *const XFER_CASES[] = {"lock_all_flush", "lock_unlock", "bandwidth"};
+/* LOCK_ALL_FLUSH_LOCAL (put only): completion at the origin, beside
+ * LOCK_ALL_FLUSH's completion at the target. */
+enum { LOCK_ALL_FLUSH, LOCK_UNLOCK, BANDWIDTH, LOCK_ALL_FLUSH_LOCAL };
+static const char *const XFER_CASES[] = {"lock_all_flush", "lock_unlock", "bandwidth", "lock_all_flush_local"};
 
 /* Displacement of op k in a rep of bytes-sized ops. */
 static long xfer_disp(int k, long bytes) { return (k * bytes) % (XFER_WIN - bytes + 1); }
@@ -152,6 +158,8 @@ static void xfer_run(const Bench *b, int put, int c, MPI_Win w, long bytes, unsi
         }
         if (c == LOCK_UNLOCK)
             MPI_Win_unlock(to, w);
+        else if (c == LOCK_ALL_FLUSH_LOCAL)
+            MPI_Win_flush_local(to, w);
         else
             MPI_Win_flush(to, w);
         if (i >= 0) t[i] = (MPI_Wtime() - s) / ops;
@@ -216,7 +224,7 @@ static void xfer_suite(const Bench *b, int put) {
     MPI_Barrier(MPI_COMM_WORLD);
     for (int k = 0; k < NBUF; k++) local[k] = malloc(XFER_MAX);
     for (int f = 0; f < 2; f++) t[f] = malloc(sizeof(double) * scaled(b, 1000));
-    for (int c = LOCK_ALL_FLUSH; c <= BANDWIDTH; c++)
+    for (int c = LOCK_ALL_FLUSH; c <= (put ? LOCK_ALL_FLUSH_LOCAL : BANDWIDTH); c++)
         for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
             long bytes = sizes[s], base_reps = (64L << 20) / bytes;
             int reps = scaled(b, base_reps < 20 ? 20 : base_reps > 1000 ? 1000 : base_reps);

@@ -261,6 +261,7 @@ impl Rounds {
                     algorithm: self.algorithms.get(key).cloned(),
                     overlap: None,
                     master_load: None,
+                    note: None,
                 })
             })
             .collect()

@@ -207,6 +207,7 @@ pub fn rows(results: &Results, provider: &str, cores: u32) -> Vec<Row> {
                 algorithm: None,
                 overlap,
                 master_load: None,
+                note: None,
             });
         };
         let both = |r: Run, f: fn(&Timed) -> f64| [0, 1].map(|side| median_of(results, r, side, f));

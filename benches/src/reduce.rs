@@ -204,6 +204,7 @@ pub fn rows(
             algorithm: None,
             overlap: None,
             master_load,
+            note: None,
         });
     }
     out

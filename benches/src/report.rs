@@ -44,6 +44,42 @@ pub struct Row {
     pub overlap: Option<Overlap>,
     /// The reduction master's control traffic (reduce).
     pub master_load: Option<MasterLoad>,
+    /// Why the two sides' times measure different guarantees, when they
+    /// do ([`mark_guarantees`]): the table marks the row and says why.
+    pub note: Option<String>,
+}
+
+/// Put under lock_all with a flush per operation: onesided's flush
+/// completes at the target (`MPI_Win_flush`'s meaning), which takes a round
+/// trip; a peer that returns faster than its own get of the same size (a
+/// round trip) cannot have waited for the target.
+pub const FLUSH_NOT_DELIVERY: &str = "MPICH's put + MPI_Win_flush returned faster than its get of \
+     the same size (a round trip): completion at the origin, not at the target (compare \
+     lock_all_flush_local)";
+
+/// Marks the rows whose sides give different guarantees: each put
+/// `lock_all_flush` row whose peer time is under 3/4 of the peer's get
+/// `lock_all_flush` of the same size, ranks and provider.
+pub fn mark_guarantees(rows: &mut [Row]) {
+    let gets: Vec<(u64, u32, String, f64)> = (rows.iter())
+        .filter(|r| r.suite == "get" && r.series.starts_with("lock_all_flush"))
+        .filter(|r| !r.series.contains("flush_local"))
+        .map(|r| (r.bytes, r.ranks, r.provider.clone(), r.peer_us))
+        .collect();
+    for row in rows.iter_mut() {
+        if row.suite != "put" || !row.series.starts_with("lock_all_flush") {
+            continue;
+        }
+        if row.series.contains("flush_local") {
+            continue;
+        }
+        let round_trip = (gets.iter())
+            .find(|(b, n, p, _)| *b == row.bytes && *n == row.ranks && *p == row.provider)
+            .map(|g| g.3);
+        if round_trip.is_some_and(|t| row.peer_us < 0.75 * t) {
+            row.note = Some(FLUSH_NOT_DELIVERY.to_string());
+        }
+    }
 }
 
 /// What a background redistribution cost the application, onesided's
@@ -193,6 +229,7 @@ pub(crate) mod fixtures {
             algorithm: None,
             overlap: None,
             master_load: None,
+            note: None,
         }
     }
 
@@ -214,6 +251,26 @@ pub(crate) mod fixtures {
 mod tests {
     use super::*;
     use fixtures::{row, setup};
+
+    #[test]
+    fn a_put_flush_faster_than_a_round_trip_is_marked() {
+        let mut rows = vec![
+            row("get", "lock_all_flush", 8, 14.0, 13.0),
+            row("get", "lock_all_flush", 4096, 18.0, 15.0),
+            row("put", "lock_all_flush", 8, 15.0, 6.7),
+            row("put", "lock_all_flush", 4096, 19.0, 15.4),
+            row("put", "lock_all_flush_local", 8, 15.0, 6.7),
+            row("put", "lock_all_flush", 64, 15.0, 6.7),
+        ];
+        mark_guarantees(&mut rows);
+        let marked: Vec<bool> = rows.iter().map(|r| r.note.is_some()).collect();
+        // No get of 64 B to compare with: not marked.
+        assert_eq!(marked, [false, false, true, false, false, false]);
+        let text = table::table(&rows);
+        assert!(text.contains("0.45x†"), "{text}");
+        assert_eq!(text.matches(FLUSH_NOT_DELIVERY).count(), 1, "{text}");
+    }
+
     #[test]
     fn case_labels() {
         let label = |bytes| row("get", "lock_all_flush", bytes, 1.0, 1.0).case();

@@ -197,6 +197,16 @@ fn window(b: &Bench) -> Result<()> {
     })?;
     b.report("create_free", WINDOW_BYTES, &mut t)?;
 
+    // The same with no access: what creating and freeing alone cost.
+    let mut t = b.timed(reps, 1, barrier, || {
+        let x = b
+            .rma
+            .expose(&b.group, WINDOW_BYTES, RemoteAccess::ReadWrite)?;
+        x.write(0, &data[..128])?;
+        Ok(b.rma.create(&x).free()?)
+    })?;
+    b.report("create_free_bare", WINDOW_BYTES, &mut t)?;
+
     let mut t = b.timed(reps, 1, barrier, || {
         let w = b
             .rma
@@ -247,7 +257,17 @@ fn window(b: &Bench) -> Result<()> {
     Ok(())
 }
 
-const XFER_CASES: [&str; 3] = ["lock_all_flush", "lock_unlock", "bandwidth"];
+/// The get and put cases: under lock_all with a flush (completion at the
+/// target) per operation, under a lock per operation, eight in flight per
+/// flush; and for put, under lock_all with a flush_local (completion at
+/// the origin only, what MPICH's flush of a small put amounts to on some
+/// providers).
+const XFER_CASES: [&str; 4] = [
+    "lock_all_flush",
+    "lock_unlock",
+    "bandwidth",
+    "lock_all_flush_local",
+];
 
 fn xfer_disp(k: usize, bytes: usize) -> usize {
     (k * bytes) % (XFER_WIN - bytes + 1)
@@ -265,6 +285,9 @@ fn xfer(b: &Bench, put: bool) -> Result<()> {
     let mut local: Vec<Vec<u8>> = (0..NBUF).map(|_| vec![0u8; 4 << 20]).collect();
     let to = b.target;
     for (c, case) in XFER_CASES.iter().enumerate() {
+        if c == 3 && !put {
+            continue;
+        }
         for bytes in SIZES {
             let reps = b.reps((64usize << 20).div_ceil(bytes).clamp(20, 1000));
             let ops = if c == 2 { NBUF } else { 1 };
@@ -318,9 +341,11 @@ fn xfer(b: &Bench, put: bool) -> Result<()> {
                     } else {
                         e.get(to, 0, &mut local[0][..bytes])?;
                     }
-                    match lock {
-                        Some(l) => l.unlock()?,
-                        None => epoch.as_ref().ok_or("no epoch")?.flush(to)?,
+                    let all = epoch.as_ref().ok_or("no epoch");
+                    match (lock, c) {
+                        (Some(l), _) => l.unlock()?,
+                        (None, 3) => all?.flush_local(to)?,
+                        (None, _) => all?.flush(to)?,
                     }
                     Ok(())
                 },

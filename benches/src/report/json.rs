@@ -30,6 +30,8 @@ struct JsonRow<'a> {
     master_messages_out_per_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     master_bytes_out_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<&'a str>,
     cpu: &'a str,
     cores: usize,
     oversubscribed: bool,
@@ -44,7 +46,8 @@ struct JsonRow<'a> {
 /// `algorithm` (where onesided chose one), `omega`, `peer_omega`,
 /// `iterations` and `peer_iterations` (background redistributions), `master_messages_in_per_s`,
 /// `master_bytes_in_per_s`, `master_messages_out_per_s` and
-/// `master_bytes_out_per_s` (a reduction master's load), then where it ran: `cpu`,
+/// `master_bytes_out_per_s` (a reduction master's load), `note` (why the
+/// sides' guarantees differ, [`super::mark_guarantees`]), then where it ran: `cpu`,
 /// `cores`, `oversubscribed`, `nolocal`, `onesided_libfabric`,
 /// `peer_libfabric`, `mpich`, in that order; a non-finite number is
 /// written as `null`.
@@ -69,6 +72,7 @@ pub fn json_line(row: &Row, setup: &Setup) -> String {
         master_bytes_in_per_s: load(|l| l.bytes_in),
         master_messages_out_per_s: load(|l| l.messages_out),
         master_bytes_out_per_s: load(|l| l.bytes_out),
+        note: row.note.as_deref(),
         cpu: &setup.cpu,
         cores: setup.cores,
         oversubscribed: row.ranks as usize > setup.cores,

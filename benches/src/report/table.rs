@@ -36,7 +36,9 @@ pub(crate) fn fmt_speedup(speedup: f64) -> String {
 /// redistributions): text columns
 /// left-aligned, numbers right-aligned, times with 2 decimals (3 significant
 /// digits below 1), speedup with 2 decimals and "x"; "-" for a non-finite
-/// number. Every line, the header included, ends with a newline.
+/// number. A row whose sides give different guarantees has `†` after its
+/// speedup, and the reasons follow the table. Every line, the header
+/// included, ends with a newline.
 pub fn table(rows: &[Row]) -> String {
     const HEADER: [&str; 11] = [
         "suite",
@@ -71,7 +73,10 @@ pub fn table(rows: &[Row]) -> String {
             r.provider.clone(),
             fmt_time(r.onesided_us),
             fmt_time(r.peer_us),
-            fmt_speedup(r.speedup),
+            match r.note {
+                Some(_) => format!("{}†", fmt_speedup(r.speedup)),
+                None => fmt_speedup(r.speedup),
+            },
             optional(r.overlap.map(|o| o.omega[0]), 2),
             optional(r.overlap.map(|o| o.omega[1]), 2),
             optional(r.overlap.map(|o| o.iterations[0]), 0),
@@ -99,6 +104,11 @@ pub fn table(rows: &[Row]) -> String {
             }
         }
         out.push('\n');
+    }
+    let mut notes: Vec<&str> = rows.iter().filter_map(|r| r.note.as_deref()).collect();
+    notes.dedup();
+    for note in notes {
+        let _ = writeln!(out, "† {note}");
     }
     out
 }

@@ -255,6 +255,7 @@ fn drive(args: &[String]) -> Result<()> {
             rows.extend(yielding.rows(args.np, &args.provider, &suffix));
         }
     }
+    report::mark_guarantees(&mut rows);
     print!("{}", setup.lines());
     if !rows.is_empty() {
         print!("{}", report::table(&rows));
