@@ -69,10 +69,14 @@
 //!
 //! # Completion
 //! Blocking operations complete at the target before they return (writes
-//! with delivery completion, copies at once). Request-based operations
-//! ([`Epoch::rget`], [`Epoch::rput`]) are completed by their requests or
-//! by `flush`, `unlock`, `fence` and `free`; their errors are reported by
-//! their requests.
+//! with delivery completion, copies at once), but for a put of up to
+//! 64 KiB through the provider: it is posted from a copy and completes at
+//! the target by the next `flush`, `unlock`, `fence` or `free`, which
+//! reports its failure (as `MPI_Put`; a put then flush costs one round
+//! trip either way, puts in a row no longer one each). Request-based
+//! operations ([`Epoch::rget`], [`Epoch::rput`]) are completed by their
+//! requests or by `flush`, `unlock`, `fence` and `free`; their errors are
+//! reported by their requests.
 //!
 //! Control-plane services of this crate: `DESCRIBE`, `RELEASE_NOTICE`,
 //! `BARRIER_NOTICE` and `DESCRIPTION_NOTICE` (0x0101-0x0104).

@@ -3,6 +3,11 @@
 
 use super::*;
 
+/// The largest [`Epoch::put`] through the provider posted from a copy
+/// instead of waited for (a copy of more would cost more than the round
+/// trip it saves).
+pub(crate) const POSTED_PUT: usize = 64 * 1024;
+
 impl Window {
     /// Where `len` bytes at `offset` of `target`'s part are, after checking
     /// the window, the epoch, the peer and the bounds (in that order).
@@ -167,10 +172,17 @@ impl<'w> Epoch<'w> {
     }
 
     /// Writes `data` at byte `offset` of group rank `target`'s part
-    /// (`MPI_Put`); complete at the target when it returns.
+    /// (`MPI_Put`). `data` may be reused when it returns. Through shared
+    /// memory, or above 64 KiB, the bytes are at the target
+    /// by then; a smaller put through the provider is posted from a copy
+    /// and completes at the target by the next [`Epoch::flush`] or the
+    /// epoch's end (as `MPI_Put`), so that puts in a row do not each wait
+    /// a round trip.
     ///
     /// # Errors
-    /// As [`Epoch::get`].
+    /// As [`Epoch::get`] (checked before anything is posted); a posted
+    /// put's failure is [`Error::TransferFailed`] from the flush or the
+    /// epoch's end.
     pub fn put<T: bytemuck::Pod>(&self, target: u32, offset: u64, data: &[T]) -> Result<(), Error> {
         let w = self.covers(target)?;
         let data: &[u8] = bytemuck::cast_slice(data);
@@ -180,6 +192,11 @@ impl<'w> Epoch<'w> {
                 p.remote
                     .permits(Access::REMOTE_WRITE, "window put", p.rank)?;
                 Ok(map.write_bytes(p.at as usize, data)?)
+            }
+            None if data.len() <= POSTED_PUT => {
+                let transfer = w.rma().ep.write_start(p.rank, &p.remote, p.at, data)?;
+                w.track(target, transfer);
+                Ok(())
             }
             None => w.through(w.rma().ep.write_delivered(p.rank, &p.remote, p.at, data)),
         }
@@ -325,13 +342,13 @@ impl<'w> Epoch<'w> {
     }
 
     /// Completes this process's operations to `target` at the target
-    /// (`MPI_Win_flush`): blocking ones are complete already;
-    /// request-based ones are waited for.
+    /// (`MPI_Win_flush`): blocking ones are complete already; posted
+    /// puts and request-based ones are waited for.
     ///
     /// # Errors
     /// [`Error::NotInGroup`]; [`Error::NoEpoch`] for a target this epoch
-    /// does not cover; [`Error::TransferFailed`] when a request-based
-    /// operation failed (its request holds the error).
+    /// does not cover; [`Error::TransferFailed`] when a posted put or a
+    /// request-based operation failed (its request holds the error).
     pub fn flush(&self, target: u32) -> Result<(), Error> {
         let window = self.covers(target)?;
         window.group().job_rank(target)?;
