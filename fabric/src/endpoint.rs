@@ -500,6 +500,10 @@ pub(crate) struct Shared {
     /// polling (see [`Endpoint::note_busy`]).
     app_busy: AtomicU64,
     stop: AtomicBool,
+    /// An eventfd written when the endpoint ends, so that the background
+    /// thread's sleeps and blocks end at once (none if the system refused
+    /// one: they then run out).
+    stop_wake: Option<std::fs::File>,
     timeout: Duration,
     max_sleep: Duration,
     cq_fd: Option<i32>,
@@ -770,6 +774,7 @@ impl Endpoint {
             app_progress: AtomicU64::new(0),
             app_busy: AtomicU64::new(0),
             stop: AtomicBool::new(false),
+            stop_wake: waiting::event_file(),
             timeout: config.timeout,
             max_sleep: config.max_sleep,
             cq_fd: handles.cq_fd,
@@ -1314,6 +1319,9 @@ impl Endpoint {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
+        if let Some(mut wake) = self.shared.stop_wake.as_ref() {
+            let _ = std::io::Write::write_all(&mut wake, &1u64.to_ne_bytes());
+        }
         if let Some(thread) = self.background.take() {
             let _ = thread.join();
         }

@@ -4,6 +4,7 @@
 //!
 //! [`Backoff`]: crate::progress::Backoff
 
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::ptr;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -50,27 +51,50 @@ impl WaitObject for Shared {
             core.poll() == 0 && core.handles.try_wait()
         };
         if may_block {
-            wait_readable(fd, max);
+            wait_readable(&[fd], max);
         }
     }
 }
 
-/// Blocks until `fd` is readable or `max` has passed.
-fn wait_readable(fd: i32, max: Duration) {
-    let mut pfd = libc::pollfd {
+/// An eventfd as a file (written to wake whoever polls it); none if the
+/// system refuses one.
+pub(super) fn event_file() -> Option<std::fs::File> {
+    // SAFETY: eventfd takes no pointers; a negative result is an error.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    // SAFETY: fd is a new descriptor owned by nothing else.
+    (fd >= 0).then(|| unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+/// Blocks until one of `fds` (at most two; negative ones are ignored) is
+/// readable or `max` has passed.
+fn wait_readable(fds: &[i32], max: Duration) {
+    let mut pfds = [-1, -1].map(|fd| libc::pollfd {
         fd,
         events: libc::POLLIN,
         revents: 0,
-    };
+    });
+    for (pfd, &fd) in pfds.iter_mut().zip(fds) {
+        pfd.fd = fd;
+    }
     let timeout = libc::timespec {
         tv_sec: max.as_secs().min(i32::MAX as u64) as libc::time_t,
         tv_nsec: max.subsec_nanos() as libc::c_long,
     };
-    // SAFETY: pfd is one valid pollfd and timeout a valid timespec; the fd
-    // belongs to the CQ, which outlives every waiter (the endpoint's
+    // SAFETY: pfds holds two valid pollfds (ppoll skips a negative fd)
+    // and timeout is a valid timespec; the fds are the CQ's and the
+    // endpoint's stop eventfd, which outlive every waiter (the endpoint's
     // handles close after its background thread is joined, and waiters
     // borrow or hold the endpoint's shared state).
-    unsafe { libc::ppoll(&mut pfd, 1, &timeout, ptr::null()) };
+    unsafe { libc::ppoll(pfds.as_mut_ptr(), 2, &timeout, ptr::null()) };
+}
+
+/// The background thread's pause of `d`: ends early when the endpoint
+/// ends.
+fn nap(shared: &Shared, d: Duration) {
+    match &shared.stop_wake {
+        Some(wake) => wait_readable(&[wake.as_raw_fd()], d),
+        None => std::thread::sleep(d),
+    }
 }
 
 /// The background progress thread: polls when the application does not,
@@ -96,7 +120,7 @@ pub(super) fn background_progress(shared: &Shared) {
             // The application is making progress itself: stay out of its way.
             seen = now;
             (sleep, quiet_since) = (FIRST_SLEEP, Instant::now());
-            std::thread::sleep(ACTIVE_CHECK_INTERVAL);
+            nap(shared, ACTIVE_CHECK_INTERVAL);
             continue;
         }
         let busy = shared.app_busy.load(Ordering::Relaxed);
@@ -114,12 +138,13 @@ pub(super) fn background_progress(shared: &Shared) {
         if found > 0 {
             (sleep, quiet_since) = (FIRST_SLEEP, Instant::now());
         } else if let (true, Some(fd)) = (may_block, shared.cq_fd) {
-            wait_readable(fd, BLOCK_FOR);
+            let wake = shared.stop_wake.as_ref().map_or(-1, |w| w.as_raw_fd());
+            wait_readable(&[fd, wake], BLOCK_FOR);
         } else if app_busy {
             // Busy, not polling: poll now and then only.
-            std::thread::sleep(ACTIVE_CHECK_INTERVAL);
+            nap(shared, ACTIVE_CHECK_INTERVAL);
         } else {
-            std::thread::sleep(sleep);
+            nap(shared, sleep);
             let longest = match quiet_since.elapsed() >= IDLE_AFTER {
                 true => shared.max_sleep.max(IDLE_SLEEP),
                 false => shared.max_sleep,
