@@ -4,7 +4,10 @@
 //! failed run is run again at most [`MAX`] times; each retry is counted by
 //! side with the first failure's reason, and shown under the table and in
 //! the JSON. A check that failed ("... expected X found Y") is a wrong
-//! result, never retried. Pure: the runs are closures.
+//! result, and a run that outlasted its timeout ("did not end in",
+//! "did not finish in time")
+//! would cost the timeout again: neither is retried. Pure: the runs are
+//! closures.
 
 use std::collections::BTreeMap;
 
@@ -34,7 +37,7 @@ impl Retries {
         loop {
             match attempt() {
                 Ok(t) => return Ok(t),
-                Err(e) if tries < MAX && !is_check(&e.to_string()) => {
+                Err(e) if tries < MAX && retried(&e.to_string()) => {
                     tries += 1;
                     let reason = e.to_string();
                     let side = match side {
@@ -70,9 +73,11 @@ impl Retries {
     }
 }
 
-/// Whether `error` says a check failed (a wrong result).
-pub fn is_check(error: &str) -> bool {
-    error.contains(" expected ") && error.contains(" found ")
+/// Whether a run that failed with `error` is run again: not a check that
+/// failed (a wrong result), nor a run past its timeout.
+fn retried(error: &str) -> bool {
+    let check = error.contains(" expected ") && error.contains(" found ");
+    !check && !error.contains("did not end in") && !error.contains("did not finish in time")
 }
 
 /// The first line of `text`, at most 160 characters.
@@ -125,5 +130,8 @@ mod tests {
         });
         assert!(got.is_err());
         assert_eq!((calls, r.of("onesided")), (1, 0), "a check is not retried");
+        let got: Result<(), String> = r.run("MPICH", || Err("did not end in 300s: ...".into()));
+        assert!(got.is_err());
+        assert_eq!(r.of("MPICH"), 0, "nor a timeout");
     }
 }
