@@ -4,10 +4,9 @@
 //! failed run is run again at most [`MAX`] times; each retry is counted by
 //! side with the first failure's reason, and shown under the table and in
 //! the JSON. A check that failed ("... expected X found Y") is a wrong
-//! result, and a run that outlasted its timeout ("did not end in",
-//! "did not finish in time")
-//! would cost the timeout again: neither is retried. Pure: the runs are
-//! closures.
+//! result, and a run past its timeout ("did not end in", "did not finish
+//! in time") would cost the timeout again: neither is retried. Pure: the
+//! runs are closures.
 
 use std::collections::BTreeMap;
 
