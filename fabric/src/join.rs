@@ -172,11 +172,23 @@ impl Notice {
     }
 }
 
-/// `ranks` as `1,5,9`, or `-` for none.
+/// Sorted `ranks` as runs, `1-3,5,9-12`, or `-` for none (the ranks a
+/// job lost accumulate in runs: those that left, a failed spawn's).
 fn ranks(ranks: &[u32]) -> String {
-    match ranks.is_empty() {
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for &r in ranks {
+        match runs.last_mut() {
+            Some((_, end)) if end.checked_add(1) == Some(r) => *end = r,
+            _ => runs.push((r, r)),
+        }
+    }
+    match runs.is_empty() {
         true => "-".into(),
-        false => (ranks.iter().map(u32::to_string))
+        false => (runs.iter())
+            .map(|&(a, b)| match a == b {
+                true => a.to_string(),
+                false => format!("{a}-{b}"),
+            })
             .collect::<Vec<_>>()
             .join(","),
     }
@@ -184,10 +196,19 @@ fn ranks(ranks: &[u32]) -> String {
 
 /// Parses [`ranks`]' text.
 fn parse_ranks(text: &str) -> Option<Vec<u32>> {
-    match text {
-        "-" => Some(Vec::new()),
-        text => text.split(',').map(|r| r.parse().ok()).collect(),
+    if text == "-" {
+        return Some(Vec::new());
     }
+    let mut out = Vec::new();
+    for run in text.split(',') {
+        let (a, b) = run.split_once('-').unwrap_or((run, run));
+        let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+        if b < a || b - a > crate::MAX_RANKS {
+            return None;
+        }
+        out.extend(a..=b);
+    }
+    Some(out)
 }
 
 /// The places of `places` in [`Notice::Spawn`] notices that each fit in a
@@ -366,6 +387,11 @@ mod tests {
                 excluded: vec![2],
                 why: "no such program: x y".into(),
             },
+            Notice::SpawnFailed {
+                first: 900,
+                excluded: (3..700).chain([702, 704, 705]).collect(),
+                why: String::new(),
+            },
             Notice::Known(7),
             Notice::Bye,
             Notice::Finalize(0),
@@ -380,6 +406,8 @@ mod tests {
         assert_eq!(Notice::parse(b"finalize x"), None);
         assert_eq!(Notice::parse(b"spawn 4 1,x"), None);
         assert_eq!(Notice::parse(b"spawn 4 - 5"), None);
+        assert_eq!(Notice::parse(b"spawn 4 5-3"), None);
+        assert_eq!(ranks(&(3..700).collect::<Vec<_>>()), "3-699");
         // Many places travel in notices that each fit a control message.
         let many: Vec<(u32, Place)> = (0..100).map(|r| (r, place.clone())).collect();
         let notices = spawn_notices(0, &[3], &many);

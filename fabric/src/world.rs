@@ -513,7 +513,8 @@ impl Spawner {
             let failed = Notice::SpawnFailed {
                 first,
                 excluded,
-                why: why.clone(),
+                // The launcher's reason, cut to fit a notice.
+                why: why.chars().take(1024).collect(),
             };
             for &c in &children {
                 ep.notify(c, join::JOIN, &failed.encode())?;

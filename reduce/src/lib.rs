@@ -25,12 +25,12 @@
 //!   group spans hosts, in a replica synced on the next live member on
 //!   another host ([`schedule::replica_holder`]; so that the data outlives
 //!   its host). The reduction starts meanwhile: the line is contributed at
-//!   once and may be read; only tasks into it wait until its replica is
-//!   read (a task writes a line in place). The replica's holder reads the
-//!   line (with the first fetch of it when it is the fetcher), writes and
-//!   syncs it by a writer thread at the lowest priority, and tells the
-//!   master and the owner. A replica made again later (its holder died)
-//!   is read from the file, the line having changed. On one host no
+//!   once. The replica is read from a second registered copy of the data
+//!   (a task writes a line in place), which also serves a replica made
+//!   again later (its holder died); a holder that fetches the line for a
+//!   task while it is still the original keeps that. The holder writes
+//!   and syncs it by a writer thread at the lowest priority, and tells
+//!   the master and the owner. On one host no
 //!   replica is made: a live member reads a dead one's file. The study
 //!   lost 1.57% of its reductions to workers killed after their data
 //!   entered the reduction and before their replica was written; here

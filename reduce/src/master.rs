@@ -20,6 +20,9 @@ pub struct Master {
     schedules: HashMap<Key, Schedule>,
     /// Reductions that ended: late messages about them are dropped.
     closed: HashSet<Key>,
+    /// Replicas reported before their reduction's first contribution
+    /// (owner, holder): applied when it opens.
+    early: HashMap<Key, Vec<(u32, u32)>>,
     perf: Perf,
     dead: Vec<bool>,
 }
@@ -33,6 +36,7 @@ impl Master {
             hosts,
             schedules: HashMap::new(),
             closed: HashSet::new(),
+            early: HashMap::new(),
             perf: Perf::default(),
             dead: vec![false; size as usize],
         }
@@ -66,6 +70,9 @@ impl Master {
                 let Some((s, mut first)) = opened else {
                     return Vec::new();
                 };
+                for (owner, holder) in self.early.remove(&key).unwrap_or_default() {
+                    s.replicated(owner, holder);
+                }
                 first.extend(match message {
                     Message::Contributed { disp, .. } => {
                         let line = Line {
@@ -100,8 +107,12 @@ impl Master {
                 None => return Vec::new(),
             },
             Message::Replicated { key, owner } => {
-                if let Some(s) = self.schedules.get_mut(&key) {
-                    s.replicated(owner, from);
+                match self.schedules.get_mut(&key) {
+                    Some(s) => s.replicated(owner, from),
+                    None if !self.closed.contains(&key) => {
+                        self.early.entry(key).or_default().push((owner, from));
+                    }
+                    None => {}
                 }
                 return Vec::new();
             }
@@ -196,6 +207,7 @@ impl Master {
 
     fn close(&mut self, key: Key) {
         self.schedules.remove(&key);
+        self.early.remove(&key);
         self.closed.insert(key);
     }
 }
@@ -347,7 +359,22 @@ mod tests {
 
     #[test]
     fn a_replica_counts_where_its_holder_says_it_is() {
-        // Each rank on its own host: only the replica can serve.
+        // Each rank on its own host: only the replica can serve. The
+        // holder's report may come first.
+        let mut m = Master::new(vec![0, 1, 2, 3]);
+        let key = Key { id: 5, round: 0 };
+        m.on(3, Message::Replicated { key, owner: 1 });
+        let c = Message::Contributed {
+            key,
+            root: 0,
+            disp: 1,
+        };
+        m.on(1, c);
+        let out = m.died(1);
+        assert!(
+            out.contains(&(3, Message::Reload { key, rank: 1 })),
+            "{out:?}"
+        );
         let mut m = Master::new(vec![0, 1, 2]);
         let key = Key { id: 4, round: 0 };
         let c = Message::Contributed {

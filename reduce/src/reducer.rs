@@ -533,6 +533,7 @@ impl Reducer {
                     s.wake.notify_all();
                 }
                 (false, Err(e)) => {
+                    abandon(&mut local, key);
                     drop(local);
                     s.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
                     return Err(e);
@@ -544,16 +545,21 @@ impl Reducer {
                 (local.reductions.get(&key))
                     .is_none_or(|r| !r.replica.waits() || r.outcome != Outcome::Running)
             });
-            let refused = match s.lock().reductions.get_mut(&key) {
+            let mut local = s.lock();
+            let refused = match local.reductions.get_mut(&key) {
                 Some(r) => {
                     r.returned = true;
-                    match r.replica {
-                        Replica::Refused(holder) => Some(holder),
+                    match (r.replica, r.outcome) {
+                        (Replica::Refused(holder), Outcome::Running) => Some(holder),
                         _ => None,
                     }
                 }
                 None => None,
             };
+            if refused.is_some() {
+                abandon(&mut local, key);
+            }
+            drop(local);
             s.wake.notify_all();
             if let Some(holder) = refused {
                 s.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
@@ -678,14 +684,19 @@ impl<T> Drop for ReduceFuture<T> {
         if self.taken {
             return;
         }
-        let mut local = self.shared.lock();
-        match local.reductions.get_mut(&self.key) {
-            Some(r) if r.outcome == Outcome::Running => r.abandoned = true,
-            Some(_) => {
-                local.reductions.remove(&self.key);
-            }
-            None => {}
+        abandon(&mut self.shared.lock(), self.key);
+    }
+}
+
+/// Nobody reads reduction `key` here any more: it goes now if it ended,
+/// else at its end.
+fn abandon(local: &mut Local, key: Key) {
+    match local.reductions.get_mut(&key) {
+        Some(r) if r.outcome == Outcome::Running => r.abandoned = true,
+        Some(_) => {
+            local.reductions.remove(&key);
         }
+        None => {}
     }
 }
 
@@ -752,10 +763,11 @@ impl Shared {
                     master_lost(&mut local);
                 }
             }
-            // Here, not by the executor: a call and held tasks wait for it.
+            // Here, not by the executor: the call waits for it (and the
+            // executor may wait for the call: `Point::Returned`).
             Message::Stored { key, ok } => {
                 if let Some(r) = local.reductions.get_mut(&key) {
-                    if r.replica == Replica::Asked(from) {
+                    if r.replica == Replica::Asked(from) && r.outcome == Outcome::Running {
                         r.replica = match ok {
                             true => Replica::Durable(from),
                             false => Replica::Refused(from),

@@ -48,6 +48,16 @@ impl Inflight {
         !matches!(*self.state(), State::Running(_))
     }
 
+    /// Tests the transfer once, keeping its outcome.
+    pub(crate) fn test(&self) {
+        self.step(false);
+    }
+
+    /// Whether it completed with an error not taken yet.
+    pub(crate) fn failed(&self) -> bool {
+        matches!(*self.state(), State::Done(Err(_)))
+    }
+
     /// Tests the transfer once (`wait`: waits for it), keeping its outcome.
     fn step(&self, wait: bool) {
         let mut state = self.state();

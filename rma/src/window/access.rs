@@ -8,6 +8,9 @@ use super::*;
 /// trip it saves).
 pub(crate) const POSTED_PUT: usize = 64 * 1024;
 
+/// Posted puts running at once, at most (their copies are held).
+const POSTED_AT_ONCE: usize = 64;
+
 impl Window {
     /// Where `len` bytes at `offset` of `target`'s part are, after checking
     /// the window, the epoch, the peer and the bounds (in that order).
@@ -78,10 +81,27 @@ impl Window {
         })
     }
 
+    /// Tracks `transfer` until the next completion of its target. A
+    /// transfer no request holds (a posted put) is tested here: it goes
+    /// once it succeeded, stays once it failed (for the completion to
+    /// report), and at most [`POSTED_AT_ONCE`] run (the oldest is waited
+    /// for), so that an epoch of many puts holds bounded memory.
     fn track(&self, target: u32, transfer: onesided_fabric::Transfer) -> Arc<Inflight> {
         let inflight = Arc::new(Inflight::new(target, transfer));
         let mut list = self.inflight.borrow_mut();
-        list.retain(|i| !i.is_done());
+        list.retain(|i| {
+            let posted = Arc::strong_count(i) == 1;
+            if posted {
+                i.test();
+            }
+            !i.is_done() || (posted && i.failed())
+        });
+        let running = |i: &&Arc<Inflight>| Arc::strong_count(i) == 1 && !i.is_done();
+        if list.iter().filter(running).count() >= POSTED_AT_ONCE {
+            if let Some(oldest) = list.iter().find(running) {
+                oldest.finish();
+            }
+        }
         list.push(Arc::clone(&inflight));
         inflight
     }
