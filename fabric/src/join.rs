@@ -271,37 +271,22 @@ impl Inbox {
         mut pick: impl FnMut(u32, &Notice) -> Option<T>,
     ) -> Result<Vec<(u32, T)>> {
         let mut got: Vec<(u32, T)> = Vec::with_capacity(from.len());
-        let mut backoff = ep.backoff();
-        loop {
-            ep.progress();
-            {
-                let mut inbox = self.0.lock().unwrap_or_else(|p| p.into_inner());
-                inbox.retain(|(rank, notice)| {
-                    let wanted = from.contains(rank) && !got.iter().any(|(r, _)| r == rank);
-                    match wanted.then(|| pick(*rank, notice)).flatten() {
-                        Some(t) => {
-                            got.push((*rank, t));
-                            false
-                        }
-                        None => true,
+        self.until(ep, op, |inbox| {
+            inbox.retain(|(rank, notice)| {
+                let wanted = from.contains(rank) && !got.iter().any(|(r, _)| r == rank);
+                match wanted.then(|| pick(*rank, notice)).flatten() {
+                    Some(t) => {
+                        got.push((*rank, t));
+                        false
                     }
-                });
+                    None => true,
+                }
+            });
+            match from.iter().find(|r| !got.iter().any(|(g, _)| g == *r)) {
+                Some(&rank) => Err(rank),
+                None => Ok(std::mem::take(&mut got)),
             }
-            let missing = from.iter().find(|r| !got.iter().any(|(g, _)| g == *r));
-            let Some(&rank) = missing else {
-                return Ok(got);
-            };
-            if ep.is_dead(rank) {
-                return Err(Error::PeerDead { op, rank });
-            }
-            if backoff.pause() > ep.timeout() {
-                return Err(Error::Timeout {
-                    op,
-                    rank,
-                    after: ep.timeout(),
-                });
-            }
-        }
+        })
     }
 
     /// Waits for the first notice from any sender that `pick` takes,
@@ -317,25 +302,38 @@ impl Inbox {
         watch: u32,
         mut pick: impl FnMut(u32, &Notice) -> Option<T>,
     ) -> Result<(u32, T)> {
+        self.until(ep, op, |inbox| {
+            let found = (inbox.iter().enumerate())
+                .find_map(|(i, (rank, notice))| Some((i, *rank, pick(*rank, notice)?)));
+            let (i, rank, t) = found.ok_or(watch)?;
+            inbox.remove(i);
+            Ok((rank, t))
+        })
+    }
+
+    /// Makes progress until `look` finds what it waits for in the inbox
+    /// (`Err(rank)`: still waiting for `rank`), within the endpoint's
+    /// timeout.
+    fn until<T>(
+        &self,
+        ep: &Endpoint,
+        op: &'static str,
+        mut look: impl FnMut(&mut Vec<(u32, Notice)>) -> std::result::Result<T, u32>,
+    ) -> Result<T> {
         let mut backoff = ep.backoff();
         loop {
             ep.progress();
-            {
-                let mut inbox = self.0.lock().unwrap_or_else(|p| p.into_inner());
-                let found = (inbox.iter().enumerate())
-                    .find_map(|(i, (rank, notice))| Some((i, *rank, pick(*rank, notice)?)));
-                if let Some((i, rank, t)) = found {
-                    inbox.remove(i);
-                    return Ok((rank, t));
-                }
-            }
-            if ep.is_dead(watch) {
-                return Err(Error::PeerDead { op, rank: watch });
+            let rank = match look(&mut self.0.lock().unwrap_or_else(|p| p.into_inner())) {
+                Ok(t) => return Ok(t),
+                Err(rank) => rank,
+            };
+            if ep.is_dead(rank) {
+                return Err(Error::PeerDead { op, rank });
             }
             if backoff.pause() > ep.timeout() {
                 return Err(Error::Timeout {
                     op,
-                    rank: watch,
+                    rank,
                     after: ep.timeout(),
                 });
             }
