@@ -46,6 +46,20 @@ pub enum AtomicOp {
 }
 
 impl Datatype {
+    /// Every element type, in declaration order (`ALL[d as usize] == d`).
+    pub const ALL: [Datatype; 10] = [
+        Datatype::I8,
+        Datatype::U8,
+        Datatype::I16,
+        Datatype::U16,
+        Datatype::I32,
+        Datatype::U32,
+        Datatype::I64,
+        Datatype::U64,
+        Datatype::F32,
+        Datatype::F64,
+    ];
+
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
@@ -83,6 +97,15 @@ impl Datatype {
 }
 
 impl AtomicOp {
+    /// Every operation, in declaration order (`ALL[o as usize] == o`).
+    pub const ALL: [AtomicOp; 5] = [
+        AtomicOp::Sum,
+        AtomicOp::Min,
+        AtomicOp::Max,
+        AtomicOp::Replace,
+        AtomicOp::NoOp,
+    ];
+
     /// libfabric's number for it.
     pub(crate) fn fi(self) -> fabric_sys::fi_op {
         use fabric_sys as sys;
@@ -171,6 +194,16 @@ mod tests {
             apply(Datatype::F32, AtomicOp::Max, g(f32::NAN), g(2.0)),
             g(f32::NAN)
         );
+    }
+
+    #[test]
+    fn all_lists_each_in_declaration_order() {
+        for (i, d) in Datatype::ALL.into_iter().enumerate() {
+            assert_eq!(d as usize, i);
+        }
+        for (i, o) in AtomicOp::ALL.into_iter().enumerate() {
+            assert_eq!(o as usize, i);
+        }
     }
 
     #[test]

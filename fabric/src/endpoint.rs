@@ -41,6 +41,7 @@ use std::time::Duration;
 use fabric_sys as sys;
 
 use crate::atomic::{AtomicOp, Datatype};
+use crate::atomic_service::Registry;
 use crate::control;
 use crate::error::{strerror, Error, Result};
 use crate::handles::Handles;
@@ -50,7 +51,7 @@ use crate::matching::{SourceMatch, MAX_TAG};
 use crate::memory::{register_memory, Access, LocalRegion, MemoryRegion, RemoteMemory};
 use crate::peers::{Peer, Peers};
 use crate::progress::{timeout_from_secs, Backoff, ProgressMode, DEFAULT_MAX_SLEEP};
-use crate::provider::{MrMode, Provider};
+use crate::provider::{Atomics, MrMode, Provider};
 use crate::slots::Slots;
 use crate::spin::{SpinGuard, SpinLock};
 use crate::stats::{Counters, Stats};
@@ -402,7 +403,7 @@ impl Core {
                 )
             };
             if ret == 0 {
-                self.stats.control(service, peer, reply.len());
+                self.stats.reply(service, peer, reply.len());
             }
             ret
         } else {
@@ -422,7 +423,7 @@ impl Core {
                 )
             };
             if ret == 0 {
-                self.stats.control(service, peer, reply.len());
+                self.stats.reply(service, peer, reply.len());
                 self.control.replies.insert(token, reply);
                 return;
             }
@@ -509,8 +510,16 @@ pub(crate) struct Shared {
     cq_fd: Option<i32>,
     auto_progress: bool,
     send_after_atomic: bool,
+    write_after_write: bool,
     /// Buffers of finished transfers, for the next ones.
     buffers: Mutex<Vec<Box<[u8]>>>,
+    /// Who applies atomics.
+    pub atomics: Atomics,
+    /// libfabric's name of the provider given.
+    provider_name: String,
+    /// The regions peers' software atomics may reach (filled only under
+    /// [`Atomics::Software`]).
+    pub(crate) atomic_regions: Registry,
     /// Elements per atomic, by (compare / fetch / plain, datatype, op), as
     /// the provider said (0: not asked yet).
     atomic_counts: [std::sync::atomic::AtomicUsize; ATOMIC_KINDS],
@@ -747,7 +756,7 @@ impl Endpoint {
     ///
     /// # Errors
     /// [`Error::ProviderUnavailable`] when the provider cannot give an RDM
-    /// endpoint with tagged messages, RMA and atomics; [`Error::Fabric`] when
+    /// endpoint with tagged messages and RMA; [`Error::Fabric`] when
     /// opening one of its objects fails.
     pub fn open(config: &EndpointConfig) -> Result<Endpoint> {
         let offered = MrMode::VIRT_ADDR
@@ -755,8 +764,9 @@ impl Endpoint {
             | MrMode::PROV_KEY
             | MrMode::ENDPOINT
             | config.mr_mode_request;
-        let handles = Handles::open(config.provider, offered, config.progress)?;
-        let granted = handles.granted;
+        let atomics = (config.atomics).unwrap_or_else(|| Atomics::default_for(config.provider));
+        let handles = Handles::open(config.provider, offered, config.progress, atomics)?;
+        let granted = handles.granted.clone();
         // SAFETY: fi_version takes no arguments and returns a constant.
         let source_match = SourceMatch::new(config.provider, unsafe { sys::fi_version() });
         let shared = Arc::new(Shared {
@@ -780,6 +790,10 @@ impl Endpoint {
             cq_fd: handles.cq_fd,
             auto_progress: granted.auto_progress,
             send_after_atomic: granted.send_after_atomic,
+            write_after_write: granted.write_after_write,
+            atomics: granted.atomics,
+            provider_name: granted.name.clone(),
+            atomic_regions: Registry::default(),
             atomic_counts: std::array::from_fn(|_| std::sync::atomic::AtomicUsize::new(0)),
             buffers: Mutex::new(Vec::new()),
             core: SpinLock::new(Core {
@@ -879,6 +893,32 @@ impl Endpoint {
     /// without waiting for it.
     pub fn orders_send_after_atomic(&self) -> bool {
         self.inner.shared.send_after_atomic
+    }
+
+    /// libfabric's name of the provider it was given: `tcp` (libfabric
+    /// 2.x's native RDM endpoint) or `tcp;ofi_rxm` for [`Provider::Tcp`].
+    pub fn provider_name(&self) -> &str {
+        &self.inner.shared.provider_name
+    }
+
+    /// Who applies this endpoint's atomics: the provider, or the target's
+    /// progress engine ([`Atomics::Software`]).
+    pub fn atomics(&self) -> Atomics {
+        self.inner.shared.atomics
+    }
+
+    /// Whether an RMA write to a peer is processed there after every write
+    /// posted to it before (`FI_ORDER_WAW`, transmit and receive): then a
+    /// [`Endpoint::write_delivered`] completes [`Endpoint::write_injected`]'s
+    /// writes before it.
+    pub fn orders_write_after_write(&self) -> bool {
+        self.inner.shared.write_after_write
+    }
+
+    /// The most bytes a send or write may carry without a completion
+    /// ([`Endpoint::write_injected`]): the provider's inject size.
+    pub fn inject_size(&self) -> usize {
+        self.inner.shared.inject_size
     }
 
     /// Whether the provider moves data without calls into it (tcp with
@@ -1014,6 +1054,7 @@ impl Endpoint {
     /// [`Error::Fabric`] when `fi_mr_reg` (or, under `FI_MR_ENDPOINT`,
     /// binding it) fails; [`Error::Io`] when memory runs out.
     pub fn register(&self, len: usize, access: Access) -> Result<MemoryRegion> {
+        self.serve_atomics(access)?;
         MemoryRegion::register(
             Arc::clone(&self.inner.shared),
             Mapping::anonymous(len)?,
@@ -1029,6 +1070,7 @@ impl Endpoint {
     /// # Errors
     /// As [`Endpoint::register`].
     pub fn register_shared(&self, len: usize, access: Access) -> Result<MemoryRegion> {
+        self.serve_atomics(access)?;
         MemoryRegion::register(
             Arc::clone(&self.inner.shared),
             Mapping::create_shared(len)?,

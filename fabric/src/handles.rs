@@ -10,10 +10,10 @@ use fabric_sys as sys;
 
 use crate::error::{check, Error, Result};
 use crate::progress::ProgressMode;
-use crate::provider::{MrMode, Provider};
+use crate::provider::{Atomics, MrMode, Provider};
 
 /// What `fi_getinfo` granted for the endpoint.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Granted {
     pub mr_mode: MrMode,
     pub inject_size: usize,
@@ -28,6 +28,14 @@ pub(crate) struct Granted {
     /// Sends are transmitted and processed after earlier atomics to the
     /// same peer (`FI_ORDER_SAW` in both the transmit and receive order).
     pub send_after_atomic: bool,
+    /// Who applies atomics: [`Atomics::Native`] when the endpoint was
+    /// opened with the provider's atomics.
+    pub atomics: Atomics,
+    /// libfabric's name of the provider given (`tcp`, `tcp;ofi_rxm`, ...).
+    pub name: String,
+    /// RMA writes are processed after earlier writes to the same peer
+    /// (`FI_ORDER_WAW`, transmit and receive).
+    pub write_after_write: bool,
 }
 
 /// The longest string address (`FI_ADDR_STR`) accepted from a peer.
@@ -83,11 +91,12 @@ impl Handles {
         provider: Provider,
         mr_mode_supported: MrMode,
         progress: ProgressMode,
+        atomics: Atomics,
     ) -> Result<Handles> {
         if provider == Provider::Shm {
             remove_stale_shm_files();
         }
-        let info = getinfo(provider, mr_mode_supported, progress)?;
+        let (info, atomics) = getinfo(provider, mr_mode_supported, progress, atomics)?;
         let mut handles = Handles {
             ep: ptr::null_mut(),
             cq: ptr::null_mut(),
@@ -103,6 +112,9 @@ impl Handles {
                 string_names: false,
                 key_size: 0,
                 send_after_atomic: false,
+                atomics,
+                name: String::new(),
+                write_after_write: false,
             },
             cq_fd: None,
         };
@@ -119,10 +131,23 @@ impl Handles {
                 string_names: attrs.addr_format == sys::FI_ADDR_STR,
                 auto_progress: (*attrs.domain_attr).data_progress == sys::FI_PROGRESS_AUTO,
                 key_size: (*attrs.domain_attr).mr_key_size,
-                send_after_atomic: ((*attrs.tx_attr).msg_order
+                // Software atomics are calls whose replies are waited for.
+                send_after_atomic: atomics == Atomics::Native
+                    && ((*attrs.tx_attr).msg_order
+                        & (*attrs.rx_attr).msg_order
+                        & sys::FI_ORDER_SAW)
+                        != 0,
+                atomics,
+                write_after_write: ((*attrs.tx_attr).msg_order
                     & (*attrs.rx_attr).msg_order
-                    & sys::FI_ORDER_SAW)
+                    & sys::FI_ORDER_WAW)
                     != 0,
+                name: match (*attrs.fabric_attr).prov_name {
+                    name if name.is_null() => String::new(),
+                    name => std::ffi::CStr::from_ptr(name)
+                        .to_string_lossy()
+                        .into_owned(),
+                },
             };
             check(
                 "fi_fabric",
@@ -334,18 +359,31 @@ impl Drop for Handles {
     }
 }
 
-/// Asks libfabric for an RDM endpoint on `provider` with what onesided needs.
+/// Asks libfabric for an RDM endpoint on `provider` with what onesided
+/// needs, and atomics where `atomics` asks the provider's (falling back to
+/// software atomics where it has none); returns it and who applies atomics.
 fn getinfo(
     provider: Provider,
     mr_mode_supported: MrMode,
     progress: ProgressMode,
-) -> Result<*mut sys::fi_info> {
+    atomics: Atomics,
+) -> Result<(*mut sys::fi_info, Atomics)> {
     let unavailable = |text: String| Error::ProviderUnavailable {
         provider: provider.name(),
         text,
     };
-    let prov_name =
-        CString::new(provider.libfabric_name()).map_err(|e| unavailable(e.to_string()))?;
+    // For tcp, the name libfabric matches to its native RDM endpoint where
+    // it has one (2.x, as MPICH runs), else to tcp;ofi_rxm (1.x, and
+    // whenever atomics are asked for).
+    let name = match provider {
+        Provider::Tcp => "tcp",
+        p => p.libfabric_name(),
+    };
+    let prov_name = CString::new(name).map_err(|e| unavailable(e.to_string()))?;
+    let choices = match atomics {
+        Atomics::Native => vec![Atomics::Native, Atomics::Software],
+        Atomics::Software => vec![Atomics::Software],
+    };
     let mut attempts = vec![true];
     if provider == Provider::Tcp {
         // With onesided's background thread (blocking on the CQ's fd, which
@@ -361,7 +399,7 @@ fn getinfo(
         };
     }
     let mut last = 0;
-    for auto in attempts {
+    for (atomics, auto) in (choices.iter()).flat_map(|&a| attempts.iter().map(move |&p| (a, p))) {
         // SAFETY: fi_allocinfo returns a zeroed fi_info with allocated
         // attribute structs, or null. The fields set below are plain values,
         // and prov_name is strdup'd because fi_freeinfo frees it.
@@ -373,7 +411,10 @@ fn getinfo(
             let h = &mut *hints;
             // The sender's rank travels as remote CQ data.
             (*h.domain_attr).cq_data_size = 4;
-            h.caps = sys::FI_MSG | sys::FI_TAGGED | sys::FI_RMA | sys::FI_ATOMIC;
+            h.caps = sys::FI_MSG | sys::FI_TAGGED | sys::FI_RMA;
+            if atomics == Atomics::Native {
+                h.caps |= sys::FI_ATOMIC;
+            }
             h.mode = 0;
             (*h.ep_attr).type_ = sys::FI_EP_RDM;
             (*h.domain_attr).mr_mode = mr_mode_supported.bits() as i32;
@@ -397,14 +438,14 @@ fn getinfo(
             );
             sys::fi_freeinfo(hints);
             if ret == 0 && !info.is_null() {
-                return Ok(info);
+                return Ok((info, atomics));
             }
             last = ret;
         }
     }
     let code = -last;
     Err(unavailable(format!(
-        "fi_getinfo found no RDM endpoint with tagged messages, RMA and atomics: {}",
+        "fi_getinfo found no RDM endpoint with tagged messages and RMA: {}",
         crate::error::strerror(code)
     )))
 }
@@ -439,6 +480,9 @@ mod tests {
             string_names: true,
             key_size: 8,
             send_after_atomic: false,
+            atomics: Atomics::Native,
+            name: String::new(),
+            write_after_write: false,
         };
         // A peer whose name is a byte longer than ours (its pid has a
         // digit more: a job that failed so once).

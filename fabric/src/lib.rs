@@ -5,8 +5,9 @@
 //! - [`Endpoint`]: one reliable-datagram endpoint per process with tagged
 //!   messages, RMA reads and writes (with remote completion on request;
 //!   blocking, or as [`Transfer`]s over buffers the endpoint owns), typed
-//!   atomics ([`atomic`]) and [`MemoryRegion`]s, every error a value naming the
-//!   call or the peer.
+//!   atomics ([`atomic`]; the provider's, or applied by the target where it
+//!   has none or on `tcp`, see [`Atomics`]) and [`MemoryRegion`]s, every
+//!   error a value naming the call or the peer.
 //! - [`progress`]: progress on every call plus an optional background thread
 //!   that never steals a core; [`Endpoint::backoff`] is the one waiting
 //!   discipline of the process.
@@ -31,7 +32,8 @@
 //!
 //! Environment variables read: `ONESIDED_PROVIDER` (`shm`, `tcp`, `sockets`,
 //! `verbs`; else `FI_PROVIDER`; else `shm`), `ONESIDED_MR_MODE`,
-//! `ONESIDED_PROGRESS`, `ONESIDED_TIMEOUT` (see [`EndpointConfig::from_env`]),
+//! `ONESIDED_PROGRESS`, `ONESIDED_TIMEOUT`, `ONESIDED_ATOMICS` (see
+//! [`EndpointConfig::from_env`]),
 //! `ONESIDED_CMA` ([`cma::CMA_ENV`]), the `PMI_*` variables and
 //! [`world::EVENT_FD_ENV`].
 //!
@@ -40,6 +42,7 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
+mod atomic_service;
 pub mod binomial;
 pub mod bootstrap;
 pub mod cma;
@@ -75,6 +78,6 @@ pub use mapping::Mapping;
 pub use matching::MAX_TAG;
 pub use memory::{Access, MemoryRegion, RemoteMemory};
 pub use progress::ProgressMode;
-pub use provider::{libfabric_loaded, MrMode, Provider};
+pub use provider::{libfabric_loaded, Atomics, MrMode, Provider};
 pub use stats::{Stats, Traffic};
 pub use world::{Spawner, World};

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use bitflags::bitflags;
 use fabric_sys as sys;
 
+use crate::atomic_service::Region;
 use crate::endpoint::{Core, Shared};
 use crate::error::{check, Error, Result};
 use crate::mapping::Mapping;
-use crate::provider::MrMode;
+use crate::provider::{Atomics, MrMode};
 
 bitflags! {
     /// What peers may do with a [`MemoryRegion`]. Register for the least a
@@ -135,7 +136,8 @@ impl RemoteMemory {
 pub struct MemoryRegion {
     // Declared first: the registration is closed before the pages go.
     mr: *mut sys::fid_mr,
-    memory: Mapping,
+    /// Shared with the atomics service while a peer's atomic is applied.
+    memory: Arc<Mapping>,
     len: usize,
     remote: RemoteMemory,
     access: Access,
@@ -184,6 +186,15 @@ impl MemoryRegion {
         };
         // SAFETY: mr is an open registration.
         let desc = unsafe { sys::fi_mr_desc(mr) } as usize;
+        let memory = Arc::new(memory);
+        if shared.atomics == Atomics::Software && access.contains(Access::REMOTE_WRITE) {
+            let region = Region {
+                memory: Arc::clone(&memory),
+                base,
+                access,
+            };
+            shared.atomic_regions.insert(key, region);
+        }
         shared
             .local_regions
             .lock()
@@ -263,6 +274,7 @@ impl MemoryRegion {
 
 impl Drop for MemoryRegion {
     fn drop(&mut self) {
+        self.shared.atomic_regions.remove(self.remote.key);
         let start = self.memory.as_ptr() as usize;
         self.shared
             .local_regions

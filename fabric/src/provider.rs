@@ -32,7 +32,9 @@ pub fn libfabric_loaded() -> (String, String) {
 pub enum Provider {
     /// `shm`: shared memory on one host, the embedded default.
     Shm,
-    /// `tcp;ofi_rxm`: TCP sockets with reliable datagrams on top, across hosts.
+    /// `tcp`: TCP sockets, across hosts: libfabric's native RDM endpoint
+    /// where it has one (2.x) and atomics are not asked of the provider
+    /// (see [`Atomics`]), else `tcp;ofi_rxm`.
     Tcp,
     /// `sockets`: libfabric's older TCP provider, progress in its own thread.
     Sockets,
@@ -106,6 +108,38 @@ impl FromStr for Provider {
 impl fmt::Display for Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// Who applies remote atomics (`ONESIDED_ATOMICS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Atomics {
+    /// The provider, where it offers atomics; where it offers none, the
+    /// endpoint falls back to [`Atomics::Software`].
+    Native,
+    /// The target's progress engine, with CPU atomics on its memory: each
+    /// atomic a request and a reply of the control plane. The default on
+    /// `tcp`, as MPICH chooses there (its atomics are active messages on
+    /// libfabric 2.x's native `tcp`, which has no atomics).
+    Software,
+}
+
+impl Atomics {
+    /// The default on `provider`: [`Atomics::Software`] on `tcp`, else
+    /// [`Atomics::Native`].
+    pub fn default_for(provider: Provider) -> Atomics {
+        match provider {
+            Provider::Tcp => Atomics::Software,
+            _ => Atomics::Native,
+        }
+    }
+
+    /// `native` or `software`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Atomics::Native => "native",
+            Atomics::Software => "software",
+        }
     }
 }
 

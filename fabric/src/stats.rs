@@ -6,6 +6,7 @@
 //! which every post holds already. The counts are exact, so tests assert
 //! each protocol's cost in p against them.
 
+use crate::atomic_service::ATOMIC;
 use crate::endpoint::Operation;
 
 /// Messages (or operations) and their payload bytes.
@@ -47,7 +48,8 @@ pub struct Stats {
     pub reads: Traffic,
     /// RMA writes posted.
     pub writes: Traffic,
-    /// Atomics posted (every element operation the provider carries).
+    /// Atomics posted (every element operation the provider carries, or
+    /// request to a target's atomics service).
     pub atomics: Traffic,
     /// Requests sent to the process manager (PMI), when counted by
     /// [`crate::World::stats`].
@@ -162,6 +164,8 @@ impl Counters {
         let s = &mut self.stats;
         match op {
             Operation::Send => s.tagged.add(bytes),
+            // An atomic is counted as one, whoever applies it.
+            Operation::Control(ATOMIC) => s.atomics.add(bytes),
             Operation::Control(service) => return self.control(service, rank, bytes),
             Operation::Recv => {
                 s.receives += 1;
@@ -174,6 +178,15 @@ impl Counters {
             }
         }
         self.contact(rank);
+    }
+
+    /// Counts a reply of `service` sent to `rank`: a control message,
+    /// except the atomics service's (a provider atomic's response is not
+    /// counted either).
+    pub fn reply(&mut self, service: u16, rank: u32, bytes: usize) {
+        if service != ATOMIC {
+            self.control(service, rank, bytes);
+        }
     }
 
     /// Counts a control message of `service` sent to `rank`.

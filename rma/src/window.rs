@@ -51,8 +51,8 @@
 //!   `sockets` do; `tcp` does not).
 //!
 //! # Memory and paths
-//! Every exposure has a header region (128 bytes: the lock word at 0 and
-//! the region's nonce at 8), always
+//! Every exposure has a header region (128 bytes: the lock word at 0,
+//! the region's nonce at 8, a word peers' flushes write at 64), always
 //! open to remote atomics, and a data region registered with exactly the
 //! rights asked for (a read-only exposure is registered for remote reads
 //! only). Both are named shared memory: a peer on the same host maps them
@@ -89,7 +89,7 @@
 
 use onesided_fabric::fnv::{FastMap, FastSet};
 use onesided_fabric::spin::SpinLock;
-use onesided_fabric::{Access, Endpoint, Mapping, MemoryRegion, RemoteMemory};
+use onesided_fabric::{Access, Atomics, Endpoint, Mapping, MemoryRegion, RemoteMemory};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::Ordering;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
@@ -127,9 +127,11 @@ pub(crate) const DESCRIPTION_NOTICE: u16 = 0x0104;
 
 /// Bytes of an exposure's header region: two cache lines.
 const HEADER: usize = 128;
-/// Header offsets: the lock word and the region's nonce.
+/// Header offsets: the lock word, the region's nonce, and the word peers
+/// write to complete their injected puts (never read).
 const LOCK_WORD: usize = 0;
 const NONCE: usize = 8;
+const FENCE_WORD: usize = 64;
 
 /// Longest description a peer is asked for (a dynamic window's attachments
 /// must fit: about a thousand).
@@ -1152,10 +1154,14 @@ pub struct Window {
     /// Attachments of a dynamic window (`None`: not dynamic); the count of
     /// attachments ever made.
     attached: Option<RefCell<(Vec<Attachment>, u64)>>,
-    /// Every member lives on this host: atomics are CPU atomics.
+    /// Atomics on mapped memory are CPU atomics: every member lives on
+    /// this host, or atomics are applied by their targets (software).
     local_atomics: bool,
     epochs: RefCell<Epochs>,
     inflight: RefCell<Vec<Arc<Inflight>>>,
+    /// Group ranks put to through the provider since their last
+    /// completion, and how ([`Epoch::put`]).
+    written: RefCell<FastMap<u32, Written>>,
     /// In a `lock_all` epoch that takes locks: whether this process holds
     /// each member's shared lock yet (empty otherwise).
     shared_locks: RefCell<Vec<bool>>,
@@ -1163,6 +1169,15 @@ pub struct Window {
     /// lock releases wait, so that closing it reports a dead target.
     access_failed: Cell<bool>,
     freed: bool,
+}
+
+/// How a target was put to since its last completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// Posted puts only, each completed by waiting for it.
+    Posted,
+    /// Injected puts too, completed by a delivered write after them.
+    Injected,
 }
 
 /// Where `len` bytes of a target live: its rank, descriptor, mapping (on
@@ -1218,7 +1233,10 @@ pub struct Epoch<'w> {
 impl Window {
     fn new(exposure: Arc<Exposed>, attached: Option<RefCell<(Vec<Attachment>, u64)>>) -> Window {
         let rma = &exposure.rma;
-        let local_atomics = exposure.group.members().iter().all(|&r| rma.same_host(r));
+        let on_host = exposure.group.members().iter().all(|&r| rma.same_host(r));
+        // Software atomics are CPU atomics at the target: mapped members'
+        // CPU atomics join them.
+        let local_atomics = on_host || rma.ep.atomics() == Atomics::Software;
         // Published by the first window (checked without the lock after).
         let described = match exposure.published.load(Ordering::Acquire)
             || exposure.published.swap(true, Ordering::AcqRel)
@@ -1232,7 +1250,7 @@ impl Window {
             // elsewhere (or the board has no room).
             let on_board = rma.board(rma.ep.rank()).is_some()
                 && rma.directory.publish(exposure.id, &described.encode());
-            if !(on_board && local_atomics) {
+            if !(on_board && on_host) {
                 rma.push(&exposure.group, exposure.id, &described);
                 lock_state(&rma.served)
                     .described
@@ -1247,6 +1265,7 @@ impl Window {
             local_atomics,
             epochs: RefCell::default(),
             inflight: RefCell::default(),
+            written: RefCell::default(),
             shared_locks: RefCell::default(),
             access_failed: Cell::new(false),
             freed: false,

@@ -1,25 +1,39 @@
 //! Multi-process tests of onesided-rma over real providers (`rma-check`
 //! modes), on one host (shared-memory paths) and with every rank its own
-//! host (`ONESIDED_HOST=node{rank}`: provider paths), on shm and tcp.
+//! host (`ONESIDED_HOST=node{rank}`: provider paths), on shm and tcp;
+//! across hosts on tcp with the target's atomics (its default) and with
+//! the provider's (`ONESIDED_ATOMICS=native`).
 
 use onesided_tests::{serial, Osrun};
 
-/// (provider, one host?) combinations every window test runs on.
-const SETUPS: [(&str, bool); 4] = [("shm", true), ("shm", false), ("tcp", true), ("tcp", false)];
+/// (provider, one host?, `ONESIDED_ATOMICS`) combinations every window
+/// test runs on.
+const SETUPS: [(&str, bool, &str); 5] = [
+    ("shm", true, ""),
+    ("shm", false, ""),
+    ("tcp", true, ""),
+    ("tcp", false, ""),
+    ("tcp", false, "native"),
+];
+
+/// `rma-check` in one setup.
+fn osrun(n: u32, (provider, one_host, atomics): (&str, bool, &str)) -> Osrun {
+    Osrun::new(n, provider, "rma-check")
+        .host_per_rank(!one_host)
+        .env("ONESIDED_ATOMICS", atomics)
+}
 
 /// Runs `rma-check MODE` on `n` ranks in every setup and expects `n`
 /// "MODE ok" lines.
 fn run_everywhere(mode: &str, n: u32) {
     let _serial = serial();
-    for (provider, one_host) in SETUPS {
-        let mut run = Osrun::new(n, provider, "rma-check").arg(mode);
-        run = run.host_per_rank(!one_host);
-        let out = run.run();
+    for setup in SETUPS {
+        let out = osrun(n, setup).arg(mode).run();
         out.assert_success();
         assert_eq!(
             out.count(&format!("{mode} ok")),
             n as usize,
-            "{provider}, one host {one_host}: {out}"
+            "{setup:?}: {out}"
         );
     }
 }
@@ -62,13 +76,9 @@ fn every_misuse_is_an_error_and_changes_nothing() {
 #[test]
 fn a_rank_dying_under_a_window_lock_gives_errors_naming_it() {
     let _serial = serial();
-    for (provider, one_host) in SETUPS {
-        let mut run = Osrun::new(3, provider, "rma-check")
-            .ft()
-            .arg("window-victim");
-        run = run.host_per_rank(!one_host);
-        let out = run.run();
-        assert_eq!(out.code(), 128 + 9, "{out}");
+    for setup in SETUPS {
+        let out = osrun(3, setup).ft().arg("window-victim").run();
+        assert_eq!(out.code(), 128 + 9, "{setup:?}: {out}");
         out.assert_stdout_has("rank 0: got an error naming rank 1");
     }
 }

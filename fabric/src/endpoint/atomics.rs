@@ -1,9 +1,68 @@
 //! Atomics on peers' registered memory, split into operations of the
-//! size the provider allows.
+//! size the provider allows, or sent to the target's atomics service
+//! ([`Atomics::Software`], see `atomic_service`).
 
 use super::*;
+use crate::atomic_service::{decode_reply, max_elements, Action, Refusal, Request, ATOMIC};
 
 impl Endpoint {
+    /// Under [`Atomics::Software`], before the first region peers may
+    /// write (`access`), answers peers' atomics from then on: a process
+    /// that registers none keeps no receives for them.
+    pub(super) fn serve_atomics(&self, access: Access) -> Result<()> {
+        let software = self.inner.shared.atomics == Atomics::Software;
+        if !software || !access.contains(Access::REMOTE_WRITE) {
+            return Ok(());
+        }
+        let regions = self.inner.shared.atomic_regions.clone();
+        match self.serve(ATOMIC, move |_, body, _| regions.serve(body)) {
+            Err(Error::ServiceTaken { .. }) => Ok(()),
+            served => served,
+        }
+    }
+
+    /// Has `at`'s atomics service apply `action` with `operand` (and
+    /// `compare`) to the elements at `address` of its region `key`, in
+    /// requests of at most [`max_elements`]; the previous values land in
+    /// `fetch` when given.
+    #[allow(clippy::too_many_arguments)]
+    fn atomic_by_target(
+        &self,
+        operation: Operation,
+        at: u32,
+        key: u64,
+        address: u64,
+        datatype: Datatype,
+        action: Action,
+        operand: &[u8],
+        compare: &[u8],
+        mut fetch: Option<&mut [u8]>,
+    ) -> Result<()> {
+        let size = datatype.size();
+        let per = max_elements(size, action) * size;
+        let mut reply = vec![0u8; 8 + per.min(operand.len())];
+        for (i, chunk) in operand.chunks(per).enumerate() {
+            let done = i * per;
+            let request = Request {
+                action,
+                datatype,
+                key,
+                address: address + done as u64,
+                operand: chunk,
+                compare: compare.get(done..done + chunk.len()).unwrap_or_default(),
+            };
+            let len = self.call_as(operation.name(), at, ATOMIC, &request.encode(), &mut reply)?;
+            let previous = match decode_reply(&reply[..len], chunk.len()) {
+                Some(Ok(previous)) => previous,
+                refused => return Err(refusal(operation, at, refused.map(|r| r.err()))),
+            };
+            if let Some(f) = fetch.as_deref_mut() {
+                f[done..done + chunk.len()].copy_from_slice(previous);
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn atomic_target(
         remote: &RemoteMemory,
         offset: u64,
@@ -109,6 +168,21 @@ impl Endpoint {
                 size: operand.len() as u64,
             });
         }
+        if self.inner.shared.atomics == Atomics::Software {
+            let address = remote.address_of(offset, operand.len() as u64, name)?;
+            let action = Action::Apply(op);
+            return self.atomic_by_target(
+                operation,
+                at,
+                remote.key,
+                address,
+                datatype,
+                action,
+                operand,
+                &[],
+                fetch,
+            );
+        }
         // Always the fetching form, its result dropped when not wanted:
         // its completion means "applied at the target", which a plain
         // atomic's (transmit) completion does not.
@@ -192,7 +266,21 @@ impl Endpoint {
                 });
             }
         }
-        Self::atomic_target(remote, offset, size, size, op, at)?;
+        let address = Self::atomic_target(remote, offset, size, size, op, at)?;
+        if self.inner.shared.atomics == Atomics::Software {
+            let (key, action) = (remote.key, Action::CompareSwap);
+            return self.atomic_by_target(
+                operation,
+                at,
+                key,
+                address,
+                datatype,
+                action,
+                new,
+                compare,
+                Some(previous),
+            );
+        }
         self.atomic_count(datatype, None, false)?;
         // Buffers: [new value, compare value, result].
         self.post_atomic(
@@ -336,5 +424,28 @@ impl Endpoint {
             }
         }
         Ok(())
+    }
+}
+
+/// The error of an atomic `at` refused (`Some(Some(_))`) or answered with a
+/// malformed reply.
+fn refusal(operation: Operation, at: u32, refused: Option<Option<Refusal>>) -> Error {
+    let (code, text) = match refused {
+        Some(Some(Refusal::UnknownRegion | Refusal::NotPermitted)) => (
+            sys::FI_EACCES,
+            "the target refused the atomic: no such region, or not writable",
+        ),
+        Some(Some(Refusal::OutOfRange)) => (
+            sys::FI_EINVAL,
+            "the target refused the atomic: outside its region",
+        ),
+        _ => (sys::FI_EINVAL, "malformed atomic request or reply"),
+    };
+    Error::Completion {
+        op: operation.name(),
+        rank: at,
+        code: code as i32,
+        provider_code: 0,
+        text,
     }
 }

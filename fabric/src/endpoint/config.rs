@@ -22,6 +22,9 @@ pub struct EndpointConfig {
     /// progress thread's too, until nothing happened for 100 ms: then up
     /// to 10 ms, or this if longer).
     pub max_sleep: Duration,
+    /// Who applies remote atomics; `None`: [`Atomics::default_for`] the
+    /// provider.
+    pub atomics: Option<Atomics>,
 }
 
 impl Default for EndpointConfig {
@@ -32,6 +35,7 @@ impl Default for EndpointConfig {
             progress: ProgressMode::Background,
             timeout: Duration::from_secs(60),
             max_sleep: DEFAULT_MAX_SLEEP,
+            atomics: None,
         }
     }
 }
@@ -41,7 +45,8 @@ impl EndpointConfig {
     /// `ONESIDED_PROVIDER` (or `FI_PROVIDER`; default `shm`),
     /// `ONESIDED_MR_MODE` (`default` or `verbs`),
     /// `ONESIDED_PROGRESS` (`background`, the default, or `manual`),
-    /// `ONESIDED_TIMEOUT` (seconds, default 60).
+    /// `ONESIDED_TIMEOUT` (seconds, default 60),
+    /// `ONESIDED_ATOMICS` (`native` or `software`; default by provider).
     ///
     /// # Errors
     /// [`Error::UnknownProvider`] or [`Error::BadEnv`].
@@ -72,6 +77,20 @@ impl EndpointConfig {
                         name: "ONESIDED_PROGRESS",
                         value: value.into(),
                         why: "expected background or manual",
+                    })
+                }
+            };
+        }
+        if let Ok(value) = std::env::var("ONESIDED_ATOMICS") {
+            config.atomics = match value.as_str() {
+                "" => None,
+                "native" => Some(Atomics::Native),
+                "software" => Some(Atomics::Software),
+                _ => {
+                    return Err(Error::BadEnv {
+                        name: "ONESIDED_ATOMICS",
+                        value: value.into(),
+                        why: "expected native or software",
                     })
                 }
             };

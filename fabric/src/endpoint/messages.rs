@@ -18,7 +18,13 @@ impl Endpoint {
 
     /// [`Endpoint::send`] of any tag the wire carries (control tags too),
     /// counted as `operation`.
-    fn send_tagged(&self, operation: Operation, to: u32, tag: u64, data: &[u8]) -> Result<()> {
+    pub(super) fn send_tagged(
+        &self,
+        operation: Operation,
+        to: u32,
+        tag: u64,
+        data: &[u8],
+    ) -> Result<()> {
         let me = u64::from(self.inner.rank);
         let tag = SourceMatch::wire_tag(tag, self.inner.rank);
         let inject = data.len() <= self.inner.shared.inject_size;
@@ -107,6 +113,18 @@ impl Endpoint {
     /// [`control::MAX_REQUEST`] bytes, [`Error::Truncated`] for a reply
     /// larger than `reply`, and as [`Endpoint::recv`].
     pub fn call(&self, to: u32, service: u16, request: &[u8], reply: &mut [u8]) -> Result<usize> {
+        self.call_as("call", to, service, request, reply)
+    }
+
+    /// [`Endpoint::call`], its waits' errors naming `what`.
+    pub(super) fn call_as(
+        &self,
+        what: &'static str,
+        to: u32,
+        service: u16,
+        request: &[u8],
+        reply: &mut [u8],
+    ) -> Result<usize> {
         control::check_request("control request", request)?;
         let tag = control::reply_tag(self.inner.shared.next_call.fetch_add(1, Ordering::Relaxed));
         let capacity = reply.len();
@@ -132,10 +150,10 @@ impl Endpoint {
                 desc.close();
                 return Err(e);
             }
-            let _ = self.wait("call", to, Posted { token, desc, core }, OnTimeout::Cancel);
+            let _ = self.wait(what, to, Posted { token, desc, core }, OnTimeout::Cancel);
             return Err(e);
         }
-        let done = self.wait("call", to, Posted { token, desc, core }, OnTimeout::Cancel);
+        let done = self.wait(what, to, Posted { token, desc, core }, OnTimeout::Cancel);
         match done {
             Ok(done) => Ok(done.len),
             Err(Error::Truncated {

@@ -110,6 +110,48 @@ impl Endpoint {
         self.wait(op, to, posted, OnTimeout::Wait).map(drop)
     }
 
+    /// Writes `data`, at most [`Endpoint::inject_size`] bytes, at `offset`
+    /// of `to`'s region `remote`; the provider copies it before this
+    /// returns, and no completion is waited for or reported. Where the
+    /// provider processes writes in order
+    /// ([`Endpoint::orders_write_after_write`]), the bytes are in the
+    /// target's memory once a later [`Endpoint::write_delivered`] to `to`
+    /// completes, and a failure shows there.
+    ///
+    /// # Errors
+    /// [`Error::OutOfRange`] for more than the inject size; otherwise as
+    /// [`Endpoint::read`] for the checks and the post.
+    pub fn write_injected(
+        &self,
+        to: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<()> {
+        let operation = Operation::Write;
+        let op = operation.name();
+        let limit = self.inner.shared.inject_size;
+        if data.len() > limit {
+            return Err(Error::OutOfRange {
+                what: "injected write",
+                offset: 0,
+                len: data.len() as u64,
+                size: limit as u64,
+            });
+        }
+        remote.permits(Access::REMOTE_WRITE, op, to)?;
+        let address = remote.address_of(offset, data.len() as u64, op)?;
+        let (ptr, len, key) = (data.as_ptr(), data.len(), remote.key);
+        let posted = self.post(operation, to, (ptr, len), false, |core, addr, _, _| {
+            // SAFETY: the endpoint is open; data is valid for its length and
+            // copied by the provider before fi_inject_write returns; the
+            // range lies in the peer's registration (checked).
+            unsafe { sys::fi_inject_write(core.handles.ep, ptr.cast(), len, addr, address, key) }
+        })?;
+        posted.desc.close();
+        Ok(())
+    }
+
     /// Starts reading `len` bytes at `offset` of `from`'s region `remote`
     /// into a buffer the endpoint owns; complete it with
     /// [`Transfer::test`] or [`Transfer::wait`], then take the bytes with

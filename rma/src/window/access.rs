@@ -106,6 +106,39 @@ impl Window {
         inflight
     }
 
+    /// Whether a put of `len` bytes to `target` through the provider is
+    /// injected: at most the inject size, where a later delivered write
+    /// completes it (see [`Window::complete`]), and not the first put to
+    /// `target` since its last completion. An injected put waits for no
+    /// acknowledgement of its own; the first is posted for delivery, so
+    /// that a put and a flush cost one round trip, and puts in a row one
+    /// round trip more than their injections.
+    fn injects(&self, target: u32, len: usize) -> bool {
+        let ep = &self.rma().ep;
+        len <= ep.inject_size()
+            && ep.orders_write_after_write()
+            && self.written.borrow().contains_key(&target)
+    }
+
+    /// Injects `data` at `p` (group rank `target`), to be completed by the
+    /// next flush of `target` or the epoch's end.
+    fn inject(&self, target: u32, p: &Place<'_>, data: &[u8]) -> Result<(), Error> {
+        self.through(self.rma().ep.write_injected(p.rank, &p.remote, p.at, data))?;
+        self.written.borrow_mut().insert(target, Written::Injected);
+        Ok(())
+    }
+
+    /// Posts a copy of `data` at `p` (group rank `target`) for delivery;
+    /// its transfer is tracked until the next completion of `target`.
+    fn post_put(&self, target: u32, p: &Place<'_>, data: &[u8]) -> Result<Arc<Inflight>, Error> {
+        let transfer = self.rma().ep.write_start(p.rank, &p.remote, p.at, data)?;
+        self.written
+            .borrow_mut()
+            .entry(target)
+            .or_insert(Written::Posted);
+        Ok(self.track(target, transfer))
+    }
+
     fn atomic<T: Element>(
         &self,
         target: u32,
@@ -195,9 +228,10 @@ impl<'w> Epoch<'w> {
     /// (`MPI_Put`). `data` may be reused when it returns. Through shared
     /// memory, or above 64 KiB, the bytes are at the target
     /// by then; a smaller put through the provider is posted from a copy
-    /// and completes at the target by the next [`Epoch::flush`] or the
-    /// epoch's end (as `MPI_Put`), so that puts in a row do not each wait
-    /// a round trip.
+    /// (puts after the first since the last flush, up to the provider's
+    /// inject size: the provider's copy) and completes at the target by the next
+    /// [`Epoch::flush`] or the epoch's end (as `MPI_Put`), so that puts in
+    /// a row do not each wait a round trip.
     ///
     /// # Errors
     /// As [`Epoch::get`] (checked before anything is posted); a posted
@@ -213,11 +247,8 @@ impl<'w> Epoch<'w> {
                     .permits(Access::REMOTE_WRITE, "window put", p.rank)?;
                 Ok(map.write_bytes(p.at as usize, data)?)
             }
-            None if data.len() <= POSTED_PUT => {
-                let transfer = w.rma().ep.write_start(p.rank, &p.remote, p.at, data)?;
-                w.track(target, transfer);
-                Ok(())
-            }
+            None if w.injects(target, data.len()) => w.inject(target, &p, data),
+            None if data.len() <= POSTED_PUT => w.post_put(target, &p, data).map(drop),
             None => w.through(w.rma().ep.write_delivered(p.rank, &p.remote, p.at, data)),
         }
     }
@@ -254,7 +285,10 @@ impl<'w> Epoch<'w> {
 
     /// Starts writing `data` at byte `offset` of `target`'s part
     /// (`MPI_Rput`; `data` is copied, the caller may reuse it at once);
-    /// the request completes when the bytes are in the target's memory.
+    /// the request completes when the bytes are in the target's memory,
+    /// or at once for a put [`Epoch::put`] injects (those are at the target
+    /// by the next flush or the epoch's end, which is all `MPI_Rput`
+    /// promises).
     ///
     /// # Errors
     /// As [`Epoch::get`].
@@ -273,8 +307,11 @@ impl<'w> Epoch<'w> {
             map.write_bytes(p.at as usize, data)?;
             return Ok(Rput::new(&w.rma().ep, None));
         }
-        let transfer = w.rma().ep.write_start(p.rank, &p.remote, p.at, data)?;
-        Ok(Rput::new(&w.rma().ep, Some(w.track(target, transfer))))
+        if w.injects(target, data.len()) {
+            w.inject(target, &p, data)?;
+            return Ok(Rput::new(&w.rma().ep, None));
+        }
+        Ok(Rput::new(&w.rma().ep, Some(w.post_put(target, &p, data)?)))
     }
 
     /// Applies `op` with `values` to the elements at byte `offset` of

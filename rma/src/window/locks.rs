@@ -172,8 +172,9 @@ impl Window {
         })
     }
 
-    /// Releases `kind` on `target`'s lock word. Through the provider the
-    /// release is posted and left in flight ([`Endpoint::add_detached`]),
+    /// Releases `kind` on `target`'s lock word. Where the word is not
+    /// reached by CPU atomics, the release is posted and left in flight
+    /// ([`Endpoint::add_detached`]),
     /// so closing an epoch there costs no round trip, unless an access or
     /// a request `failed` in the epoch: then the release waits, and fails
     /// with the target's error. Leaving it in flight is safe: a
@@ -186,10 +187,11 @@ impl Window {
     /// ([`State::release`], `Drop for State`). A release that fails (its
     /// target died) is dropped: the epoch is over here.
     fn release(&self, target: u32, kind: LockKind, failed: bool) -> Result<(), Error> {
+        let rank = self.group().job_rank(target)?;
+        let peer = self.part(target, rank)?;
+        let cpu = self.local_atomics && peer.maps.is_some();
         match lock::release(kind) {
-            Atomic::FetchAdd(delta) if !self.local_atomics && !failed => {
-                let rank = self.group().job_rank(target)?;
-                let peer = self.part(target, rank)?;
+            Atomic::FetchAdd(delta) if !cpu && !failed => {
                 let ep = &self.rma().ep;
                 Ok(ep.add_detached(rank, &peer.header, LOCK_WORD as u64, delta)?)
             }

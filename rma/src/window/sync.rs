@@ -8,12 +8,26 @@ impl Window {
     /// one given up, which the provider may still carry out) makes it an
     /// error, and taints the exposure: its memory is never reused.
     pub(super) fn complete(&self, target: Option<u32>) -> Result<(), Error> {
-        if self.inflight.borrow().is_empty() {
+        if self.inflight.borrow().is_empty() && self.written.borrow().is_empty() {
             return Ok(());
+        }
+        let mut failed = None;
+        let written: Vec<(u32, Written)> = match target {
+            None => self.written.borrow_mut().drain().collect(),
+            Some(t) => self
+                .written
+                .borrow_mut()
+                .remove_entry(&t)
+                .into_iter()
+                .collect(),
+        };
+        for (t, how) in written {
+            if how == Written::Injected && self.complete_injected(t).is_err() {
+                failed.get_or_insert(t);
+            }
         }
         let list: Vec<_> = self.inflight.borrow_mut().drain(..).collect();
         let mut kept = Vec::new();
-        let mut failed = None;
         for inflight in list {
             if target.is_none_or(|t| inflight.target() == t) {
                 if !inflight.finish() {
@@ -31,6 +45,19 @@ impl Window {
                 Err(Error::TransferFailed { target })
             }
         }
+    }
+
+    /// Completes the injected puts to group rank `target`: one write of
+    /// its fence word, delivered after them (`FI_ORDER_WAW`).
+    fn complete_injected(&self, target: u32) -> Result<(), Error> {
+        let rank = self.group().job_rank(target)?;
+        let header = self.part(target, rank)?.header;
+        let zero = [0u8; 8];
+        self.through(
+            self.rma()
+                .ep
+                .write_delivered(rank, &header, FENCE_WORD as u64, &zero),
+        )
     }
 
     /// Active-target synchronisation (`MPI_Win_fence`) that opens a fence
@@ -62,7 +89,13 @@ impl Window {
         next.fence(assert.contains(Assert::NOSUCCEED))?;
         if !assert.contains(Assert::NOPRECEDE) {
             self.complete(None)?;
-        } else if self.inflight.borrow().iter().any(|i| !i.is_done()) {
+        } else if self.inflight.borrow().iter().any(|i| !i.is_done())
+            || self
+                .written
+                .borrow()
+                .values()
+                .any(|&w| w == Written::Injected)
+        {
             return Err(Error::EpochConflict(
                 "fence asserting NOPRECEDE with operations in flight",
             ));

@@ -78,7 +78,9 @@ fn rank(args: &[String]) -> Result<()> {
     println!("pid {} {}", world.rank(), std::process::id());
     if world.rank() == 0 {
         let (version, path) = onesided_fabric::libfabric_loaded();
-        println!("loaded libfabric {version} {path}");
+        let ep = world.endpoint();
+        let (name, atomics) = (ep.provider_name(), ep.atomics().name());
+        println!("loaded libfabric {version} {path} ({name}, {atomics} atomics)");
     }
     let turns = Turns::from_env(world.rank())?;
     suites::run(&world, suite, scale, turns)?;
