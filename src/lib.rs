@@ -74,7 +74,7 @@ pub use onesided_reduce as reduce;
 pub use onesided_rma as rma;
 pub use onesided_rma::{
     test_all, wait_all, wait_any, Assert, Barrier, Element, Epoch, Exposure, Group, LockKind,
-    RemoteAccess, Request, Rget, Rma, Rput, Window,
+    Owned, RemoteAccess, Request, Rget, Rma, Rput, Window,
 };
 
 /// `Result` with onesided's [`Error`].

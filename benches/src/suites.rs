@@ -299,6 +299,9 @@ fn xfer(b: &Bench, put: bool) -> Result<()> {
                     l[..bytes].fill(0xff);
                 }
             }
+            let mut owned: Vec<Option<Box<[u8]>>> = (local.iter().take(ops))
+                .map(|l| Some(l[..bytes].into()))
+                .collect();
             if put {
                 w.write_local(0, &zeros)?;
             }
@@ -320,21 +323,22 @@ fn xfer(b: &Bench, put: bool) -> Result<()> {
                     };
                     let e = lock.as_ref().or(epoch.as_ref()).ok_or("no epoch")?;
                     if c == 2 {
-                        // Eight operations in flight, then one flush.
-                        if put {
-                            let mut rs = Vec::with_capacity(NBUF);
-                            for (k, l) in local.iter().enumerate() {
-                                rs.push(e.rput(to, xfer_disp(k, bytes) as u64, &l[..bytes])?);
-                            }
-                            e.flush(to)?;
-                            onesided_rma::wait_all(&mut rs)?;
-                        } else {
-                            let mut rs = Vec::with_capacity(NBUF);
-                            for (k, l) in local.iter_mut().enumerate() {
-                                rs.push(e.rget(to, xfer_disp(k, bytes) as u64, &mut l[..bytes])?);
-                            }
-                            e.flush(to)?;
-                            onesided_rma::wait_all(&mut rs)?;
+                        // Eight operations in flight, then one flush; the
+                        // request forms that own their buffers (no copy,
+                        // as MPI_Rget and MPI_Rput into user memory).
+                        let mut rs = Vec::with_capacity(NBUF);
+                        for (k, slot) in owned.iter_mut().enumerate() {
+                            let buf = slot.take().ok_or("a buffer still in flight")?;
+                            let disp = xfer_disp(k, bytes) as u64;
+                            rs.push(match put {
+                                true => e.rput_owned(to, disp, buf)?,
+                                false => e.rget_owned(to, disp, buf)?,
+                            });
+                        }
+                        e.flush(to)?;
+                        onesided_rma::wait_all(&mut rs)?;
+                        for (slot, r) in owned.iter_mut().zip(&mut rs) {
+                            *slot = r.take_buffer();
                         }
                     } else if put {
                         e.put(to, 0, &local[0][..bytes])?;
@@ -363,9 +367,13 @@ fn xfer(b: &Bench, put: bool) -> Result<()> {
                     b.check(case, &what, &own, b.source, disp)?;
                 }
             } else {
-                for (k, l) in local.iter().enumerate().take(ops) {
+                for k in 0..ops {
+                    let got = match c {
+                        2 => owned[k].as_deref().ok_or("a buffer not given back")?,
+                        _ => &local[k][..bytes],
+                    };
                     let what = format!("get of {bytes} B from rank {to}");
-                    b.check(case, &what, &l[..bytes], to, xfer_disp(k, bytes))?;
+                    b.check(case, &what, got, to, xfer_disp(k, bytes))?;
                 }
             }
             b.report(case, bytes, &mut t)?;

@@ -8,10 +8,12 @@
 //! - Epochs as guards ([`Epoch`]: `lock`, `lock_all`, `fence`, with
 //!   [`Assert`] flags): the accesses are the guard's methods, so none
 //!   compiles outside an epoch: `get`/`put`/`rget`/`rput` on any
-//!   `bytemuck::Pod` type, `accumulate`/`fetch_and_op`/`compare_and_swap`
+//!   `bytemuck::Pod` type, `rget_owned`/`rput_owned` over a buffer the
+//!   request owns (no copy), `accumulate`/`fetch_and_op`/`compare_and_swap`
 //!   on [`Element`] types, `flush`.
-//! - [`Request`] ([`Rget`], [`Rput`], [`Barrier`] from `ibarrier`, and the
-//!   collectives' requests), with [`test_all`], [`wait_all`], [`wait_any`]
+//! - [`Request`] ([`Rget`], [`Rput`], [`Owned`], [`Barrier`] from
+//!   `ibarrier`, and the collectives' requests), with [`test_all`],
+//!   [`wait_all`], [`wait_any`]
 //!   over sets of mixed requests (`&mut dyn Request`).
 //! - The pure protocol core, tested without processes: [`lock`] (the lock
 //!   word), [`epoch`] (which accesses are allowed),
@@ -65,7 +67,7 @@ pub use group::Group;
 pub use lock::LockKind;
 pub use op::{Builtin, Op, UserFn};
 pub use request::{test_all, wait_all, wait_any, Request};
-pub use transfer::{Rget, Rput};
+pub use transfer::{Owned, Rget, Rput};
 pub use window::{Epoch, Exposure, RemoteAccess, Rma, Window};
 
 /// `m` locked. A panic while it was held leaves plain data (maps, lists,

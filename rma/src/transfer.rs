@@ -1,7 +1,9 @@
 //! Request-based operations ([`crate::Epoch::rget`],
-//! [`crate::Epoch::rput`]): a transfer in flight, shared between its
-//! request and its window (so that `flush`, `unlock`, `fence` and `free`
-//! can complete it), and the requests themselves.
+//! [`crate::Epoch::rput`], and the forms that own their buffer,
+//! [`crate::Epoch::rget_owned`] and [`crate::Epoch::rput_owned`]): a
+//! transfer in flight, shared between its request and its window (so that
+//! `flush`, `unlock`, `fence` and `free` can complete it), and the requests
+//! themselves.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -88,7 +90,7 @@ impl Inflight {
     }
 
     /// Tests once; the outcome, the first time it is there.
-    fn take(&self) -> Option<Result<Transfer, Error>> {
+    pub(crate) fn take(&self) -> Option<Result<Transfer, Error>> {
         self.step(false);
         let mut state = self.state();
         if let State::Done(_) = &*state {
@@ -192,6 +194,75 @@ impl Request for Rput<'_> {
             Some(outcome) => {
                 self.inflight = None;
                 outcome.map(|_| true)
+            }
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        self.ep.timeout()
+    }
+
+    fn backoff(&self) -> Backoff {
+        self.ep.backoff()
+    }
+}
+
+/// A request-based read or write over a buffer it owns
+/// ([`crate::Epoch::rget_owned`], [`crate::Epoch::rput_owned`]): the
+/// provider moves the bytes straight between the buffer and the target,
+/// with no copy, and the buffer comes back with [`Owned::take_buffer`] once
+/// the request has completed. A borrowed buffer could not be lent so: a
+/// request leaked with `mem::forget` would end the borrow while the
+/// provider still writes. It borrows its window for `'w`, as [`Rget`]
+/// does.
+pub struct Owned<'w> {
+    ep: &'w Endpoint,
+    state: OwnedState,
+}
+
+enum OwnedState {
+    Running(Arc<Inflight>),
+    /// Completed: the buffer, until taken.
+    Done(Option<Box<[u8]>>),
+}
+
+impl<'w> Owned<'w> {
+    pub(crate) fn running(ep: &'w Endpoint, inflight: Arc<Inflight>) -> Owned<'w> {
+        let state = OwnedState::Running(inflight);
+        Owned { ep, state }
+    }
+
+    /// A request completed at once (through shared memory), holding `buffer`.
+    pub(crate) fn done(ep: &'w Endpoint, buffer: Box<[u8]>) -> Owned<'w> {
+        let state = OwnedState::Done(Some(buffer));
+        Owned { ep, state }
+    }
+
+    /// The buffer (for a read: with the bytes read), once the request has
+    /// completed; `None` before that, once taken, and after a failure (a
+    /// failed transfer's buffer stays with the endpoint).
+    pub fn take_buffer(&mut self) -> Option<Box<[u8]>> {
+        match &mut self.state {
+            OwnedState::Done(buffer) => buffer.take(),
+            OwnedState::Running(_) => None,
+        }
+    }
+}
+
+impl Request for Owned<'_> {
+    fn test(&mut self) -> Result<bool, Error> {
+        let OwnedState::Running(inflight) = &self.state else {
+            return Ok(true);
+        };
+        match inflight.take() {
+            None => Ok(inflight.is_done()),
+            Some(Ok(mut transfer)) => {
+                self.state = OwnedState::Done(transfer.take_buffer());
+                Ok(true)
+            }
+            Some(Err(e)) => {
+                self.state = OwnedState::Done(None);
+                Err(e)
             }
         }
     }

@@ -103,7 +103,7 @@ use crate::lock::{self, Atomic, LockKind, Outcome};
 use crate::mapped::Mapped;
 use crate::op::Op;
 use crate::relay::Relay;
-use crate::transfer::{Inflight, Rget, Rput};
+use crate::transfer::{Inflight, Owned, Rget, Rput};
 use crate::{lock_state, Assert, Error, Group};
 
 mod access;

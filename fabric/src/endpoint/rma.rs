@@ -168,7 +168,42 @@ impl Endpoint {
     ) -> Result<Transfer> {
         remote.permits(Access::REMOTE_READ, "read", from)?;
         let address = remote.address_of(offset, len as u64, "read")?;
-        let buffer = RawBuffer::new(self.inner.shared.take_buffer(len));
+        let buffer = self.inner.shared.take_buffer(len);
+        self.read_into(from, remote, address, buffer, len)
+    }
+
+    /// Starts reading `buffer.len()` bytes at `offset` of `from`'s region
+    /// `remote` straight into `buffer`, which the transfer owns until
+    /// [`Transfer::take_buffer`] hands it back (no copy: the request form
+    /// for large reads).
+    ///
+    /// # Errors
+    /// As [`Endpoint::read`] (checked before `buffer` is taken; a failed
+    /// post loses it).
+    pub fn read_start_into(
+        &self,
+        from: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        buffer: Box<[u8]>,
+    ) -> Result<Transfer> {
+        let len = buffer.len();
+        remote.permits(Access::REMOTE_READ, "read", from)?;
+        let address = remote.address_of(offset, len as u64, "read")?;
+        self.read_into(from, remote, address, buffer, len)
+    }
+
+    /// Posts a read of `len` bytes at `address` of `remote` into the start
+    /// of `buffer`.
+    fn read_into(
+        &self,
+        from: u32,
+        remote: &RemoteMemory,
+        address: u64,
+        buffer: Box<[u8]>,
+        len: usize,
+    ) -> Result<Transfer> {
+        let buffer = RawBuffer::new(buffer);
         let ptr = buffer.ptr();
         self.start(
             Operation::Read,
@@ -208,14 +243,49 @@ impl Endpoint {
         offset: u64,
         data: &[u8],
     ) -> Result<Transfer> {
-        let operation = Operation::WriteDelivered;
-        let op = operation.name();
+        let op = Operation::WriteDelivered.name();
         remote.permits(Access::REMOTE_WRITE, op, to)?;
         let address = remote.address_of(offset, data.len() as u64, op)?;
         let mut filled = self.inner.shared.take_buffer(data.len());
         filled[..data.len()].copy_from_slice(data);
-        let buffer = RawBuffer::new(filled);
-        let (ptr, len) = (buffer.ptr(), data.len());
+        self.write_from(to, remote, address, filled, data.len())
+    }
+
+    /// Starts writing `buffer` at `offset` of `to`'s region `remote`
+    /// straight from `buffer`, which the transfer owns until
+    /// [`Transfer::take_buffer`] hands it back (no copy); it completes when
+    /// the bytes are in the target's memory.
+    ///
+    /// # Errors
+    /// As [`Endpoint::read`] (checked before `buffer` is taken; a failed
+    /// post loses it).
+    pub fn write_start_from(
+        &self,
+        to: u32,
+        remote: &RemoteMemory,
+        offset: u64,
+        buffer: Box<[u8]>,
+    ) -> Result<Transfer> {
+        let op = Operation::WriteDelivered.name();
+        let len = buffer.len();
+        remote.permits(Access::REMOTE_WRITE, op, to)?;
+        let address = remote.address_of(offset, len as u64, op)?;
+        self.write_from(to, remote, address, buffer, len)
+    }
+
+    /// Posts a delivered write of the first `len` bytes of `buffer` at
+    /// `address` of `remote`.
+    fn write_from(
+        &self,
+        to: u32,
+        remote: &RemoteMemory,
+        address: u64,
+        buffer: Box<[u8]>,
+        len: usize,
+    ) -> Result<Transfer> {
+        let operation = Operation::WriteDelivered;
+        let buffer = RawBuffer::new(buffer);
+        let ptr = buffer.ptr();
         let key = remote.key;
         self.start(operation, to, buffer, len, |core, addr, ctx, desc| {
             // SAFETY: the buffer is owned by the Transfer (or the endpoint)

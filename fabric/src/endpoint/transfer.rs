@@ -129,9 +129,10 @@ impl Endpoint {
 
 /// A read, write, send or receive in flight over a buffer the endpoint
 /// owns ([`Endpoint::read_start`], [`Endpoint::write_start`],
-/// [`Endpoint::send_start`], [`Endpoint::recv_start`]). Dropped before it
-/// completes, it hands its buffer to the endpoint until the provider is
-/// done with it (a receive is cancelled first).
+/// [`Endpoint::send_start`], [`Endpoint::recv_start`]) or the caller gave
+/// it ([`Endpoint::read_start_into`], [`Endpoint::write_start_from`]).
+/// Dropped before it completes, it hands its buffer to the endpoint until
+/// the provider is done with it (a receive is cancelled first).
 pub struct Transfer {
     ep: Endpoint,
     op: Operation,
@@ -265,6 +266,16 @@ impl Transfer {
     /// Whether the transfer has completed (as last tested).
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// The transfer's buffer once it has completed (`None` before, and
+    /// once taken): a buffer given to [`Endpoint::read_start_into`] or
+    /// [`Endpoint::write_start_from`] comes back so, whole, for the next.
+    pub fn take_buffer(&mut self) -> Option<Box<[u8]>> {
+        match self.done {
+            true => self.buffer.take().map(RawBuffer::into_box),
+            false => None,
+        }
     }
 
     /// The transfer's bytes once it has completed: what a read or a receive

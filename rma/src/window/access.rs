@@ -314,6 +314,69 @@ impl<'w> Epoch<'w> {
         Ok(Rput::new(&w.rma().ep, Some(w.post_put(target, &p, data)?)))
     }
 
+    /// Starts reading `buf.len()` bytes at byte `offset` of `target`'s
+    /// part straight into `buf`, which the request owns until it completes
+    /// ([`Owned::take_buffer`]): no copy on the provider path, the form for
+    /// large reads (`MPI_Rget`).
+    ///
+    /// # Errors
+    /// As [`Epoch::get`] (checked before `buf` is taken; a failed post
+    /// loses it).
+    pub fn rget_owned(
+        &self,
+        target: u32,
+        offset: u64,
+        mut buf: Box<[u8]>,
+    ) -> Result<Owned<'w>, Error> {
+        let w = self.covers(target)?;
+        let p = w.place(target, offset, buf.len(), "window rget")?;
+        let ep = &w.rma().ep;
+        if let Some(map) = &p.map {
+            p.remote
+                .permits(Access::REMOTE_READ, "window rget", p.rank)?;
+            map.read_bytes(p.at as usize, &mut buf)?;
+            return Ok(Owned::done(ep, buf));
+        }
+        let transfer = ep.read_start_into(p.rank, &p.remote, p.at, buf)?;
+        Ok(Owned::running(ep, w.track(target, transfer)))
+    }
+
+    /// Starts writing `data` at byte `offset` of `target`'s part straight
+    /// from `data`, which the request owns until it completes, when the
+    /// bytes are in the target's memory ([`Owned::take_buffer`] hands it
+    /// back): no copy on the provider path (`MPI_Rput`). A put that
+    /// [`Epoch::put`] would inject is injected, and completes at once, as
+    /// in [`Epoch::rput`].
+    ///
+    /// # Errors
+    /// As [`Epoch::rget_owned`].
+    pub fn rput_owned(
+        &self,
+        target: u32,
+        offset: u64,
+        data: Box<[u8]>,
+    ) -> Result<Owned<'w>, Error> {
+        let w = self.covers(target)?;
+        let p = w.place(target, offset, data.len(), "window rput")?;
+        let ep = &w.rma().ep;
+        if let Some(map) = &p.map {
+            p.remote
+                .permits(Access::REMOTE_WRITE, "window rput", p.rank)?;
+            map.write_bytes(p.at as usize, &data)?;
+            return Ok(Owned::done(ep, data));
+        }
+        if w.injects(target, data.len()) {
+            w.inject(target, &p, &data)?;
+            return Ok(Owned::done(ep, data));
+        }
+        let transfer = ep.write_start_from(p.rank, &p.remote, p.at, data)?;
+        w.written
+            .borrow_mut()
+            .entry(target)
+            .or_insert(Written::Posted);
+        Ok(Owned::running(ep, w.track(target, transfer)))
+    }
+
     /// Applies `op` with `values` to the elements at byte `offset` of
     /// `target`'s part, each element atomically (`MPI_Accumulate`).
     ///

@@ -401,21 +401,51 @@ fn requests(world: &World) {
         }
         // Puts into the right neighbour's upper half, completed by flush;
         // wait_any then finds them complete.
+        // The largest goes from a buffer the request owns.
         let mut puts = Vec::new();
         let mut at = LEN;
-        for s in sizes {
+        for s in &sizes[..2] {
             puts.push(must(
                 me,
                 "rput",
-                all.rput(right, at as u64, &bytes_of(me, at, s)),
+                all.rput(right, at as u64, &bytes_of(me, at, *s)),
             ));
             at += s;
         }
+        let data = bytes_of(me, at, sizes[2]).into_boxed_slice();
+        let mut owned_put = must(me, "rput_owned", all.rput_owned(right, at as u64, data));
         must(me, "flush", all.flush(right));
         let first = must(me, "wait_any", onesided_rma::wait_any(&mut puts));
         check(me, first.is_some(), || "wait_any found none".into());
         must(me, "wait_all", onesided_rma::wait_all(&mut puts));
         drop(puts);
+        must(me, "wait", owned_put.wait());
+        let back = owned_put.take_buffer();
+        check(
+            me,
+            back.as_deref() == Some(&bytes_of(me, at, sizes[2])[..]),
+            || "rput_owned gives its buffer back".into(),
+        );
+        // Reads straight into buffers the requests own, handed back once
+        // complete (and once only).
+        let mut gets: Vec<_> = (sizes.iter().zip([0u64, 3, 101]))
+            .map(|(&s, off)| {
+                let buf = vec![0u8; s].into_boxed_slice();
+                must(me, "rget_owned", all.rget_owned(right, off, buf))
+            })
+            .collect();
+        must(me, "wait_all", onesided_rma::wait_all(&mut gets));
+        for ((r, off), s) in gets.iter_mut().zip([0usize, 3, 101]).zip(sizes) {
+            let got = r.take_buffer();
+            check(
+                me,
+                got.as_deref() == Some(&bytes_of(right, off, s)[..]),
+                || format!("rget_owned of {s} at {off}"),
+            );
+            check(me, r.take_buffer().is_none(), || {
+                "a buffer taken twice".into()
+            });
+        }
         must(me, "unlock_all", all.unlock());
     }
     // A request outliving its epoch: unlock completed it.
