@@ -20,8 +20,9 @@
 //!   an outbox), so a master that computes still schedules.
 //! - Durability: the reduce call returns once this process's data is
 //!   where a survivor can read it: in its line, in a file on its own
-//!   host's disk ([`replica`]; `ONESIDED_REDUCE_DIR`, mode 0600; an
-//!   unwritable or full disk is an error at the call), and, when the
+//!   host ([`replica`]; `ONESIDED_REDUCE_DIR`, mode 0600; an unwritable or
+//!   full disk is an error at the call; not synced: survivors of the host
+//!   read it from the page cache), and, when the
 //!   group spans hosts, in a replica synced on the next live member on
 //!   another host ([`schedule::replica_holder`]; so that the data outlives
 //!   its host). The reduction starts meanwhile: the line is contributed at

@@ -217,8 +217,6 @@ enum Work {
 
 /// The writer thread's work: files, off the reduction's path.
 enum Write {
-    /// Sync this process's own file of the reduction.
-    Sync(Key),
     /// Write and sync `owner`'s replica, then tell it.
     Keep { key: Key, owner: u32, copy: Aligned },
     /// Remove every file of an ended reduction on this host.
@@ -527,11 +525,10 @@ impl Reducer {
                     drop(local);
                     s.store.remove(s.me, s.me, key);
                 }
-                (false, Ok(())) => {
-                    local.writes.push_back(Write::Sync(key));
-                    drop(local);
-                    s.wake.notify_all();
-                }
+                // Not synced to the disk: it serves processes of this
+                // host, which read it from the page cache; the replica on
+                // another host is what outlives the host.
+                (false, Ok(())) => drop(local),
                 (false, Err(e)) => {
                     abandon(&mut local, key);
                     drop(local);
@@ -965,10 +962,6 @@ impl Shared {
             };
             match job {
                 // A reduction that ended meanwhile needs its file no more.
-                Write::Sync(key) if self.ended(key) => {}
-                Write::Sync(key) => {
-                    let _ = self.store.sync(self.me, self.me, key);
-                }
                 Write::Keep { key, owner, copy } => self.keep(key, owner, copy),
                 Write::Remove(key) => self.store.remove_all(key),
             }
