@@ -420,7 +420,11 @@ pub mod rank {
             .ok()
             .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
             .unwrap_or_default();
-        eprintln!("{program} rank {rank}: FAILED: {what}");
+        // One write: ranks share the pipe, and stderr is unbuffered (an
+        // `eprintln!` writes piece by piece, which other ranks' lines
+        // then split).
+        let line = format!("{program} rank {rank}: FAILED: {what}\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         std::process::exit(1)
     }
 
