@@ -25,6 +25,7 @@
 //! Here: opening, peers and topology, registration, the completion core
 //! (`Core`, `Shared`) and the post / wait machinery every operation uses.
 //! The operations live in submodules named after them: `config`,
+//! `granted` (what the provider granted),
 //! `messages` (tagged messages, control-plane calls), `receives` (several
 //! into caller memory), `rma`, `atomics`, `detached` (atomics left in
 //! flight), `transfer` (operations over endpoint-owned buffers) and
@@ -59,6 +60,7 @@ use crate::stats::{Counters, Stats};
 mod atomics;
 mod config;
 mod detached;
+mod granted;
 mod messages;
 mod operation;
 mod receives;
@@ -866,65 +868,6 @@ impl Endpoint {
     /// Number of ranks.
     pub fn size(&self) -> u32 {
         self.inner.peers.len()
-    }
-
-    /// The provider in use.
-    pub fn provider(&self) -> Provider {
-        self.inner.shared.provider
-    }
-
-    /// The `mr_mode` bits the provider granted, which this endpoint honours.
-    pub fn mr_mode(&self) -> MrMode {
-        self.inner.shared.mr_mode
-    }
-
-    /// Whether a receiver may hold several unexpected messages larger
-    /// than the inject size at once: not on libfabric < 1.19's `shm`,
-    /// which can hang then (ofiwg/libfabric issue 9143, reproduced here
-    /// with four ranks); callers there keep such exchanges in flight one
-    /// at a time.
-    pub fn queues_large_unexpected(&self) -> bool {
-        self.inner.shared.source_match.queues_large_unexpected
-    }
-
-    /// Whether a message to a peer is processed there after every atomic
-    /// posted to it before (`FI_ORDER_SAW`, transmit and receive): then a
-    /// notice may follow an atomic still in flight (as a lock release)
-    /// without waiting for it.
-    pub fn orders_send_after_atomic(&self) -> bool {
-        self.inner.shared.send_after_atomic
-    }
-
-    /// libfabric's name of the provider it was given: `tcp` (libfabric
-    /// 2.x's native RDM endpoint) or `tcp;ofi_rxm` for [`Provider::Tcp`].
-    pub fn provider_name(&self) -> &str {
-        &self.inner.shared.provider_name
-    }
-
-    /// Who applies this endpoint's atomics: the provider, or the target's
-    /// progress engine ([`Atomics::Software`]).
-    pub fn atomics(&self) -> Atomics {
-        self.inner.shared.atomics
-    }
-
-    /// Whether an RMA write to a peer is processed there after every write
-    /// posted to it before (`FI_ORDER_WAW`, transmit and receive): then a
-    /// [`Endpoint::write_delivered`] completes [`Endpoint::write_injected`]'s
-    /// writes before it.
-    pub fn orders_write_after_write(&self) -> bool {
-        self.inner.shared.write_after_write
-    }
-
-    /// The most bytes a send or write may carry without a completion
-    /// ([`Endpoint::write_injected`]): the provider's inject size.
-    pub fn inject_size(&self) -> usize {
-        self.inner.shared.inject_size
-    }
-
-    /// Whether the provider moves data without calls into it (tcp with
-    /// `FI_PROGRESS_AUTO`).
-    pub fn auto_progress(&self) -> bool {
-        self.inner.shared.auto_progress
     }
 
     /// From now on, checks before each send, RMA operation or atomic to a
