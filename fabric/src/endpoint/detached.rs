@@ -102,29 +102,10 @@ impl Endpoint {
         let words: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
         let base = words.as_ptr().cast::<u8>().cast_mut();
         let wire = SourceMatch::wire_tag(tag, at);
-        let posted = self.post(
-            Operation::Recv,
-            at,
-            (base, 16),
-            true,
-            |core, _, ctx, desc| {
-                // SAFETY: `words` (16 bytes; AtomicU64 has u64's layout) is kept
-                // by the endpoint until the receive completes or is cancelled
-                // (below); desc covers it.
-                unsafe {
-                    sys::fi_trecv(
-                        core.handles.ep,
-                        base.cast(),
-                        16,
-                        desc,
-                        sys::FI_ADDR_UNSPEC,
-                        wire,
-                        0,
-                        ctx,
-                    )
-                }
-            },
-        )?;
+        // SAFETY: `words` (16 bytes; AtomicU64 has u64's layout) is kept by
+        // the endpoint until the receive completes or is cancelled (below),
+        // and nothing else touches it meanwhile.
+        let posted = unsafe { self.post_recv_raw(at, wire, 0, (base, 16))? };
         // Left to the endpoint before the request goes, so that the reply
         // finds it so. No temporary registration was made (no FI_MR_LOCAL).
         let Posted {

@@ -252,22 +252,38 @@ impl Endpoint {
         ignore: u64,
         buf: &mut [u8],
     ) -> Result<Posted<'_>> {
-        let capacity = buf.len();
-        let ptr = buf.as_mut_ptr();
+        // SAFETY: buf stays mutably borrowed until the completion is waited
+        // for (or the receive is cancelled and its cancellation completed)
+        // by the caller.
+        unsafe { self.post_recv_raw(peer, wire, ignore, (buf.as_mut_ptr(), buf.len())) }
+    }
+
+    /// [`Endpoint::post_recv`] into `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    /// The bytes stay valid, and are not otherwise accessed, until the
+    /// receive completes or its cancellation does (or the endpoint closes).
+    #[inline(always)]
+    pub(super) unsafe fn post_recv_raw(
+        &self,
+        peer: u32,
+        wire: u64,
+        ignore: u64,
+        (ptr, len): (*mut u8, usize),
+    ) -> Result<Posted<'_>> {
         self.post(
             Operation::Recv,
             peer,
-            (ptr, capacity),
+            (ptr, len),
             true,
             |core, _addr, ctx, desc| {
-                // SAFETY: buf stays mutably borrowed until the completion is
-                // waited for (or the receive is cancelled and its cancellation
-                // completed) by the caller.
+                // SAFETY: the caller keeps the bytes for the receive;
+                // desc is their descriptor or null.
                 unsafe {
                     sys::fi_trecv(
                         core.handles.ep,
                         ptr.cast(),
-                        capacity,
+                        len,
                         desc,
                         sys::FI_ADDR_UNSPEC,
                         wire,

@@ -128,15 +128,20 @@ impl Window {
         Ok(())
     }
 
-    /// Posts a copy of `data` at `p` (group rank `target`) for delivery;
-    /// its transfer is tracked until the next completion of `target`.
+    /// Posts a copy of `data` at `p` (group rank `target`) for delivery
+    /// (see [`Window::track_put`]).
     fn post_put(&self, target: u32, p: &Place<'_>, data: &[u8]) -> Result<Arc<Inflight>, Error> {
         let transfer = self.rma().ep.write_start(p.rank, &p.remote, p.at, data)?;
-        self.written
-            .borrow_mut()
+        Ok(self.track_put(target, transfer))
+    }
+
+    /// Tracks `transfer`, a put to group rank `target` posted for
+    /// delivery, until the next completion of `target`.
+    fn track_put(&self, target: u32, transfer: onesided_fabric::Transfer) -> Arc<Inflight> {
+        (self.written.borrow_mut())
             .entry(target)
             .or_insert(Written::Posted);
-        Ok(self.track(target, transfer))
+        self.track(target, transfer)
     }
 
     fn atomic<T: Element>(
@@ -370,11 +375,7 @@ impl<'w> Epoch<'w> {
             return Ok(Owned::done(ep, data));
         }
         let transfer = ep.write_start_from(p.rank, &p.remote, p.at, data)?;
-        w.written
-            .borrow_mut()
-            .entry(target)
-            .or_insert(Written::Posted);
-        Ok(Owned::running(ep, w.track(target, transfer)))
+        Ok(Owned::running(ep, w.track_put(target, transfer)))
     }
 
     /// Applies `op` with `values` to the elements at byte `offset` of

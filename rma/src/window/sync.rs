@@ -12,18 +12,22 @@ impl Window {
             return Ok(());
         }
         let mut failed = None;
-        let written: Vec<(u32, Written)> = match target {
-            None => self.written.borrow_mut().drain().collect(),
-            Some(t) => self
-                .written
-                .borrow_mut()
-                .remove_entry(&t)
-                .into_iter()
-                .collect(),
-        };
-        for (t, how) in written {
-            if how == Written::Injected && self.complete_injected(t).is_err() {
+        let mut fence = |t: u32| {
+            if self.complete_injected(t).is_err() {
                 failed.get_or_insert(t);
+            }
+        };
+        match target {
+            Some(t) => {
+                if self.written.borrow_mut().remove(&t) == Some(Written::Injected) {
+                    fence(t);
+                }
+            }
+            None => {
+                let written: Vec<(u32, Written)> = self.written.borrow_mut().drain().collect();
+                for (t, _) in written.into_iter().filter(|(_, w)| *w == Written::Injected) {
+                    fence(t);
+                }
             }
         }
         let list: Vec<_> = self.inflight.borrow_mut().drain(..).collect();
