@@ -526,13 +526,16 @@ impl Mam {
             },
             Strategy::NonBlocking | Strategy::WaitTargets => {
                 let comm = Comm::new(&self.rma, self.group.tagged(HELPER_TAG))?;
-                let rounds = moving::Rounds::agree(&comm, &moves, moving::ROUND, true)?;
+                // Wait Targets moves flat out: a round per move, all at once.
+                let cut = config.strategy == Strategy::NonBlocking;
+                let rounds = moving::Rounds::agree(&comm, &moves, moving::ROUND, cut)?;
                 exchange = Some(comm);
                 Work::Exchange {
+                    lanes: if cut { 1 } else { rounds.len() },
                     rounds,
                     laid: moving::laid_out(&moves),
                     at: (0, 0),
-                    run: None,
+                    runs: Vec::new(),
                     pacer: moving::RoundPacer::default(),
                     then_barrier,
                 }

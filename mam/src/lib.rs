@@ -36,9 +36,10 @@
 //!   (`World::leave`) and exit 0 while the job goes on.
 //! - Strategies: `Blocking`; `NonBlocking` and `WaitTargets` with the RMA
 //!   methods get (and copy what a process keeps) slice by slice at
-//!   checkpoints (no thread); with `Col` they run the alltoallv in rounds
-//!   of 64 KiB per pair, an `ialltoallv` each, one completed per
-//!   checkpoint at most. `WaitTargets` ends with a nonblocking barrier
+//!   checkpoints (no thread); with `Col`, `NonBlocking` runs the
+//!   alltoallv in rounds of 64 KiB per pair, an `ialltoallv` each, one
+//!   at a time, and `WaitTargets` one `ialltoallv` per array, all started
+//!   at the first checkpoint (as the study's). `WaitTargets` ends with a nonblocking barrier
 //!   tested at checkpoints, so the last target's checkpoint sees
 //!   completion in the same iteration; `Thread` runs the move in a helper
 //!   thread. Like MaM, RMA with `NonBlocking` needs no barrier for

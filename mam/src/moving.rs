@@ -233,6 +233,15 @@ impl Rounds {
     }
 }
 
+/// The first round at or after `at` (a move and a round of it) that is
+/// left to start; `(rounds.len(), 0)` when none is. Pure.
+fn first_left(rounds: &[Rounds], mut at: (usize, usize)) -> (usize, usize) {
+    while at.0 < rounds.len() && at.1 >= rounds[at.0].count {
+        at = (at.0 + 1, 0);
+    }
+    at
+}
+
 /// The bytes of `writes` (pieces of `old`, `size`-byte elements), laid
 /// end to end in target order.
 fn sent<'a>(writes: &[Piece], old: &'a [u8], size: u64) -> std::borrow::Cow<'a, [u8]> {
@@ -654,20 +663,25 @@ pub(crate) enum Work {
         then_barrier: bool,
         last: Instant,
     },
-    /// COL without a thread: an `ialltoallv` per round of at most
-    /// [`ROUND`] bytes per pair over a Comm of its own (which outlives it:
-    /// a Comm dropped waits for the other members to be done with it),
-    /// the next started once the one in flight completed and, when
-    /// paced, once the round's work fits the share of the time since
-    /// ([`RoundPacer`]); the moves' rounds one after the other (`at` is
-    /// the move and round of `run`); then (Wait Targets) a barrier.
+    /// COL without a thread, over a Comm of its own (which outlives it:
+    /// a Comm dropped waits for the other members to be done with it).
+    /// `NonBlocking`: an `ialltoallv` per round of at most [`ROUND`] bytes
+    /// per pair, the next started once the one in flight completed and,
+    /// when paced, once the round's work fits the share of the time since
+    /// ([`RoundPacer`]), the moves' rounds one after the other. Wait
+    /// Targets: one round per move, all started at once (as the study's
+    /// `MPI_Ialltoallv` per array), then a barrier.
     Exchange {
         rounds: Vec<Rounds>,
         /// Each move's bytes laid end to end where they are not so in its
         /// old column ([`laid_out`]).
         laid: Vec<Option<Vec<u8>>>,
+        /// The move and round to start next.
         at: (usize, usize),
-        run: Option<Run<u8>>,
+        /// The rounds in flight, oldest first, with their move and round.
+        runs: Vec<((usize, usize), Run<u8>)>,
+        /// How many rounds may be in flight at once.
+        lanes: usize,
         pacer: RoundPacer,
         then_barrier: bool,
     },
@@ -754,7 +768,8 @@ pub(crate) fn advance(
             rounds,
             laid,
             mut at,
-            mut run,
+            mut runs,
+            lanes,
             mut pacer,
             then_barrier,
         } => {
@@ -762,44 +777,51 @@ pub(crate) fn advance(
                 comm.ok_or_else(|| Error::State("internal: rounds without a Comm".into()))?;
             pacer.resume(Instant::now());
             loop {
-                if let Some(mut r) = run.take() {
+                // Completed rounds, oldest first (each call into the Comm
+                // advances all of them).
+                let mut completed = false;
+                while let Some((_, r)) = runs.first_mut() {
                     if !r.test()? {
-                        run = Some(r);
                         break;
                     }
-                    let output = r.into_buffers()?.output;
-                    rounds[at.0].output(at.1, &output, moves[at.0].new.bytes_mut());
-                    at.1 += 1;
+                    let ((m, k), r) = runs.remove(0);
+                    rounds[m].output(k, &r.into_buffers()?.output, moves[m].new.bytes_mut());
                     pacer.completed(Instant::now(), share);
+                    completed = true;
                 }
-                while at.0 < rounds.len() && at.1 >= rounds[at.0].count {
-                    at = (at.0 + 1, 0);
+                let mut started = false;
+                at = first_left(&rounds, at);
+                while at.0 < rounds.len() && runs.len() < lanes && pacer.may_start(Instant::now()) {
+                    let (m, k) = at;
+                    let (sends, recvs) = rounds[m].sizes(k);
+                    let mv = &moves[m];
+                    let borrowed;
+                    let whole: &[u8] = match &laid[m] {
+                        Some(laid) => laid,
+                        None => {
+                            borrowed = sent(&mv.writes, mv.old.bytes(), mv.size);
+                            &borrowed
+                        }
+                    };
+                    let input = rounds[m].input(k, whole);
+                    let mut output = vec![0u8; recvs.iter().sum()];
+                    fresh(&mut output);
+                    runs.push((at, comm.ialltoallv(input, &sends, output, &recvs)?));
+                    at = first_left(&rounds, (m, k + 1));
+                    started = true;
                 }
-                if at.0 == rounds.len() || !pacer.may_start(Instant::now()) {
+                if !(completed || started) || runs.is_empty() {
                     break;
                 }
-                let (m, k) = at;
-                let (sends, recvs) = rounds[m].sizes(k);
-                let mv = &moves[m];
-                let borrowed;
-                let whole: &[u8] = match &laid[m] {
-                    Some(laid) => laid,
-                    None => {
-                        borrowed = sent(&mv.writes, mv.old.bytes(), mv.size);
-                        &borrowed
-                    }
-                };
-                let input = rounds[m].input(k, whole);
-                let output = vec![0u8; recvs.iter().sum()];
-                run = Some(comm.ialltoallv(input, &sends, output, &recvs)?);
             }
             pacer.pause(Instant::now());
-            match (run.is_none() && at.0 == rounds.len(), then_barrier) {
+            match (runs.is_empty() && at.0 == rounds.len(), then_barrier) {
                 (false, _) => Ok(Work::Exchange {
                     rounds,
                     laid,
                     at,
-                    run,
+                    runs,
+                    lanes,
                     pacer,
                     then_barrier,
                 }),
