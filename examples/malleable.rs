@@ -35,7 +35,7 @@ fn reconfigure(world: &World) -> Result<Status, onesided::Error> {
         .collect();
     let x = mam.add(mine, Layout::Distributed { len: LEN }, Moves::Variable)?;
     let parameter = mam.add(vec![0.5f64, 2.0], Layout::Replicated, Moves::Constant)?;
-    let joined = world.pmi().spawned();
+    let joined = world.launch().spawned;
     let steps = [4u32, 1];
     for (k, &targets) in steps.iter().enumerate() {
         if !(joined && k == 0) {
@@ -50,7 +50,7 @@ fn reconfigure(world: &World) -> Result<Status, onesided::Error> {
             })?;
         }
         let before = mam.sources();
-        let status = mam.checkpoint(Wait::Wait)?;
+        let status = mam.checkpoint(Wait::Block)?;
         if status == Status::Retired {
             return Ok(status);
         }
@@ -65,7 +65,7 @@ fn reconfigure(world: &World) -> Result<Status, onesided::Error> {
                 mam.rank()
             ))));
         }
-        let (_, most) = mam.times();
+        let most = mam.times().most;
         if mam.rank() == 0 {
             println!(
                 "{before} -> {targets}: spawn {:.1} ms, redistribution {:.1} ms, total {:.1} ms",

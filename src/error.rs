@@ -65,6 +65,14 @@ impl From<onesided_mam::Error> for Error {
     }
 }
 
+/// A refused finalize loses its `World` here: match on
+/// [`onesided_fabric::FinalizeError`] to keep it.
+impl From<onesided_fabric::FinalizeError> for Error {
+    fn from(e: onesided_fabric::FinalizeError) -> Error {
+        Error::Fabric(e.into())
+    }
+}
+
 impl From<onesided_fabric::Error> for Error {
     fn from(e: onesided_fabric::Error) -> Error {
         Error::Fabric(e)

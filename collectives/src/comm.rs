@@ -17,7 +17,7 @@
 //! every rank's choices when the program calls [`Comm::agree`]. Decision
 //! written here because the spec leaves open how ranks agree on updates.
 
-use std::cell::{Cell, Ref, RefCell};
+use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
@@ -188,9 +188,10 @@ impl Comm {
     }
 
     /// The loaded profile with this process's measurements folded in and
-    /// its failed algorithms removed (monitoring).
-    pub fn observed(&self) -> Ref<'_, Selector> {
-        self.observed.borrow()
+    /// its failed algorithms removed (monitoring): a copy, which the
+    /// caller may keep across calls.
+    pub fn observed(&self) -> Selector {
+        self.observed.borrow().clone()
     }
 
     /// Agreement on monitoring (collective): every member adopts group

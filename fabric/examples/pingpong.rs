@@ -221,7 +221,7 @@ fn main() {
     } else {
         Ok(())
     };
-    if let Err(e) = result.and_then(|()| world.finalize()) {
+    if let Err(e) = result.and_then(|()| Ok(world.finalize()?)) {
         eprintln!("pingpong: {e}");
         std::process::exit(1);
     }

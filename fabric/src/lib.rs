@@ -80,4 +80,4 @@ pub use memory::{Access, MemoryRegion, RemoteMemory};
 pub use progress::ProgressMode;
 pub use provider::{libfabric_loaded, Atomics, MrMode, Provider};
 pub use stats::{Stats, Traffic};
-pub use world::{Spawner, World};
+pub use world::{FinalizeError, Launch, Spawner, World};

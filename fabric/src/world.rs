@@ -25,7 +25,7 @@ pub const EVENT_FD_ENV: &str = "ONESIDED_EVENT_FD";
 /// connected to every rank.
 ///
 /// ```
-/// use onesided_fabric::World;
+/// use onesided_fabric::{FinalizeError, World};
 ///
 /// # fn main() -> Result<(), onesided_fabric::Error> {
 /// // Under osrun, mpiexec or srun every rank joins its job; started
@@ -33,10 +33,12 @@ pub const EVENT_FD_ENV: &str = "ONESIDED_EVENT_FD";
 /// let world = World::init()?;
 /// assert!(world.rank() < world.size());
 /// let endpoint = world.endpoint().clone(); // a handle of its own
-/// assert!(world.finalize().is_err(), "a handle is still held");
-/// # drop(endpoint);
-/// # let world = World::init()?;
-/// # world.finalize()?;
+/// // Refused while the handle is held: the world comes back.
+/// let Err(FinalizeError::Refused { world, .. }) = world.finalize() else {
+///     panic!("finalized with a handle held");
+/// };
+/// drop(endpoint);
+/// world.finalize()?;
 /// # Ok(())
 /// # }
 /// ```
@@ -49,6 +51,79 @@ pub struct World {
     inbox: Inbox,
     /// Whether processes have left the job ([`Spawner::part_with`]).
     parted: Arc<AtomicBool>,
+}
+
+/// What the launcher said about this process at start ([`World::launch`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// Its rank among the processes started with it (a spawned process's
+    /// among those of its spawn).
+    pub rank: u32,
+    /// How many processes were started with it.
+    pub size: u32,
+    /// Whether it was spawned into a running job.
+    pub spawned: bool,
+    /// How many processes the launcher may run in all.
+    pub universe_size: u32,
+    /// The name of its job's key-value space.
+    pub kvsname: String,
+}
+
+/// Why [`World::finalize`] or [`World::leave`] did not end the process's
+/// part in the job.
+pub enum FinalizeError {
+    /// Other handles of the endpoint (windows, communicators, exposures,
+    /// clones, spawners) are still held: nothing was done, and the
+    /// `World` comes back to be finalized once they are dropped.
+    Refused {
+        /// The world, as it was.
+        world: World,
+        /// [`Error::StillShared`], saying how many handles.
+        error: Error,
+    },
+    /// The closing barrier or the process manager failed.
+    Failed(Error),
+}
+
+impl FinalizeError {
+    /// The error, without the world.
+    pub fn error(&self) -> &Error {
+        match self {
+            FinalizeError::Refused { error, .. } | FinalizeError::Failed(error) => error,
+        }
+    }
+}
+
+impl std::fmt::Debug for FinalizeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FinalizeError::Refused { error, .. } => f
+                .debug_struct("Refused")
+                .field("error", error)
+                .finish_non_exhaustive(),
+            FinalizeError::Failed(e) => f.debug_tuple("Failed").field(e).finish(),
+        }
+    }
+}
+
+impl std::fmt::Display for FinalizeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error().fmt(f)
+    }
+}
+
+impl std::error::Error for FinalizeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error().source()
+    }
+}
+
+impl From<FinalizeError> for Error {
+    fn from(e: FinalizeError) -> Error {
+        match e {
+            FinalizeError::Refused { error, .. } | FinalizeError::Failed(error) => error,
+        }
+    }
 }
 
 /// What starts processes into the job ([`World::spawn`]): a handle a
@@ -294,9 +369,71 @@ impl World {
         stats
     }
 
-    /// The PMI connection (for key-value exchanges and spawning).
-    pub fn pmi(&self) -> MutexGuard<'_, Pmi> {
+    /// The PMI connection, locked for one call (never handed out: a
+    /// guard held across a call of this `World` would deadlock it).
+    fn pmi(&self) -> MutexGuard<'_, Pmi> {
         self.pmi.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What the launcher said about this process at start: its rank and
+    /// size among the processes started with it, whether it was spawned,
+    /// and its job's key-value space. An owned copy.
+    pub fn launch(&self) -> Launch {
+        let pmi = self.pmi();
+        Launch {
+            rank: pmi.rank(),
+            size: pmi.size(),
+            spawned: pmi.spawned(),
+            universe_size: pmi.universe_size(),
+            kvsname: pmi.kvsname().to_string(),
+        }
+    }
+
+    /// The value of `key` in this job's key-value space (the launcher's;
+    /// for a spawned process, what its spawner put there before the spawn).
+    ///
+    /// # Errors
+    /// As [`Pmi::get`]: no such key, or the launcher's connection.
+    pub fn kvs_get(&self, key: &str) -> Result<String> {
+        self.pmi().get(key)
+    }
+
+    /// The value of `key` in another job's key-value space (a parent
+    /// job's, named to a spawned job in a preput key).
+    ///
+    /// # Errors
+    /// As [`Pmi::get_from`].
+    pub fn kvs_get_from(&self, kvsname: &str, key: &str) -> Result<String> {
+        self.pmi().get_from(kvsname, key)
+    }
+
+    /// Puts `key` = `value` in this job's key-value space, for processes
+    /// that read it after a [`World::barrier`] or a spawn.
+    ///
+    /// # Errors
+    /// As [`Pmi::put`].
+    pub fn kvs_put(&self, key: &str, value: &str) -> Result<()> {
+        self.pmi().put(key, value)
+    }
+
+    /// Starts `request.count` processes as a job of their own, beside
+    /// this one (PMI-1 `spawn`, `MPI_Comm_spawn` without the
+    /// intercommunicator); [`World::spawn`] starts processes that join
+    /// this job instead.
+    ///
+    /// # Errors
+    /// As [`Pmi::spawn`].
+    pub fn spawn_job(&self, request: &SpawnRequest) -> Result<()> {
+        self.pmi().spawn(request)
+    }
+
+    /// Asks the process manager to end the whole job with exit status
+    /// `code` (`MPI_Abort`); returns once asked.
+    ///
+    /// # Errors
+    /// As [`Pmi::abort`].
+    pub fn abort(&self, code: i32, reason: &str) -> Result<()> {
+        self.pmi().abort(code, reason)
     }
 
     /// Waits for every rank through the process manager. Slow (a round trip
@@ -320,8 +457,18 @@ impl World {
     /// [`Error::StillShared`] when other handles of the endpoint are held
     /// (then nothing is waited for and the process manager is not told);
     /// as [`Pmi::barrier`] and [`Pmi::finalize`].
-    pub fn finalize(self) -> Result<()> {
-        self.only_handle("finalize")?;
+    pub fn finalize(self) -> std::result::Result<(), FinalizeError> {
+        if let Err(e) = self.only_handle("finalize") {
+            return Err(FinalizeError::Refused {
+                world: self,
+                error: e,
+            });
+        }
+        self.finalize_now().map_err(FinalizeError::Failed)
+    }
+
+    /// [`World::finalize`] once it is the only handle.
+    fn finalize_now(self) -> Result<()> {
         // A job whose processes came and went waits for its live
         // processes over the fabric: the launcher's barrier would wait
         // for those that left (Hydra's does), and those that joined are
@@ -368,9 +515,12 @@ impl World {
         Ok(())
     }
 
-    /// Refuses `op` while other handles of the endpoint are held.
+    /// Refuses `op` while other handles of the endpoint, or of the PMI
+    /// connection (a [`Spawner`]), are held.
     fn only_handle(&self, op: &'static str) -> Result<()> {
-        match self.endpoint.handles() - 1 {
+        let others = |n: usize| n.saturating_sub(1);
+        let handles = others(self.endpoint.handles()).max(others(Arc::strong_count(&self.pmi)));
+        match handles {
             0 => Ok(()),
             handles => Err(Error::StillShared { op, handles }),
         }
@@ -385,8 +535,18 @@ impl World {
     ///
     /// # Errors
     /// [`Error::StillShared`]; as [`Pmi::finalize`].
-    pub fn leave(self) -> Result<()> {
-        self.only_handle("leave")?;
+    pub fn leave(self) -> std::result::Result<(), FinalizeError> {
+        if let Err(e) = self.only_handle("leave") {
+            return Err(FinalizeError::Refused {
+                world: self,
+                error: e,
+            });
+        }
+        self.leave_now().map_err(FinalizeError::Failed)
+    }
+
+    /// [`World::leave`] once it is the only handle.
+    fn leave_now(self) -> Result<()> {
         // Goodbye to the others (Spawner::part_with waits for it), after
         // everything this process needed from them has arrived; one that
         // has gone already does not matter.

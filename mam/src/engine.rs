@@ -40,10 +40,20 @@ pub enum Status {
 /// How a checkpoint waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wait {
-    /// Returns at once with the state.
-    Check,
-    /// Returns when the reconfiguration is done.
-    Wait,
+    /// Advances the reconfiguration once and returns its state
+    /// (`MPI_Test`'s way).
+    Test,
+    /// Returns when the reconfiguration is done (`MPI_Wait`'s way).
+    Block,
+}
+
+/// The times of the last reconfiguration ([`Mam::times`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LastTimes {
+    /// This process's.
+    pub mine: Times,
+    /// The most of each over the processes that took part.
+    pub most: Times,
 }
 
 /// A process's part in a reconfiguration (MaM's `CONTINUE`, `NEW_RANK`,
@@ -147,7 +157,7 @@ pub struct Mam {
     config: Option<Config>,
     /// The reconfiguration under way (background strategies).
     running: Option<Running>,
-    times: (Times, Times),
+    times: LastTimes,
     /// What spawned processes run.
     program: (String, Vec<String>),
     /// Processes the last reconfiguration retired, not parted with yet.
@@ -191,17 +201,16 @@ impl Mam {
     /// [`Error::Config`] for a malformed configuration from the spawning
     /// processes; [`Error::Collective`] when a communicator cannot be made.
     pub fn init(world: &World, rma: &Rma) -> Result<Mam, Error> {
-        let spawned = world.pmi().spawned();
-        let handoff = match spawned {
-            true => world.pmi().get(HANDOFF_KEY).ok(),
+        let launch = world.launch();
+        let handoff = match launch.spawned {
+            true => world.kvs_get(HANDOFF_KEY).ok(),
             false => None,
         };
         let (group, sources, config) = match handoff {
             Some(text) => {
                 let h = Handoff::parse(&text)?;
-                let pmi_rank = world.pmi().rank();
-                let first = world.rank() - pmi_rank;
-                let new = first..first + world.pmi().size();
+                let first = world.rank() - launch.rank;
+                let new = first..first + launch.size;
                 let members: Vec<u32> = h.members.iter().copied().chain(new).collect();
                 (Group::new(members)?, h.sources, Some(h.config))
             }
@@ -370,7 +379,7 @@ impl Mam {
 
     /// Times of the last reconfiguration: this process's, and the most
     /// over the processes that took part.
-    pub fn times(&self) -> (Times, Times) {
+    pub fn times(&self) -> LastTimes {
         self.times
     }
 
@@ -434,7 +443,7 @@ impl Mam {
         let waited_for =
             (self.running.as_ref()).is_some_and(|r| r.config.strategy == Strategy::WaitTargets);
         let new = self.me >= self.sources;
-        let share = moving::checkpoint_share(wait == Wait::Wait, new, waited_for, host);
+        let share = moving::checkpoint_share(wait == Wait::Block, new, waited_for, host);
         loop {
             let Some(mut running) = self.running.take() else {
                 return Ok(Status::NotStarted);
@@ -457,7 +466,7 @@ impl Mam {
                 return self.finish(running, user);
             }
             self.running = Some(running);
-            if wait == Wait::Check {
+            if wait == Wait::Test {
                 return Ok(Status::Pending);
             }
             // A paced move wakes rarely; the end (a barrier, the others'
@@ -688,7 +697,10 @@ impl Mam {
             self.put_back(moves)?;
             return Err(e.into());
         }
-        self.times = (mine, Times::from_array(most));
+        self.times = LastTimes {
+            mine,
+            most: Times::from_array(most),
+        };
         let mut fresh: Vec<Option<Box<dyn Column>>> = self.entries.iter().map(|_| None).collect();
         for m in moves {
             fresh[m.entry] = Some(m.new);

@@ -101,5 +101,5 @@ mod moving;
 
 pub use config::{Config, Method, Strategy};
 pub use data::{Data, Layout, Moves};
-pub use engine::{Mam, Phase, Role, Status, Times, Wait};
+pub use engine::{LastTimes, Mam, Phase, Role, Status, Times, Wait};
 pub use error::Error;

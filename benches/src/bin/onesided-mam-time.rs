@@ -91,7 +91,7 @@ fn run(world: &World, args: &Args) -> Result<Status> {
         Layout::Distributed { len: args.len },
         Moves::Constant,
     )?;
-    let joined = world.pmi().spawned();
+    let joined = world.launch().spawned;
     // The application's own communicator, over the processes it runs on
     // until the reconfiguration ends (joining processes make none: Comms
     // over one group are made in the same order on each of its members).
@@ -111,7 +111,7 @@ fn run(world: &World, args: &Args) -> Result<Status> {
         let start = Instant::now();
         for _ in 0..args.before {
             iterate(app.as_ref().ok_or("no application Comm")?)?;
-            mam.checkpoint(Wait::Check)?;
+            mam.checkpoint(Wait::Test)?;
         }
         alone = start.elapsed() / args.before.max(1);
         // Every process starts the reconfiguration together, so that none
@@ -128,13 +128,13 @@ fn run(world: &World, args: &Args) -> Result<Status> {
     // processes have no data to iterate on yet: they wait.
     let (mut iterations, mut during) = (0u32, Duration::ZERO);
     let mut status = match joined {
-        true => mam.checkpoint(Wait::Wait)?,
-        false => mam.checkpoint(Wait::Check)?,
+        true => mam.checkpoint(Wait::Block)?,
+        false => mam.checkpoint(Wait::Test)?,
     };
     while status == Status::Pending {
         let start = Instant::now();
         iterate(app.as_ref().ok_or("no application Comm")?)?;
-        status = mam.checkpoint(Wait::Check)?;
+        status = mam.checkpoint(Wait::Test)?;
         if status == Status::Pending {
             during += start.elapsed();
             iterations += 1;
@@ -143,7 +143,7 @@ fn run(world: &World, args: &Args) -> Result<Status> {
     if status != Status::Completed {
         return Ok(status);
     }
-    let (_, most) = mam.times();
+    let most = mam.times().most;
     let omega = match iterations {
         0 => 1.0,
         n => (during / n).as_secs_f64() / alone.as_secs_f64(),

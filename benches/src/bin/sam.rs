@@ -58,7 +58,7 @@ fn main() {
 
 fn start(run: &Run) -> Result<()> {
     let world = World::init()?;
-    let joined = world.pmi().spawned();
+    let joined = world.launch().spawned;
     if !joined && world.rank() == 0 {
         let (version, path) = onesided_fabric::libfabric_loaded();
         println!("loaded libfabric {version} {path}");
@@ -170,7 +170,7 @@ fn solve(world: &World, run: &Run) -> Result<Status> {
     let rma = Rma::new(world.endpoint())?;
     let mut mam = Mam::init(world, &rma)?;
     let arrays = register(&mut mam, run)?;
-    let joined = world.pmi().spawned();
+    let joined = world.launch().spawned;
     let ns = mam.sources();
     let mut before = Duration::ZERO;
     let (mut n_it, mut during) = (0u32, Duration::ZERO);
@@ -193,24 +193,24 @@ fn solve(world: &World, run: &Run) -> Result<Status> {
             strategy: run.strategy,
             ..Config::new(c.nt)
         })?;
-        status = mam.checkpoint(Wait::Check)?;
+        status = mam.checkpoint(Wait::Test)?;
         // An iteration meanwhile counts with its checkpoint: the work a
         // checkpoint does slows the application down as much.
         while status == Status::Pending && n_it < c.overlap && c.before + n_it < c.iterations {
             let start = Instant::now();
             iterate(&mut mam, &app, &arrays, rows, &mut scratch)?;
-            status = mam.checkpoint(Wait::Check)?;
+            status = mam.checkpoint(Wait::Test)?;
             during += start.elapsed();
             n_it += 1;
         }
     }
     if status == Status::Pending {
-        status = mam.checkpoint(Wait::Wait)?;
+        status = mam.checkpoint(Wait::Block)?;
     }
     if status != Status::Completed {
         return Ok(status);
     }
-    let (_, most) = mam.times();
+    let most = mam.times().most;
     // The rest on the targets, from the iteration the parameters say.
     let done = mam.get(arrays.params)?[0] as u32;
     let start = Instant::now();

@@ -646,12 +646,12 @@ fn sudden(world: &mut World) {
 
 fn spawn(world: &mut World) {
     let me = world.rank();
-    let kvs = world.pmi().kvsname().to_string();
+    let kvs = world.launch().kvsname;
     if me == 0 {
         must(
             me,
             "put",
-            world.pmi().put("greeting", "hello-from-the-parent"),
+            world.kvs_put("greeting", "hello-from-the-parent"),
         );
     }
     must(me, "barrier", world.barrier());
@@ -663,20 +663,16 @@ fn spawn(world: &mut World) {
             args: vec!["child".into()],
             preput: vec![("parent-kvs".into(), kvs)],
         };
-        must(me, "spawn", world.pmi().spawn(&request));
+        must(me, "spawn", world.spawn_job(&request));
         println!("rank 0: spawned 2");
     }
 }
 
 fn child(world: &mut World) {
     let me = world.rank();
-    check(me, world.pmi().spawned(), || "PMI_SPAWNED not set".into());
-    let parent = must(me, "preput", world.pmi().get("parent-kvs"));
-    let greeting = must(
-        me,
-        "parent's kvs",
-        world.pmi().get_from(&parent, "greeting"),
-    );
+    check(me, world.launch().spawned, || "PMI_SPAWNED not set".into());
+    let parent = must(me, "preput", world.kvs_get("parent-kvs"));
+    let greeting = must(me, "parent's kvs", world.kvs_get_from(&parent, "greeting"));
     // The children talk to each other through their own endpoints.
     let ep = world.endpoint();
     let peer = 1 - me;
@@ -751,16 +747,12 @@ fn main() {
         "grow" => grow(&world, false),
         "grow-missing" => grow(&world, true),
         "grown" => {
-            let greeting = must(world.rank(), "preput", world.pmi().get("greeting"));
+            let greeting = must(world.rank(), "preput", world.kvs_get("greeting"));
             check(world.rank(), greeting == "welcome", || greeting.clone());
             greet_all(&world)
         }
         "abort" => {
-            must(
-                world.rank(),
-                "abort",
-                world.pmi().abort(3, "asked to abort"),
-            );
+            must(world.rank(), "abort", world.abort(3, "asked to abort"));
             std::thread::sleep(Duration::from_secs(30));
         }
         "unexpected" => unexpected(&world),

@@ -218,7 +218,7 @@ fn reconfigure(world: &World, plan: &Plan) -> Result<bool> {
     let mut mam = Mam::init(world, &rma)?;
     let h = register(&mut mam)?;
     let joined = match (plan.joined, plan.from) {
-        (None, Some(n)) if world.pmi().spawned() => {
+        (None, Some(n)) if world.launch().spawned => {
             let (ns, nt) = (mam.sources(), mam.group().size());
             let prev = |g: usize| if g == 0 { n } else { plan.counts[g - 1] };
             let g = (0..plan.counts.len()).find(|&g| prev(g) == ns && plan.counts[g] == nt);
@@ -232,7 +232,7 @@ fn reconfigure(world: &World, plan: &Plan) -> Result<bool> {
         ..*plan
     };
     if plan.joined.is_none() {
-        let status = mam.checkpoint(Wait::Check)?;
+        let status = mam.checkpoint(Wait::Test)?;
         check(me, status == Status::NotStarted, || {
             format!("a checkpoint without a reconfiguration gave {status:?}")
         });
@@ -260,7 +260,7 @@ fn reconfigure(world: &World, plan: &Plan) -> Result<bool> {
         }
         // The application iterates while the constant data moves.
         let mut iterations = 0u32;
-        let mut status = mam.checkpoint(Wait::Check)?;
+        let mut status = mam.checkpoint(Wait::Test)?;
         while status == Status::Pending {
             let sum: u64 = mam.get(h.bytes)?.iter().map(|&b| u64::from(b)).sum();
             std::hint::black_box(sum);
@@ -269,12 +269,12 @@ fn reconfigure(world: &World, plan: &Plan) -> Result<bool> {
             });
             iterations += 1;
             std::thread::sleep(std::time::Duration::from_millis(1));
-            status = mam.checkpoint(Wait::Check)?;
+            status = mam.checkpoint(Wait::Test)?;
         }
         if plan.joined != Some(g) && iterations > 0 {
             println!("rank {me}: {iterations} iterations during {size} -> {nt}");
         }
-        let (mine, most) = mam.times();
+        let onesided_mam::LastTimes { mine, most } = mam.times();
         let what = format!("{size} -> {nt} ({})", plan.method);
         match status {
             Status::Retired => {
@@ -331,7 +331,7 @@ fn victim(world: &World) -> Result<()> {
                 .status();
             std::thread::sleep(std::time::Duration::from_secs(30));
         }
-        status = mam.checkpoint(Wait::Check);
+        status = mam.checkpoint(Wait::Test);
     }
     match status {
         Err(e) if e.to_string().contains("rank 1") => {
@@ -373,7 +373,7 @@ fn misuse(world: &World) -> Result<()> {
         "a second reconfiguration was accepted".into()
     });
     println!("rank {me}: again: {}", e.unwrap_or_default());
-    match mam.checkpoint(Wait::Wait) {
+    match mam.checkpoint(Wait::Block) {
         Err(e @ onesided_mam::Error::Registration { .. }) => {
             let text = e.to_string();
             let named = text.contains("global length 10 at rank 0, 12 at rank 1");
@@ -386,7 +386,7 @@ fn misuse(world: &World) -> Result<()> {
     // Beyond the universe (the test runs `osrun --universe N+1`): the
     // spawn fails on every process, and the job goes on as it was.
     mam.reconfigure(Config::new(n + 2))?;
-    match mam.checkpoint(Wait::Wait) {
+    match mam.checkpoint(Wait::Block) {
         Err(onesided_mam::Error::Fabric(onesided_fabric::Error::SpawnFailed(why))) => {
             println!("rank {me}: spawn failed: {why}")
         }

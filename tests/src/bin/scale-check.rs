@@ -86,7 +86,7 @@ fn main() {
     let world = must(0, "init", World::init());
     let (me, n) = (world.rank(), world.size());
     println!("pid {me} {}", std::process::id());
-    if world.pmi().spawned() {
+    if world.launch().spawned {
         // The process of the growth: its start, then the finalize.
         report(&world, "join_init", &Stats::default(), start);
         return finalize_measured(world);
