@@ -1192,6 +1192,11 @@ impl<T: bytemuck::Pod + Send> Run<T> {
     /// it) or its peers did not move within the timeout.
     pub fn into_buffers(mut self) -> Result<Buffers<T>, Error> {
         self.finish(true)?;
+        self.take_buffers()
+    }
+
+    /// The buffers of a completed run, taken out of it.
+    fn take_buffers(&mut self) -> Result<Buffers<T>, Error> {
         let run = match std::mem::replace(&mut self.claim.run, Held::Out) {
             Held::Listed => self.inflight.remove(self.claim.id),
             Held::Taken(run) => Some(run),
@@ -1217,6 +1222,35 @@ impl<T: bytemuck::Pod + Send> Run<T> {
         match drive(&inflight.ep, || inflight.step(claim, take))? {
             None => Ok(()),
             Some(_) => Err(onesided_rma::Error::RequestTimeout(inflight.ep.timeout())),
+        }
+    }
+}
+
+/// Awaiting a nonblocking collective: its buffers once it completes, as
+/// [`Run::into_buffers`]. Each poll advances the call (as
+/// [`Request::test`]); between polls the endpoint's progress engine
+/// wakes the task ([`onesided_fabric::Endpoint::wake_later`]). A run
+/// polled after it returned its buffers fails.
+impl<T: bytemuck::Pod + Send> std::future::Future for Run<T> {
+    type Output = Result<Buffers<T>, Error>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let this = self.get_mut();
+        if matches!(this.claim.run, Held::Out) {
+            return std::task::Poll::Ready(Err(Error::Failed(
+                "the call's buffers were handed back already".into(),
+            )));
+        }
+        match this.inflight.step(&mut this.claim, true) {
+            Err(e) => std::task::Poll::Ready(Err(e.into())),
+            Ok((true, _)) => std::task::Poll::Ready(this.take_buffers()),
+            Ok((false, _)) => {
+                this.inflight.ep.wake_later(cx.waker());
+                std::task::Poll::Pending
+            }
         }
     }
 }

@@ -515,6 +515,9 @@ pub(crate) struct Shared {
     write_after_write: bool,
     /// Buffers of finished transfers, for the next ones.
     buffers: Mutex<Vec<Box<[u8]>>>,
+    /// Tasks awaiting something this endpoint moves
+    /// ([`Endpoint::wake_later`]), woken by the background thread.
+    tasks: Mutex<Vec<std::task::Waker>>,
     /// Who applies atomics.
     pub atomics: Atomics,
     /// libfabric's name of the provider given.
@@ -534,6 +537,15 @@ const BUFFER_POOL: usize = 64 << 20;
 const ATOMIC_KINDS: usize = 3 * 10 * 5;
 
 impl Shared {
+    /// Wakes the tasks waiting for a progress pass
+    /// ([`Endpoint::wake_later`]); whether there were any.
+    pub(crate) fn wake_tasks(&self) -> bool {
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        let any = !tasks.is_empty();
+        tasks.into_iter().for_each(std::task::Waker::wake);
+        any
+    }
+
     pub(crate) fn lock(&self) -> SpinGuard<'_, Core> {
         self.core.lock()
     }
@@ -798,6 +810,7 @@ impl Endpoint {
             atomic_regions: Registry::default(),
             atomic_counts: std::array::from_fn(|_| std::sync::atomic::AtomicUsize::new(0)),
             buffers: Mutex::new(Vec::new()),
+            tasks: Mutex::new(Vec::new()),
             core: SpinLock::new(Core {
                 handles,
                 addrs: Vec::new(),
@@ -989,6 +1002,25 @@ impl Endpoint {
     pub fn progress(&self) -> usize {
         self.inner.shared.note_app_progress();
         self.inner.shared.lock().poll()
+    }
+
+    /// Has the task of `waker` polled again after the progress engine's
+    /// next pass: by the background thread, which then neither blocks nor
+    /// sleeps longer than its shortest naps while tasks wait (how the
+    /// library's futures are woken: what they await may move through
+    /// shared memory as well as the provider); at once under
+    /// [`ProgressMode::Manual`], where only the task's own polls move
+    /// anything.
+    pub fn wake_later(&self, waker: &std::task::Waker) {
+        if self.inner.background.is_none() {
+            waker.wake_by_ref();
+            return;
+        }
+        let tasks = &self.inner.shared.tasks;
+        let mut tasks = tasks.lock().unwrap_or_else(|p| p.into_inner());
+        if !tasks.iter().any(|w| w.will_wake(waker)) {
+            tasks.push(waker.clone());
+        }
     }
 
     /// Registers `len` bytes of fresh zeroed memory for `access` by peers.

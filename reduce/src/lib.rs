@@ -5,8 +5,10 @@
 //!   master and a worker). [`Reducer::reduce`] takes this process's data,
 //!   a [`ReducerBody`] (built in: [`Sum`], [`Min`], [`Max`]; or any
 //!   commutative, associative operation on a `Pod` element) and an id,
-//!   and returns a [`ReduceFuture`]: `is_done` polls, `get` waits, both
-//!   say which rank failed and how when the reduction cannot finish. Many
+//!   and returns a [`ReduceFuture`]: `is_done` polls, `get` waits, and it
+//!   is a `std::future::Future` to `.await` (woken by the reducer's
+//!   handlers); each says which rank failed and how when the reduction
+//!   cannot finish. Many
 //!   reductions run at once, told apart by id (rsmpi-style, the group is
 //!   the reducer's, not the call's).
 //! - Scheduling ([`schedule`], [`master`], pure and tested as event

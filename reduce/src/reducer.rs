@@ -25,8 +25,11 @@
 //!   --ft`). Per process and period: one ping sent, one received.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::marker::PhantomData;
+use std::pin::Pin;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -64,12 +67,15 @@ pub struct Config {
     pub ping: Duration,
     /// Silence after which a process counts as failed.
     pub dead_after: Duration,
-    /// A failure to inject: at this point of a reduction, this process
-    /// calls the function, which is to kill it (or stop it).
+    /// A failure to inject, for tests of the recovery (feature
+    /// `fault-injection` only): at this point of a reduction, this
+    /// process calls the function, which is to kill it (or stop it).
+    #[cfg(feature = "fault-injection")]
     pub inject: Option<(Point, fn())>,
 }
 
-/// Where a failure is injected ([`Config::inject`]).
+/// Where a failure is injected (`Config::inject`, feature
+/// `fault-injection`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Point {
     /// Once the call returned, before the master has the data: it is
@@ -98,12 +104,22 @@ impl Default for Config {
         Config {
             ping: Duration::from_millis(100),
             dead_after: Duration::from_secs(1),
+            #[cfg(feature = "fault-injection")]
             inject: None,
         }
     }
 }
 
 impl Config {
+    /// The failure to inject ([`Config::inject`]); none without the
+    /// feature `fault-injection`.
+    fn injects(&self) -> Option<(Point, fn())> {
+        #[cfg(feature = "fault-injection")]
+        return self.inject;
+        #[cfg(not(feature = "fault-injection"))]
+        None
+    }
+
     /// The defaults, overridden by `ONESIDED_REDUCE_PING` and
     /// `ONESIDED_REDUCE_DEAD_AFTER` (seconds, as `0.02`).
     ///
@@ -153,6 +169,8 @@ struct Shared {
     local: Mutex<Local>,
     /// Wakes the executor (work) and the futures (outcomes).
     wake: Condvar,
+    /// The tasks awaiting a future's outcome ([`Shared::wake_all`]).
+    wakers: Mutex<Vec<Waker>>,
     /// The master's state (group rank 0 only).
     master: Option<Mutex<Watch>>,
     /// Stops the monitor.
@@ -311,7 +329,7 @@ impl Reducer {
         let me = group
             .group_rank(ep.rank())
             .ok_or_else(|| Error::Usage(format!("rank {} is not in the group", ep.rank())))?;
-        let store = Store::new(world.pmi().kvsname())?;
+        let store = Store::new(&world.launch().kvsname)?;
         ep.watch_processes();
         let size = group.size();
         let hosts: Vec<u64> = (group.members().iter())
@@ -330,6 +348,7 @@ impl Reducer {
                 ..Local::default()
             }),
             wake: Condvar::new(),
+            wakers: Mutex::new(Vec::new()),
             master: (me == 0).then(|| {
                 Mutex::new(Watch {
                     master: Master::new(hosts),
@@ -504,7 +523,7 @@ impl Reducer {
         let deferred = local.deferred.remove(&key).unwrap_or_default();
         local.work.extend(deferred);
         drop(local);
-        s.wake.notify_all();
+        s.wake_all();
         // The file is written while the reduction starts (the line may be
         // fetched meanwhile); it appears whole or not at all. A reduction
         // that ended meanwhile needs none: every process removes an ended
@@ -557,7 +576,7 @@ impl Reducer {
                 abandon(&mut local, key);
             }
             drop(local);
-            s.wake.notify_all();
+            s.wake_all();
             if let Some(holder) = refused {
                 s.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
                 return Err(Error::Usage(format!(
@@ -580,7 +599,7 @@ impl Drop for Reducer {
     fn drop(&mut self) {
         let s = &self.shared;
         s.lock().closing = true;
-        s.wake.notify_all();
+        s.wake_all();
         *s.stop.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
         s.stop.1.notify_all();
         for thread in self.threads.drain(..) {
@@ -635,41 +654,83 @@ impl<T: bytemuck::Pod> ReduceFuture<T> {
         let s = Arc::clone(&self.shared);
         let key = self.key;
         s.wait(|local| (local.reductions.get(&key)).is_none_or(|r| r.outcome != Outcome::Running));
-        let mut local = s.lock();
         loop {
-            let Some(r) = local.reductions.get(&self.key) else {
-                return Err(Error::Usage("the reduction is gone".into()));
-            };
-            match r.outcome {
-                Outcome::Running => {}
-                Outcome::Failed(failure) => {
-                    local.reductions.remove(&self.key);
-                    self.taken = true;
-                    return Err(Error::Failed {
-                        id: self.key.id,
-                        failure,
-                    });
-                }
-                Outcome::Finished(disp) => {
-                    let mut r = local
-                        .reductions
-                        .remove(&self.key)
-                        .ok_or_else(|| Error::Usage("the reduction is gone".into()))?;
-                    self.taken = true;
-                    let result = (r.root == s.me)
-                        .then(|| r.lines.remove(&disp))
-                        .flatten()
-                        .map(|line| match line.into_any().downcast::<Vec<T>>() {
-                            Ok(v) => *v,
-                            Err(other) => match other.downcast::<Aligned>() {
-                                Ok(a) => elements(a.bytes()),
-                                Err(_) => Vec::new(),
-                            },
-                        });
-                    return Ok(result);
-                }
+            if let Some(outcome) = self.take(&mut s.lock()) {
+                return outcome;
             }
-            local = s.wake.wait(local).unwrap_or_else(|p| p.into_inner());
+            s.wait(|local| {
+                (local.reductions.get(&key)).is_none_or(|r| r.outcome != Outcome::Running)
+            });
+        }
+    }
+
+    /// The outcome, taken out of `local` once the reduction ended; `None`
+    /// while it runs.
+    fn take(&mut self, local: &mut Local) -> Option<Result<Option<Vec<T>>, Error>> {
+        let gone = || Error::Usage(format!("reduction {}: its state is gone", self.key.id));
+        let Some(r) = local.reductions.get(&self.key) else {
+            return Some(Err(gone()));
+        };
+        let outcome = r.outcome;
+        if outcome == Outcome::Running {
+            return None;
+        }
+        let mut r = local.reductions.remove(&self.key)?;
+        self.taken = true;
+        Some(match outcome {
+            Outcome::Running => Err(gone()),
+            Outcome::Failed(failure) => Err(Error::Failed {
+                id: self.key.id,
+                failure,
+            }),
+            Outcome::Finished(disp) => match (r.root == self.shared.me)
+                .then(|| r.lines.remove(&disp))
+                .flatten()
+            {
+                None => Ok(None),
+                Some(line) => match line.into_any().downcast::<Vec<T>>() {
+                    Ok(v) => Ok(Some(*v)),
+                    Err(other) => match other.downcast::<Aligned>() {
+                        Ok(a) => Ok(Some(elements(a.bytes()))),
+                        Err(_) => Err(Error::Usage(format!(
+                            "reduction {}: its result is not of the future's element type",
+                            self.key.id
+                        ))),
+                    },
+                },
+            },
+        })
+    }
+}
+
+/// Awaiting a reduction: the same outcome as [`ReduceFuture::get`],
+/// woken when the reducer's handlers and threads change its state (they
+/// run on the endpoint's background progress thread and the reducer's own
+/// threads, so no executor needs to poll for progress).
+impl<T: bytemuck::Pod> Future for ReduceFuture<T> {
+    type Output = Result<Option<Vec<T>>, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if this.taken {
+            return Poll::Ready(Err(Error::Usage(format!(
+                "reduction {}: polled after it returned",
+                this.key.id
+            ))));
+        }
+        let shared = Arc::clone(&this.shared);
+        let mut local = shared.lock();
+        match this.take(&mut local) {
+            Some(outcome) => Poll::Ready(outcome),
+            None => {
+                // Registered under the state's lock: a change after it
+                // wakes this task.
+                let mut wakers = shared.wakers.lock().unwrap_or_else(|p| p.into_inner());
+                if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                    wakers.push(cx.waker().clone());
+                }
+                Poll::Pending
+            }
         }
     }
 }
@@ -724,6 +785,14 @@ impl Shared {
         self.local.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Wakes the threads waiting on [`Shared::wake`] and the tasks
+    /// awaiting a future, after a change of [`Local`].
+    fn wake_all(&self) {
+        self.wake.notify_all();
+        let wakers = std::mem::take(&mut *self.wakers.lock().unwrap_or_else(|p| p.into_inner()));
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
     /// Group rank `to`'s endpoint rank.
     fn job(&self, to: u32) -> u32 {
         self.group
@@ -772,14 +841,14 @@ impl Shared {
                     }
                 }
                 drop(local);
-                self.wake.notify_all();
+                self.wake_all();
                 return;
             }
             _ => {}
         }
         local.work.push_back(Work::Message(from, message));
         drop(local);
-        self.wake.notify_all();
+        self.wake_all();
     }
 
     /// The master's service (in the progress engine): the scheduler.
@@ -877,7 +946,7 @@ impl Shared {
                 _ => Vec::new(),
             }
         };
-        self.wake.notify_all();
+        self.wake_all();
         if let Some(watch) = &self.master {
             let out = (watch.lock().unwrap_or_else(|p| p.into_inner()).master).suspected(rank);
             for (to, m) in out {
@@ -1087,7 +1156,7 @@ impl Shared {
         if disp != ROOT_LINE {
             self.ask_replica(key, None);
         }
-        if matches!(self.config.inject, Some((Point::Returned, _))) {
+        if matches!(self.config.injects(), Some((Point::Returned, _))) {
             // The call returns once its file and replica are written,
             // maybe after this.
             let mut local = self.lock();
@@ -1110,7 +1179,7 @@ impl Shared {
         let (Some(holder), Some(source)) = (holder, r.source) else {
             r.replica = Replica::Nowhere;
             drop(local);
-            self.wake.notify_all();
+            self.wake_all();
             return;
         };
         r.replica = Replica::Asked(holder);
@@ -1144,13 +1213,13 @@ impl Shared {
         if let Some(r) = self.lock().reductions.get_mut(&key) {
             r.contributed = true;
         }
-        self.wake.notify_all();
+        self.wake_all();
         self.injected(Point::Contributed);
     }
 
-    /// Fails here if told to ([`Config::inject`]).
+    /// Fails here if told to (`Config::inject`).
     fn injected(&self, at: Point) {
-        if let Some((point, then)) = self.config.inject {
+        if let Some((point, then)) = self.config.injects() {
             if point == at {
                 then();
             }
@@ -1238,7 +1307,7 @@ impl Shared {
         match self.fetch(lines, key, owner, at, copy.bytes_mut()) {
             Ok(()) => {
                 (self.lock().writes).push_back(Write::Keep { key, owner, copy });
-                self.wake.notify_all();
+                self.wake_all();
             }
             // The owner died (the master hears of it), the line is gone
             // (the reduction ended), or the owner hears it was not kept.
@@ -1312,7 +1381,7 @@ impl Shared {
                     copy: other,
                 };
                 self.lock().writes.push_back(job);
-                self.wake.notify_all();
+                self.wake_all();
             }
             false => self.lock().pool.put_copy(Box::new(other)),
         }
@@ -1427,7 +1496,7 @@ impl Shared {
                 local.pool.put_copy(copy);
             }
         }
-        self.wake.notify_all();
+        self.wake_all();
         let released = lines.release(key);
         let evicted: Vec<_> = {
             let mut local = self.lock();
@@ -1439,7 +1508,7 @@ impl Shared {
         // Every file of the reduction on this host goes, a dead
         // process's too (killed before its own end, it leaves them).
         self.lock().writes.push_back(Write::Remove(key));
-        self.wake.notify_all();
+        self.wake_all();
     }
 }
 

@@ -1,7 +1,7 @@
 //! Multi-process tests of the user-facing crate: its examples under
 //! `osrun` (shm, tcp, and tcp with a host per rank), under MPICH's Hydra
 //! and under a real Slurm, and handles used from several threads at once
-//! (`threads-check`).
+//! (`threads-check`), and nonblocking calls `.await`ed (`await-check`).
 
 use std::time::Duration;
 
@@ -118,5 +118,17 @@ fn helper_threads_rget_while_the_main_thread_reduces() {
             n as usize,
             "{provider} n {n}: {out}"
         );
+    }
+}
+
+#[test]
+fn collectives_and_reductions_are_awaited_on_a_minimal_executor() {
+    let _serial = serial();
+    for (provider, n, hosts) in [("shm", 3, false), ("tcp", 2, true)] {
+        let mut run = Osrun::new(n, provider, "await-check");
+        run = run.host_per_rank(hosts);
+        let out = run.run();
+        out.assert_success();
+        assert_eq!(out.count("await ok"), n as usize, "{provider} n {n}: {out}");
     }
 }

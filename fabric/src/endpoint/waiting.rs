@@ -135,9 +135,12 @@ pub(super) fn background_progress(shared: &Shared) {
             let may_block = found == 0 && shared.cq_fd.is_some() && core.handles.try_wait();
             (found, may_block)
         };
+        // Awaited futures look again after every pass (what they await
+        // may move through shared memory, which the queue does not see).
+        let awaited = shared.wake_tasks();
         if found > 0 {
             (sleep, quiet_since) = (FIRST_SLEEP, Instant::now());
-        } else if let (true, Some(fd)) = (may_block, shared.cq_fd) {
+        } else if let (true, false, Some(fd)) = (may_block, awaited, shared.cq_fd) {
             let wake = shared.stop_wake.as_ref().map_or(-1, |w| w.as_raw_fd());
             wait_readable(&[fd, wake], BLOCK_FOR);
         } else if app_busy {
@@ -145,7 +148,7 @@ pub(super) fn background_progress(shared: &Shared) {
             nap(shared, ACTIVE_CHECK_INTERVAL);
         } else {
             nap(shared, sleep);
-            let longest = match quiet_since.elapsed() >= IDLE_AFTER {
+            let longest = match quiet_since.elapsed() >= IDLE_AFTER && !awaited {
                 true => shared.max_sleep.max(IDLE_SLEEP),
                 false => shared.max_sleep,
             };
