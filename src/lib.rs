@@ -5,8 +5,9 @@
 //!   MPICH's `mpiexec` or Slurm's `srun --mpi=pmi2`, through PMI-1; a
 //!   singleton otherwise).
 //! - [`Rma`], [`Exposure`], [`Window`], [`Epoch`]: windows that cost no
-//!   message to create, passive-target and fence epochs whose guards carry
-//!   the accesses (`get`, `put`, `rget`, `rput`, atomics).
+//!   message to create, passive-target ([`Locked`]) and fence ([`Fenced`])
+//!   epochs whose guards carry the accesses (`get`, `put`, `rget`, `rput`,
+//!   atomics) and end by being consumed.
 //! - [`Comm`]: collectives over a [`Group`], blocking and nonblocking,
 //!   each call's algorithm chosen from a measured profile.
 //! - [`Request`]: one trait for RMA requests, barriers and nonblocking
@@ -73,8 +74,8 @@ pub use onesided_mam as mam;
 pub use onesided_reduce as reduce;
 pub use onesided_rma as rma;
 pub use onesided_rma::{
-    test_all, wait_all, wait_any, Assert, Barrier, Element, Epoch, Exposure, Group, LockKind,
-    Owned, RemoteAccess, Request, Rget, Rma, Rput, Window,
+    test_all, wait_all, wait_any, Assert, Barrier, Element, Epoch, EpochKind, Exposure, Fenced,
+    Group, LockKind, Locked, Owned, RemoteAccess, Request, Rget, Rma, Rput, Window,
 };
 
 /// `Result` with onesided's [`Error`].

@@ -68,7 +68,7 @@ pub use lock::LockKind;
 pub use op::{Builtin, Op, UserFn};
 pub use request::{test_all, wait_all, wait_any, Request};
 pub use transfer::{Owned, Rget, Rput};
-pub use window::{Epoch, Exposure, RemoteAccess, Rma, Window};
+pub use window::{Epoch, EpochKind, Exposure, Fenced, Locked, RemoteAccess, Rma, Window};
 
 /// `m` locked. A panic while it was held leaves plain data (maps, lists,
 /// a transfer's state) that is still consistent, so the poison is ignored.

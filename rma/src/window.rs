@@ -91,6 +91,7 @@ use onesided_fabric::fnv::{FastMap, FastSet};
 use onesided_fabric::spin::SpinLock;
 use onesided_fabric::{Access, Atomics, Endpoint, Mapping, MemoryRegion, RemoteMemory};
 use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -1189,12 +1190,14 @@ struct Place<'a> {
     at: u64,
 }
 
-/// An open epoch: a lock on one target ([`Window::lock`]), on every
-/// member ([`Window::lock_all`]), or a fence epoch ([`Window::fence`]).
-/// The accesses are its methods, so none compiles outside an epoch.
-/// [`Epoch::unlock`] closes a lock epoch, a fence asserting
-/// [`Assert::NOSUCCEED`] a fence epoch; dropping it closes it too,
-/// ignoring errors.
+/// An open epoch: a lock on one target ([`Window::lock`]) or on every
+/// member ([`Window::lock_all`]), an `Epoch<Locked>`; or a fence epoch
+/// ([`Window::fence`]), an `Epoch<Fenced>`. The accesses are methods of
+/// both, so none compiles outside an epoch; `unlock` exists only on a
+/// lock epoch and `fence`/`end` only on a fence epoch, and closing
+/// consumes the guard, so no access compiles after it. Dropping the
+/// guard closes the epoch too, ignoring errors (a fence epoch then ends
+/// without the collective).
 ///
 /// ```
 /// use onesided_rma::{Assert, Group, RemoteAccess, Request, Rma};
@@ -1209,25 +1212,69 @@ struct Place<'a> {
 /// epoch.fence(Assert::empty())?;
 /// let mut back = [0u32; 4];
 /// epoch.rget(0, 0, &mut back)?.wait()?;
-/// epoch.fence(Assert::NOSUCCEED)?;
+/// epoch.end(Assert::empty())?; // the last fence, asserting NOSUCCEED
 /// assert_eq!(back, [1, 2, 3, 4]);
-/// drop(epoch);
 /// window.free()?;
 /// # drop(rma);
 /// # world.finalize()?;
 /// # Ok(())
 /// # }
 /// ```
-pub struct Epoch<'w> {
+pub struct Epoch<'w, K: EpochKind = Locked> {
     window: &'w Window,
-    /// The locked target, or `None` for `lock_all`.
+    /// The locked target, or `None` for `lock_all` and fence epochs.
     target: Option<u32>,
     /// The lock taken on the target's lock word (none with `NOCHECK`, and
     /// for `lock_all`, whose locks the window takes and tracks).
     held: Option<LockKind>,
+    /// Until the guard closes it (a dropped guard closes it too).
     open: bool,
-    /// A fence epoch (`Window::fence`).
-    fence: bool,
+    kind: PhantomData<K>,
+}
+
+/// An [`Epoch`] of passive target, opened by [`Window::lock`] or
+/// [`Window::lock_all`] and closed by [`Epoch::unlock`].
+#[derive(Debug)]
+pub enum Locked {}
+
+/// An [`Epoch`] of active target, opened by [`Window::fence`], advanced by
+/// [`Epoch::fence`] and closed by [`Epoch::end`].
+#[derive(Debug)]
+pub enum Fenced {}
+
+/// Which kind of epoch a guard is ([`Locked`] or [`Fenced`]): its
+/// accesses are the same, its synchronisation differs. Sealed.
+pub trait EpochKind: sealed::Sealed {
+    /// A fence epoch.
+    #[doc(hidden)]
+    const FENCE: bool;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Locked {}
+    impl Sealed for super::Fenced {}
+}
+
+impl EpochKind for Locked {
+    const FENCE: bool = false;
+}
+
+impl EpochKind for Fenced {
+    const FENCE: bool = true;
+}
+
+impl<'w, K: EpochKind> Epoch<'w, K> {
+    /// A guard over `window` just opened.
+    pub(crate) fn opened(window: &'w Window, target: Option<u32>, held: Option<LockKind>) -> Self {
+        Epoch {
+            window,
+            target,
+            held,
+            open: true,
+            kind: PhantomData,
+        }
+    }
 }
 
 impl Window {

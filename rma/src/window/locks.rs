@@ -29,13 +29,7 @@ impl Window {
         } else {
             Some(kind)
         };
-        Ok(Epoch {
-            window: self,
-            target: Some(target),
-            held,
-            open: true,
-            fence: false,
-        })
+        Ok(Epoch::opened(self, Some(target), held))
     }
 
     /// Opens a shared epoch on every member (`MPI_Win_lock_all`); with
@@ -63,13 +57,7 @@ impl Window {
             locks.clear();
             locks.resize(self.group().size() as usize, false);
         }
-        Ok(Epoch {
-            window: self,
-            target: None,
-            held: None,
-            open: true,
-            fence: false,
-        })
+        Ok(Epoch::opened(self, None, None))
     }
 
     /// Applies `atomic` to `target`'s lock word; returns its previous value.
@@ -200,7 +188,7 @@ impl Window {
     }
 }
 
-impl Epoch<'_> {
+impl Epoch<'_, Locked> {
     /// Closes the epoch (`MPI_Win_unlock`, or `MPI_Win_unlock_all` for a
     /// `lock_all` epoch): completes its operations, then releases its
     /// lock(s). On a member of another host the release is posted and not
@@ -209,40 +197,50 @@ impl Epoch<'_> {
     /// # Errors
     /// [`Error::TransferFailed`] when a request-based operation failed (the
     /// locks are released all the same); [`Error::Fabric`] when a release
-    /// atomic fails (the epoch is closed
-    /// locally all the same); [`Error::EpochConflict`] for a fence epoch
-    /// (end it with a fence asserting [`Assert::NOSUCCEED`]).
+    /// atomic fails (the epoch is closed locally all the same).
     pub fn unlock(mut self) -> Result<(), Error> {
-        if self.fence {
-            return Err(Error::EpochConflict(
-                "unlock of a fence epoch (end it with fence(Assert::NOSUCCEED))",
-            ));
-        }
         self.close()
     }
+}
 
+impl Epoch<'_, Fenced> {
     /// The next fence of a fence epoch (`MPI_Win_fence`): completes this
     /// process's operations (none with [`Assert::NOPRECEDE`]) and waits
-    /// until every member has reached it; with [`Assert::NOSUCCEED`] it
-    /// ends the epoch (later accesses through this guard fail).
+    /// until every member has reached it; the epoch goes on. End it with
+    /// [`Epoch::end`].
     ///
     /// # Errors
-    /// [`Error::EpochConflict`] in a lock epoch, after the epoch ended, or
-    /// with operations in flight under [`Assert::NOPRECEDE`];
-    /// [`Error::BadAssert`]; [`Error::TransferFailed`]; barrier errors.
+    /// [`Error::BadAssert`] (it takes `NOPRECEDE`; `NOSUCCEED` is
+    /// [`Epoch::end`]'s); [`Error::EpochConflict`] with operations in
+    /// flight under [`Assert::NOPRECEDE`]; [`Error::TransferFailed`];
+    /// barrier errors. Nothing changes on a checked error.
     pub fn fence(&mut self, assert: Assert) -> Result<(), Error> {
-        if !self.fence || !self.open {
-            return Err(Error::EpochConflict(
-                "fence on an epoch that is not an open fence epoch",
-            ));
-        }
-        self.window.fence_step(assert)?;
-        if assert.contains(Assert::NOSUCCEED) {
-            self.open = false;
-        }
-        Ok(())
+        let assert = assert.allow(
+            "fence of an open epoch (end it with end)",
+            Assert::NOPRECEDE,
+        )?;
+        self.window.fence_step(assert)
     }
 
+    /// The last fence (`MPI_Win_fence` asserting `MPI_MODE_NOSUCCEED`):
+    /// as [`Epoch::fence`], then the epoch ends with its guard.
+    ///
+    /// # Errors
+    /// As [`Epoch::fence`]. On an error after the checks the epoch is
+    /// ended all the same.
+    pub fn end(mut self, assert: Assert) -> Result<(), Error> {
+        let assert = assert.allow(
+            "end of a fence epoch",
+            Assert::NOPRECEDE | Assert::NOSUCCEED,
+        )?;
+        let ended = self.window.fence_step(assert | Assert::NOSUCCEED);
+        // Else the guard's drop ends it here, without the collective.
+        self.open = ended.is_err();
+        ended
+    }
+}
+
+impl<K: EpochKind> Epoch<'_, K> {
     fn close(&mut self) -> Result<(), Error> {
         if !self.open {
             return Ok(());
@@ -250,7 +248,7 @@ impl Epoch<'_> {
         self.open = false;
         let window = self.window;
         let completed = window.complete(self.target);
-        if self.fence {
+        if K::FENCE {
             // A fence epoch dropped without its last fence: it ends here,
             // without the collective (as a last fence may be left out).
             let _ = window.epochs.borrow_mut().fence(true);
@@ -285,7 +283,7 @@ impl Epoch<'_> {
     }
 }
 
-impl Drop for Epoch<'_> {
+impl<K: EpochKind> Drop for Epoch<'_, K> {
     fn drop(&mut self) {
         let _ = self.close();
     }

@@ -67,25 +67,21 @@ impl Window {
     /// Active-target synchronisation (`MPI_Win_fence`) that opens a fence
     /// epoch: waits until every member has reached the fence, and returns
     /// the epoch's guard, through which every member may be accessed until
-    /// a fence on the guard asserts [`Assert::NOSUCCEED`]
-    /// ([`Epoch::fence`]). Every member calls it (fences count as
-    /// barriers of the window's group).
+    /// the guard's last fence ([`Epoch::end`]). Every member calls it
+    /// (fences count as barriers of the window's group).
     ///
     /// # Errors
-    /// [`Error::EpochConflict`] inside a passive epoch; [`Error::BadAssert`]
-    /// (it takes `NOPRECEDE` and `NOSUCCEED`); barrier errors.
-    pub fn fence(&self, assert: Assert) -> Result<Epoch<'_>, Error> {
+    /// [`Error::EpochConflict`] inside another epoch; [`Error::BadAssert`]
+    /// (it takes `NOPRECEDE`; a fence that opens no epoch,
+    /// `NOSUCCEED`, is the guard's [`Epoch::end`]); barrier errors.
+    pub fn fence(&self, assert: Assert) -> Result<Epoch<'_, Fenced>, Error> {
+        let assert = assert.allow("fence opening an epoch", Assert::NOPRECEDE)?;
         self.fence_step(assert)?;
-        Ok(Epoch {
-            window: self,
-            target: None,
-            held: None,
-            open: !assert.contains(Assert::NOSUCCEED),
-            fence: true,
-        })
+        Ok(Epoch::opened(self, None, None))
     }
 
-    /// One fence: see [`Window::fence`] and [`Epoch::fence`].
+    /// One fence: see [`Window::fence`], [`Epoch::fence`] and
+    /// [`Epoch::end`].
     pub(super) fn fence_step(&self, assert: Assert) -> Result<(), Error> {
         let assert = assert.allow("fence", Assert::NOPRECEDE | Assert::NOSUCCEED)?;
         self.alive()?;

@@ -813,11 +813,21 @@ fn active(world: &World) {
         "put",
         fenced.put(right, 8, &(u64::from(me) + 1).to_le_bytes()),
     );
-    must(me, "fence", fenced.fence(Assert::NOSUCCEED));
-    check(me, fenced.get(right, 8, &mut [0u8; 8]).is_err(), || {
-        "access after the last fence".into()
-    });
-    drop(fenced);
+    // NOSUCCEED is the last fence's, `end`: refused here, nothing changes.
+    let bad = fenced.fence(Assert::NOSUCCEED).err();
+    check(
+        me,
+        matches!(bad, Some(RmaError::BadAssert { given, .. }) if given == Assert::NOSUCCEED),
+        || format!("fence asserting NOSUCCEED on an open epoch gave {bad:?}"),
+    );
+    must(me, "fence", fenced.fence(Assert::empty()));
+    must(me, "end", fenced.end(Assert::empty()));
+    let bad = win.fence(Assert::NOSUCCEED).err();
+    check(
+        me,
+        matches!(bad, Some(RmaError::BadAssert { given, .. }) if given == Assert::NOSUCCEED),
+        || format!("a fence opening no epoch gave {bad:?}"),
+    );
     let mut word = [0u8; 8];
     must(me, "read", win.read_local(8, &mut word));
     let left = (me + n - 1) % n;
