@@ -3,9 +3,11 @@
 /// Everything that can fail in onesided: each layer's own error, whole
 /// (every variant keeps what failed, the rank, the window, the range).
 /// A fabric error reaches the caller as [`Error::Fabric`] whichever
-/// layer it came through, and a collective's error as
-/// [`Error::Collective`] even when it was waited for through a
-/// [`crate::Request`], so one `match` finds, say, a dead peer:
+/// layer it came through, and each layer's own error as its variant
+/// (a collective's waited for through a [`crate::Request`] included: its
+/// requests fail with the collectives' error), so one `match` finds, say,
+/// a dead peer (below). The conversions are `From`s, downward only: no layer
+/// carries an upper one's error.
 ///
 /// ```
 /// use onesided::{fabric, Error};
@@ -83,7 +85,6 @@ impl From<onesided_rma::Error> for Error {
     fn from(e: onesided_rma::Error) -> Error {
         match e {
             onesided_rma::Error::Fabric(f) => Error::Fabric(f),
-            onesided_rma::Error::Collective(_) => Error::from(onesided_collectives::Error::from(e)),
             other => Error::Rma(other),
         }
     }
@@ -93,9 +94,6 @@ impl From<onesided_collectives::Error> for Error {
     fn from(e: onesided_collectives::Error) -> Error {
         match e {
             onesided_collectives::Error::Fabric(f) => Error::Fabric(f),
-            onesided_collectives::Error::Rma(onesided_rma::Error::Collective(inner)) => {
-                Error::Rma(onesided_rma::Error::Collective(inner))
-            }
             onesided_collectives::Error::Rma(r) => Error::from(r),
             other => Error::Collective(other),
         }
@@ -131,14 +129,12 @@ mod tests {
                 ..
             })
         ));
-        // A collective's error that travelled through a request.
         let late = onesided_collectives::Error::Late {
             rank: 3,
             waited: std::time::Duration::from_secs(1),
         };
-        let as_request = onesided_rma::Error::from(late);
         assert!(matches!(
-            Error::from(as_request),
+            Error::from(late),
             Error::Collective(onesided_collectives::Error::Late { rank: 3, .. })
         ));
         let nested = onesided_collectives::Error::Rma(onesided_rma::Error::Fabric(dead()));

@@ -44,28 +44,11 @@ pub enum Error {
 }
 
 impl From<onesided_rma::Error> for Error {
-    /// A collective's own error that travelled through a request comes
-    /// out whole; a fabric error stays one.
+    /// A fabric error stays one, whichever layer saw it.
     fn from(e: onesided_rma::Error) -> Error {
         match e {
-            onesided_rma::Error::Collective(inner) => match inner.downcast::<Error>() {
-                Ok(own) => *own,
-                Err(other) => Error::Rma(onesided_rma::Error::Collective(other)),
-            },
             onesided_rma::Error::Fabric(f) => Error::Fabric(f),
             other => Error::Rma(other),
-        }
-    }
-}
-
-impl From<Error> for onesided_rma::Error {
-    /// How a collective's error leaves through [`onesided_rma::Request`]:
-    /// whole, boxed (a fabric error as one).
-    fn from(e: Error) -> onesided_rma::Error {
-        match e {
-            Error::Rma(r) => r,
-            Error::Fabric(f) => onesided_rma::Error::Fabric(f),
-            other => onesided_rma::Error::Collective(Box::new(other)),
         }
     }
 }

@@ -160,7 +160,7 @@ pub(crate) struct Exec<T: bytemuck::Pod + Send, I, O> {
     /// (its buffers may hold anything).
     failed: Option<String>,
     /// That error itself, until its request takes it ([`Exec::error`]).
-    error: Option<onesided_rma::Error>,
+    error: Option<Error>,
     /// What the first receive whose length was not the one expected
     /// (counts that do not match) got wrong: the run goes on to its end,
     /// so that its peers are not left waiting, sending nothing from its
@@ -190,8 +190,7 @@ pub(crate) enum Work {
 impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T, I, O> {
     /// Runs rounds as far as their messages allow, over `ep` among
     /// `group`; whether all are done.
-    fn advance(&mut self, ep: &Endpoint, group: &Group) -> Result<bool, onesided_rma::Error> {
-        let fail = onesided_rma::Error::from;
+    fn advance(&mut self, ep: &Endpoint, group: &Group) -> Result<bool, Error> {
         if let Exec {
             shared: Some(run),
             input,
@@ -201,15 +200,13 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
             ..
         } = self
         {
-            return run
-                .advance(input.as_ref(), output.as_mut(), scratch, combine.as_ref())
-                .map_err(fail);
+            return run.advance(input.as_ref(), output.as_mut(), scratch, combine.as_ref());
         }
         while !self.done {
             if self.round >= self.schedule.rounds.len() {
                 self.done = true;
                 if let Some(text) = &self.mismatch {
-                    return Err(fail(Error::BadCall(text.clone())));
+                    return Err(Error::BadCall(text.clone()));
                 }
                 break;
             }
@@ -217,7 +214,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
                 if self.held && self.round == 0 {
                     return Ok(false);
                 }
-                self.post(ep, group).map_err(fail)?;
+                self.post(ep, group)?;
             }
             for k in 0..self.pending.len() {
                 let (i, t) = &mut self.pending[k];
@@ -235,7 +232,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
                     Err(e) => return Err(e.into()),
                 }
             }
-            self.finish_round().map_err(fail)?;
+            self.finish_round()?;
             self.round += 1;
             self.posted = false;
         }
@@ -666,20 +663,16 @@ where
 
     /// Why it failed: the error itself the first time (whichever test
     /// met it), then its text.
-    fn error(&mut self) -> onesided_rma::Error {
+    fn error(&mut self) -> Error {
         let text = || self.failed.clone().unwrap_or_default();
-        (self.error.take()).unwrap_or_else(|| Error::Failed(text()).into())
+        (self.error.take()).unwrap_or_else(|| Error::Failed(text()))
     }
 
     /// Advances it over `ep` among `group`; whether it is done.
     ///
     /// # Errors
     /// What failed it (a failed run fails again).
-    pub(crate) fn test(
-        &mut self,
-        ep: &Endpoint,
-        group: &Group,
-    ) -> Result<bool, onesided_rma::Error> {
+    pub(crate) fn test(&mut self, ep: &Endpoint, group: &Group) -> Result<bool, Error> {
         match self.progress(ep, group) {
             Progress::Pending => Ok(false),
             Progress::Done => Ok(true),
@@ -759,7 +752,7 @@ pub(crate) trait Advance: Send {
     /// As [`Exec::progress`].
     fn progress(&mut self, ep: &Endpoint, group: &Group) -> Progress;
     /// As [`Exec::error`].
-    fn error(&mut self) -> onesided_rma::Error;
+    fn error(&mut self) -> Error;
     /// As [`Exec::exchanging`].
     fn exchanging(&self) -> bool;
     /// As [`Exec::hold`].
@@ -777,7 +770,7 @@ impl<T: bytemuck::Pod + Send> Advance for Exec<T, Vec<T>, Vec<T>> {
         Exec::progress(self, ep, group)
     }
 
-    fn error(&mut self) -> onesided_rma::Error {
+    fn error(&mut self) -> Error {
         Exec::error(self)
     }
 
@@ -813,7 +806,7 @@ struct List {
 /// is, and the run itself when it was done and asked for.
 struct Tested {
     progress: Progress,
-    failure: Option<Box<onesided_rma::Error>>,
+    failure: Option<Box<Error>>,
     mark: u64,
     taken: Option<Box<dyn Advance>>,
 }
@@ -995,7 +988,7 @@ impl Inflight {
     /// A request's test of its run (unless it is done), advancing the
     /// others: whether it is done, and where it is; done, it is taken
     /// out of the list if `take` asks for it.
-    fn step(&self, claim: &mut Claim, take: bool) -> Result<(bool, u64), onesided_rma::Error> {
+    fn step(&self, claim: &mut Claim, take: bool) -> Result<(bool, u64), Error> {
         if claim.done {
             return Ok((true, 0));
         }
@@ -1065,7 +1058,7 @@ impl Inflight {
                 .test(&self.ep, &self.group)
                 .map_err(|e| match &exec.mismatch {
                     Some(text) => Error::BadCall(text.clone()),
-                    None => e.into(),
+                    None => e,
                 })?;
             if !done && !alone {
                 self.progress();
@@ -1217,11 +1210,11 @@ impl<T: bytemuck::Pod + Send> Run<T> {
 
     /// As [`Request::wait`], taking the run out of the list with its last
     /// test if `take` asks for it.
-    fn finish(&mut self, take: bool) -> Result<(), onesided_rma::Error> {
+    fn finish(&mut self, take: bool) -> Result<(), Error> {
         let (inflight, claim) = (&self.inflight, &mut self.claim);
         match drive(&inflight.ep, || inflight.step(claim, take))? {
             None => Ok(()),
-            Some(_) => Err(onesided_rma::Error::RequestTimeout(inflight.ep.timeout())),
+            Some(_) => Err(onesided_rma::Error::RequestTimeout(inflight.ep.timeout()).into()),
         }
     }
 }
@@ -1245,7 +1238,7 @@ impl<T: bytemuck::Pod + Send> std::future::Future for Run<T> {
             )));
         }
         match this.inflight.step(&mut this.claim, true) {
-            Err(e) => std::task::Poll::Ready(Err(e.into())),
+            Err(e) => std::task::Poll::Ready(Err(e)),
             Ok((true, _)) => std::task::Poll::Ready(this.take_buffers()),
             Ok((false, _)) => {
                 this.inflight.ep.wake_later(cx.waker());
@@ -1278,7 +1271,9 @@ impl<T: bytemuck::Pod + Send> Drop for Run<T> {
 }
 
 impl<T: bytemuck::Pod + Send> Request for Run<T> {
-    fn test(&mut self) -> Result<bool, onesided_rma::Error> {
+    type Error = Error;
+
+    fn test(&mut self) -> Result<bool, Error> {
         Ok(self.inflight.step(&mut self.claim, false)?.0)
     }
 
@@ -1287,7 +1282,7 @@ impl<T: bytemuck::Pod + Send> Request for Run<T> {
     }
 
     /// As [`Request::wait`], backing off afresh whenever the run moves on.
-    fn wait(&mut self) -> Result<(), onesided_rma::Error> {
+    fn wait(&mut self) -> Result<(), Error> {
         self.finish(false)
     }
 

@@ -176,6 +176,8 @@ impl Barrier {
 }
 
 impl Request for Barrier {
+    type Error = Error;
+
     fn test(&mut self) -> Result<bool, Error> {
         let n = self.group.size();
         let ep = self.rma.endpoint();

@@ -88,10 +88,6 @@ pub enum Error {
     /// More than a window can hold (attachments of a dynamic window).
     #[error("{0}")]
     TooMany(&'static str),
-    /// A collective run as a [`crate::Request`] failed: the collectives
-    /// layer's own error, whole (the layers above take it out again).
-    #[error(transparent)]
-    Collective(Box<dyn std::error::Error + Send + Sync>),
     /// A request did not complete in time.
     #[error("request did not complete within {0:?}")]
     RequestTimeout(std::time::Duration),

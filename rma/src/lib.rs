@@ -66,7 +66,7 @@ pub use error::Error;
 pub use group::Group;
 pub use lock::LockKind;
 pub use op::{Builtin, Op, UserFn};
-pub use request::{test_all, wait_all, wait_any, Request};
+pub use request::{test_all, wait_all, wait_any, ErrInto, Request};
 pub use transfer::{Owned, Rget, Rput};
 pub use window::{Epoch, EpochKind, Exposure, Fenced, Locked, RemoteAccess, Rma, Window};
 

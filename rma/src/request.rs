@@ -7,8 +7,13 @@ use onesided_fabric::progress::{Backoff, DEFAULT_MAX_SLEEP};
 use crate::Error;
 
 /// An operation in flight: an `rget` or `rput`, a barrier, a nonblocking
-/// collective. Sets of different kinds wait together as `&mut dyn
-/// Request` ([`wait_all`], [`wait_any`], [`test_all`]).
+/// collective. Each layer's requests fail with that layer's error
+/// ([`Request::Error`]: this crate's for RMA requests and barriers, the
+/// collectives' for their runs), which converts from this crate's (a
+/// timeout, a fabric error). Sets of different kinds with one error type
+/// wait together as `&mut dyn Request<Error = E>` ([`wait_all`],
+/// [`wait_any`], [`test_all`]); [`Request::err_into`] gives requests of
+/// different layers one error type (the facade's, say).
 ///
 /// ```
 /// use onesided_rma::{wait_all, Group, Request, Rma};
@@ -19,7 +24,7 @@ use crate::Error;
 /// let group = Group::world(world.size());
 /// let mut first = rma.ibarrier(&group)?;
 /// let mut second = rma.ibarrier(&group)?;
-/// let mut set: [&mut dyn Request; 2] = [&mut first, &mut second];
+/// let mut set: [&mut dyn Request<Error = onesided_rma::Error>; 2] = [&mut first, &mut second];
 /// wait_all(&mut set)?;
 /// # drop((first, second, rma));
 /// # world.finalize()?;
@@ -27,11 +32,14 @@ use crate::Error;
 /// # }
 /// ```
 pub trait Request {
+    /// What the operation fails with: its layer's error.
+    type Error: From<Error>;
+
     /// Makes progress; whether the operation has completed.
     ///
     /// # Errors
     /// The operation's error (a dead peer, a timeout, ...).
-    fn test(&mut self) -> Result<bool, Error>;
+    fn test(&mut self) -> Result<bool, Self::Error>;
 
     /// How long a wait on this request may last before it gives up.
     fn timeout(&self) -> std::time::Duration;
@@ -48,7 +56,7 @@ pub trait Request {
     ///
     /// # Errors
     /// As [`Request::test`], or a timeout after [`Request::timeout`].
-    fn wait(&mut self) -> Result<(), Error> {
+    fn wait(&mut self) -> Result<(), Self::Error> {
         // Most waits find the operation done: the backoff (an endpoint's
         // holds a reference to it) is made only for one that waits.
         if self.test()? {
@@ -57,17 +65,64 @@ pub trait Request {
         let mut backoff = self.backoff();
         while !self.test()? {
             if backoff.pause() > self.timeout() {
-                return Err(Error::RequestTimeout(self.timeout()));
+                return Err(Error::RequestTimeout(self.timeout()).into());
             }
         }
         Ok(())
+    }
+
+    /// This request, failing with `E` (which its errors convert into):
+    /// for sets that mix layers' requests.
+    fn err_into<E: From<Self::Error> + From<Error>>(self) -> ErrInto<Self, E>
+    where
+        Self: Sized,
+    {
+        ErrInto {
+            request: self,
+            error: std::marker::PhantomData,
+        }
+    }
+}
+
+/// A request whose errors convert into `E` ([`Request::err_into`]).
+pub struct ErrInto<R, E> {
+    request: R,
+    error: std::marker::PhantomData<fn() -> E>,
+}
+
+impl<R, E> ErrInto<R, E> {
+    /// The request itself (to take its buffers, say).
+    pub fn into_inner(self) -> R {
+        self.request
+    }
+}
+
+impl<R: Request, E: From<R::Error> + From<Error>> Request for ErrInto<R, E> {
+    type Error = E;
+
+    fn test(&mut self) -> Result<bool, E> {
+        Ok(self.request.test()?)
+    }
+
+    fn timeout(&self) -> std::time::Duration {
+        self.request.timeout()
+    }
+
+    fn backoff(&self) -> Backoff {
+        self.request.backoff()
+    }
+
+    fn wait(&mut self) -> Result<(), E> {
+        Ok(self.request.wait()?)
     }
 }
 
 /// A request borrowed: sets of different kinds of requests are slices of
 /// `&mut dyn Request`.
 impl<R: Request + ?Sized> Request for &mut R {
-    fn test(&mut self) -> Result<bool, Error> {
+    type Error = R::Error;
+
+    fn test(&mut self) -> Result<bool, R::Error> {
         (**self).test()
     }
 
@@ -79,7 +134,7 @@ impl<R: Request + ?Sized> Request for &mut R {
         (**self).backoff()
     }
 
-    fn wait(&mut self) -> Result<(), Error> {
+    fn wait(&mut self) -> Result<(), R::Error> {
         (**self).wait()
     }
 }
@@ -88,7 +143,7 @@ impl<R: Request + ?Sized> Request for &mut R {
 ///
 /// # Errors
 /// The first error of a request.
-pub fn test_all<R: Request>(requests: &mut [R]) -> Result<bool, Error> {
+pub fn test_all<R: Request>(requests: &mut [R]) -> Result<bool, R::Error> {
     let mut all = true;
     for r in requests.iter_mut() {
         all &= r.test()?;
@@ -100,7 +155,7 @@ pub fn test_all<R: Request>(requests: &mut [R]) -> Result<bool, Error> {
 ///
 /// # Errors
 /// The first error of a request, or a timeout.
-pub fn wait_all<R: Request>(requests: &mut [R]) -> Result<(), Error> {
+pub fn wait_all<R: Request>(requests: &mut [R]) -> Result<(), R::Error> {
     wait_for(requests, |rs| Ok(test_all(rs)?.then_some(()))).map(drop)
 }
 
@@ -109,7 +164,7 @@ pub fn wait_all<R: Request>(requests: &mut [R]) -> Result<(), Error> {
 ///
 /// # Errors
 /// The first error of a request, or a timeout.
-pub fn wait_any<R: Request>(requests: &mut [R]) -> Result<Option<usize>, Error> {
+pub fn wait_any<R: Request>(requests: &mut [R]) -> Result<Option<usize>, R::Error> {
     if requests.is_empty() {
         return Ok(None);
     }
@@ -128,8 +183,8 @@ pub fn wait_any<R: Request>(requests: &mut [R]) -> Result<Option<usize>, Error> 
 /// timeout of the requests.
 fn wait_for<R: Request, T>(
     requests: &mut [R],
-    mut done: impl FnMut(&mut [R]) -> Result<Option<T>, Error>,
-) -> Result<Option<T>, Error> {
+    mut done: impl FnMut(&mut [R]) -> Result<Option<T>, R::Error>,
+) -> Result<Option<T>, R::Error> {
     let limit = requests
         .iter()
         .map(Request::timeout)
@@ -143,7 +198,7 @@ fn wait_for<R: Request, T>(
             return Ok(Some(value));
         }
         if backoff.pause() > limit {
-            return Err(Error::RequestTimeout(limit));
+            return Err(Error::RequestTimeout(limit).into());
         }
     }
 }
@@ -157,6 +212,8 @@ mod tests {
     struct Countdown(u32);
 
     impl Request for Countdown {
+        type Error = Error;
+
         fn test(&mut self) -> Result<bool, Error> {
             self.0 = self.0.saturating_sub(1);
             Ok(self.0 == 0)

@@ -107,7 +107,7 @@ impl Inflight {
 /// (which may not be freed meanwhile) through the window's endpoint.
 ///
 /// ```
-/// use onesided_rma::{wait_all, Assert, Group, RemoteAccess, Request, Rma};
+/// use onesided_rma::{wait_all, Assert, Group, RemoteAccess, Rma};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let world = onesided_fabric::World::init()?; // one rank without a launcher
@@ -118,7 +118,7 @@ impl Inflight {
 /// let (mut a, mut b) = ([0u32; 8], [0u32; 8]);
 /// let mut ra = epoch.rget(0, 0, &mut a)?;
 /// let mut rb = epoch.rget(0, 32, &mut b)?;
-/// wait_all(&mut [&mut ra as &mut dyn Request, &mut rb])?;
+/// wait_all(&mut [&mut ra, &mut rb])?;
 /// drop((ra, rb));
 /// assert_eq!((a, b), ([1; 8], [1; 8]));
 /// epoch.unlock()?;
@@ -146,6 +146,8 @@ impl<'w, 'b> Rget<'w, 'b> {
 }
 
 impl Request for Rget<'_, '_> {
+    type Error = Error;
+
     fn test(&mut self) -> Result<bool, Error> {
         let Some(inflight) = &self.inflight else {
             return Ok(true);
@@ -185,6 +187,8 @@ impl<'w> Rput<'w> {
 }
 
 impl Request for Rput<'_> {
+    type Error = Error;
+
     fn test(&mut self) -> Result<bool, Error> {
         let Some(inflight) = &self.inflight else {
             return Ok(true);
@@ -250,6 +254,8 @@ impl<'w> Owned<'w> {
 }
 
 impl Request for Owned<'_> {
+    type Error = Error;
+
     fn test(&mut self) -> Result<bool, Error> {
         let OwnedState::Running(inflight) = &self.state else {
             return Ok(true);

@@ -761,7 +761,7 @@ impl State {
                     .described
                     .get(&id)
                     .cloned()
-                    .ok_or_else(|| Error::Gone { window: id });
+                    .ok_or(Error::Gone { window: id });
             }
             if ask {
                 let mut reply = vec![0u8; MAX_DESCRIPTION];
@@ -1049,7 +1049,7 @@ impl Exposure {
     /// load: no epoch needed for one's own memory).
     ///
     /// # Errors
-    /// [`Error::Fabric`] (`OutOfRange`) outside the exposure.
+    /// [`Error::OutOfRange`] outside the exposure.
     pub fn read<T: bytemuck::Pod>(&self, offset: usize, out: &mut [T]) -> Result<(), Error> {
         self.state.read(offset, out)
     }
@@ -1057,7 +1057,7 @@ impl Exposure {
     /// Copies elements into the exposed memory at byte `offset` (a store).
     ///
     /// # Errors
-    /// [`Error::Fabric`] (`OutOfRange`) outside the exposure.
+    /// [`Error::OutOfRange`] outside the exposure.
     pub fn write<T: bytemuck::Pod>(&self, offset: usize, data: &[T]) -> Result<(), Error> {
         self.state.write(offset, data)
     }
@@ -1082,23 +1082,23 @@ impl Exposed {
         }
     }
 
+    /// The same error as a peer's access outside this part gets.
     fn check(&self, offset: usize, len: usize) -> Result<(), Error> {
         match offset.checked_add(len) {
             Some(end) if end <= self.len => Ok(()),
-            _ => Err(onesided_fabric::Error::OutOfRange {
-                what: "exposure (local)",
+            _ => Err(Error::OutOfRange {
+                what: "local access",
+                target: self.group.group_rank(self.rma.ep.rank()).unwrap_or(0),
+                window: self.id,
                 offset: offset as u64,
                 len: len as u64,
                 size: self.len as u64,
-            }
-            .into()),
+            }),
         }
     }
 
     fn header(&self) -> Result<&MemoryRegion, Error> {
-        self.header
-            .as_ref()
-            .ok_or_else(|| Error::EpochConflict("window already freed"))
+        self.header.as_ref().ok_or(Error::Gone { window: self.id })
     }
 }
 
@@ -1384,7 +1384,7 @@ impl Window {
     /// load, no epoch needed).
     ///
     /// # Errors
-    /// [`Error::Fabric`] (`OutOfRange`) outside the window.
+    /// [`Error::OutOfRange`] outside the window.
     pub fn read_local<T: bytemuck::Pod>(&self, offset: usize, out: &mut [T]) -> Result<(), Error> {
         self.alive()?;
         self.exposure().read(offset, out)
@@ -1394,7 +1394,7 @@ impl Window {
     /// store, no epoch needed).
     ///
     /// # Errors
-    /// [`Error::Fabric`] (`OutOfRange`) outside the window.
+    /// [`Error::OutOfRange`] outside the window.
     pub fn write_local<T: bytemuck::Pod>(&self, offset: usize, data: &[T]) -> Result<(), Error> {
         self.alive()?;
         self.exposure().write(offset, data)

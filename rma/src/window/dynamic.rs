@@ -19,10 +19,9 @@ impl Window {
     /// [`Error::EpochConflict`] when the window is not dynamic;
     /// [`Error::TooMany`] beyond 1000 attachments at once.
     pub fn attach(&self, region: Arc<MemoryRegion>) -> Result<u64, Error> {
-        let attached = self
-            .attached
-            .as_ref()
-            .ok_or_else(|| Error::EpochConflict("attach to a window that is not dynamic"))?;
+        let attached = self.attached.as_ref().ok_or(Error::EpochConflict(
+            "attach to a window that is not dynamic",
+        ))?;
         let mut attached = attached.borrow_mut();
         if attached.0.len() >= MAX_ATTACHMENTS {
             return Err(Error::TooMany(
@@ -31,9 +30,9 @@ impl Window {
         }
         let disp = (attached.1 + 1)
             .checked_mul(1 << ATTACH_SHIFT)
-            .ok_or_else(|| {
-                Error::TooMany("a dynamic window takes at most 2^24 attachments in its life")
-            })?;
+            .ok_or(Error::TooMany(
+                "a dynamic window takes at most 2^24 attachments in its life",
+            ))?;
         attached.1 += 1;
         attached.0.push(Attachment { disp, region });
         self.describe_attachments(&attached.0);
@@ -46,21 +45,21 @@ impl Window {
     ///
     /// # Errors
     /// [`Error::EpochConflict`] when the window is not dynamic;
-    /// [`Error::Fabric`] (`OutOfRange`) when nothing is attached there.
+    /// [`Error::OutOfRange`] when nothing is attached there.
     pub fn detach(&self, disp: u64) -> Result<Arc<MemoryRegion>, Error> {
-        let attached = self
-            .attached
-            .as_ref()
-            .ok_or_else(|| Error::EpochConflict("detach from a window that is not dynamic"))?;
+        let attached = self.attached.as_ref().ok_or(Error::EpochConflict(
+            "detach from a window that is not dynamic",
+        ))?;
         let mut attached = attached.borrow_mut();
-        let i = attached.0.iter().position(|a| a.disp == disp).ok_or(
-            onesided_fabric::Error::OutOfRange {
-                what: "dynamic window attachment",
-                offset: disp,
-                len: 0,
-                size: 0,
-            },
-        )?;
+        let me = self.group().group_rank(self.rma().ep.rank()).unwrap_or(0);
+        let i = (attached.0.iter().position(|a| a.disp == disp)).ok_or(Error::OutOfRange {
+            what: "detach",
+            target: me,
+            window: self.id,
+            offset: disp,
+            len: 0,
+            size: 0,
+        })?;
         let gone = attached.0.remove(i);
         self.describe_attachments(&attached.0);
         Ok(gone.region)

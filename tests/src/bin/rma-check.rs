@@ -504,6 +504,14 @@ fn misuse(world: &World) {
         );
         must(me, "unlock", only.unlock());
     }
+    // Outside its own part: the same error as a peer's access gets.
+    let local = w.write_local(LEN - 4, &[0u8; 8]).err();
+    check(
+        me,
+        matches!(local, Some(RmaError::OutOfRange { target, offset, len: 8, .. })
+            if target == me && offset == LEN as u64 - 4),
+        || format!("a local write outside the part gave {local:?}"),
+    );
     let bad = w.lock_all(Assert::NOSUCCEED).err();
     check(
         me,
