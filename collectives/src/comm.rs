@@ -33,7 +33,7 @@ use crate::run::{Exec, Inflight, Run, Spare, Work};
 use crate::schedule::algorithms as alg;
 use crate::schedule::Schedule;
 use crate::select::Selector;
-use crate::shared::{self, Shared};
+use crate::shared::{self, HostMemory};
 use crate::Error;
 
 /// Collectives over one group, for this process: an owned handle (it
@@ -85,7 +85,7 @@ pub struct Comm {
     /// Buffers for the Comm's calls.
     spare: Spare,
     /// Shared-memory state, made at the first call that uses it.
-    shared: std::cell::OnceCell<Arc<Shared>>,
+    shared: std::cell::OnceCell<Arc<HostMemory>>,
     calls: Cell<u64>,
     /// What tells this Comm's messages from others': the group, the
     /// Comm's number among this process's Comms over it, and the selection source
@@ -471,7 +471,7 @@ impl Comm {
     }
 
     /// Runs a blocking barrier, broadcast or reduction: at once through
-    /// shared memory ([`Shared::quick`]) when that is the algorithm its
+    /// shared memory ([`HostMemory::quick`]) when that is the algorithm its
     /// call would choose and it fits such a call, else as
     /// [`Comm::prepare`] and [`Comm::finish`] run it. The same choice,
     /// monitoring and protocol, without making a [`Call`], whose moves
@@ -481,7 +481,7 @@ impl Comm {
     /// each, the machine's slower speed), an allreduce of 8 B took
     /// 130-145 ns more than the bare exchange through a `Call`, 71-100 ns
     /// more without; a barrier 20 ns less through one, 80-89 ns less
-    /// without. The first call goes the long way: it makes the
+    /// without. The first call is prepared and run: it makes the
     /// shared-memory state.
     fn blocking<T: bytemuck::Pod + Send, A: Algorithms>(
         &self,
@@ -513,12 +513,12 @@ impl Comm {
                 }
             }
         }
-        self.the_long_way(checked, input, output)
+        self.prepare_and_run(checked, input, output)
     }
 
     /// Runs a blocking call: chooses its algorithm and makes its plan
     /// ([`Comm::prepare`]), then runs it ([`Comm::finish`]).
-    fn the_long_way<T: bytemuck::Pod + Send, A: Algorithms>(
+    fn prepare_and_run<T: bytemuck::Pod + Send, A: Algorithms>(
         &self,
         checked: Checked<T, impl Fn(A) -> Plan>,
         input: &[T],
@@ -558,11 +558,11 @@ impl Comm {
     }
 
     /// This Comm's shared-memory state, made at its first use.
-    fn shared(&self) -> Result<&Arc<Shared>, Error> {
+    fn shared(&self) -> Result<&Arc<HostMemory>, Error> {
         if let Some(shared) = self.shared.get() {
             return Ok(shared);
         }
-        let made = Arc::new(Shared::new(&self.rma, &self.objects, self.me)?);
+        let made = Arc::new(HostMemory::new(&self.rma, &self.objects, self.me)?);
         Ok(self.shared.get_or_init(|| made))
     }
 
@@ -931,7 +931,7 @@ impl Comm {
                     Gather::Binomial => alg::gatherv_binomial(n, me, root, counts),
                 })
             };
-            self.the_long_way(Checked::new(number, shape, build, None), input, output)
+            self.prepare_and_run(Checked::new(number, shape, build, None), input, output)
         } else {
             use algorithm::Scatter;
             let build = |a| {
@@ -946,7 +946,7 @@ impl Comm {
                     Scatter::Binomial => alg::scatterv_binomial(n, me, root, counts),
                 })
             };
-            self.the_long_way(Checked::new(number, shape, build, None), input, output)
+            self.prepare_and_run(Checked::new(number, shape, build, None), input, output)
         }
     }
 
@@ -1258,7 +1258,7 @@ impl Comm {
                 }
             }
         };
-        self.the_long_way(
+        self.prepare_and_run(
             Checked::new(number, shape, build, Some(combine)),
             input,
             output,

@@ -72,7 +72,7 @@
 //! for a reduction among 3 members or more whose inputs are lent: each
 //! member then reduces one block of them all, and the root (every member,
 //! for an allreduce) reads the others' reduced blocks
-//! ([`Shared::splits`]). An
+//! ([`HostMemory::splits`]). An
 //! alltoallv publishes every member's counts in its first step and, beside
 //! them, its input ([`beside_counts`]: inline when both fit a
 //! header, lent from `LEND` bytes where the ranks have a core each, else
@@ -98,7 +98,7 @@
 //! calls do not poll the fabric, and its background thread's frequent
 //! wake-ups would slow their copies.
 //!
-//! Here: the layout, the policy (what is lent or split) and [`Shared`]
+//! Here: the layout, the policy (what is lent or split) and [`HostMemory`]
 //! (the Comm's window and the memory accesses); `shared/plan.rs` holds
 //! the plans' vocabulary and the step arithmetic, pure, and
 //! `shared/run.rs` the [`Run`] state machine.
@@ -161,7 +161,7 @@ const DESCRIPTORS: usize = 128;
 const LEND: usize = 64 * 1024;
 
 /// Bytes per member from which an allreduce between 2 members is split
-/// ([`Shared::splits`]). Each member then reduces half of both inputs
+/// ([`HostMemory::splits`]). Each member then reduces half of both inputs
 /// instead of all of them, for one step more, whose reduced halves go
 /// through the cells. From 4 MiB: smaller splits lost in some jobs (at
 /// 2 MiB with caches cold, in three of four medians), larger ones won in
@@ -171,7 +171,7 @@ const LEND: usize = 64 * 1024;
 const PAIR_ALLREDUCE_SPLITS_FROM: usize = 4 << 20;
 
 /// Bytes per member from which a reduce to one root between 2 members is
-/// split ([`Shared::splits`]): each member reduces half of both inputs,
+/// split ([`HostMemory::splits`]): each member reduces half of both inputs,
 /// and the root then reads the other's half. From 16 MiB: with caches
 /// warm, splitting lost in some jobs at 4 and 8 MiB and won in every job
 /// from 16 MiB (measurements: `docs/measurements.md`, "Pair reduce
@@ -179,7 +179,7 @@ const PAIR_ALLREDUCE_SPLITS_FROM: usize = 4 << 20;
 const PAIR_REDUCE_SPLITS_FROM: usize = 16 << 20;
 
 /// Whether a reduction among `n` members whose inputs of `bytes` each
-/// are lent whole is split ([`Shared::splits`]), to one root
+/// are lent whole is split ([`HostMemory::splits`]), to one root
 /// (`to_root`) or to all: among 3 or more, an allreduce always and a
 /// reduce above a cell; between 2, from [`PAIR_ALLREDUCE_SPLITS_FROM`]
 /// and [`PAIR_REDUCE_SPLITS_FROM`]; alone, never.
@@ -195,9 +195,9 @@ fn splits_lent(n: u32, to_root: bool, bytes: usize) -> bool {
 
 /// Output bytes from which an allgather that lends whole pushes instead
 /// of reading: every member lends its output, and writes its own block
-/// into its peers' ([`Op::Push`], `process_vm_writev`) in turns of
+/// into its peers' ([`Act::Push`], `process_vm_writev`) in turns of
 /// [`PUSH_TURN`] bytes, each right after copying it into its own output
-/// ([`Op::Uncached`]), while it is in this core's cache. Below, everything
+/// ([`Act::Uncached`]), while it is in this core's cache. Below, everything
 /// stays in the shared cache, and every member reads its peers' blocks
 /// whole, which was faster there than going in turns.
 ///
@@ -224,10 +224,10 @@ pub(crate) enum Shape {
     /// Broadcast from `root`.
     Bcast { root: u32 },
     /// Reduce to `root`, or allreduce (`None`), with an operation that
-    /// can combine its left operand in place ([`Op::left_in_place`]) or
+    /// can combine its left operand in place ([`Reduce::left_in_place`]) or
     /// not.
     ///
-    /// [`Op::left_in_place`]: crate::op::Reduce::left_in_place
+    /// [`Reduce::left_in_place`]: crate::op::Reduce::left_in_place
     Reduce {
         root: Option<u32>,
         left_in_place: bool,
@@ -252,7 +252,7 @@ pub(crate) enum Shape {
 /// runs in flight share it (an `Arc`, so that a Comm can move to another
 /// thread); only the Comm's thread reaches it, so its locks are never
 /// contended.
-pub(crate) struct Shared {
+pub(crate) struct HostMemory {
     ep: Endpoint,
     group: Group,
     me: u32,
@@ -284,7 +284,7 @@ pub(crate) struct Shared {
     skipped: SpinLock<Vec<(u64, u64)>>,
 }
 
-/// A number of [`Shared`]'s, read and written by one thread at a time (a
+/// A number of [`HostMemory`]'s, read and written by one thread at a time (a
 /// `Cell` that may be shared: relaxed loads and stores, plain moves).
 #[derive(Default)]
 pub(crate) struct Counter(AtomicU64);
@@ -305,13 +305,13 @@ pub(crate) fn locked<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl Shared {
+impl HostMemory {
     /// Makes this member's window (no message: every member's first
     /// shared call makes it, in the same order).
     ///
     /// # Errors
     /// [`Error::Rma`] when the window cannot be made.
-    pub(crate) fn new(rma: &Rma, group: &Group, me: u32) -> Result<Shared, Error> {
+    pub(crate) fn new(rma: &Rma, group: &Group, me: u32) -> Result<HostMemory, Error> {
         // Members reach it through their mappings alone: the provider
         // needs no right to write it. Its counters and headers start at
         // zero before any peer sees it (the window publishes it): a
@@ -326,7 +326,7 @@ impl Shared {
         if let Some(slot) = parts.get(me as usize) {
             let _ = slot.set(Arc::clone(&own));
         }
-        Ok(Shared {
+        Ok(HostMemory {
             ep: rma.endpoint().clone(),
             group: group.clone(),
             me,
@@ -411,7 +411,7 @@ impl Shared {
 
     /// Bytes of the pieces a call of `shape` over `input` and `output`
     /// elements of `T` goes in, one step each: the rule [`Run::plan`] and
-    /// [`Shared::quick_fits`] apply alike.
+    /// [`HostMemory::quick_fits`] apply alike.
     fn piece_bytes<T>(&self, shape: &Shape, input: usize, output: usize) -> usize {
         let size = size_of::<T>();
         match shape {
@@ -453,7 +453,7 @@ impl Shared {
     /// member's work falls from `n - 1` whole inputs to about two blocks
     /// of each peer, and a root's from all the inputs to a block of each
     /// plus the others' results. From 3 members, wherever the inputs are
-    /// lent whole ([`Shared::lends_whole`]); a reduction to one root only
+    /// lent whole ([`HostMemory::lends_whole`]); a reduction to one root only
     /// above a cell, below which its unsplit pieces go through the cells
     /// with the root reducing each as it comes, in one step fewer. 2
     /// members split from larger sizes ([`splits_lent`]). Reduced blocks go
@@ -465,7 +465,7 @@ impl Shared {
     }
 
     /// Whether a gather (or allgather) of `counts` lends every
-    /// contribution whole, in one step ([`Shared::lends_whole`] of its
+    /// contribution whole, in one step ([`HostMemory::lends_whole`] of its
     /// smallest): one cross-memory read per peer instead of one per cell
     /// (2 ranks, 32 MiB 11.8 -> 10.9 ms).
     fn gathers_whole<T>(&self, counts: &[usize]) -> bool {
@@ -473,7 +473,7 @@ impl Shared {
         self.lends_whole(least)
     }
 
-    /// Whether [`Shared::quick`] runs a blocking call of `shape` over
+    /// Whether [`HostMemory::quick`] runs a blocking call of `shape` over
     /// `input` and `output` elements of `T`: a barrier, a broadcast of one
     /// piece, a reduction to one root up to a cell (pieces never lent) or
     /// an allreduce of one piece that is not lent, when no earlier call
@@ -503,7 +503,7 @@ impl Shared {
             }
     }
 
-    /// Runs a call [`Shared::quick_fits`] at once: the steps a [`Run`]
+    /// Runs a call [`HostMemory::quick_fits`] at once: the steps a [`Run`]
     /// takes for it (the same protocol, so members may take either path),
     /// without the state machine, which costs more than such a call's
     /// work.
@@ -858,7 +858,7 @@ impl Shared {
     }
 
     /// Writes `data` at byte `at` of the output `member` lent for writing
-    /// in step `s` ([`Shared::destination`] of `whole` and `total`), unless
+    /// in step `s` ([`HostMemory::destination`] of `whole` and `total`), unless
     /// it gave the call up (its output may be its caller's again).
     ///
     /// # Errors
@@ -881,7 +881,7 @@ impl Shared {
             )));
         }
         // Its released counter passes the step only once it gave the call
-        // up ([`Shared::abandon`]): it finishes the call, and goes on to
+        // up ([`HostMemory::abandon`]): it finishes the call, and goes on to
         // later steps, only after every peer released the step.
         if self.counter(member, RELEASED, s)? > s {
             return Err(gave_up(member));
@@ -909,7 +909,7 @@ impl Shared {
     }
 }
 
-impl Drop for Shared {
+impl Drop for HostMemory {
     /// Peers may not have read this member's last publication yet (a
     /// member that finished its part of a call goes on): waits, within
     /// the endpoint's timeout and while they live, until every peer
@@ -957,7 +957,7 @@ mod tests {
 
     #[test]
     fn steps_that_touch_several_peers_lent_memory_check_them_all_first() {
-        let read = |peer, place| Op::Read {
+        let read = |peer, place| Act::Read {
             peer,
             at: 0,
             into: 0..4,
@@ -965,14 +965,14 @@ mod tests {
             place,
             whole: 32,
         };
-        let push = |peer| Op::Push {
+        let push = |peer| Act::Push {
             peer,
             at: 0,
             from: 0..4,
             whole: 32,
             total: 96,
         };
-        let check = |peer, total| Op::Check {
+        let check = |peer, total| Act::Check {
             peer,
             whole: 32,
             total,
@@ -1186,10 +1186,10 @@ mod tests {
             header_of(step(CELLS as usize - 1)),
             header_of(step(0)) + 7 * 128
         );
-        assert_eq!(Shared::unlent::<u8>(INLINE), Place::Inline);
-        assert_eq!(Shared::unlent::<u8>(INLINE + 1), Place::Cell);
-        assert_eq!(Shared::unlent::<f64>(INLINE / 8), Place::Inline);
-        assert_eq!(Shared::unlent::<f64>(INLINE / 8 + 1), Place::Cell);
-        assert_eq!(Shared::unlent::<f64>(0), Place::Inline);
+        assert_eq!(HostMemory::unlent::<u8>(INLINE), Place::Inline);
+        assert_eq!(HostMemory::unlent::<u8>(INLINE + 1), Place::Cell);
+        assert_eq!(HostMemory::unlent::<f64>(INLINE / 8), Place::Inline);
+        assert_eq!(HostMemory::unlent::<f64>(INLINE / 8 + 1), Place::Cell);
+        assert_eq!(HostMemory::unlent::<f64>(0), Place::Inline);
     }
 }

@@ -23,7 +23,7 @@
 //! the failure detector. (Without `--ft`, a rank's death ends the job.)
 //!
 //! Here: opening, peers and topology, registration, the completion core
-//! (`Core`, `Shared`) and the post / wait machinery every operation uses.
+//! (`Core`, `EndpointState`) and the post / wait machinery every operation uses.
 //! The operations live in submodules named after them: `config`,
 //! `granted` (what the provider granted),
 //! `messages` (tagged messages, control-plane calls), `receives` (several
@@ -478,7 +478,7 @@ impl Core {
 
 /// State shared by the endpoint, its memory regions and its background
 /// thread.
-pub(crate) struct Shared {
+pub(crate) struct EndpointState {
     core: SpinLock<Core>,
     pub provider: Provider,
     pub mr_mode: MrMode,
@@ -533,10 +533,10 @@ pub(crate) struct Shared {
 /// Bytes of transfer buffers an endpoint keeps for reuse.
 const BUFFER_POOL: usize = 64 << 20;
 
-/// Entries of `Shared::atomic_counts`: 3 kinds x 10 datatypes x 5 ops.
+/// Entries of `EndpointState::atomic_counts`: 3 kinds x 10 datatypes x 5 ops.
 const ATOMIC_KINDS: usize = 3 * 10 * 5;
 
-impl Shared {
+impl EndpointState {
     /// Wakes the tasks waiting for a progress pass
     /// ([`Endpoint::wake_later`]); whether there were any.
     pub(crate) fn wake_tasks(&self) -> bool {
@@ -697,7 +697,7 @@ pub struct Endpoint {
 
 /// What the handles of one endpoint share.
 struct Inner {
-    shared: Arc<Shared>,
+    shared: Arc<EndpointState>,
     rank: u32,
     /// Each rank's name, host and board; grows as processes join.
     peers: Peers,
@@ -783,7 +783,7 @@ impl Endpoint {
         let granted = handles.granted.clone();
         // SAFETY: fi_version takes no arguments and returns a constant.
         let source_match = SourceMatch::new(config.provider, unsafe { sys::fi_version() });
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(EndpointState {
             provider: config.provider,
             mr_mode: granted.mr_mode | (config.mr_mode_request & MrMode::FORCEABLE),
             inject_size: granted.inject_size,
@@ -1328,7 +1328,7 @@ impl Endpoint {
         })
     }
 
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
+    pub(crate) fn shared(&self) -> &Arc<EndpointState> {
         &self.inner.shared
     }
 }

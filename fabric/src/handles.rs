@@ -73,7 +73,7 @@ pub(crate) struct Handles {
 
 // SAFETY: the handles are plain libfabric object pointers. The domain is
 // opened with FI_THREAD_DOMAIN, and onesided serialises every call on these
-// objects behind the endpoint's one lock (see `endpoint::Shared`), so moving
+// objects behind the endpoint's one lock (see `endpoint::EndpointState`), so moving
 // or sharing the pointers between threads is sound.
 unsafe impl Send for Handles {}
 // SAFETY: as above: all use is serialised by the endpoint's lock.

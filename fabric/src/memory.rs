@@ -10,7 +10,7 @@ use bitflags::bitflags;
 use fabric_sys as sys;
 
 use crate::atomic_service::Region;
-use crate::endpoint::{Core, Shared};
+use crate::endpoint::{Core, EndpointState};
 use crate::error::{check, Error, Result};
 use crate::mapping::Mapping;
 use crate::provider::{Atomics, MrMode};
@@ -141,7 +141,7 @@ pub struct MemoryRegion {
     len: usize,
     remote: RemoteMemory,
     access: Access,
-    shared: Arc<Shared>,
+    shared: Arc<EndpointState>,
 }
 
 // SAFETY: the region owns its mapping (Send) and its registration handle,
@@ -155,7 +155,7 @@ unsafe impl Sync for MemoryRegion {}
 
 impl MemoryRegion {
     pub(crate) fn register(
-        shared: Arc<Shared>,
+        shared: Arc<EndpointState>,
         memory: Mapping,
         access: Access,
     ) -> Result<MemoryRegion> {

@@ -24,7 +24,11 @@ use crate::Endpoint;
 
 /// The descriptor of `buf`, which must lie in a region of the endpoint when
 /// the provider wants local descriptors (`FI_MR_LOCAL`).
-fn local_desc(shared: &crate::endpoint::Shared, buf: *mut u8, len: usize) -> Result<*mut c_void> {
+fn local_desc(
+    shared: &crate::endpoint::EndpointState,
+    buf: *mut u8,
+    len: usize,
+) -> Result<*mut c_void> {
     let desc = shared.desc_of(buf as usize, len);
     if desc.is_null() && shared.mr_mode.contains(crate::MrMode::LOCAL) {
         return Err(Error::BadDescriptor(

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use crate::binomial;
 use crate::bootstrap;
 use crate::dissemination;
-use crate::endpoint::{Endpoint, EndpointConfig, Shared};
+use crate::endpoint::{Endpoint, EndpointConfig, EndpointState};
 use crate::error::{Error, Result};
 use crate::join::{self, Inbox, Notice, Place};
 use crate::liveness::Process;
@@ -982,7 +982,7 @@ pub fn cpu_list(list: &str) -> Option<Vec<u32>> {
 
 /// Starts a thread that reads `dead RANK` lines from the launcher's event
 /// pipe (if there is one) and marks those ranks dead; whether there is.
-fn watch_failure_notices(shared: Weak<Shared>) -> Result<bool> {
+fn watch_failure_notices(shared: Weak<EndpointState>) -> Result<bool> {
     let Ok(text) = std::env::var(EVENT_FD_ENV) else {
         return Ok(false);
     };

@@ -153,12 +153,12 @@ impl Config {
 /// is the master (and a worker). One per endpoint at a time (its control
 /// services are the endpoint's). Every member creates it.
 pub struct Reducer {
-    shared: Arc<Shared>,
+    shared: Arc<ReducerState>,
     threads: Vec<JoinHandle<()>>,
 }
 
 /// What the handlers, the threads and the futures share.
-struct Shared {
+struct ReducerState {
     ep: Endpoint,
     group: Group,
     me: u32,
@@ -169,7 +169,7 @@ struct Shared {
     local: Mutex<Local>,
     /// Wakes the executor (work) and the futures (outcomes).
     wake: Condvar,
-    /// The tasks awaiting a future's outcome ([`Shared::wake_all`]).
+    /// The tasks awaiting a future's outcome ([`ReducerState::wake_all`]).
     wakers: Mutex<Vec<Waker>>,
     /// The master's state (group rank 0 only).
     master: Option<Mutex<Watch>>,
@@ -336,7 +336,7 @@ impl Reducer {
             .map(|&r| ep.host_of(r).unwrap_or(u64::from(r)))
             .collect();
         let start = Instant::now() + START_GRACE;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(ReducerState {
             ep: ep.clone(),
             group: group.clone(),
             me,
@@ -616,7 +616,7 @@ impl Drop for Reducer {
 /// A reduction under way: poll it ([`ReduceFuture::is_done`]) while
 /// computing, or wait for it ([`ReduceFuture::get`]).
 pub struct ReduceFuture<T> {
-    shared: Arc<Shared>,
+    shared: Arc<ReducerState>,
     key: Key,
     taken: bool,
     _t: PhantomData<fn() -> T>,
@@ -758,7 +758,7 @@ fn abandon(local: &mut Local, key: Key) {
     }
 }
 
-impl Shared {
+impl ReducerState {
     /// Makes progress until `done` holds: the control messages a
     /// reduction waits for are handled as they come, not when the
     /// background thread next looks (it stays away from an application
@@ -785,7 +785,7 @@ impl Shared {
         self.local.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Wakes the threads waiting on [`Shared::wake`] and the tasks
+    /// Wakes the threads waiting on [`ReducerState::wake`] and the tasks
     /// awaiting a future, after a change of [`Local`].
     fn wake_all(&self) {
         self.wake.notify_all();
@@ -886,7 +886,7 @@ impl Shared {
     /// The monitor thread: pings the ring successor each period, watches
     /// the predecessor ([`crate::ring`]); the master also counts failed
     /// whom the launcher reports dead.
-    fn monitor(self: Arc<Shared>) {
+    fn monitor(self: Arc<ReducerState>) {
         let period = self.config.ping;
         let mut last = Instant::now();
         loop {
@@ -975,7 +975,7 @@ impl Shared {
 
     /// The executor thread: works until the reducer closes. Replicas
     /// wait for the rest: they are off the reduction's path.
-    fn execute(self: Arc<Shared>, window: Window) {
+    fn execute(self: Arc<ReducerState>, window: Window) {
         let mut lines = Lines {
             window,
             held: HashMap::new(),
@@ -1011,7 +1011,7 @@ impl Shared {
     /// the cores from the reductions they back): writes, syncs and
     /// removes files until the reducer closes; then only removes (what
     /// it had not written is of no use).
-    fn write(self: Arc<Shared>) {
+    fn write(self: Arc<ReducerState>) {
         onesided_fabric::priority::lowest();
         loop {
             let job = {
@@ -1168,7 +1168,7 @@ impl Shared {
         self.contribute(key, root, disp);
     }
 
-    /// Asks `holder` (by default [`Shared::holder`]) to keep this
+    /// Asks `holder` (by default [`ReducerState::holder`]) to keep this
     /// process's replica of `key`, read from the copy of its original.
     fn ask_replica(&self, key: Key, holder: Option<u32>) {
         let holder = holder.or_else(|| self.holder());

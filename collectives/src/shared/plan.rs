@@ -48,7 +48,7 @@ pub(super) fn piece_of(bytes: usize) -> usize {
 }
 
 /// Whether member `me` publishes its own contribution in the steps of a
-/// quick call of `shape` ([`Shared::quick`]): a broadcast's root, and
+/// quick call of `shape` ([`HostMemory::quick`]): a broadcast's root, and
 /// every member of a reduction but its root (which reads the others'
 /// pieces; nobody reads its own, so it neither copies it nor waits for a
 /// cell). A barrier publishes nothing.
@@ -70,7 +70,7 @@ pub(super) fn split_block(len: usize, n: u32, size: usize, p: u32) -> Range<usiz
     (p as usize * per).min(len)..((p as usize + 1) * per).min(len)
 }
 
-/// How a split reduction ([`Shared::splits`]) of `len` elements of
+/// How a split reduction ([`HostMemory::splits`]) of `len` elements of
 /// `size` bytes among `n` members goes: in chunks of `n` cells, member
 /// `m` reducing block `m` of each ([`split_block`]); the range of element
 /// block `m` of chunk `c` covers, and the number of chunks.
@@ -117,7 +117,7 @@ pub(super) fn step_of(call: u64, k: usize) -> Result<u64, Error> {
 /// the cells from cell `c % CELLS`, so that calls of one step each take
 /// the cells in turn, as consecutive steps do (a member runs up to
 /// `CELLS` such calls ahead of its slowest reader, and reads a counter of
-/// each peer once in about `CELLS` calls, [`Shared::unreleased`]).
+/// each peer once in about `CELLS` calls, [`HostMemory::unreleased`]).
 pub(super) fn cell_of(s: u64) -> usize {
     let n = s.saturating_sub(1);
     let (call, k) = (n / CALL_STEPS, n % CALL_STEPS);
@@ -151,7 +151,7 @@ pub(super) enum Place {
 /// Where the first step of an alltoallv of `n` members puts a member's
 /// input of `bytes` beside its counts: the place and the byte offset in
 /// it, or `None` when it goes in the steps that follow. `cma` and
-/// `own_cores` are [`Shared`]'s; every member applies it to every peer's
+/// `own_cores` are [`HostMemory`]'s; every member applies it to every peer's
 /// total alike (the counts say it).
 pub(super) fn beside_counts(
     n: u32,
@@ -201,7 +201,7 @@ pub(super) enum Publish {
     Output(Range<usize>),
     /// A range of what this member reduced (its output, or its scratch
     /// off the root of a reduce), for its peers (never lent: see
-    /// [`Shared::splits`]).
+    /// [`HostMemory::splits`]).
     Reduced(Range<usize>),
     /// A split reduction's step: the input lent whole, and the range
     /// reduced in the step before, if any, as [`Publish::Reduced`].
@@ -210,13 +210,13 @@ pub(super) enum Publish {
     /// [`beside_counts`] puts it.
     Counts,
     /// This member's output, lent for its peers to write their blocks
-    /// into ([`Op::Push`]), with its input's bytes as its contribution.
+    /// into ([`Act::Push`]), with its input's bytes as its contribution.
     Destination,
 }
 
-/// One thing a step does after publishing.
+/// One thing a step does after publishing (an act of the step).
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Op {
+pub(super) enum Act {
     /// Wait for `peer` to arrive.
     Wait(u32),
     /// Read `into.len()` elements at byte `at` of `peer`'s cell into
@@ -285,7 +285,7 @@ pub(super) fn chunks(range: Range<usize>, per: usize) -> impl Iterator<Item = Ra
 }
 
 /// Puts, before a step's operations `ops`, a check of every peer whose
-/// lent memory they read or write ([`Op::Check`]), where they touch
+/// lent memory they read or write ([`Act::Check`]), where they touch
 /// several peers' (3 members or more). A member whose counts disagree
 /// with some peer's then fails before it touches any peer's memory: else
 /// it could read the input of a peer that already failed and handed it
@@ -293,26 +293,26 @@ pub(super) fn chunks(range: Range<usize>, per: usize) -> impl Iterator<Item = Ra
 /// 800 KB on the others: `Bad address` instead of the mismatch), or write
 /// at an offset that counts it has not checked yet put wrong. Where a
 /// step touches one peer's memory, its own operation checks it first.
-pub(super) fn check_first(ops: &mut Vec<Op>) {
-    let mut checks: Vec<Op> = Vec::new();
+pub(super) fn check_first(ops: &mut Vec<Act>) {
+    let mut checks: Vec<Act> = Vec::new();
     for op in ops.iter() {
         let (peer, whole, total) = match *op {
-            Op::Read {
+            Act::Read {
                 peer,
                 whole,
                 place: Place::Lent,
                 ..
             } => (peer, whole, None),
-            Op::Push {
+            Act::Push {
                 peer, whole, total, ..
             } => (peer, whole, Some(total)),
             _ => continue,
         };
         if !checks
             .iter()
-            .any(|c| matches!(c, Op::Check { peer: p, .. } if *p == peer))
+            .any(|c| matches!(c, Act::Check { peer: p, .. } if *p == peer))
         {
-            checks.push(Op::Check { peer, whole, total });
+            checks.push(Act::Check { peer, whole, total });
         }
     }
     if checks.len() > 1 {
@@ -340,7 +340,7 @@ pub(super) const WHOLE_BITS: u32 = 40;
 /// A member that gave a call up (a failure there, or a nonblocking call
 /// dropped) may publish in its next call in the cell of a step its peers
 /// still wait for in this one, and that cell's flag then passes their
-/// step: with the step in the word, they fail ([`Shared::contribution`])
+/// step: with the step in the word, they fail ([`HostMemory::contribution`])
 /// instead of reading the next call's publication as this one's, which a
 /// contribution of the same size let them do. Steps 2^24 apart, 16
 /// calls, share a stamp; a member runs at most [`CELLS`] calls ahead of

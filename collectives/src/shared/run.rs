@@ -11,15 +11,15 @@ use super::*;
 /// `docs/measurements.md`, "Locked instructions after shared stores").
 pub(crate) enum Held<'s> {
     /// A nonblocking run's.
-    Owned(Arc<Shared>),
+    Owned(Arc<HostMemory>),
     /// A blocking call's.
-    Lent(&'s Shared),
+    Lent(&'s HostMemory),
 }
 
 impl std::ops::Deref for Held<'_> {
-    type Target = Shared;
+    type Target = HostMemory;
 
-    fn deref(&self) -> &Shared {
+    fn deref(&self) -> &HostMemory {
         match self {
             Held::Owned(shared) => shared,
             Held::Lent(shared) => shared,
@@ -36,7 +36,7 @@ pub(crate) struct Run<'s> {
     /// The Comm's number of the call (its steps are numbered from it).
     call: u64,
     ticket: u64,
-    /// A blocking call's run (its `Shared` lent).
+    /// A blocking call's run (its `HostMemory` lent).
     blocking: bool,
     /// The call's next step (0-based within the call).
     k: usize,
@@ -47,7 +47,7 @@ pub(crate) struct Run<'s> {
     /// Alltoallv: every member's counts, once read.
     counts: Vec<Vec<u64>>,
     /// The operations of its current step (planned in its turn).
-    ops: Vec<Op>,
+    ops: Vec<Act>,
     /// The peer the last `advance` stopped at.
     blocked_on: Option<u32>,
     /// The last step in which this member lent its memory (0: none).
@@ -104,10 +104,10 @@ impl<'s> Run<'s> {
     }
 
     /// The elements at the start of its scratch that a member off the
-    /// root of a split reduce of `input` elements ([`Shared::splits`])
+    /// root of a split reduce of `input` elements ([`HostMemory::splits`])
     /// reduces its blocks into, standing for its output (a block of a
     /// chunk is at most a cell); `None` for any other member or call.
-    fn accumulator<T>(&self, shared: &Shared, input: usize) -> Option<usize> {
+    fn accumulator<T>(&self, shared: &HostMemory, input: usize) -> Option<usize> {
         match self.shape {
             Shape::Reduce { root: Some(r), .. }
                 if r != shared.me && shared.splits(Some(r), input * size_of::<T>()) =>
@@ -132,7 +132,7 @@ impl<'s> Run<'s> {
     /// from the shared cache. A lent piece is read at the same speed in
     /// both of the machine's modes, a cell's are not (measurements:
     /// `docs/measurements.md`, "Gathers and scatters lent").
-    fn place<T>(&self, shared: &Shared, elements: usize) -> Place {
+    fn place<T>(&self, shared: &HostMemory, elements: usize) -> Place {
         let bytes = elements * size_of::<T>();
         let lendable = match &self.shape {
             Shape::Reduce { root, .. } => root.is_none(),
@@ -145,7 +145,7 @@ impl<'s> Run<'s> {
         if lendable && shared.cma && bytes >= LEND {
             Place::Lent
         } else {
-            Shared::unlent::<T>(elements)
+            HostMemory::unlent::<T>(elements)
         }
     }
 
@@ -156,7 +156,7 @@ impl<'s> Run<'s> {
     }
 
     /// Gives up the run after an error, or unfinished when dropped (a
-    /// timeout, a nonblocking call dropped): [`Shared::abandon`]s its
+    /// timeout, a nonblocking call dropped): [`HostMemory::abandon`]s its
     /// call when it is its turn (at once, or once the calls before it are
     /// done), so that this member's later calls go on. A run given up
     /// fails if advanced again.
@@ -223,7 +223,7 @@ impl<'s> Run<'s> {
     /// [`Run::advance`] but for what an error leaves.
     fn go_on<T: bytemuck::Pod>(
         &mut self,
-        shared: &Shared,
+        shared: &HostMemory,
         input: &[T],
         output: &mut [T],
         scratch: &mut [T],
@@ -279,14 +279,14 @@ impl<'s> Run<'s> {
                             Some(place)
                         }
                         Publish::Reduced(r) => {
-                            let place = Shared::unlent::<T>(r.len());
+                            let place = HostMemory::unlent::<T>(r.len());
                             shared.publish(s, &output[r], place, size_of_val(input))?;
                             Some(place)
                         }
                         Publish::Split(reduced) => {
                             shared.put(s, input, (Place::Lent, 0))?;
                             let piece = reduced.map_or(&output[..0], |r| &output[r]);
-                            let place = Shared::unlent::<T>(piece.len());
+                            let place = HostMemory::unlent::<T>(piece.len());
                             shared.publish(s, piece, place, size_of_val(input))?;
                             Some(Place::Lent)
                         }
@@ -317,12 +317,12 @@ impl<'s> Run<'s> {
             };
             while let Some(op) = self.ops.get(self.done_ops).cloned() {
                 let peer = match &op {
-                    Op::Wait(p)
-                    | Op::Read { peer: p, .. }
-                    | Op::Counts { peer: p, .. }
-                    | Op::Check { peer: p, .. }
-                    | Op::Push { peer: p, .. } => Some(*p),
-                    Op::Local { .. } | Op::LocalFirst { .. } | Op::Uncached { .. } => None,
+                    Act::Wait(p)
+                    | Act::Read { peer: p, .. }
+                    | Act::Counts { peer: p, .. }
+                    | Act::Check { peer: p, .. }
+                    | Act::Push { peer: p, .. } => Some(*p),
+                    Act::Local { .. } | Act::LocalFirst { .. } | Act::Uncached { .. } => None,
                 };
                 if let Some(p) = peer {
                     if !shared.arrived(p, s)? {
@@ -346,8 +346,8 @@ impl<'s> Run<'s> {
     #[allow(clippy::too_many_arguments)]
     fn apply<T: bytemuck::Pod>(
         &mut self,
-        shared: &Shared,
-        op: Op,
+        shared: &HostMemory,
+        op: Act,
         s: u64,
         input: &[T],
         output: &mut [T],
@@ -357,8 +357,8 @@ impl<'s> Run<'s> {
         let combine =
             || combine.ok_or_else(|| Error::BadCall("a reduction without an operation".into()));
         match op {
-            Op::Wait(_) => {}
-            Op::Read {
+            Act::Wait(_) => {}
+            Act::Read {
                 peer,
                 at,
                 into,
@@ -366,7 +366,7 @@ impl<'s> Run<'s> {
                 place,
                 whole,
             } => shared.read_piece(peer, s, (at, place, whole), &mut output[into])?,
-            Op::Read {
+            Act::Read {
                 peer,
                 at,
                 into,
@@ -378,29 +378,33 @@ impl<'s> Run<'s> {
                 shared.read_piece(peer, s, (at, place, whole), theirs)?;
                 combine()?.call(&mut output[into], theirs, false);
             }
-            Op::Local {
+            Act::Local {
                 from,
                 into,
                 combine: false,
             } => output[into].copy_from_slice(&input[from]),
-            Op::Local { from, into, .. } => combine()?.call(&mut output[into], &input[from], false),
-            Op::Uncached { from, into } => onesided_fabric::uncached::copy(
+            Act::Local { from, into, .. } => {
+                combine()?.call(&mut output[into], &input[from], false)
+            }
+            Act::Uncached { from, into } => onesided_fabric::uncached::copy(
                 bytemuck::cast_slice_mut(&mut output[into]),
                 bytemuck::cast_slice(&input[from]),
             ),
-            Op::LocalFirst { from, into } => combine()?.call(&mut output[into], &input[from], true),
-            Op::Check { peer, whole, total } => match total {
+            Act::LocalFirst { from, into } => {
+                combine()?.call(&mut output[into], &input[from], true)
+            }
+            Act::Check { peer, whole, total } => match total {
                 None => drop(shared.contribution(peer, s, whole)?),
                 Some(total) => drop(shared.destination(peer, s, (whole, total))?),
             },
-            Op::Push {
+            Act::Push {
                 peer,
                 at,
                 from,
                 whole,
                 total,
             } => shared.push(peer, s, (at, whole, total), &input[from])?,
-            Op::Counts { peer: p, into } => {
+            Act::Counts { peer: p, into } => {
                 let mut theirs = vec![0u64; shared.n as usize];
                 let place = counts_place(theirs.len());
                 let whole = size_of_val(&theirs[..]);
@@ -424,7 +428,7 @@ impl<'s> Run<'s> {
     /// Plans the call's step `self.k` into its list of operations (in
     /// its turn); what it publishes,
     /// or `None` when the call has no more steps.
-    fn plan<T>(&mut self, shared: &Shared, input: usize, output: usize) -> Option<Publish> {
+    fn plan<T>(&mut self, shared: &HostMemory, input: usize, output: usize) -> Option<Publish> {
         let mut ops = std::mem::take(&mut self.ops);
         let planned = self.plan_into::<T>(shared, &mut ops, input, output);
         self.ops = ops;
@@ -434,8 +438,8 @@ impl<'s> Run<'s> {
     /// [`Run::plan`] into `ops`.
     fn plan_into<T>(
         &mut self,
-        shared: &Shared,
-        ops: &mut Vec<Op>,
+        shared: &HostMemory,
+        ops: &mut Vec<Act>,
         input: usize,
         output: usize,
     ) -> Option<Publish> {
@@ -458,7 +462,7 @@ impl<'s> Run<'s> {
                 ..
             }
         );
-        let fold = |ops: &mut Vec<Op>,
+        let fold = |ops: &mut Vec<Act>,
                     at: usize,
                     from_place: Place,
                     from: Range<usize>,
@@ -466,18 +470,18 @@ impl<'s> Run<'s> {
             for (i, p) in fold_order(n, me, left_in_place).enumerate() {
                 let combine = i > 0;
                 ops.push(if p == me && p < i as u32 {
-                    Op::LocalFirst {
+                    Act::LocalFirst {
                         from: from.clone(),
                         into: into.clone(),
                     }
                 } else if p == me {
-                    Op::Local {
+                    Act::Local {
                         from: from.clone(),
                         into: into.clone(),
                         combine,
                     }
                 } else {
-                    Op::Read {
+                    Act::Read {
                         peer: p,
                         at,
                         into: into.clone(),
@@ -493,7 +497,7 @@ impl<'s> Run<'s> {
                 if k > 0 {
                     return None;
                 }
-                ops.extend(others.map(Op::Wait));
+                ops.extend(others.map(Act::Wait));
                 Some(Publish::Nothing)
             }
             Shape::Bcast { root } => {
@@ -504,7 +508,7 @@ impl<'s> Run<'s> {
                 if me == *root {
                     return Some(Publish::Output(range));
                 }
-                ops.push(Op::Read {
+                ops.push(Act::Read {
                     peer: *root,
                     at: 0,
                     place: place(range.len()),
@@ -528,12 +532,12 @@ impl<'s> Run<'s> {
                     for p in others {
                         let r = sub(k - 1, p);
                         if !r.is_empty() {
-                            ops.push(Op::Read {
+                            ops.push(Act::Read {
                                 peer: p,
                                 at: 0,
                                 into: r.clone(),
                                 combine: false,
-                                place: Shared::unlent::<T>(r.len()),
+                                place: HostMemory::unlent::<T>(r.len()),
                                 whole: input * size,
                             });
                         }
@@ -584,7 +588,7 @@ impl<'s> Run<'s> {
                         // copies its own block and writes it into its
                         // peers' outputs, in turns of `PUSH_TURN` bytes.
                         let mine = at[me as usize];
-                        let push = |peer: u32, from: Range<usize>| Op::Push {
+                        let push = |peer: u32, from: Range<usize>| Act::Push {
                             peer,
                             at: (mine + from.start) * size,
                             from,
@@ -594,7 +598,7 @@ impl<'s> Run<'s> {
                         let per = (PUSH_TURN / size).max(1);
                         for start in (0..input).step_by(per) {
                             let from = start..(start + per).min(input);
-                            ops.push(Op::Uncached {
+                            ops.push(Act::Uncached {
                                 from: from.clone(),
                                 into: mine + from.start..mine + from.end,
                             });
@@ -607,13 +611,13 @@ impl<'s> Run<'s> {
                     for p in (0..n).map(|i| (me + i) % n) {
                         let into = at[p as usize]..at[p as usize] + counts[p as usize];
                         ops.push(if p == me {
-                            Op::Local {
+                            Act::Local {
                                 from: 0..input,
                                 into,
                                 combine: false,
                             }
                         } else {
-                            Op::Read {
+                            Act::Read {
                                 peer: p,
                                 at: 0,
                                 into,
@@ -626,7 +630,7 @@ impl<'s> Run<'s> {
                 } else if root.is_none_or(|r| r == me) {
                     if k == 0 {
                         let into = at[me as usize]..at[me as usize] + input;
-                        ops.push(Op::Local {
+                        ops.push(Act::Local {
                             from: 0..input,
                             into,
                             combine: false,
@@ -635,7 +639,7 @@ impl<'s> Run<'s> {
                     for p in others.filter(|&p| k < pieces(counts[p as usize])) {
                         let r = piece(counts[p as usize], k);
                         let start = at[p as usize] + r.start;
-                        ops.push(Op::Read {
+                        ops.push(Act::Read {
                             peer: p,
                             at: 0,
                             into: start..start + r.len(),
@@ -662,7 +666,7 @@ impl<'s> Run<'s> {
                 let range = span.start + within.start..span.start + within.end;
                 if me == *root {
                     if k + 1 == steps {
-                        ops.push(Op::Local {
+                        ops.push(Act::Local {
                             from: mine.clone(),
                             into: 0..mine.len(),
                             combine: false,
@@ -672,7 +676,7 @@ impl<'s> Run<'s> {
                 }
                 let (lo, hi) = (range.start.max(mine.start), range.end.min(mine.end));
                 if lo < hi {
-                    ops.push(Op::Read {
+                    ops.push(Act::Read {
                         peer: *root,
                         at: (lo - range.start) * size_of::<T>(),
                         into: lo - mine.start..hi - mine.start,
@@ -688,14 +692,14 @@ impl<'s> Run<'s> {
                 if k == 0 {
                     let own = displacements(sends)[me as usize];
                     let len = sends[me as usize].min(recvs[me as usize]);
-                    ops.push(Op::Local {
+                    ops.push(Act::Local {
                         from: own..own + len,
                         into: into[me as usize]..into[me as usize] + len,
                         combine: false,
                     });
                     self.counts = vec![Vec::new(); n as usize];
                     self.counts[me as usize] = sends.iter().map(|&c| c as u64).collect();
-                    ops.extend(others.map(|peer| Op::Counts {
+                    ops.extend(others.map(|peer| Act::Counts {
                         peer,
                         into: into[peer as usize]..into[peer as usize] + recvs[peer as usize],
                     }));
@@ -722,7 +726,7 @@ impl<'s> Run<'s> {
                     let (lo, hi) = (range.start.max(block.start), range.end.min(block.end));
                     if lo < hi {
                         let to = into[p as usize] + (lo - block.start);
-                        ops.push(Op::Read {
+                        ops.push(Act::Read {
                             peer: p,
                             at: (lo - range.start) * size,
                             into: to..to + (hi - lo),
@@ -780,7 +784,7 @@ impl<'s> Run<'s> {
     ///
     /// # Errors
     /// [`Error::BadCall`] naming the member that disagrees.
-    fn check_counts(&self, shared: &Shared) -> Result<(), Error> {
+    fn check_counts(&self, shared: &HostMemory) -> Result<(), Error> {
         let Shape::Alltoall { recvs, .. } = &self.shape else {
             return Ok(());
         };

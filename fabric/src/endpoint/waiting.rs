@@ -9,7 +9,7 @@ use std::ptr;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::Shared;
+use super::EndpointState;
 use crate::progress::WaitObject;
 
 /// How often the background thread checks whether an application that was
@@ -35,7 +35,7 @@ const IDLE_SLEEP: Duration = Duration::from_millis(10);
 /// object at a time (it looks for the endpoint's end in between).
 const BLOCK_FOR: Duration = Duration::from_millis(50);
 
-impl WaitObject for Shared {
+impl WaitObject for EndpointState {
     /// Reads the completion queue; when it is empty and `fi_trywait` says
     /// the wait object will signal the next event, blocks on its file
     /// descriptor for at most `max` (without one, sleeps `max`).
@@ -90,7 +90,7 @@ fn wait_readable(fds: &[i32], max: Duration) {
 
 /// The background thread's pause of `d`: ends early when the endpoint
 /// ends.
-fn nap(shared: &Shared, d: Duration) {
+fn nap(shared: &EndpointState, d: Duration) {
     match &shared.stop_wake {
         Some(wake) => wait_readable(&[wake.as_raw_fd()], d),
         None => std::thread::sleep(d),
@@ -104,7 +104,7 @@ fn nap(shared: &Shared, d: Duration) {
 /// not poll: [`crate::Endpoint::note_busy`], or [`IDLE_SLEEP`] once nothing
 /// happened for [`IDLE_AFTER`]) otherwise. It never spins: it runs beside
 /// the application's own threads.
-pub(super) fn background_progress(shared: &Shared) {
+pub(super) fn background_progress(shared: &EndpointState) {
     const FIRST_SLEEP: Duration = Duration::from_micros(4);
     // Precise short sleeps: the default 50 us timer slack would stretch them.
     // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
