@@ -475,14 +475,10 @@ impl Comm {
     /// call would choose and it fits such a call, else as
     /// [`Comm::prepare`] and [`Comm::finish`] run it. The same choice,
     /// monitoring and protocol, without making a [`Call`], whose moves
-    /// through the choice showed in small calls: 2 ranks, calls started
-    /// together, medians of 20000 per job, each job alternating the call
-    /// with a bare exchange of 8 bytes through shared memory (3 jobs
-    /// each, the machine's slower speed), an allreduce of 8 B took
-    /// 130-145 ns more than the bare exchange through a `Call`, 71-100 ns
-    /// more without; a barrier 20 ns less through one, 80-89 ns less
-    /// without. The first call is prepared and run: it makes the
-    /// shared-memory state.
+    /// through the choice showed in small calls: without one, an allreduce
+    /// of 8 B and a barrier are measurably faster (figures:
+    /// docs/measurements.md, "Blocking calls without a `Call`"). The first
+    /// call is prepared and run: it makes the shared-memory state.
     fn blocking<T: bytemuck::Pod + Send, A: Algorithms>(
         &self,
         checked: Checked<T, impl Fn(A) -> Plan>,

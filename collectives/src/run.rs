@@ -97,10 +97,10 @@ pub(crate) fn check(schedule: &Schedule, input: usize, output: usize) -> Result<
 
 /// Receives of this many bytes or more (64 KiB) in a blocking call land
 /// straight in its buffers: copying them out of an endpoint-owned buffer
-/// costs a memcpy about as long as the transfer across hosts (2 ranks,
-/// tcp, bcast 2 MiB: 1.2 ms against MPICH's 0.45). Sends keep copying
-/// into pooled buffers: a send from caller memory could not give up on a
-/// peer that never receives (a program's bug) without leaving the
+/// costs a memcpy about as long as the transfer across hosts (figures:
+/// docs/measurements.md, "Direct receives (across hosts)"). Sends keep
+/// copying into pooled buffers: a send from caller memory could not give
+/// up on a peer that never receives (a program's bug) without leaving the
 /// provider reading memory the caller has back, so it would wait forever.
 /// Not on libfabric < 1.19's `shm` ([`Endpoint::queues_large_unexpected`]),
 /// which leaves a truncated large receive incomplete forever (128 KiB
@@ -855,9 +855,9 @@ pub(crate) struct Inflight {
     /// Whether runs over messages go one after the other.
     serial: bool,
     /// Scratch of finished nonblocking runs, for the Comm's [`Spare`]
-    /// (without it every nonblocking reduction zeroed fresh memory: an
-    /// iallreduce of 32 KiB took 0.2 us longer), and how many (stored
-    /// under the lock, read without it).
+    /// (without it every nonblocking reduction zeroed fresh memory, which
+    /// slowed it; figures: docs/measurements.md, "Scratch of nonblocking
+    /// runs"), and how many (stored under the lock, read without it).
     returned: SpinLock<Vec<Box<dyn Any + Send>>>,
     returned_count: AtomicUsize,
 }

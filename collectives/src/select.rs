@@ -38,15 +38,15 @@ pub const LARGE: u64 = 64 * 1024;
 
 /// Allreduces of this many bytes or more (1 MiB) go around the ring,
 /// smaller ones by recursive doubling: the ring's two rounds a member
-/// cost more than they save below it (2 ranks across hosts, tcp: 256 KiB
-/// 228 us against 95, 1 MiB 320 against 519).
+/// cost more than they save below it (figures: docs/measurements.md,
+/// "Ring allreduces and scattered broadcasts (across hosts)").
 pub const ALLREDUCE_RING_FROM: u64 = 1 << 20;
 
 /// Groups this large or larger broadcast large messages by scatter and
 /// allgather, smaller ones along the binomial tree (MPICH's
 /// `MPIR_CVAR_BCAST_MIN_PROCS`): with few members the tree's one message
-/// a member beats two rounds (2 ranks across hosts, tcp: 256 KiB 90 us
-/// against 196, 32 MiB 8.0 ms against 12.3).
+/// a member beats two rounds (figures: docs/measurements.md, "Ring
+/// allreduces and scattered broadcasts (across hosts)").
 pub const BCAST_SCATTER_FROM: u32 = 8;
 
 /// The built-in choice without a profile for a group of `ranks`:

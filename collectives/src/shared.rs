@@ -49,7 +49,7 @@
 //! piece of `LEND` bytes or more is lent instead of copied into the cell.
 //! Lending is the robust choice, not always the fastest: these 2-core
 //! machines switch, minute by minute, between a mode where a line written
-//! by one core reaches the other in 0.15 us and one where it takes 0.4 us.
+//! by one core reaches the other fast and one where it takes much longer.
 //! In the first, two copies through a cell beat one cross-memory read; in
 //! the second, every line of a cell is such a slow transfer, which reading
 //! a lent piece is not (measurements: `docs/measurements.md`, "Lending and
@@ -466,8 +466,9 @@ impl HostMemory {
 
     /// Whether a gather (or allgather) of `counts` lends every
     /// contribution whole, in one step ([`HostMemory::lends_whole`] of its
-    /// smallest): one cross-memory read per peer instead of one per cell
-    /// (2 ranks, 32 MiB 11.8 -> 10.9 ms).
+    /// smallest): one cross-memory read per peer instead of one per cell,
+    /// which is faster (figures: docs/measurements.md, "Gathers and
+    /// scatters lent").
     fn gathers_whole<T>(&self, counts: &[usize]) -> bool {
         let least = counts.iter().min().map_or(0, |&c| c * size_of::<T>());
         self.lends_whole(least)

@@ -620,9 +620,9 @@ impl EndpointState {
 
     /// Returns a transfer buffer to the pool, which keeps at most
     /// [`BUFFER_POOL`] bytes: smaller buffers make room for a larger one
-    /// (the larger, the more a fresh one costs: 2 ranks across hosts,
-    /// allgather 32 MiB took 134 ms while buffers of smaller calls kept
-    /// its two 32 MiB ones out, 57 ms with room for them).
+    /// (the larger, the more a fresh one costs: a large allgather across
+    /// hosts took far longer while buffers of smaller calls kept its own
+    /// out; figures: docs/measurements.md, "Pooled transfer buffers").
     fn give_buffer(&self, buffer: Box<[u8]>) {
         if buffer.len() > BUFFER_POOL {
             return;
@@ -888,9 +888,10 @@ impl Endpoint {
     /// with [`Error::PeerDead`] (marking the rank dead) when it has ended:
     /// a post to a process killed inside the provider can spin forever
     /// on a lock it left held (see [`crate::liveness`]). Costs one `poll`
-    /// (about 0.2 µs) per such post. [`crate::World::init`] turns it on
-    /// under a launcher that reports deaths (`osrun --ft`); layers that
-    /// survive failures turn it on themselves.
+    /// per such post (figures: docs/measurements.md, "Checking a peer's
+    /// process"). [`crate::World::init`] turns it on under a launcher that
+    /// reports deaths (`osrun --ft`); layers that survive failures turn it
+    /// on themselves.
     pub fn watch_processes(&self) {
         let mut core = self.inner.shared.lock();
         let own = core.processes.get(core.rank);
@@ -978,11 +979,11 @@ impl Endpoint {
     /// through shared memory): while such calls go on, the thread polls
     /// once every `ACTIVE_CHECK_INTERVAL` (10 ms) instead of every
     /// `max_sleep`, which bounds how late a peer's operation on this
-    /// rank's memory progresses meanwhile. Its wake-ups every 500 us cost
-    /// large collectives on 2 cores 6% to 10% of their time (measurements:
-    /// `docs/measurements.md`, "Busy calls"). A relaxed load and store,
-    /// not an atomic add (a locked instruction per call): the thread only
-    /// looks for a change, which threads racing here still make.
+    /// rank's memory progresses meanwhile. Its wake-ups every 500 us slow
+    /// large collectives on 2 cores (measurements: `docs/measurements.md`,
+    /// "Busy calls"). A relaxed load and store, not an atomic add (a locked
+    /// instruction per call): the thread only looks for a change, which
+    /// threads racing here still make.
     pub fn note_busy(&self) {
         let busy = &self.inner.shared.app_busy;
         busy.store(

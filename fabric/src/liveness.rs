@@ -141,7 +141,8 @@ impl Processes {
     }
 
     /// Whether `rank`'s process is known to have ended (always `false`
-    /// until [`Processes::watch`]). One `poll` of its pidfd, about 0.2 µs.
+    /// until [`Processes::watch`]). One `poll` of its pidfd (figures:
+    /// docs/measurements.md, "Checking a peer's process").
     #[inline]
     pub(crate) fn ended(&mut self, rank: u32) -> bool {
         self.watching && self.look(rank)

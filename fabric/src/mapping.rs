@@ -54,8 +54,8 @@ fn page_size(len: usize) -> Result<usize> {
 
 impl Mapping {
     /// `len` bytes of private anonymous memory, zero, faulted in on first
-    /// touch. (Zeroing a heap allocation touched every page: 0.6 ms for
-    /// 1 MiB here.)
+    /// touch. (Zeroing a heap allocation touched every page; figures:
+    /// docs/measurements.md, "Anonymous mappings".)
     ///
     /// # Errors
     /// [`Error::OutOfRange`] for an impossible size, [`Error::Io`] when the
@@ -328,11 +328,12 @@ fn open_and_map(name: &str, size: usize, create: bool) -> std::io::Result<NonNul
 }
 
 /// Copies `len` bytes. glibc 2.36's `rep movsb` on this machine's AMD EPYC
-/// copies 4 KiB-1 MiB at 2.7 GB/s instead of 40 GB/s when the destination
-/// lies 1-15 bytes past the source's alignment modulo 64 (measured at every
-/// offset); copies of 2 KiB stay below its `rep movsb` threshold and run
-/// its vector loop at 16 GB/s, so such copies go in 2 KiB pieces. Other
-/// copies are one `memcpy`.
+/// copies 4 KiB-1 MiB many times slower when the destination lies 1-15
+/// bytes past the source's alignment modulo 64 (measured at every offset);
+/// copies of 2 KiB stay below its `rep movsb` threshold and run its vector
+/// loop, much faster, so such copies go in 2 KiB pieces (figures:
+/// docs/measurements.md, "Misaligned copies"). Other copies are one
+/// `memcpy`.
 ///
 /// # Safety
 /// As `ptr::copy_nonoverlapping`.

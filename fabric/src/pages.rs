@@ -9,7 +9,8 @@
 //! docs/measurements.md, "Fresh columns, paced rounds"). A range of
 //! several huge pages is first marked for them (`MADV_HUGEPAGE`: the
 //! kernel's transparent huge pages are often on request only): one fault
-//! per 2 MiB rather than per 4 KiB, four times faster again at 32 MiB.
+//! per 2 MiB rather than per 4 KiB, faster again for large ranges (figures:
+//! docs/measurements.md, "Huge pages for fresh memory").
 
 /// Ranges from this length on are marked for huge pages.
 const HUGE: usize = 2 << 20;

@@ -85,10 +85,10 @@ pub(crate) trait WaitObject: Send + Sync {
 /// that yields sooner hands its core to that task whenever it outlasts
 /// the spin, and the two ranks then wait for each other by turns: beside
 /// a busy loop at `nice 19`, small collectives took far longer than
-/// MPICH's with spins of 20 us to 1 ms, and about as long from 5 ms. The
-/// price, beside a busy loop at the ranks' own priority, is that the spin
-/// holds a core that loop could have, and a large call whose ranks wait
-/// for each other's copies loses some (measurements:
+/// MPICH's with spins shorter than a tick, and about as long with longer
+/// ones. The price, beside a busy loop at the ranks' own priority, is that
+/// the spin holds a core that loop could have, and a large call whose
+/// ranks wait for each other's copies loses some (measurements:
 /// `docs/measurements.md`, "Default spin").
 ///
 /// [`World::init`]: crate::World::init
@@ -124,8 +124,8 @@ pub fn wait_quietly() {
 /// another rank holds) looks again as often as a sleeping one. It yields
 /// first all the same: where ranks outnumber cores, a yield hands the core
 /// to the rank being waited for sooner than a block and its wake-up do
-/// (3 ranks on 2 cores over `tcp`, each its own host: ibarrier 144 us
-/// blocking at once, 50 us yielding first; MPICH 42 us).
+/// (figures: docs/measurements.md, "Three and four ranks on two cores:
+/// where the time goes").
 /// On a thread that called [`wait_quietly`], it sleeps (or blocks) from
 /// the start.
 /// Pure: [`Backoff::next_pause`] says what to do for a given elapsed time;

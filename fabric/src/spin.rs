@@ -3,15 +3,16 @@
 //!
 //! Every operation takes the endpoint lock once or twice, so its cost shows
 //! in small-message latency (measured: the two atomic read-modify-writes of
-//! a `std::sync::Mutex` lock/unlock pair are about a tenth of an 8-byte
-//! shm message). Worse, a locked instruction waits for the stores before
-//! it to leave the core: after a store into shared memory that a peer
-//! reads (a flag of a shared-memory collective), the release of a
-//! `Mutex` waits for that line to come back from the peer, where a plain
-//! store does not wait. Holders do short work; waiters spin briefly, then
-//! yield, so a preempted holder on an oversubscribed machine gets its
-//! core back. Use it where the lock is rarely contended (threads that
-//! share a handle); it does not block, and does not poison.
+//! a `std::sync::Mutex` lock/unlock pair are a sizeable part of an 8-byte
+//! shm message; figures: docs/measurements.md, "Spin locks"). Worse, a
+//! locked instruction waits for the stores before it to leave the core:
+//! after a store into shared memory that a peer reads (a flag of a
+//! shared-memory collective), the release of a `Mutex` waits for that line
+//! to come back from the peer, where a plain store does not wait. Holders
+//! do short work; waiters spin briefly, then yield, so a preempted holder
+//! on an oversubscribed machine gets its core back. Use it where the lock
+//! is rarely contended (threads that share a handle); it does not block,
+//! and does not poison.
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};

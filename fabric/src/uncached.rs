@@ -1,11 +1,10 @@
 //! Copies whose stores bypass the cache (non-temporal stores), for large
 //! copies into memory that is not read again soon: a plain store first
 //! reads the line it writes (a read for ownership), a non-temporal one
-//! does not, and it leaves the cache to the data that is read. An
-//! allgather of 32 MiB per rank at 2 ranks (raw C, each rank copying its
-//! own block in turns of 256 KiB between cross-memory reads of its
-//! peer's) took 7.6-8.1 ms with such stores for the own block, 9.6-11.2 ms
-//! with `memcpy`.
+//! does not, and it leaves the cache to the data that is read. A large
+//! allgather whose ranks copy their own blocks this way, between
+//! cross-memory reads of their peers', ran faster than with `memcpy`
+//! (figures: docs/measurements.md, "Copies that bypass the cache").
 
 /// Copies the first `dst.len().min(src.len())` bytes of `src` into `dst`
 /// with non-temporal stores where the CPU has them (x86-64: SSE2's

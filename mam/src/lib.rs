@@ -70,8 +70,9 @@
 //!   wake apart, and each delays the whole bulk-synchronous job) and waits
 //!   without spinning or yielding
 //!   (`onesided_fabric::progress::wait_quietly`).
-//!   MaM's helper threads poll, and took iterations 6-12 times longer on
-//!   these machines.
+//!   MaM's helper threads poll, and made iterations several times longer
+//!   on these machines (figures: docs/measurements.md, "MaM's polling
+//!   helper threads").
 //! - Agreement: in the background, every source's checkpoint takes part
 //!   in a one-byte allreduce over the sources (as MaM's do), so that all
 //!   see the end at the same checkpoint and an application whose

@@ -570,9 +570,10 @@ impl Pacer {
 /// When the next round of a paced exchange may start: a round's work is
 /// the time of the calls that advanced it, and the next one starts once
 /// the time since it completed leaves that work its share ([`pause`]).
-/// (A 64 KiB round of 2 -> 4 took 15% of a 1 ms iteration when one
-/// started at every checkpoint.) Pure: the caller gives the clock's
-/// readings.
+/// (A round started at every checkpoint took far more than its share of
+/// an iteration; figures: docs/measurements.md, "Fresh columns, paced
+/// rounds, and the floor of a crowded host".) Pure: the caller gives the
+/// clock's readings.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RoundPacer {
     /// The work on the round in flight, before the current call.
@@ -617,9 +618,10 @@ impl RoundPacer {
 /// How many bytes a checkpoint moves in its share of time: the time
 /// allowed at the rate of the moves so far ([`LEAST`] at least, and
 /// [`LEAST`] before any), so that a checkpoint takes about its share
-/// whatever a slice costs here (a [`SLICE`] took a third of a 1 ms
-/// iteration on shm, first touches of the new memory included). The
-/// moves are timed in the thread's CPU time ([`cpu_time`]): preempted,
+/// whatever a slice costs here (a [`SLICE`] took far more than a share of
+/// an iteration on shm, first touches of the new memory included; figures:
+/// docs/measurements.md, "Omega in step, and moves that fit their share").
+/// The moves are timed in the thread's CPU time ([`cpu_time`]): preempted,
 /// they would look slower and get fewer bytes each time. Pure.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Budget {

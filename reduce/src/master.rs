@@ -141,7 +141,7 @@ impl Master {
     }
 
     /// Group rank `rank` was reported lost (by the member watching it,
-    /// see [`crate::ring`]) or seen dead: as [`Master::died`], and every
+    /// see the ring module) or seen dead: as [`Master::died`], and every
     /// other live worker is told, once.
     pub fn suspected(&mut self, rank: u32) -> Out {
         if self.is_dead(rank) {

@@ -41,7 +41,7 @@ pub enum Message {
     /// The sender cannot take part (it could not store its data).
     Withdrawn { key: Key, root: u32 },
     /// The sender's predecessor on the ring of live members (see
-    /// [`crate::ring`]) went silent or ended.
+    /// the ring module) went silent or ended.
     Suspect { rank: u32 },
     // To workers.
     /// Fetch `from_holder`'s buffer at `from_disp` into yours at

@@ -14,8 +14,8 @@ use crate::progress::WaitObject;
 
 /// How often the background thread checks whether an application that was
 /// making progress itself has stopped doing so. Waking more often costs the
-/// application's own latency (measured on 2 cores: 15-40% more per message
-/// at 500 us); it bounds how soon the thread takes over once the application
+/// application's own latency (figures: docs/measurements.md, "Active
+/// checks"); it bounds how soon the thread takes over once the application
 /// turns to computing.
 const ACTIVE_CHECK_INTERVAL: Duration = Duration::from_millis(10);
 /// How long the application and the completion queue stay quiet before
@@ -26,10 +26,10 @@ const IDLE_AFTER: Duration = Duration::from_millis(100);
 /// a second instead of 2000. Each wake-up takes a core for a moment, and
 /// where ranks outnumber cores it hands the core to whichever process the
 /// scheduler picks next: the idle processes of one job sped up another
-/// job's busy-polling collectives 4 to 100 times (MPICH, 4 ranks on 2
-/// cores). The price: a peer's operation that needs this process's
-/// progress, after 100 ms in which nothing happened here, waits up to
-/// 10 ms.
+/// job's busy-polling collectives many times over (figures:
+/// docs/measurements.md, "Idle sleep"). The price: a peer's operation that
+/// needs this process's progress, after 100 ms in which nothing happened
+/// here, waits up to 10 ms.
 const IDLE_SLEEP: Duration = Duration::from_millis(10);
 /// How long the background thread blocks on the completion queue's wait
 /// object at a time (it looks for the endpoint's end in between).

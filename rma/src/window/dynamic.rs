@@ -51,15 +51,15 @@ impl Window {
             "detach from a window that is not dynamic",
         ))?;
         let mut attached = attached.borrow_mut();
-        let me = self.group().group_rank(self.rma().ep.rank()).unwrap_or(0);
-        let i = (attached.0.iter().position(|a| a.disp == disp)).ok_or(Error::OutOfRange {
-            what: "detach",
-            target: me,
-            window: self.id,
-            offset: disp,
-            len: 0,
-            size: 0,
-        })?;
+        let i =
+            (attached.0.iter().position(|a| a.disp == disp)).ok_or_else(|| Error::OutOfRange {
+                what: "detach",
+                target: self.group().group_rank(self.rma().ep.rank()).unwrap_or(0),
+                window: self.id,
+                offset: disp,
+                len: 0,
+                size: 0,
+            })?;
         let gone = attached.0.remove(i);
         self.describe_attachments(&attached.0);
         Ok(gone.region)
