@@ -112,7 +112,7 @@ impl Comm {
         })?;
         let mut per_host = std::collections::HashMap::new();
         for &r in group.members() {
-            *per_host.entry(ep.host_of(r)).or_insert(0u32) += 1;
+            *per_host.entry(ep.ranks().host_of(r)).or_insert(0u32) += 1;
         }
         let geometry = Geometry {
             ranks: group.size(),

@@ -266,7 +266,7 @@ pub(crate) struct HostMemory {
     /// Whether pieces may be lent (the same on every member of a host).
     cma: bool,
     /// Whether the job's ranks on this host have a core each
-    /// ([`Endpoint::host_cpus`]; the same on every member): where an
+    /// (`Ranks::host_cpus`; the same on every member): where an
     /// alltoallv's input goes beside its counts ([`beside_counts`]).
     own_cores: bool,
     /// The last step this member published in, in each cell (the latest
@@ -338,7 +338,7 @@ impl HostMemory {
             released: Counter::default(),
             spill: SpinLock::new(Box::default()),
             cma: onesided_fabric::cma::available(),
-            own_cores: rma.endpoint().host_ranks() <= rma.endpoint().host_cpus(),
+            own_cores: rma.endpoint().ranks().host_ranks() <= rma.endpoint().ranks().host_cpus(),
             tickets: Counter::default(),
             serving: Counter::default(),
             skipped: SpinLock::new(Vec::new()),
@@ -362,7 +362,7 @@ impl HostMemory {
             return Ok(seen);
         }
         let rank = self.group.job_rank(peer)?;
-        if self.ep.is_dead(rank) {
+        if self.ep.ranks().is_dead(rank) {
             let op = "a shared-memory collective";
             return Err(onesided_fabric::Error::PeerDead { op, rank }.into());
         }

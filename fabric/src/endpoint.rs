@@ -63,6 +63,7 @@ mod detached;
 mod granted;
 mod messages;
 mod operation;
+mod ranks;
 mod receives;
 mod rma;
 mod topology;
@@ -71,6 +72,7 @@ mod waiting;
 
 pub use config::EndpointConfig;
 pub(crate) use operation::Operation;
+pub use ranks::Ranks;
 use transfer::RawBuffer;
 pub use transfer::Transfer;
 
@@ -883,66 +885,10 @@ impl Endpoint {
         self.inner.peers.len()
     }
 
-    /// From now on, checks before each send, RMA operation or atomic to a
-    /// peer on this machine that its process still runs, and fails it
-    /// with [`Error::PeerDead`] (marking the rank dead) when it has ended:
-    /// a post to a process killed inside the provider can spin forever
-    /// on a lock it left held (see [`crate::liveness`]). Costs one `poll`
-    /// per such post (figures: docs/measurements.md, "Checking a peer's
-    /// process"). [`crate::World::init`] turns it on under a launcher that
-    /// reports deaths (`osrun --ft`); layers that survive failures turn it
-    /// on themselves.
-    pub fn watch_processes(&self) {
-        let mut core = self.inner.shared.lock();
-        let own = core.processes.get(core.rank);
-        core.processes.watch(own);
-    }
-
-    /// Whether `rank` is known to have died ([`Endpoint::is_dead`]) or,
-    /// once [`Endpoint::watch_processes`] is on, is a process of this
-    /// machine that has ended, which this call records. For failure
-    /// detectors, each period: a death on this host is seen without a
-    /// launcher's notice.
-    pub fn has_ended(&self, rank: u32) -> bool {
-        if self.is_dead(rank) {
-            return true;
-        }
-        let ended = self.inner.shared.lock().processes.ended(rank);
-        if ended {
-            self.inner.shared.mark_dead(rank);
-        }
-        ended
-    }
-
     /// Records that `rank` has died: operations waiting on it fail with
     /// [`Error::PeerDead`], and new ones to it fail at once.
-    pub fn mark_dead(&self, rank: u32) {
+    pub(crate) fn mark_dead(&self, rank: u32) {
         self.inner.shared.mark_dead(rank);
-    }
-
-    /// Whether `rank` is known to have died (a cheap check while none has).
-    pub fn is_dead(&self, rank: u32) -> bool {
-        self.inner.shared.is_dead(rank)
-    }
-
-    /// Whether any rank is known to have died (one atomic load).
-    pub fn any_dead(&self) -> bool {
-        self.inner.shared.any_dead.load(Ordering::Acquire)
-    }
-
-    /// The ranks known to have died, in increasing order.
-    pub fn dead_ranks(&self) -> Vec<u32> {
-        let mut dead: Vec<u32> = self
-            .inner
-            .shared
-            .dead
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .copied()
-            .collect();
-        dead.sort_unstable();
-        dead
     }
 
     /// A backoff for waits on this endpoint's peers: upper layers' waits use

@@ -327,7 +327,7 @@ impl Inbox {
                 Ok(t) => return Ok(t),
                 Err(rank) => rank,
             };
-            if ep.is_dead(rank) {
+            if ep.ranks().is_dead(rank) {
                 return Err(Error::PeerDead { op, rank });
             }
             if backoff.pause() > ep.timeout() {

@@ -1,6 +1,6 @@
 //! Whether a peer's process on this machine has ended, known without a
 //! message: a pidfd per peer, polled before an operation is posted to it
-//! (once [`crate::Endpoint::watch_processes`] asks for it).
+//! (once [`crate::Ranks::watch_processes`] asks for it).
 //!
 //! Why: libfabric 1.17's `shm` provider takes the target's region lock to
 //! post, and the target takes it while it polls and serves what arrived.

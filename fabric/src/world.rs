@@ -199,7 +199,7 @@ impl World {
             return Err(Error::InvalidRank { rank, size });
         }
         // A board per process: shared memory the processes on its host
-        // read instead of exchanging messages (see Endpoint::board_name).
+        // read instead of exchanging messages (see Ranks::board_name).
         let board = Mapping::create_shared(BOARD_LEN)?;
         let process = Process::current();
         // One record: its address, host, machine, process, board and the
@@ -296,7 +296,7 @@ impl World {
         endpoint.set_hosts(hosts, boards, processes, board, host_cpus)?;
         if watch_failure_notices(Arc::downgrade(endpoint.shared()))? {
             // Ranks may die and the job go on.
-            endpoint.watch_processes();
+            endpoint.ranks().watch_processes();
         }
         let inbox = Inbox::default();
         inbox.serve(&endpoint)?;
@@ -307,6 +307,7 @@ impl World {
                 name: endpoint.name()?,
                 host: host_id(first + rank),
                 board: endpoint
+                    .ranks()
                     .board_name(first + rank)
                     .unwrap_or_default()
                     .to_string(),
@@ -496,7 +497,7 @@ impl World {
     /// per process.
     fn finalize_barrier(&self) -> Result<()> {
         let ep = &self.endpoint;
-        let mut live = ep.live_ranks();
+        let mut live = ep.ranks().live_ranks();
         let at = live.partition_point(|&r| r < ep.rank());
         live.insert(at, ep.rank());
         let (me, n) = (at as u32, live.len() as u32);
@@ -551,7 +552,7 @@ impl World {
         // everything this process needed from them has arrived; one that
         // has gone already does not matter.
         let ep = &self.endpoint;
-        for r in ep.live_ranks() {
+        for r in ep.ranks().live_ranks() {
             let _ = ep.notify(r, join::JOIN, &Notice::Bye.encode());
         }
         let pmi = sole(self.pmi, "leave")?;
@@ -640,7 +641,7 @@ impl Spawner {
         let (root, first) = (ep.rank(), ranks.start);
         // Ranks dead, left, or reserved by an earlier spawn that failed
         // (never joined): out of the tree.
-        let live = ep.live_ranks();
+        let live = ep.ranks().live_ranks();
         let excluded: Vec<u32> = (0..first)
             .filter(|&r| r != root && live.binary_search(&r).is_err())
             .collect();
@@ -650,13 +651,15 @@ impl Spawner {
             format!("{first}:{}:{root}", request.count),
         ));
         for r in 0..first {
-            let place =
-                (ep.peer_name(r).filter(|n| !n.is_empty() && !ep.is_dead(r))).map(|name| Place {
-                    name: name.to_vec(),
-                    host: ep.host_of(r).unwrap_or(u64::MAX),
-                    board: ep.board_name(r).unwrap_or_default().to_string(),
-                    process: ep.process_of(r),
-                });
+            let place = (ep
+                .peer_name(r)
+                .filter(|n| !n.is_empty() && !ep.ranks().is_dead(r)))
+            .map(|name| Place {
+                name: name.to_vec(),
+                host: ep.ranks().host_of(r).unwrap_or(u64::MAX),
+                board: ep.ranks().board_name(r).unwrap_or_default().to_string(),
+                process: ep.process_of(r),
+            });
             preput.push((
                 join::rank_key(r),
                 place.map(|p| p.encode()).unwrap_or_default(),
@@ -718,7 +721,7 @@ impl Spawner {
         let (me, first) = (ep.rank(), ranks.start);
         // The parent in this process's view of the tree: the one named
         // when nothing comes.
-        let mut view = ep.live_ranks();
+        let mut view = ep.ranks().live_ranks();
         view.retain(|&r| r < first);
         view.push(me);
         view.sort_unstable();
@@ -782,7 +785,7 @@ fn tree_members(first: u32, excluded: &[u32]) -> Vec<u32> {
     (0..first).filter(|r| !excluded.contains(r)).collect()
 }
 
-/// Bytes of a process's board (see [`Endpoint::board_name`]).
+/// Bytes of a process's board (see [`crate::Ranks::board_name`]).
 pub const BOARD_LEN: usize = 32 * 1024;
 
 /// Environment variable naming this process's host instead of the
@@ -825,7 +828,7 @@ fn sole(pmi: Arc<Mutex<Pmi>>, op: &'static str) -> Result<Pmi> {
 /// would take the core of the process it waits for. Never the other way:
 /// a job that shrinks keeps the start's choice.
 fn stop_spinning_when_crowded(ep: &Endpoint) {
-    if ep.live_here() > ep.host_cpus() {
+    if ep.ranks().live_here() > ep.ranks().host_cpus() {
         ep.set_spin(std::time::Duration::ZERO);
     }
 }

@@ -646,12 +646,12 @@ impl Mam {
     fn host(&self) -> moving::Host {
         let ep = self.rma.endpoint();
         let new = (self.group.members().iter().skip(self.sources as usize))
-            .filter(|&&r| ep.same_machine(r))
+            .filter(|&&r| ep.ranks().same_machine(r))
             .count();
         moving::Host {
-            live: ep.live_here(),
+            live: ep.ranks().live_here(),
             new,
-            cpus: ep.host_cpus(),
+            cpus: ep.ranks().host_cpus(),
         }
     }
 

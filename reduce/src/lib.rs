@@ -57,7 +57,7 @@
 //!   come from the environment), which counts it failed and tells the
 //!   workers. A process of the same host that has ended counts as failed
 //!   at the next ping, within 100 ms, without a launcher (its pidfd,
-//!   `Endpoint::has_ended`); `osrun --ft` notices count at once. A
+//!   `Ranks::has_ended`); `osrun --ft` notices count at once. A
 //!   failure can be injected at a chosen point ([`Point`]) for tests of
 //!   the recovery.
 //! - Cost in p: per process and period, one ping sent and one received;

@@ -97,7 +97,7 @@ impl Default for Config {
     /// (figures in docs/measurements.md, "reduce"), and a silence counted
     /// as a failure fails running reductions. A process of this host that
     /// has ended counts as failed at the next ping, within 100 ms, with no
-    /// launcher ([`onesided_fabric::Endpoint::has_ended`]); `osrun --ft`
+    /// launcher ([`onesided_fabric::Ranks::has_ended`]); `osrun --ft`
     /// notices any death at once. The silence catches hung processes and
     /// other hosts'; the environment sets shorter times for quiet hosts.
     fn default() -> Config {
@@ -316,7 +316,7 @@ impl Reducer {
     /// The reducer of this process over `group` (which it belongs to):
     /// serves the control services, starts its executor and monitor
     /// threads, and has the endpoint check that a peer's process runs
-    /// before posting to it ([`onesided_fabric::Endpoint::watch_processes`]:
+    /// before posting to it ([`onesided_fabric::Ranks::watch_processes`]:
     /// the reduction outlives its processes). No message.
     ///
     /// # Errors
@@ -330,10 +330,10 @@ impl Reducer {
             .group_rank(ep.rank())
             .ok_or_else(|| Error::Usage(format!("rank {} is not in the group", ep.rank())))?;
         let store = Store::new(&world.launch().kvsname)?;
-        ep.watch_processes();
+        ep.ranks().watch_processes();
         let size = group.size();
         let hosts: Vec<u64> = (group.members().iter())
-            .map(|&r| ep.host_of(r).unwrap_or(u64::from(r)))
+            .map(|&r| ep.ranks().host_of(r).unwrap_or(u64::from(r)))
             .collect();
         let start = Instant::now() + START_GRACE;
         let shared = Arc::new(ReducerState {
@@ -908,7 +908,7 @@ impl ReducerState {
                 (local.ring.predecessor(), local.ring.successor())
             };
             // Asked before the lock: the endpoint's handlers take it.
-            let ended = pred.is_some_and(|p| self.ep.has_ended(self.job(p)));
+            let ended = pred.is_some_and(|p| self.ep.ranks().has_ended(self.job(p)));
             let watch = (self.lock().ring).tick(now, late, self.config.dead_after, ended);
             if let Some(to) = succ {
                 self.count_sent(Message::Ping.encode().len());
@@ -917,8 +917,8 @@ impl ReducerState {
             if let ring::Watch::Lost(rank) = watch {
                 self.lost(rank);
             }
-            if self.master.is_some() && self.ep.any_dead() {
-                let reported: Vec<u32> = (self.ep.dead_ranks().into_iter())
+            if self.master.is_some() && self.ep.ranks().any_dead() {
+                let reported: Vec<u32> = (self.ep.ranks().dead_ranks().into_iter())
                     .filter_map(|r| self.group.group_rank(r))
                     .filter(|&r| r != 0 && !self.lock().ring.is_dead(r))
                     .collect();
@@ -1106,7 +1106,7 @@ impl ReducerState {
     fn holder(&self) -> Option<u32> {
         let dead = self.lock().dead.clone();
         replica_holder(self.me, &self.hosts, |r| {
-            dead.contains(&r) || self.ep.is_dead(self.job(r))
+            dead.contains(&r) || self.ep.ranks().is_dead(self.job(r))
         })
     }
 

@@ -209,7 +209,7 @@ impl Request for Barrier {
                 self.rma.take_barrier_notice(self.id, self.round, from)
             };
             if !arrived {
-                if ep.is_dead(from) {
+                if ep.ranks().is_dead(from) {
                     return Err(onesided_fabric::Error::PeerDead {
                         op: "ibarrier",
                         rank: from,

@@ -1,5 +1,5 @@
 //! This process's part of its board (see
-//! `onesided_fabric::Endpoint::board_name`): shared memory that processes
+//! `onesided_fabric::Ranks::board_name`): shared memory that processes
 //! on the same host read instead of exchanging messages.
 //!
 //! Layout (20 KiB of the board):
@@ -72,7 +72,7 @@ impl Directory {
     /// group counters and object numbers would not match a new one's, so
     /// there is one `Rma` per endpoint for the life of the process.
     pub(crate) fn new(ep: &Endpoint) -> Result<Directory, Error> {
-        let map = match ep.board_name(ep.rank()) {
+        let map = match ep.ranks().board_name(ep.rank()) {
             Some(name) => Mapping::open_shared(name, LEN)?,
             None => Mapping::create_shared(LEN)?,
         };

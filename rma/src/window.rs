@@ -624,7 +624,7 @@ impl State {
     pub(crate) fn board(&self, rank: u32) -> Option<Mapped<'_>> {
         let find = || {
             self.same_host(rank)
-                .then(|| self.ep.board_name(rank))
+                .then(|| self.ep.ranks().board_name(rank))
                 .flatten()
                 .and_then(|name| self.map(name, directory::LEN))
         };
@@ -636,7 +636,7 @@ impl State {
         }
         let board = find();
         // A rank not joined yet has no place: asked again later.
-        if self.ep.host_of(rank).is_some() {
+        if self.ep.ranks().host_of(rank).is_some() {
             lock_state(&self.joined_boards).insert(rank, board.clone());
         }
         board.map(Mapped::Held)
@@ -644,7 +644,10 @@ impl State {
 
     /// Whether `rank` shares this process's host (and its shared memory).
     pub(crate) fn same_host(&self, rank: u32) -> bool {
-        match (self.ep.host_of(rank), self.ep.host_of(self.ep.rank())) {
+        match (
+            self.ep.ranks().host_of(rank),
+            self.ep.ranks().host_of(self.ep.rank()),
+        ) {
             (Some(a), Some(b)) => a == b,
             _ => false,
         }
@@ -772,7 +775,7 @@ impl State {
                     return Described::decode(&reply[..len]);
                 }
             }
-            if self.ep.is_dead(rank) {
+            if self.ep.ranks().is_dead(rank) {
                 return Err(onesided_fabric::Error::PeerDead {
                     op: "describe window",
                     rank,

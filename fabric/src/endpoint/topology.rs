@@ -13,7 +13,7 @@ impl Endpoint {
     /// for a rank that has left the job (not this one): it is counted
     /// dead. The addresses go into the address vector in one batch
     /// (see `Handles::insert_addresses`); those that
-    /// [`Endpoint::connect_partners`] inserted already stay.
+    /// `Endpoint::connect_partners` inserted already stay.
     ///
     /// # Errors
     /// [`Error::InvalidRank`] when `rank` is not below `names.len()` or there
@@ -44,7 +44,7 @@ impl Endpoint {
     ///
     /// # Errors
     /// As [`Endpoint::connect`].
-    pub fn connect_partners(
+    pub(crate) fn connect_partners(
         &mut self,
         rank: u32,
         size: u32,
@@ -67,7 +67,7 @@ impl Endpoint {
     ///
     /// # Errors
     /// [`Error::InvalidRank`] beyond [`MAX_RANKS`].
-    pub fn reserve(&self, count: u32) -> Result<std::ops::Range<u32>> {
+    pub(crate) fn reserve(&self, count: u32) -> Result<std::ops::Range<u32>> {
         let mut core = self.inner.shared.lock();
         let first = self.inner.peers.len();
         let end =
@@ -95,7 +95,7 @@ impl Endpoint {
     /// [`Error::InvalidRank`] for a rank not reserved or known already;
     /// [`Error::BadDescriptor`] or [`Error::Fabric`] for a name the
     /// provider refuses.
-    pub fn add_peer(
+    pub(crate) fn add_peer(
         &self,
         rank: u32,
         name: &[u8],
@@ -127,30 +127,19 @@ impl Endpoint {
     }
 
     /// The process of `rank`, when known (see
-    /// [`Endpoint::watch_processes`]).
+    /// [`Ranks::watch_processes`]).
     pub(crate) fn process_of(&self, rank: u32) -> Option<Process> {
         self.inner.shared.lock().processes.get(rank)
     }
 
     /// The endpoint name of `rank`, when known (empty for a rank that has
     /// left).
-    pub fn peer_name(&self, rank: u32) -> Option<&[u8]> {
+    pub(crate) fn peer_name(&self, rank: u32) -> Option<&[u8]> {
         self.inner.peers.get(rank).map(|p| p.name.as_slice())
     }
 
-    /// The other ranks this process can reach: known addresses (not
-    /// reserved for processes that have not joined, nor left) of ranks
-    /// not known to have died.
-    pub fn live_ranks(&self) -> Vec<u32> {
-        let me = self.inner.rank;
-        (0..self.size())
-            .filter(|&r| r != me && !self.is_dead(r))
-            .filter(|&r| self.peer_name(r).is_some_and(|n| !n.is_empty()))
-            .collect()
-    }
-
     /// Records each rank's host identity ([`crate::world::host_id`]),
-    /// board name and process (see [`Endpoint::watch_processes`]), keeps
+    /// board name and process (see [`Ranks::watch_processes`]), keeps
     /// this process's `board`, and records `host_cpus`,
     /// the CPUs the ranks on its machine may run on together
     /// ([`crate::world::cpus_together`]); [`crate::World::init`] does, from
@@ -158,7 +147,7 @@ impl Endpoint {
     ///
     /// # Errors
     /// [`Error::StillShared`] when other handles of the endpoint exist.
-    pub fn set_hosts(
+    pub(crate) fn set_hosts(
         &mut self,
         hosts: Vec<u64>,
         boards: Vec<String>,
@@ -188,65 +177,6 @@ impl Endpoint {
         inner._board = Some(Mutex::new(board));
         inner.host_cpus = host_cpus;
         Ok(())
-    }
-
-    /// The CPUs the ranks on this process's machine may run on together
-    /// (several hosts when [`crate::world::HOST_ENV`] makes them): the
-    /// same on each of them, so that they can agree on what depends on it
-    /// without a message (the host's online CPUs when unknown).
-    pub fn host_cpus(&self) -> usize {
-        self.inner.host_cpus
-    }
-
-    /// Whether `rank` runs on this process's machine, by the machines of
-    /// their processes (by host where one is unknown): ranks that
-    /// [`crate::world::HOST_ENV`] makes hosts of their own still share
-    /// the machine's CPUs.
-    pub fn same_machine(&self, rank: u32) -> bool {
-        let me = self.inner.rank;
-        match (self.process_of(me), self.process_of(rank)) {
-            (Some(mine), Some(theirs)) => mine.machine == theirs.machine,
-            _ => self.host_of(rank) == self.host_of(me),
-        }
-    }
-
-    /// The live processes on this process's machine, itself included:
-    /// what competes for its CPUs now (a job grows and shrinks). Views of
-    /// liveness differ between processes for a while: nothing that must
-    /// agree without a message may depend on it ([`Endpoint::host_ranks`]).
-    pub fn live_here(&self) -> usize {
-        1 + (self.live_ranks().into_iter())
-            .filter(|&r| self.same_machine(r))
-            .count()
-    }
-
-    /// The ranks on this process's host (all of them when hosts are
-    /// unknown).
-    pub fn host_ranks(&self) -> usize {
-        let all = self.inner.peers.len();
-        match self.host_of(self.inner.rank) {
-            Some(here) => (0..all).filter(|&r| self.host_of(r) == Some(here)).count(),
-            None => all as usize,
-        }
-    }
-
-    /// The name of `rank`'s board: [`crate::world::BOARD_LEN`] bytes of
-    /// shared memory, zero at first, that the processes on its host map by
-    /// this name (the upper layers lay it out; onesided-rma keeps its
-    /// directory of windows and its barrier counters there). `None` when
-    /// unknown (an endpoint opened without [`crate::World`]).
-    pub fn board_name(&self, rank: u32) -> Option<&str> {
-        self.inner
-            .peers
-            .get(rank)
-            .map(|p| p.board.as_str())
-            .filter(|n| !n.is_empty())
-    }
-
-    /// The host identity of `rank`, when known: ranks with the same one
-    /// share a host and can map each other's shared memory.
-    pub fn host_of(&self, rank: u32) -> Option<u64> {
-        self.inner.peers.get(rank)?.host
     }
 }
 

@@ -24,7 +24,7 @@ impl Window {
         let rank = self.group().job_rank(target)?;
         self.alive()?;
         self.epochs.borrow().check_access(target)?;
-        if self.rma().ep.is_dead(rank) {
+        if self.rma().ep.ranks().is_dead(rank) {
             // Its mapped memory would still answer: say it is gone.
             return Err(onesided_fabric::Error::PeerDead { op: what, rank }.into());
         }

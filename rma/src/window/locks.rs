@@ -65,7 +65,7 @@ impl Window {
         let rank = self.group().job_rank(target)?;
         let peer = self.part(target, rank)?;
         if let (true, Some((header, _))) = (self.local_atomics, &peer.maps) {
-            if self.rma().ep.is_dead(rank) {
+            if self.rma().ep.ranks().is_dead(rank) {
                 return Err(onesided_fabric::Error::PeerDead {
                     op: "window lock",
                     rank,
@@ -129,7 +129,7 @@ impl Window {
                 return Ok(());
             }
             let rank = self.group().job_rank(target)?;
-            if self.rma().ep.is_dead(rank) {
+            if self.rma().ep.ranks().is_dead(rank) {
                 return Err(onesided_fabric::Error::PeerDead {
                     op: "window lock",
                     rank,

@@ -133,8 +133,8 @@ impl State {
         }
         self.ep.progress();
         // Looked up only once someone died: expose calls this every time.
-        let dead = match self.ep.any_dead() {
-            true => self.ep.dead_ranks(),
+        let dead = match self.ep.ranks().any_dead() {
+            true => self.ep.ranks().dead_ranks(),
             false => Vec::new(),
         };
         let (done, left) = {
@@ -211,15 +211,15 @@ impl State {
         let (Some(at), n) = (group.group_rank(owner), members.len()) else {
             return Vec::new();
         };
-        let host = self.ep.host_of(owner);
+        let host = self.ep.ranks().host_of(owner);
         let mut out = Vec::with_capacity(PUSHED);
         for i in (1..n).flat_map(|d| [at as usize + d, at as usize + n - d]) {
             let r = members[i % n];
             if out.len() == PUSHED || out.len() == n - 1 {
                 break;
             }
-            let far = host.is_none() || self.ep.host_of(r) != host;
-            if far && r != owner && !out.contains(&r) && !self.ep.is_dead(r) {
+            let far = host.is_none() || self.ep.ranks().host_of(r) != host;
+            if far && r != owner && !out.contains(&r) && !self.ep.ranks().is_dead(r) {
                 out.push(r);
             }
         }

@@ -576,7 +576,7 @@ fn victim(world: &mut World) {
                 format!("the error does not name rank 1: {error}")
             });
             println!("rank 0: survivor got an error naming rank 1 after {ms} ms: {error}");
-            println!("rank 0: dead ranks {:?}", ep.dead_ranks());
+            println!("rank 0: dead ranks {:?}", ep.ranks().dead_ranks());
         }
         _ => {}
     }
@@ -715,7 +715,7 @@ fn grow(world: &World, missing: bool) {
 fn greet_all(world: &World) {
     let ep = world.endpoint();
     let me = ep.rank();
-    let live = ep.live_ranks();
+    let live = ep.ranks().live_ranks();
     for &r in &live {
         must(me, "send", ep.send(r, 7, &me.to_le_bytes()));
     }
