@@ -265,18 +265,24 @@ impl Comm {
         self.forced.set(forced);
     }
 
-    /// The algorithm a call would use (the same on every rank).
+    /// The algorithm a blocking call of `collective` on `count` elements
+    /// of `T` per rank would use (the same on every rank): a reduction's
+    /// with `op` (its element type and whether it commutes choose), a call
+    /// that moves data without `op` (chosen by its bytes alone).
     ///
     /// # Errors
     /// [`Error::NoAlgorithm`] when none is left.
-    pub fn algorithm(
+    pub fn algorithm<T: Reducible>(
         &self,
         collective: Collective,
-        element: &'static str,
-        bytes: u64,
-        commutative: bool,
+        count: usize,
+        op: Option<&Op<T>>,
     ) -> Result<Algorithm, Error> {
-        let shape = Shape::sized(collective, element, bytes, commutative);
+        let bytes = (count * size_of::<T>()) as u64;
+        let shape = match op {
+            Some(op) => Shape::sized(collective, T::NAME, bytes, op.is_commutative()),
+            None => Shape::sized(collective, "bytes", bytes, true),
+        };
         Ok(self.choose(shape, |_| Ok(()))?.0)
     }
 

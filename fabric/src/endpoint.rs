@@ -906,7 +906,7 @@ impl Endpoint {
     /// the core from the rank being waited for).
     ///
     /// [`World::init`]: crate::World::init
-    pub fn set_spin(&self, spin: Duration) {
+    pub(crate) fn set_spin(&self, spin: Duration) {
         self.inner.shared.spin_ns.store(
             spin.as_nanos().min(u128::from(u64::MAX)) as u64,
             Ordering::Relaxed,

@@ -397,7 +397,11 @@ fn check_choices(comm: &Comm, scale: f64, max_bytes: usize) -> Result<()> {
             .min_by(|a, b| a.1.total_cmp(b.1))
             .map(|(i, t)| (candidates[i], *t))
             .ok_or("no algorithm to check")?;
-        let chosen = comm.algorithm(collective, point.element, bytes as u64, true)?;
+        let chosen = match (point.element, reduces(collective)) {
+            ("i32", true) => comm.algorithm::<i32>(collective, bytes / 4, Some(&Op::SUM))?,
+            (_, true) => comm.algorithm::<f64>(collective, bytes / 8, Some(&Op::SUM))?,
+            (_, false) => comm.algorithm::<u8>(collective, bytes, None)?,
+        };
         if comm.rank() == 0 {
             println!(
                 "CHECK {} {bytes} {chosen} {:.3} {best} {best_us:.3}",
@@ -407,6 +411,15 @@ fn check_choices(comm: &Comm, scale: f64, max_bytes: usize) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether `collective` combines elements (its choice depends on their
+/// type and operation; else on the bytes it moves alone).
+fn reduces(collective: Collective) -> bool {
+    matches!(
+        collective,
+        Collective::Reduce | Collective::Allreduce | Collective::ReduceScatter
+    )
 }
 
 fn elements(collective: Collective) -> &'static [&'static str] {

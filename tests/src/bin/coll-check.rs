@@ -25,20 +25,15 @@ fn value(r: u32, i: usize) -> i64 {
     (i as i64 * 7 + i64::from(r) * 13) % 101 - 50
 }
 
-/// `collective:algorithm` of what `comm` chooses for a call.
-fn chosen(
-    comm: &Comm,
-    collective: Collective,
-    element: &'static str,
-    bytes: u64,
-    commutative: bool,
-) -> String {
+/// `collective:algorithm` of what `comm` chooses for a call moving
+/// `bytes` per rank, a sum of `i64`s when `sums`.
+fn chosen(comm: &Comm, collective: Collective, sums: bool, bytes: u64) -> String {
     let me = comm.rank();
-    let algorithm = must(
-        me,
-        "choose",
-        comm.algorithm(collective, element, bytes, commutative),
-    );
+    let algorithm = match sums {
+        true => comm.algorithm::<i64>(collective, bytes as usize / 8, Some(&Op::SUM)),
+        false => comm.algorithm::<u8>(collective, bytes as usize, None),
+    };
+    let algorithm = must(me, "choose", algorithm);
     format!("{}:{algorithm}", collective.name())
 }
 
@@ -121,7 +116,7 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
                 || format!("{tag} bcast {count} from {root}"),
             );
         }
-        used.push(chosen(comm, Collective::Bcast, "bytes", bytes, true));
+        used.push(chosen(comm, Collective::Bcast, false, bytes));
         // reduce and allreduce: sum, max, "first" (see `ops`).
         let input: Vec<i64> = (0..count).map(|i| value(me, i)).collect();
         reductions(
@@ -130,7 +125,7 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             &input,
             &[("sum", Builtin::Sum), ("max", Builtin::Max)],
         );
-        used.push(chosen(comm, Collective::Allreduce, "i64", bytes, true));
+        used.push(chosen(comm, Collective::Allreduce, true, bytes));
         // Nonblocking allreduce, bcast, barrier, reduce (max, to the last
         // rank) and allgatherv (uneven counts) overlapped.
         let mut b = vec![0i64; count.min(5)];
@@ -302,10 +297,9 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
     used.push(chosen(
         comm,
         Collective::Allgather,
-        "bytes",
+        false,
         // What the call chooses by: the average block, the same everywhere.
         (concat.len() * 8 / n as usize) as u64,
-        true,
     ));
     // gatherv and scatterv from every root: small with a zero count, then
     // large (pieces lent where the host allows) with a zero count and
@@ -383,9 +377,9 @@ fn run(comm: &Comm, tag: &str) -> Vec<String> {
             .collect();
         check(me, output == want, || format!("{tag} alltoall {count}"));
     }
-    used.push(chosen(comm, Collective::Alltoall, "bytes", 24, true));
-    used.push(chosen(comm, Collective::ReduceScatter, "i64", 8, true));
-    used.push(chosen(comm, Collective::Reduce, "i64", 8, true));
+    used.push(chosen(comm, Collective::Alltoall, false, 24));
+    used.push(chosen(comm, Collective::ReduceScatter, true, 8));
+    used.push(chosen(comm, Collective::Reduce, true, 8));
     // reduce_scatter of blocks of `counts`, small and large (lent whole
     // where the host allows), rank 0's block empty in the large one; sum
     // and "first" (see `ops`).
