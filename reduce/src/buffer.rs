@@ -2,8 +2,7 @@
 //! the caller's element type, the others as aligned bytes) and the pool
 //! that keeps ended reductions' copies and registered lines for the next.
 
-use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use onesided_fabric::{pages, MemoryRegion};
 
@@ -43,9 +42,10 @@ impl Pool {
         Some(self.copies.swap_remove(i))
     }
 
+    /// Keeps a copy, or gives the root's copy to its future.
     pub(crate) fn put_copy(&mut self, copy: Box<dyn Buffer>) {
-        if let Ok(copy) = copy.into_any().downcast::<Aligned>() {
-            self.copies.push(*copy);
+        if let Some(copy) = copy.release() {
+            self.copies.push(copy);
             if self.copies.len() > POOLED {
                 self.copies.remove(0);
             }
@@ -57,21 +57,32 @@ impl Pool {
 pub(crate) trait Buffer: Send {
     fn bytes(&self) -> &[u8];
     fn bytes_mut(&mut self) -> &mut [u8];
-    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    /// Gives the copy up: the root's to its future (`None`), aligned
+    /// bytes back (for the pool, or for the future to convert).
+    fn release(self: Box<Self>) -> Option<Aligned>;
 }
 
-/// The root's copy, in the caller's element type.
-impl<T: bytemuck::Pod + Send> Buffer for Vec<T> {
+/// The root's copy, in the caller's element type: the result grows in
+/// it, and it goes to the reduction's future ([`RootCopy::result`])
+/// without a copy.
+pub(crate) struct RootCopy<T> {
+    pub(crate) data: Vec<T>,
+    /// Where the future finds it ([`Buffer::release`]).
+    pub(crate) result: Arc<Mutex<Option<Vec<T>>>>,
+}
+
+impl<T: bytemuck::Pod + Send> Buffer for RootCopy<T> {
     fn bytes(&self) -> &[u8] {
-        bytemuck::cast_slice(self)
+        bytemuck::cast_slice(&self.data)
     }
 
     fn bytes_mut(&mut self) -> &mut [u8] {
-        bytemuck::cast_slice_mut(self)
+        bytemuck::cast_slice_mut(&mut self.data)
     }
 
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
+    fn release(self: Box<Self>) -> Option<Aligned> {
+        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(self.data);
+        None
     }
 }
 
@@ -84,8 +95,8 @@ impl Buffer for Aligned {
         &mut bytemuck::cast_slice_mut(&mut self.words)[..self.len]
     }
 
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
+    fn release(self: Box<Self>) -> Option<Aligned> {
+        Some(*self)
     }
 }
 

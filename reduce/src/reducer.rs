@@ -26,7 +26,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
-use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
@@ -36,7 +35,7 @@ use std::time::{Duration, Instant};
 use onesided_fabric::{control::Outbox, pages, Access, Endpoint, MemoryRegion, World};
 use onesided_rma::{Assert, Group, LockKind, Rma, Window};
 
-use crate::buffer::{elements, Aligned, Buffer, Pool};
+use crate::buffer::{elements, Aligned, Buffer, Pool, RootCopy};
 use crate::lines::Lines;
 use crate::master::Master;
 use crate::message::{Key, Message};
@@ -475,10 +474,14 @@ impl Reducer {
             key
         };
         let bytes: &[u8] = bytemuck::cast_slice(data);
+        let result = Arc::new(Mutex::new(None));
         let original = match s.me == root {
             // The root's data is never read by others nor reloaded (its
             // death fails the reduction): no line, no file.
-            true => Ok(Original::Root(Box::new(pages::to_vec(data)))),
+            true => Ok(Original::Root(Box::new(RootCopy {
+                data: pages::to_vec(data),
+                result: Arc::clone(&result),
+            }))),
             false => s.expose(bytes, s.holder().is_some()),
         };
         let original = match original {
@@ -588,7 +591,7 @@ impl Reducer {
             shared: Arc::clone(s),
             key,
             taken: false,
-            _t: PhantomData,
+            result,
         })
     }
 }
@@ -619,7 +622,8 @@ pub struct ReduceFuture<T> {
     shared: Arc<ReducerState>,
     key: Key,
     taken: bool,
-    _t: PhantomData<fn() -> T>,
+    /// The root's result, given by its copy when the reduction ends.
+    result: Arc<Mutex<Option<Vec<T>>>>,
 }
 
 impl<T: bytemuck::Pod> ReduceFuture<T> {
@@ -688,15 +692,13 @@ impl<T: bytemuck::Pod> ReduceFuture<T> {
                 .flatten()
             {
                 None => Ok(None),
-                Some(line) => match line.into_any().downcast::<Vec<T>>() {
-                    Ok(v) => Ok(Some(*v)),
-                    Err(other) => match other.downcast::<Aligned>() {
-                        Ok(a) => Ok(Some(elements(a.bytes()))),
-                        Err(_) => Err(Error::Usage(format!(
-                            "reduction {}: its result is not of the future's element type",
-                            self.key.id
-                        ))),
-                    },
+                // The root's own copy goes to `result` whole; a line
+                // recovered elsewhere comes as bytes.
+                Some(line) => match line.release() {
+                    Some(bytes) => Ok(Some(elements(bytes.bytes()))),
+                    None => (self.result.lock().unwrap_or_else(|p| p.into_inner()).take())
+                        .map(Some)
+                        .ok_or_else(gone),
                 },
             },
         })
