@@ -32,7 +32,6 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -759,39 +758,66 @@ pub(crate) trait Advance: Send {
     fn hold(&mut self, held: bool);
     /// As [`Exec::mark`].
     fn mark(&self) -> u64;
-    /// The executor itself, for its request (which knows its type).
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-    /// The executor itself, taken back by its request.
-    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    /// Hands a completed run's buffers to its request ([`Listed::buffers`])
+    /// and its scratch to `inflight`'s spares.
+    fn hand_over(self: Box<Self>, inflight: &Inflight);
+    /// Ends a run its request dropped (`done`: after it completed).
+    fn abandon(self: Box<Self>, done: bool, inflight: &Inflight);
 }
 
-impl<T: bytemuck::Pod + Send> Advance for Exec<T, Vec<T>, Vec<T>> {
+/// A nonblocking call's executor in a Comm's list, and where its
+/// request finds its buffers when it completes: typed on both sides, so
+/// nothing is taken back by type.
+pub(crate) struct Listed<T: bytemuck::Pod + Send> {
+    exec: Exec<T, Vec<T>, Vec<T>>,
+    /// Shared with the call's [`Run`].
+    buffers: Arc<SpinLock<Option<Buffers<T>>>>,
+}
+
+impl<T: bytemuck::Pod + Send> Advance for Listed<T> {
     fn progress(&mut self, ep: &Endpoint, group: &Group) -> Progress {
-        Exec::progress(self, ep, group)
+        self.exec.progress(ep, group)
     }
 
     fn error(&mut self) -> Error {
-        Exec::error(self)
+        self.exec.error()
     }
 
     fn exchanging(&self) -> bool {
-        Exec::exchanging(self)
+        self.exec.exchanging()
     }
 
     fn hold(&mut self, held: bool) {
-        Exec::hold(self, held);
+        self.exec.hold(held);
     }
 
     fn mark(&self) -> u64 {
-        Exec::mark(self)
+        self.exec.mark()
     }
 
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
+    fn hand_over(self: Box<Self>, inflight: &Inflight) {
+        let Listed { exec, buffers } = *self;
+        let Exec {
+            input,
+            output,
+            scratch,
+            ..
+        } = exec;
+        inflight.give_back(scratch);
+        *buffers.lock() = Some(Buffers { input, output });
     }
 
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
+    /// A run dropped while peers may still copy its lent buffers out of
+    /// this process leaves them allocated (never reused), so that those
+    /// copies read its data, not whatever would reuse the memory.
+    fn abandon(self: Box<Self>, done: bool, inflight: &Inflight) {
+        let mut exec = self.exec;
+        if done {
+            inflight.give_back(std::mem::take(&mut exec.scratch));
+        } else if exec.shared.as_ref().is_some_and(shared::Run::lends) {
+            std::mem::forget(std::mem::take(&mut exec.input));
+            std::mem::forget(std::mem::take(&mut exec.output));
+        }
     }
 }
 
@@ -943,12 +969,16 @@ impl Inflight {
         self: &Arc<Self>,
         exec: Exec<T, Vec<T>, Vec<T>>,
     ) -> Run<T> {
+        let buffers = Arc::new(SpinLock::new(None));
         let mut list = self.list.lock();
         let id = list.next;
         list.next += 1;
         list.runs.push(Entry {
             id,
-            run: Box::new(exec),
+            run: Box::new(Listed {
+                exec,
+                buffers: Arc::clone(&buffers),
+            }),
             finished: false,
         });
         self.listed.store(list.runs.len(), Ordering::Relaxed);
@@ -960,7 +990,7 @@ impl Inflight {
                 done: false,
                 run: Held::Listed,
             },
-            elements: PhantomData,
+            buffers,
         }
     }
 
@@ -1143,7 +1173,8 @@ fn drive<E>(
 pub struct Run<T: bytemuck::Pod + Send> {
     inflight: Arc<Inflight>,
     claim: Claim,
-    elements: PhantomData<fn() -> T>,
+    /// Where the run leaves its buffers ([`Listed::buffers`]).
+    buffers: Arc<SpinLock<Option<Buffers<T>>>>,
 }
 
 /// A request's hold on its run.
@@ -1195,17 +1226,10 @@ impl<T: bytemuck::Pod + Send> Run<T> {
             Held::Taken(run) => Some(run),
             Held::Out => None,
         };
-        let exec = run
-            .and_then(|run| run.into_any().downcast::<Exec<T, Vec<T>, Vec<T>>>().ok())
-            .ok_or_else(|| Error::Failed("the call's run is gone".into()))?;
-        let Exec {
-            input,
-            output,
-            scratch,
-            ..
-        } = *exec;
-        self.inflight.give_back(scratch);
-        Ok(Buffers { input, output })
+        if let Some(run) = run {
+            run.hand_over(&self.inflight);
+        }
+        (self.buffers.lock().take()).ok_or_else(|| Error::Failed("the call's run is gone".into()))
     }
 
     /// As [`Request::wait`], taking the run out of the list with its last
@@ -1249,23 +1273,13 @@ impl<T: bytemuck::Pod + Send> std::future::Future for Run<T> {
 }
 
 impl<T: bytemuck::Pod + Send> Drop for Run<T> {
-    /// A run dropped while peers may still copy its lent buffers out of
-    /// this process leaves them allocated (never reused), so that those
-    /// copies read its data, not whatever would reuse the memory.
+    /// A run dropped before it completed: see [`Advance::abandon`].
     fn drop(&mut self) {
         if !matches!(self.claim.run, Held::Listed) {
             return;
         }
-        let Some(mut run) = self.inflight.remove(self.claim.id) else {
-            return;
-        };
-        if let Some(exec) = run.as_any_mut().downcast_mut::<Exec<T, Vec<T>, Vec<T>>>() {
-            if self.claim.done {
-                self.inflight.give_back(std::mem::take(&mut exec.scratch));
-            } else if exec.shared.as_ref().is_some_and(shared::Run::lends) {
-                std::mem::forget(std::mem::take(&mut exec.input));
-                std::mem::forget(std::mem::take(&mut exec.output));
-            }
+        if let Some(run) = self.inflight.remove(self.claim.id) {
+            run.abandon(self.claim.done, &self.inflight);
         }
     }
 }
