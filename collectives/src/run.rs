@@ -1273,7 +1273,8 @@ impl<T: bytemuck::Pod + Send> std::future::Future for Run<T> {
 }
 
 impl<T: bytemuck::Pod + Send> Drop for Run<T> {
-    /// A run dropped before it completed: see [`Advance::abandon`].
+    /// A run dropped before it completed keeps buffers its peers may
+    /// still copy from alive (they are never reused).
     fn drop(&mut self) {
         if !matches!(self.claim.run, Held::Listed) {
             return;

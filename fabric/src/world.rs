@@ -455,17 +455,25 @@ impl World {
     /// endpoint that something still uses.
     ///
     /// # Errors
-    /// [`Error::StillShared`] when other handles of the endpoint are held
-    /// (then nothing is waited for and the process manager is not told);
-    /// as [`Pmi::barrier`] and [`Pmi::finalize`].
+    /// [`FinalizeError::Refused`] with [`Error::StillShared`] when other
+    /// handles of the endpoint are held (then nothing is waited for, the
+    /// process manager is not told, and the world comes back);
+    /// [`FinalizeError::Failed`] as [`Pmi::barrier`] and [`Pmi::finalize`].
     pub fn finalize(self) -> std::result::Result<(), FinalizeError> {
-        if let Err(e) = self.only_handle("finalize") {
-            return Err(FinalizeError::Refused {
-                world: self,
-                error: e,
-            });
+        self.end("finalize", World::finalize_now)
+    }
+
+    /// Ends this process's part by `then`, unless other handles are held:
+    /// then nothing is done and the world comes back.
+    fn end(
+        self,
+        op: &'static str,
+        then: fn(World) -> Result<()>,
+    ) -> std::result::Result<(), FinalizeError> {
+        match self.only_handle(op) {
+            Err(error) => Err(FinalizeError::Refused { world: self, error }),
+            Ok(()) => then(self).map_err(FinalizeError::Failed),
         }
-        self.finalize_now().map_err(FinalizeError::Failed)
     }
 
     /// [`World::finalize`] once it is the only handle.
@@ -535,15 +543,10 @@ impl World {
     /// of the endpoint are held.
     ///
     /// # Errors
-    /// [`Error::StillShared`]; as [`Pmi::finalize`].
+    /// As [`World::finalize`]: [`FinalizeError::Refused`] when handles are
+    /// held; [`FinalizeError::Failed`] as [`Pmi::finalize`].
     pub fn leave(self) -> std::result::Result<(), FinalizeError> {
-        if let Err(e) = self.only_handle("leave") {
-            return Err(FinalizeError::Refused {
-                world: self,
-                error: e,
-            });
-        }
-        self.leave_now().map_err(FinalizeError::Failed)
+        self.end("leave", World::leave_now)
     }
 
     /// [`World::leave`] once it is the only handle.
