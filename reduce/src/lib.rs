@@ -79,6 +79,7 @@
 pub mod body;
 mod buffer;
 mod error;
+mod future;
 mod lines;
 pub mod master;
 pub mod message;
@@ -90,4 +91,5 @@ pub mod schedule;
 
 pub use body::{Max, Min, ReducerBody, Sum};
 pub use error::Error;
-pub use reducer::{Config, Load, Point, ReduceFuture, Reducer};
+pub use future::ReduceFuture;
+pub use reducer::{Config, Load, Point, Reducer};

@@ -25,24 +25,22 @@
 //!   --ft`). Per process and period: one ping sent, one received.
 
 use std::collections::{HashMap, VecDeque};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
+use std::task::Waker;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use onesided_fabric::{control::Outbox, pages, Access, Endpoint, MemoryRegion, World};
 use onesided_rma::{Assert, Group, LockKind, Rma, Window};
 
-use crate::buffer::{elements, Aligned, Buffer, Pool, RootCopy};
+use crate::buffer::{Aligned, Buffer, Pool, RootCopy};
 use crate::lines::Lines;
 use crate::master::Master;
 use crate::message::{Key, Message};
 use crate::replica::Store;
 use crate::ring::{self, Ring};
 use crate::schedule::{replica_holder, Failure};
-use crate::{Error, ReducerBody};
+use crate::{Error, ReduceFuture, ReducerBody};
 
 /// The master's control service.
 const MASTER_SERVICE: u16 = 0x0201;
@@ -157,10 +155,10 @@ pub struct Reducer {
 }
 
 /// What the handlers, the threads and the futures share.
-struct ReducerState {
+pub(crate) struct ReducerState {
     ep: Endpoint,
     group: Group,
-    me: u32,
+    pub(crate) me: u32,
     /// The host of each group rank.
     hosts: Vec<u64>,
     store: Store,
@@ -169,7 +167,7 @@ struct ReducerState {
     /// Wakes the executor (work) and the futures (outcomes).
     wake: Condvar,
     /// The tasks awaiting a future's outcome ([`ReducerState::wake_all`]).
-    wakers: Mutex<Vec<Waker>>,
+    pub(crate) wakers: Mutex<Vec<Waker>>,
     /// The master's state (group rank 0 only).
     master: Option<Mutex<Watch>>,
     /// Stops the monitor.
@@ -205,9 +203,9 @@ impl Load {
 }
 
 #[derive(Default)]
-struct Local {
+pub(crate) struct Local {
     work: VecDeque<Work>,
-    reductions: HashMap<Key, Reduction>,
+    pub(crate) reductions: HashMap<Key, Reduction>,
     /// Rounds started per id.
     rounds: HashMap<u64, u32>,
     /// Outcomes that came before this process started the reduction.
@@ -252,8 +250,8 @@ enum Original {
 }
 
 /// One reduction on this process.
-struct Reduction {
-    root: u32,
+pub(crate) struct Reduction {
+    pub(crate) root: u32,
     len: usize,
     combine: Combine,
     /// This process's original data, until the executor starts it.
@@ -263,7 +261,7 @@ struct Reduction {
     /// Working copies of lines held here, by displacement: a task
     /// combines into one (a region hands out no slice) and writes it back
     /// to the line's region. Made at a line's first task.
-    lines: HashMap<u64, Box<dyn Buffer>>,
+    pub(crate) lines: HashMap<u64, Box<dyn Buffer>>,
     /// Its original data's displacement, where its replica is read from.
     source: Option<u64>,
     /// Where the replica of this process's data is.
@@ -272,7 +270,7 @@ struct Reduction {
     contributed: bool,
     /// Whether the call returned (its file and replica written).
     returned: bool,
-    outcome: Outcome,
+    pub(crate) outcome: Outcome,
     /// Its future was dropped before the end: it goes at the end.
     abandoned: bool,
 }
@@ -303,7 +301,7 @@ impl Replica {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
+pub(crate) enum Outcome {
     Running,
     Finished(u64),
     Failed(Failure),
@@ -587,12 +585,7 @@ impl Reducer {
                 )));
             }
         }
-        Ok(ReduceFuture {
-            shared: Arc::clone(s),
-            key,
-            taken: false,
-            result,
-        })
+        Ok(ReduceFuture::new(Arc::clone(s), key, result))
     }
 }
 
@@ -616,141 +609,9 @@ impl Drop for Reducer {
     }
 }
 
-/// A reduction under way: poll it ([`ReduceFuture::is_done`]) while
-/// computing, or wait for it ([`ReduceFuture::get`]).
-pub struct ReduceFuture<T> {
-    shared: Arc<ReducerState>,
-    key: Key,
-    taken: bool,
-    /// The root's result, given by its copy when the reduction ends.
-    result: Arc<Mutex<Option<Vec<T>>>>,
-}
-
-impl<T: bytemuck::Pod> ReduceFuture<T> {
-    /// Its id.
-    pub fn id(&self) -> u64 {
-        self.key.id
-    }
-
-    /// Whether it ended: `Ok(true)` when it finished.
-    ///
-    /// # Errors
-    /// [`Error::Failed`] naming the rank that failed and how.
-    pub fn is_done(&self) -> Result<bool, Error> {
-        let local = self.shared.lock();
-        match local.reductions.get(&self.key).map(|r| r.outcome) {
-            Some(Outcome::Running) => Ok(false),
-            Some(Outcome::Failed(failure)) => Err(Error::Failed {
-                id: self.key.id,
-                failure,
-            }),
-            _ => Ok(true),
-        }
-    }
-
-    /// Waits for the end: the result at the root (`Some`), `None`
-    /// elsewhere. Bounded: a failed process is detected within the
-    /// detection's `dead_after`.
-    ///
-    /// # Errors
-    /// [`Error::Failed`] naming the rank that failed and how.
-    pub fn get(mut self) -> Result<Option<Vec<T>>, Error> {
-        let s = Arc::clone(&self.shared);
-        let key = self.key;
-        s.wait(|local| (local.reductions.get(&key)).is_none_or(|r| r.outcome != Outcome::Running));
-        loop {
-            if let Some(outcome) = self.take(&mut s.lock()) {
-                return outcome;
-            }
-            s.wait(|local| {
-                (local.reductions.get(&key)).is_none_or(|r| r.outcome != Outcome::Running)
-            });
-        }
-    }
-
-    /// The outcome, taken out of `local` once the reduction ended; `None`
-    /// while it runs.
-    fn take(&mut self, local: &mut Local) -> Option<Result<Option<Vec<T>>, Error>> {
-        let gone = || Error::Usage(format!("reduction {}: its state is gone", self.key.id));
-        let Some(r) = local.reductions.get(&self.key) else {
-            return Some(Err(gone()));
-        };
-        let outcome = r.outcome;
-        if outcome == Outcome::Running {
-            return None;
-        }
-        let mut r = local.reductions.remove(&self.key)?;
-        self.taken = true;
-        Some(match outcome {
-            Outcome::Running => Err(gone()),
-            Outcome::Failed(failure) => Err(Error::Failed {
-                id: self.key.id,
-                failure,
-            }),
-            Outcome::Finished(disp) => match (r.root == self.shared.me)
-                .then(|| r.lines.remove(&disp))
-                .flatten()
-            {
-                None => Ok(None),
-                // The root's own copy goes to `result` whole; a line
-                // recovered elsewhere comes as bytes.
-                Some(line) => match line.release() {
-                    Some(bytes) => Ok(Some(elements(bytes.bytes()))),
-                    None => (self.result.lock().unwrap_or_else(|p| p.into_inner()).take())
-                        .map(Some)
-                        .ok_or_else(gone),
-                },
-            },
-        })
-    }
-}
-
-/// Awaiting a reduction: the same outcome as [`ReduceFuture::get`],
-/// woken when the reducer's handlers and threads change its state (they
-/// run on the endpoint's background progress thread and the reducer's own
-/// threads, so no executor needs to poll for progress).
-impl<T: bytemuck::Pod> Future for ReduceFuture<T> {
-    type Output = Result<Option<Vec<T>>, Error>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        if this.taken {
-            return Poll::Ready(Err(Error::Usage(format!(
-                "reduction {}: polled after it returned",
-                this.key.id
-            ))));
-        }
-        let shared = Arc::clone(&this.shared);
-        let mut local = shared.lock();
-        match this.take(&mut local) {
-            Some(outcome) => Poll::Ready(outcome),
-            None => {
-                // Registered under the state's lock: a change after it
-                // wakes this task.
-                let mut wakers = shared.wakers.lock().unwrap_or_else(|p| p.into_inner());
-                if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
-                    wakers.push(cx.waker().clone());
-                }
-                Poll::Pending
-            }
-        }
-    }
-}
-
-impl<T> Drop for ReduceFuture<T> {
-    /// A future dropped before its end leaves the reduction to finish
-    /// without a reader: its state goes when it ends.
-    fn drop(&mut self) {
-        if self.taken {
-            return;
-        }
-        abandon(&mut self.shared.lock(), self.key);
-    }
-}
-
 /// Nobody reads reduction `key` here any more: it goes now if it ended,
 /// else at its end.
-fn abandon(local: &mut Local, key: Key) {
+pub(crate) fn abandon(local: &mut Local, key: Key) {
     match local.reductions.get_mut(&key) {
         Some(r) if r.outcome == Outcome::Running => r.abandoned = true,
         Some(_) => {
@@ -766,7 +627,7 @@ impl ReducerState {
     /// background thread next looks (it stays away from an application
     /// that makes progress, for 10 ms at a time). Its pauses sleep from
     /// the start: this process's executor and writer need the cores.
-    fn wait(&self, done: impl Fn(&Local) -> bool) {
+    pub(crate) fn wait(&self, done: impl Fn(&Local) -> bool) {
         let mut backoff = self.ep.backoff().quiet();
         while !done(&self.lock()) {
             if self.ep.progress() > 0 {
@@ -783,7 +644,7 @@ impl ReducerState {
         pooled.unwrap_or_else(|| Aligned::zeroed(len))
     }
 
-    fn lock(&self) -> MutexGuard<'_, Local> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Local> {
         self.local.lock().unwrap_or_else(|p| p.into_inner())
     }
 
