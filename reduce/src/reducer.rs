@@ -1332,6 +1332,11 @@ impl ReducerState {
         {
             let mut local = self.lock();
             local.deferred.remove(&key);
+            // Every file of the reduction on this host goes, a dead
+            // process's too (killed before its own end, it leaves them);
+            // queued with the outcome, so that a reducer dropped as soon
+            // as the future returns still removes them.
+            local.writes.push_back(Write::Remove(key));
             let mut copies = Vec::new();
             match local.reductions.get_mut(&key) {
                 Some(r) if r.abandoned => {
@@ -1368,10 +1373,6 @@ impl ReducerState {
                 .collect()
         };
         drop(evicted);
-        // Every file of the reduction on this host goes, a dead
-        // process's too (killed before its own end, it leaves them).
-        self.lock().writes.push_back(Write::Remove(key));
-        self.wake_all();
     }
 }
 

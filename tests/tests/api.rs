@@ -125,10 +125,25 @@ fn helper_threads_rget_while_the_main_thread_reduces() {
 fn collectives_and_reductions_are_awaited_on_a_minimal_executor() {
     let _serial = serial();
     for (provider, n, hosts) in [("shm", 3, false), ("tcp", 2, true)] {
-        let mut run = Osrun::new(n, provider, "await-check");
+        // The reducers, dropped as soon as the reduction returned, leave
+        // no replica files behind.
+        let dir = std::env::temp_dir().join(format!(
+            "onesided-await-test-{}-{provider}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("replica dir");
+        let mut run = Osrun::new(n, provider, "await-check")
+            .env("ONESIDED_REDUCE_DIR", dir.to_str().unwrap_or_default());
         run = run.host_per_rank(hosts);
         let out = run.run();
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect();
+        let _ = std::fs::remove_dir_all(&dir);
         out.assert_success();
         assert_eq!(out.count("await ok"), n as usize, "{provider} n {n}: {out}");
+        assert!(left.is_empty(), "{provider}: replica files left: {left:?}");
     }
 }
