@@ -223,6 +223,51 @@ mod tests {
         }
     }
 
+    /// An upper layer's error, which this crate's converts into.
+    #[derive(Debug, PartialEq)]
+    enum Upper {
+        Own,
+        Below(String),
+    }
+
+    impl From<Error> for Upper {
+        fn from(e: Error) -> Upper {
+            Upper::Below(e.to_string())
+        }
+    }
+
+    /// An upper layer's request: fails with its own error once `0` runs out.
+    struct Failing(u32);
+
+    impl Request for Failing {
+        type Error = Upper;
+
+        fn test(&mut self) -> Result<bool, Upper> {
+            self.0 = self.0.saturating_sub(1);
+            match self.0 {
+                0 => Err(Upper::Own),
+                _ => Ok(false),
+            }
+        }
+        fn timeout(&self) -> std::time::Duration {
+            std::time::Duration::from_secs(5)
+        }
+    }
+
+    #[test]
+    fn requests_of_two_layers_wait_together_with_one_error_type() {
+        let mut mine = Countdown(2).err_into::<Upper>();
+        let mut theirs = Failing(3);
+        let mut set: [&mut dyn Request<Error = Upper>; 2] = [&mut mine, &mut theirs];
+        // This crate's request completes; the upper one's error comes whole.
+        assert_eq!(wait_all(&mut set), Err(Upper::Own));
+        assert!(mine.test().unwrap());
+        let mut late = Countdown(u32::MAX).err_into::<Upper>();
+        let mut one: [&mut dyn Request<Error = Upper>; 1] = [&mut late];
+        assert!(!test_all(&mut one).unwrap());
+        assert_eq!(late.into_inner().0, u32::MAX - 1);
+    }
+
     #[test]
     fn sets_of_requests_complete() {
         let mut set = [Countdown(3), Countdown(1), Countdown(5)];
