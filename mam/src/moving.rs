@@ -956,6 +956,18 @@ mod tests {
     }
 
     #[test]
+    fn the_next_round_skips_moves_with_none_left() {
+        let r = |count| Rounds::new(vec![count], vec![count], 1, count as u64);
+        // Moves of 2, 0 and 1 rounds.
+        let rounds = [r(2), r(0), r(1)];
+        assert_eq!(first_left(&rounds, (0, 0)), (0, 0));
+        assert_eq!(first_left(&rounds, (0, 1)), (0, 1));
+        assert_eq!(first_left(&rounds, (0, 2)), (2, 0));
+        assert_eq!(first_left(&rounds, (2, 1)), (3, 0));
+        assert_eq!(first_left(&[], (0, 0)), (0, 0));
+    }
+
+    #[test]
     fn rounds_cut_every_pair_into_the_same_number_of_slices() {
         // To ranks 0, 1, 2: 5, 0 and 12 bytes; from them 3, 7, 0.
         let r = Rounds::new(vec![5, 0, 12], vec![3, 7, 0], 4, 12);
