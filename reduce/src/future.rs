@@ -7,7 +7,8 @@ use std::task::{Context, Poll};
 
 use crate::buffer::{elements, Buffer};
 use crate::message::Key;
-use crate::reducer::{abandon, Local, Outcome, ReducerState};
+use crate::reducer::ReducerState;
+use crate::worker::{Outcome, Worker};
 use crate::Error;
 
 /// A reduction under way: poll it ([`ReduceFuture::is_done`]) while
@@ -68,20 +69,18 @@ impl<T: bytemuck::Pod> ReduceFuture<T> {
     pub fn get(mut self) -> Result<Option<Vec<T>>, Error> {
         let s = Arc::clone(&self.shared);
         let key = self.key;
-        s.wait(|local| (local.reductions.get(&key)).is_none_or(|r| r.outcome != Outcome::Running));
+        s.wait(|local| !local.running(key));
         loop {
             if let Some(outcome) = self.take(&mut s.lock()) {
                 return outcome;
             }
-            s.wait(|local| {
-                (local.reductions.get(&key)).is_none_or(|r| r.outcome != Outcome::Running)
-            });
+            s.wait(|local| !local.running(key));
         }
     }
 
     /// The outcome, taken out of `local` once the reduction ended; `None`
     /// while it runs.
-    fn take(&mut self, local: &mut Local) -> Option<Result<Option<Vec<T>>, Error>> {
+    fn take(&mut self, local: &mut Worker) -> Option<Result<Option<Vec<T>>, Error>> {
         let gone = || Error::Usage(format!("reduction {}: its state is gone", self.key.id));
         let Some(r) = local.reductions.get(&self.key) else {
             return Some(Err(gone()));
@@ -155,6 +154,6 @@ impl<T> Drop for ReduceFuture<T> {
         if self.taken {
             return;
         }
-        abandon(&mut self.shared.lock(), self.key);
+        self.shared.lock().abandon(self.key);
     }
 }

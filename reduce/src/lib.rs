@@ -19,7 +19,10 @@
 //!   master: the chosen worker reads its partner's line one-sidedly from
 //!   a dynamic window made once per reducer. The master schedules inside
 //!   the progress engine (its control service, which sends tasks through
-//!   an outbox), so a master that computes still schedules.
+//!   an outbox), so a master that computes still schedules. Each
+//!   worker's side is pure too (`worker.rs`, its rounds, deferred work,
+//!   replicas and outcomes, tested as event sequences); the reducer
+//!   drives it with the threads, the window and the files.
 //! - Durability: the reduce call returns once this process's data is
 //!   where a survivor can read it: in its line, in a file on its own
 //!   host ([`replica`]; `ONESIDED_REDUCE_DIR`, mode 0600; an unwritable or
@@ -88,6 +91,7 @@ mod reducer;
 pub mod replica;
 mod ring;
 pub mod schedule;
+mod worker;
 
 pub use body::{Max, Min, ReducerBody, Sum};
 pub use error::Error;

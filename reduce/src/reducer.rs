@@ -1,6 +1,6 @@
-//! The reduction's runtime on one process: the [`Reducer`] (its two
-//! control services, its executor, monitor and writer threads) and the
-//! [`ReduceFuture`].
+//! The reduction's driver on one process: the [`Reducer`] (its two
+//! control services, its executor, monitor and writer threads), which
+//! feeds the pure [`Master`] and [`Worker`] and does their I/O.
 //!
 //! - Data: one dynamic window per reducer, over the group, made once
 //!   (the persistent exposure: no window per call). Each line (a partial
@@ -24,7 +24,7 @@
 //!   master also counts failed whom the launcher reports dead (`osrun
 //!   --ft`). Per process and period: one ping sent, one received.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::Waker;
 use std::thread::JoinHandle;
@@ -33,13 +33,14 @@ use std::time::{Duration, Instant};
 use onesided_fabric::{control::Outbox, pages, Access, Endpoint, MemoryRegion, World};
 use onesided_rma::{Assert, Group, LockKind, Rma, Window};
 
-use crate::buffer::{Aligned, Buffer, Pool, RootCopy};
+use crate::buffer::{Aligned, Buffer, RootCopy};
 use crate::lines::Lines;
 use crate::master::Master;
 use crate::message::{Key, Message};
 use crate::replica::Store;
-use crate::ring::{self, Ring};
+use crate::ring;
 use crate::schedule::{replica_holder, Failure};
+use crate::worker::{Combine, Next, Original, Outcome, Work, Worker, Write, ROOT_LINE};
 use crate::{Error, ReduceFuture, ReducerBody};
 
 /// The master's control service.
@@ -48,9 +49,6 @@ const MASTER_SERVICE: u16 = 0x0201;
 const WORKER_SERVICE: u16 = 0x0202;
 /// Tags the group of the lines' dynamic window.
 const LINE_TAG: u64 = 0x7265_6475_6365;
-/// The root's own line: never attached (no one reads it), so no
-/// attachment's displacement (those are `k << 40`, k >= 1).
-const ROOT_LINE: u64 = 0;
 /// Silence at the start that does not count (processes create their
 /// reducers at their own pace).
 const START_GRACE: Duration = Duration::from_secs(2);
@@ -163,7 +161,8 @@ pub(crate) struct ReducerState {
     hosts: Vec<u64>,
     store: Store,
     config: Config,
-    local: Mutex<Local>,
+    /// The worker's protocol state.
+    local: Mutex<Worker>,
     /// Wakes the executor (work) and the futures (outcomes).
     wake: Condvar,
     /// The tasks awaiting a future's outcome ([`ReducerState::wake_all`]).
@@ -202,113 +201,6 @@ impl Load {
     }
 }
 
-#[derive(Default)]
-pub(crate) struct Local {
-    work: VecDeque<Work>,
-    pub(crate) reductions: HashMap<Key, Reduction>,
-    /// Rounds started per id.
-    rounds: HashMap<u64, u32>,
-    /// Outcomes that came before this process started the reduction.
-    early: HashMap<Key, Outcome>,
-    /// Work for reductions not started here yet: done at their start.
-    deferred: HashMap<Key, Vec<Work>>,
-    /// The writer thread's work.
-    writes: VecDeque<Write>,
-    pool: Pool,
-    /// Who this process watches and pings.
-    ring: Ring,
-    /// The master was seen dead: every reduction fails.
-    master_dead: bool,
-    /// Ranks the master said failed.
-    dead: Vec<u32>,
-    closing: bool,
-}
-
-/// The executor's work.
-enum Work {
-    Start(Key),
-    Message(u32, Message),
-}
-
-/// The writer thread's work: files, off the reduction's path.
-enum Write {
-    /// Write and sync `owner`'s replica, then tell it.
-    Keep { key: Key, owner: u32, copy: Aligned },
-    /// Remove every file of an ended reduction on this host.
-    Remove(Key),
-}
-
-/// This process's data, as the call left it for the executor.
-enum Original {
-    /// The root's: the working copy the result grows in, given back by
-    /// the future without a copy.
-    Root(Box<dyn Buffer>),
-    /// Another's: its line, filled, and when the group spans hosts a
-    /// second copy, which its replica is read from (a task writes the line
-    /// in place).
-    Line(Arc<MemoryRegion>, Option<Arc<MemoryRegion>>),
-}
-
-/// One reduction on this process.
-pub(crate) struct Reduction {
-    pub(crate) root: u32,
-    len: usize,
-    combine: Combine,
-    /// This process's original data, until the executor starts it.
-    original: Option<Original>,
-    /// Its own line's displacement, once attached.
-    own: Option<u64>,
-    /// Working copies of lines held here, by displacement: a task
-    /// combines into one (a region hands out no slice) and writes it back
-    /// to the line's region. Made at a line's first task.
-    pub(crate) lines: HashMap<u64, Box<dyn Buffer>>,
-    /// Its original data's displacement, where its replica is read from.
-    source: Option<u64>,
-    /// Where the replica of this process's data is.
-    replica: Replica,
-    /// Whether the master has this process's data.
-    contributed: bool,
-    /// Whether the call returned (its file and replica written).
-    returned: bool,
-    pub(crate) outcome: Outcome,
-    /// Its future was dropped before the end: it goes at the end.
-    abandoned: bool,
-}
-
-/// The replica of this process's original data, on the next live member
-/// on another host ([`crate::schedule::replica_holder`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Replica {
-    /// Not asked for yet.
-    Pending,
-    /// Asked of this holder.
-    Asked(u32),
-    /// Durable on `holder`.
-    Durable(u32),
-    /// None: this is the root, or every live member shares this host
-    /// (the file here serves).
-    Nowhere,
-    /// `holder` could not store it (its disk full or unwritable): the
-    /// call fails.
-    Refused(u32),
-}
-
-impl Replica {
-    /// Whether the call still waits for it.
-    fn waits(self) -> bool {
-        matches!(self, Replica::Pending | Replica::Asked(_))
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    Running,
-    Finished(u64),
-    Failed(Failure),
-}
-
-type Combine = Arc<dyn Fn(&mut [u8], &[u8]) + Send + Sync>;
-
 impl Reducer {
     /// The reducer of this process over `group` (which it belongs to):
     /// serves the control services, starts its executor and monitor
@@ -340,10 +232,7 @@ impl Reducer {
             hosts: hosts.clone(),
             store,
             config,
-            local: Mutex::new(Local {
-                ring: Ring::new(me, size, start),
-                ..Local::default()
-            }),
+            local: Mutex::new(Worker::new(me, size, start)),
             wake: Condvar::new(),
             wakers: Mutex::new(Vec::new()),
             master: (me == 0).then(|| {
@@ -453,24 +342,9 @@ impl Reducer {
         let combine: Combine = Arc::new(move |into: &mut [u8], from: &[u8]| {
             body.combine(bytemuck::cast_slice_mut(into), bytemuck::cast_slice(from))
         });
-        let key = {
-            let local = s.lock();
-            let round = local.rounds.get(&id).copied().unwrap_or(0);
-            let key = Key { id, round };
-            if round > 0
-                && local.reductions.contains_key(&Key {
-                    id,
-                    round: round - 1,
-                })
-            {
-                return Err(Error::Usage(format!(
-                    "reduction {id} is still in flight here"
-                )));
-            }
-            // The round counts from when the reduction is in `reductions`
-            // (else it would look ended meanwhile, see `ended`).
-            key
-        };
+        // The round counts from the reduction's start here (else it
+        // would look ended meanwhile, see `Worker::ended`).
+        let key = s.lock().next_key(id)?;
         let bytes: &[u8] = bytemuck::cast_slice(data);
         let result = Arc::new(Mutex::new(None));
         let original = match s.me == root {
@@ -485,45 +359,12 @@ impl Reducer {
         let original = match original {
             Ok(original) => original,
             Err(e) => {
-                s.lock().rounds.insert(id, key.round + 1);
+                s.lock().skip(key);
                 s.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
                 return Err(e);
             }
         };
-        let mut local = s.lock();
-        if local.rounds.insert(id, key.round + 1).unwrap_or(0) != key.round {
-            return Err(Error::Usage(format!(
-                "reduction {id} was started meanwhile by another thread"
-            )));
-        }
-        let mut outcome = local.early.remove(&key).unwrap_or(Outcome::Running);
-        if local.master_dead {
-            outcome = Outcome::Failed(Failure::MasterDied(0));
-        }
-        local.reductions.insert(
-            key,
-            Reduction {
-                root,
-                len: bytes.len(),
-                combine,
-                original: Some(original),
-                own: None,
-                lines: HashMap::new(),
-                replica: match s.me == root {
-                    true => Replica::Nowhere,
-                    false => Replica::Pending,
-                },
-                source: None,
-                contributed: false,
-                returned: s.me == root,
-                outcome,
-                abandoned: false,
-            },
-        );
-        local.work.push_back(Work::Start(key));
-        let deferred = local.deferred.remove(&key).unwrap_or_default();
-        local.work.extend(deferred);
-        drop(local);
+        s.lock().begin(key, root, bytes.len(), combine, original)?;
         s.wake_all();
         // The file is written while the reduction starts (the line may be
         // fetched meanwhile); it appears whole or not at all. A reduction
@@ -540,7 +381,7 @@ impl Reducer {
                 other => other,
             };
             let mut local = s.lock();
-            match (ended(&local, key), written) {
+            match (local.ended(key), written) {
                 (true, _) => {
                     drop(local);
                     s.store.remove(s.me, s.me, key);
@@ -550,7 +391,7 @@ impl Reducer {
                 // another host is what outlives the host.
                 (false, Ok(())) => drop(local),
                 (false, Err(e)) => {
-                    abandon(&mut local, key);
+                    local.abandon(key);
                     drop(local);
                     s.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
                     return Err(e);
@@ -558,25 +399,8 @@ impl Reducer {
             }
             // The data outlives this host before the call returns: its
             // replica on another host is durable (or there is none).
-            s.wait(|local| {
-                (local.reductions.get(&key))
-                    .is_none_or(|r| !r.replica.waits() || r.outcome != Outcome::Running)
-            });
-            let mut local = s.lock();
-            let refused = match local.reductions.get_mut(&key) {
-                Some(r) => {
-                    r.returned = true;
-                    match (r.replica, r.outcome) {
-                        (Replica::Refused(holder), Outcome::Running) => Some(holder),
-                        _ => None,
-                    }
-                }
-                None => None,
-            };
-            if refused.is_some() {
-                abandon(&mut local, key);
-            }
-            drop(local);
+            s.wait(|local| !local.replica_waits(key));
+            let refused = s.lock().returned(key);
             s.wake_all();
             if let Some(holder) = refused {
                 s.send(0, MASTER_SERVICE, &Message::Withdrawn { key, root });
@@ -594,7 +418,7 @@ impl Drop for Reducer {
     /// end without this process.
     fn drop(&mut self) {
         let s = &self.shared;
-        s.lock().closing = true;
+        s.lock().close();
         s.wake_all();
         *s.stop.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
         s.stop.1.notify_all();
@@ -609,25 +433,13 @@ impl Drop for Reducer {
     }
 }
 
-/// Nobody reads reduction `key` here any more: it goes now if it ended,
-/// else at its end.
-pub(crate) fn abandon(local: &mut Local, key: Key) {
-    match local.reductions.get_mut(&key) {
-        Some(r) if r.outcome == Outcome::Running => r.abandoned = true,
-        Some(_) => {
-            local.reductions.remove(&key);
-        }
-        None => {}
-    }
-}
-
 impl ReducerState {
     /// Makes progress until `done` holds: the control messages a
     /// reduction waits for are handled as they come, not when the
     /// background thread next looks (it stays away from an application
     /// that makes progress, for 10 ms at a time). Its pauses sleep from
     /// the start: this process's executor and writer need the cores.
-    pub(crate) fn wait(&self, done: impl Fn(&Local) -> bool) {
+    pub(crate) fn wait(&self, done: impl Fn(&Worker) -> bool) {
         let mut backoff = self.ep.backoff().quiet();
         while !done(&self.lock()) {
             if self.ep.progress() > 0 {
@@ -644,7 +456,7 @@ impl ReducerState {
         pooled.unwrap_or_else(|| Aligned::zeroed(len))
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Local> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Worker> {
         self.local.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -681,37 +493,10 @@ impl ReducerState {
         let Ok(message) = Message::decode(body) else {
             return;
         };
-        let mut local = self.lock();
-        let now = Instant::now();
-        local.ring.heard(from, now);
-        match message {
-            Message::Ping => return,
-            Message::Dead { rank } => {
-                local.ring.died(rank, now);
-                if rank == 0 {
-                    master_lost(&mut local);
-                }
-            }
-            // Here, not by the executor: the call waits for it (and the
-            // executor may wait for the call: `Point::Returned`).
-            Message::Stored { key, ok } => {
-                if let Some(r) = local.reductions.get_mut(&key) {
-                    if r.replica == Replica::Asked(from) && r.outcome == Outcome::Running {
-                        r.replica = match ok {
-                            true => Replica::Durable(from),
-                            false => Replica::Refused(from),
-                        };
-                    }
-                }
-                drop(local);
-                self.wake_all();
-                return;
-            }
-            _ => {}
+        let changed = self.lock().receive(from, message, Instant::now());
+        if changed {
+            self.wake_all();
         }
-        local.work.push_back(Work::Message(from, message));
-        drop(local);
-        self.wake_all();
     }
 
     /// The master's service (in the progress engine): the scheduler.
@@ -796,19 +581,7 @@ impl ReducerState {
     /// it failed and tells the workers; a worker reports it to the master
     /// (or, when it is the master, tells the workers itself).
     fn lost(&self, rank: u32) {
-        let live: Vec<u32> = {
-            let mut local = self.lock();
-            local.ring.died(rank, Instant::now());
-            match rank {
-                0 => {
-                    master_lost(&mut local);
-                    (1..self.group.size())
-                        .filter(|&r| r != self.me && !local.ring.is_dead(r))
-                        .collect()
-                }
-                _ => Vec::new(),
-            }
-        };
+        let live = self.lock().lost(rank, Instant::now());
         self.wake_all();
         if let Some(watch) = &self.master {
             let out = (watch.lock().unwrap_or_else(|p| p.into_inner()).master).suspected(rank);
@@ -847,20 +620,19 @@ impl ReducerState {
             let work = {
                 let mut local = self.lock();
                 loop {
-                    if local.closing {
-                        drop(local);
-                        let pooled = lines.release_all();
-                        self.lock().pool.regions.extend(pooled);
-                        let _ = lines.window.free();
-                        return;
+                    match local.next_work() {
+                        Next::Do(work) => break work,
+                        Next::Wait => {
+                            local = self.wake.wait(local).unwrap_or_else(|p| p.into_inner())
+                        }
+                        Next::Close => {
+                            drop(local);
+                            let pooled = lines.release_all();
+                            self.lock().pool.regions.extend(pooled);
+                            let _ = lines.window.free();
+                            return;
+                        }
                     }
-                    let first = (local.work.iter())
-                        .position(|w| !matches!(w, Work::Message(_, Message::Store { .. })))
-                        .unwrap_or(0);
-                    if let Some(w) = local.work.remove(first) {
-                        break w;
-                    }
-                    local = self.wake.wait(local).unwrap_or_else(|p| p.into_inner());
                 }
             };
             match work {
@@ -880,16 +652,13 @@ impl ReducerState {
             let job = {
                 let mut local = self.lock();
                 loop {
-                    if local.closing {
-                        local.writes.retain(|w| matches!(w, Write::Remove(_)));
+                    match local.next_write() {
+                        Next::Do(job) => break job,
+                        Next::Wait => {
+                            local = self.wake.wait(local).unwrap_or_else(|p| p.into_inner())
+                        }
+                        Next::Close => return,
                     }
-                    if let Some(job) = local.writes.pop_front() {
-                        break job;
-                    }
-                    if local.closing {
-                        return;
-                    }
-                    local = self.wake.wait(local).unwrap_or_else(|p| p.into_inner());
                 }
             };
             match job {
@@ -900,17 +669,17 @@ impl ReducerState {
         }
     }
 
-    /// Whether reduction `key` has ended here (or the reducer closes).
-    fn ended(&self, key: Key) -> bool {
-        let local = self.lock();
-        local.closing || ended(&local, key)
+    /// Whether work for reduction `key` is of no use
+    /// ([`Worker::needless`]).
+    fn needless(&self, key: Key) -> bool {
+        self.lock().needless(key)
     }
 
     /// Writes and syncs `owner`'s replica of `key`, tells the master and
     /// the owner; a replica of a reduction that ended meanwhile is not
     /// written, or goes at once.
     fn keep(&self, key: Key, owner: u32, copy: Aligned) {
-        let kept = match self.ended(key) {
+        let kept = match self.needless(key) {
             true => None,
             false => Some(
                 (self.store.write(self.me, owner, key, copy.bytes()))
@@ -920,7 +689,7 @@ impl ReducerState {
         let ended = {
             let mut local = self.lock();
             local.pool.put_copy(Box::new(copy));
-            local.closing || ended(&local, key)
+            local.needless(key)
         };
         // A file removed under the write: another process of this host
         // saw the reduction end (and removed its files).
@@ -967,7 +736,7 @@ impl ReducerState {
 
     /// Where this process's replica goes now ([`replica_holder`]).
     fn holder(&self) -> Option<u32> {
-        let dead = self.lock().dead.clone();
+        let dead = self.lock().dead().to_vec();
         replica_holder(self.me, &self.hosts, |r| {
             dead.contains(&r) || self.ep.ranks().is_dead(self.job(r))
         })
@@ -976,24 +745,13 @@ impl ReducerState {
     /// Exposes this process's line of `key`, contributes it, and has its
     /// replica made.
     fn start(&self, lines: &mut Lines, key: Key) {
-        let taken = {
-            let mut local = self.lock();
-            let Some(r) = local.reductions.get_mut(&key) else {
-                return;
-            };
-            if r.outcome != Outcome::Running {
-                return;
-            }
-            (r.root, r.len, r.original.take())
-        };
-        let (root, len, Some(original)) = taken else {
+        let taken = self.lock().take_original(key);
+        let Some((root, len, original)) = taken else {
             return;
         };
         let (disp, source) = match original {
             Original::Root(copy) => {
-                if let Some(r) = self.lock().reductions.get_mut(&key) {
-                    r.lines.insert(ROOT_LINE, copy);
-                }
+                self.lock().put_line(key, ROOT_LINE, copy);
                 (ROOT_LINE, None)
             }
             // Attached outside the lock: the endpoint's handlers take it.
@@ -1012,10 +770,7 @@ impl ReducerState {
                 }
             }
         };
-        if let Some(r) = self.lock().reductions.get_mut(&key) {
-            r.own = Some(disp);
-            r.source = source;
-        }
+        self.lock().exposed(key, disp, source);
         if disp != ROOT_LINE {
             self.ask_replica(key, None);
         }
@@ -1023,7 +778,7 @@ impl ReducerState {
             // The call returns once its file and replica are written,
             // maybe after this.
             let mut local = self.lock();
-            while !local.closing && (local.reductions.get(&key)).is_some_and(|r| !r.returned) {
+            while local.awaits_return(key) {
                 local = self.wake.wait(local).unwrap_or_else(|p| p.into_inner());
             }
         }
@@ -1035,37 +790,17 @@ impl ReducerState {
     /// process's replica of `key`, read from the copy of its original.
     fn ask_replica(&self, key: Key, holder: Option<u32>) {
         let holder = holder.or_else(|| self.holder());
-        let mut local = self.lock();
-        let Some(r) = local.reductions.get_mut(&key) else {
-            return;
-        };
-        let (Some(holder), Some(source)) = (holder, r.source) else {
-            r.replica = Replica::Nowhere;
-            drop(local);
-            self.wake_all();
-            return;
-        };
-        r.replica = Replica::Asked(holder);
-        let m = Message::Store {
-            key,
-            disp: source,
-            len: r.len as u64,
-        };
-        drop(local);
-        self.send(holder, WORKER_SERVICE, &m);
+        let asked = self.lock().ask_replica(key, holder);
+        match asked {
+            Some((holder, m)) => self.send(holder, WORKER_SERVICE, &m),
+            None => self.wake_all(),
+        }
     }
 
     /// Rank `rank` failed: replicas asked of it and not durable yet are
     /// asked of the next.
     fn dead(&self, rank: u32) {
-        let waiting: Vec<Key> = {
-            let mut local = self.lock();
-            local.dead.push(rank);
-            (local.reductions.iter())
-                .filter(|(_, r)| r.replica == Replica::Asked(rank) && r.outcome == Outcome::Running)
-                .map(|(k, _)| *k)
-                .collect()
-        };
+        let waiting = self.lock().failed(rank);
         for key in waiting {
             self.ask_replica(key, None);
         }
@@ -1073,10 +808,6 @@ impl ReducerState {
 
     fn contribute(&self, key: Key, root: u32, disp: u64) {
         self.send(0, MASTER_SERVICE, &Message::Contributed { key, root, disp });
-        if let Some(r) = self.lock().reductions.get_mut(&key) {
-            r.contributed = true;
-        }
-        self.wake_all();
         self.injected(Point::Contributed);
     }
 
@@ -1103,10 +834,9 @@ impl ReducerState {
                 return Ok(region.read_bytes(0, into)?);
             }
             let local = self.lock();
-            let copy = (local.reductions.get(&key)).and_then(|r| r.lines.get(&disp));
-            return match copy {
+            return match local.line(key, disp) {
                 Some(copy) => {
-                    into.copy_from_slice(copy.bytes());
+                    into.copy_from_slice(copy);
                     Ok(())
                 }
                 None => Err(Error::Usage(format!("no line at {disp:#x} here"))),
@@ -1121,23 +851,9 @@ impl ReducerState {
     }
 
     fn handle(&self, lines: &mut Lines, from: u32, m: Message) {
-        let waits = match &m {
-            Message::Task { key, .. }
-            | Message::Reload { key, .. }
-            | Message::Replicate { key, .. } => Some(*key),
-            _ => None,
+        let Some(m) = self.lock().defer(from, m) else {
+            return;
         };
-        if let Some(key) = waits {
-            let mut local = self.lock();
-            if !local.reductions.contains_key(&key) {
-                local
-                    .deferred
-                    .entry(key)
-                    .or_default()
-                    .push(Work::Message(from, m));
-                return;
-            }
-        }
         match m {
             Message::Store { key, disp, len } => self.fetch_replica(lines, key, from, disp, len),
             Message::Task {
@@ -1163,20 +879,20 @@ impl ReducerState {
     /// Reads `owner`'s line of `key` for the writer to keep as its
     /// replica.
     fn fetch_replica(&self, lines: &mut Lines, key: Key, owner: u32, at: u64, len: u64) {
-        if self.ended(key) {
+        if self.needless(key) {
             return;
         }
         let mut copy = self.copy(len as usize);
         match self.fetch(lines, key, owner, at, copy.bytes_mut()) {
             Ok(()) => {
-                (self.lock().writes).push_back(Write::Keep { key, owner, copy });
+                (self.lock()).write(Write::Keep { key, owner, copy });
                 self.wake_all();
             }
             // The owner died (the master hears of it), the line is gone
             // (the reduction ended), or the owner hears it was not kept.
             Err(_) => {
                 self.lock().pool.put_copy(Box::new(copy));
-                if !self.ended(key) {
+                if !self.needless(key) {
                     let m = Message::Stored { key, ok: false };
                     self.send(owner, WORKER_SERVICE, &m);
                 }
@@ -1189,11 +905,7 @@ impl ReducerState {
     fn task(&self, lines: &mut Lines, key: Key, number: u64, into: u64, from: (u32, u64, bool)) {
         let (holder, from, original) = from;
         let begun = Instant::now();
-        let taken = {
-            let mut local = self.lock();
-            (local.reductions.get_mut(&key))
-                .map(|r| (r.lines.remove(&into), Arc::clone(&r.combine), r.len))
-        };
+        let taken = self.lock().take_line(key, into);
         let Some((line, combine, len)) = taken else {
             return;
         };
@@ -1220,22 +932,13 @@ impl ReducerState {
                 (Ok(()), Some(region)) => region.write_bytes(0, line.bytes()).map_err(Error::from),
                 _ => Ok(()),
             };
-            if let Some(r) = self.lock().reductions.get_mut(&key) {
-                r.lines.insert(into, line);
-            }
+            self.lock().put_line(key, into, line);
             fetched.and(written)
         });
         // The replica travels with the first fetch: the original of a
         // line's holder that asked this process to keep it is written
         // from what the task read.
-        let keep = done.is_ok() && original && {
-            let mut local = self.lock();
-            let asked = (local.work.iter()).position(|w| {
-                matches!(w, Work::Message(f, Message::Store { key: k, .. })
-                    if *f == holder && *k == key)
-            });
-            asked.and_then(|i| local.work.remove(i)).is_some()
-        };
+        let keep = done.is_ok() && original && self.lock().take_store(holder, key);
         match keep {
             true => {
                 let job = Write::Keep {
@@ -1243,7 +946,7 @@ impl ReducerState {
                     owner: holder,
                     copy: other,
                 };
-                self.lock().writes.push_back(job);
+                self.lock().write(job);
                 self.wake_all();
             }
             false => self.lock().pool.put_copy(Box::new(other)),
@@ -1263,7 +966,7 @@ impl ReducerState {
     /// into its own line; or the replica it keeps, or the file of a dead
     /// rank on this host, into a new one) and reports it.
     fn reload(&self, lines: &mut Lines, key: Key, rank: u32) {
-        let taken = (self.lock().reductions.get(&key)).map(|r| (r.len, r.own));
+        let taken = self.lock().own_line(key);
         let Some((len, own)) = taken else {
             return;
         };
@@ -1284,9 +987,7 @@ impl ReducerState {
             _ => self.new_line(lines, key, line.bytes()),
         };
         let Ok(at) = at else { return };
-        if let Some(r) = self.lock().reductions.get_mut(&key) {
-            r.lines.insert(at, Box::new(line));
-        }
+        self.lock().put_line(key, at, Box::new(line));
         let m = Message::Reloaded {
             key,
             rank,
@@ -1329,41 +1030,7 @@ impl ReducerState {
     /// Reduction `key` ended: its lines and files go, its memory to the
     /// pool (the root's result stays for its future).
     fn end(&self, lines: &mut Lines, key: Key, outcome: Outcome) {
-        {
-            let mut local = self.lock();
-            local.deferred.remove(&key);
-            // Every file of the reduction on this host goes, a dead
-            // process's too (killed before its own end, it leaves them);
-            // queued with the outcome, so that a reducer dropped as soon
-            // as the future returns still removes them.
-            local.writes.push_back(Write::Remove(key));
-            let mut copies = Vec::new();
-            match local.reductions.get_mut(&key) {
-                Some(r) if r.abandoned => {
-                    copies.extend(r.lines.drain().map(|(_, c)| c));
-                    local.reductions.remove(&key);
-                }
-                Some(r) if r.outcome == Outcome::Running => {
-                    r.outcome = outcome;
-                    let keep = match (outcome, r.root == self.me) {
-                        (Outcome::Finished(d), true) => Some(d),
-                        _ => None,
-                    };
-                    let gone: Vec<u64> = (r.lines.keys())
-                        .filter(|&&d| Some(d) != keep)
-                        .copied()
-                        .collect();
-                    copies.extend(gone.iter().filter_map(|d| r.lines.remove(d)));
-                }
-                Some(_) => {}
-                None => {
-                    local.early.insert(key, outcome);
-                }
-            }
-            for copy in copies {
-                local.pool.put_copy(copy);
-            }
-        }
+        self.lock().end(key, outcome);
         self.wake_all();
         let released = lines.release(key);
         let evicted: Vec<_> = {
@@ -1373,29 +1040,5 @@ impl ReducerState {
                 .collect()
         };
         drop(evicted);
-    }
-}
-
-/// The master died: every reduction here fails (once).
-fn master_lost(local: &mut Local) {
-    if local.master_dead {
-        return;
-    }
-    local.master_dead = true;
-    let failure = Failure::MasterDied(0);
-    let keys: Vec<Key> = local.reductions.keys().copied().collect();
-    for key in keys {
-        (local.work).push_back(Work::Message(0, Message::Failed { key, failure }));
-    }
-}
-
-/// Whether reduction `key` ended here (or started and went).
-fn ended(local: &Local, key: Key) -> bool {
-    match local.reductions.get(&key) {
-        Some(r) => r.outcome != Outcome::Running,
-        None => {
-            local.early.contains_key(&key)
-                || key.round < local.rounds.get(&key.id).copied().unwrap_or(0)
-        }
     }
 }
