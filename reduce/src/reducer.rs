@@ -40,7 +40,7 @@ use crate::message::{Key, Message};
 use crate::replica::Store;
 use crate::ring;
 use crate::schedule::{replica_holder, Failure};
-use crate::worker::{Combine, Next, Original, Outcome, Work, Worker, Write, ROOT_LINE};
+use crate::worker::{Combine, Next, Original, Outcome, TaskLine, Work, Worker, Write, ROOT_LINE};
 use crate::{Error, ReduceFuture, ReducerBody};
 
 /// The master's control service.
@@ -906,7 +906,12 @@ impl ReducerState {
         let (holder, from, original) = from;
         let begun = Instant::now();
         let taken = self.lock().take_line(key, into);
-        let Some((line, combine, len)) = taken else {
+        let Some(TaskLine {
+            copy: line,
+            combine,
+            len,
+        }) = taken
+        else {
             return;
         };
         let mut other = self.copy(len);

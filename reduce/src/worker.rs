@@ -83,6 +83,15 @@ pub(crate) enum Next<T> {
     Close,
 }
 
+/// What a task takes to combine into a line.
+pub(crate) struct TaskLine {
+    /// The line's working copy (none before its first task).
+    pub(crate) copy: Option<Box<dyn Buffer>>,
+    pub(crate) combine: Combine,
+    /// The line's length in bytes.
+    pub(crate) len: usize,
+}
+
 /// This process's data, as the call left it for the executor.
 pub(crate) enum Original {
     /// The root's: the working copy the result grows in, given back by
@@ -447,13 +456,13 @@ impl Worker {
 
     /// The executor takes the working copy of line `disp` of `key` (none
     /// before the line's first task), with how to combine and the length.
-    pub(crate) fn take_line(
-        &mut self,
-        key: Key,
-        disp: u64,
-    ) -> Option<(Option<Box<dyn Buffer>>, Combine, usize)> {
+    pub(crate) fn take_line(&mut self, key: Key, disp: u64) -> Option<TaskLine> {
         let r = self.reductions.get_mut(&key)?;
-        Some((r.lines.remove(&disp), Arc::clone(&r.combine), r.len))
+        Some(TaskLine {
+            copy: r.lines.remove(&disp),
+            combine: Arc::clone(&r.combine),
+            len: r.len,
+        })
     }
 
     /// The bytes of the working copy of line `disp` of `key`.
@@ -784,9 +793,9 @@ mod tests {
         };
         w.put_line(k, ROOT_LINE, copy);
         w.put_line(k, 3 << 40, Box::new(Aligned::zeroed(32)));
-        let (line, _, len) = w.take_line(k, 3 << 40).unwrap();
-        assert_eq!(len, 32);
-        w.put_line(k, 3 << 40, line.unwrap());
+        let taken = w.take_line(k, 3 << 40).unwrap();
+        assert_eq!(taken.len, 32);
+        w.put_line(k, 3 << 40, taken.copy.unwrap());
         w.end(k, Outcome::Finished(ROOT_LINE));
         let lines: Vec<u64> = w.reductions[&k].lines.keys().copied().collect();
         assert_eq!(lines, vec![ROOT_LINE]);
