@@ -18,11 +18,9 @@
 //! written here because the spec leaves open how ranks agree on updates.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use onesided_fabric::fnv::FastMap;
 use onesided_rma::{Assert, Group, RemoteAccess, Rma};
 
 use crate::algorithm::{self, Algorithm, Algorithms, Collective};
@@ -32,7 +30,7 @@ use crate::profile::Geometry;
 use crate::run::{Exec, Inflight, Run, Spare, Work};
 use crate::schedule::algorithms as alg;
 use crate::schedule::Schedule;
-use crate::select::Selector;
+use crate::select::{faults_from_env, Selection, Selector, Shape};
 use crate::shared::{self, HostMemory};
 use crate::Error;
 
@@ -71,16 +69,8 @@ pub struct Comm {
     objects: Group,
     me: u32,
     geometry: Geometry,
-    choices: RefCell<Selector>,
-    observed: RefCell<Selector>,
-    /// Choices by size made so far (see [`Comm::by_size`]), and the last
-    /// one per collective (calls repeat the same shape most often).
-    chosen: RefCell<FastMap<ChoiceKey, Algorithm>>,
-    last_chosen: [Cell<Option<(ChoiceKey, Algorithm)>>; Collective::ALL.len()],
-    /// The algorithm the last call of each collective started.
-    ran: [Cell<Option<Algorithm>>; Collective::ALL.len()],
-    /// Algorithms made to fail ([`crate::select::FAULT_ENV`]).
-    faults: HashSet<Algorithm>,
+    /// The choices, monitoring and forcing ([`Selection`], pure).
+    selection: RefCell<Selection>,
     inflight: Arc<Inflight>,
     /// Buffers for the Comm's calls.
     spare: Spare,
@@ -93,8 +83,6 @@ pub struct Comm {
     /// choosing different algorithms).
     context: u64,
     warning: Option<String>,
-    /// Algorithms forced per collective (tuning, tests).
-    forced: Cell<[Option<Algorithm>; Collective::ALL.len()]>,
 }
 
 impl Comm {
@@ -123,22 +111,13 @@ impl Comm {
         // MPI requires of communicator creation), so this number agrees
         // across them; Comms over other groups (other threads') do not
         // move it.
-        static COMMS: std::sync::Mutex<Option<FastMap<u64, u64>>> = std::sync::Mutex::new(None);
-        let nth = {
-            let mut comms = COMMS.lock().unwrap_or_else(|p| p.into_inner());
-            let n = comms
-                .get_or_insert_with(FastMap::default)
-                .entry(group.key())
-                .or_insert(0);
-            *n += 1;
-            *n
-        };
+        let nth = rma.next_context(&group);
         let source = mix(choices
             .profile()
             .to_text()
             .bytes()
             .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b)));
-        let context = mix(group.key() ^ mix(nth) ^ source);
+        let context = mix(nth ^ source);
         if let Some(w) = &warning {
             // One warning per process, however many groups it makes.
             static WARNED: std::sync::Once = std::sync::Once::new();
@@ -148,12 +127,7 @@ impl Comm {
             rma: rma.clone(),
             me,
             geometry,
-            observed: RefCell::new(choices.clone()),
-            choices: RefCell::new(choices),
-            faults: crate::select::faults_from_env(),
-            chosen: RefCell::default(),
-            last_chosen: Default::default(),
-            ran: Default::default(),
+            selection: RefCell::new(Selection::new(choices, faults_from_env())),
             inflight: Arc::new(Inflight::new(rma.endpoint(), &group)),
             spare: Spare::default(),
             shared: std::cell::OnceCell::new(),
@@ -162,7 +136,6 @@ impl Comm {
             calls: Cell::new(0),
             context,
             warning,
-            forced: Cell::new([None; Collective::ALL.len()]),
         })
     }
 
@@ -191,7 +164,7 @@ impl Comm {
     /// its failed algorithms removed (monitoring): a copy, which the
     /// caller may keep across calls.
     pub fn observed(&self) -> Selector {
-        self.observed.borrow().clone()
+        self.selection.borrow().observed().clone()
     }
 
     /// Agreement on monitoring (collective): every member adopts group
@@ -206,10 +179,7 @@ impl Comm {
     /// does not parse here (a version mismatch).
     pub fn agree(&self) -> Result<(), Error> {
         let n = self.group.size() as usize;
-        let mine: Vec<u8> = self
-            .observed
-            .borrow()
-            .failures()
+        let mine: Vec<u8> = (self.selection.borrow().observed().failures())
             .flat_map(|a| format!("{} {}\n", a.collective().name(), a.name()).into_bytes())
             .collect();
         let mut lens = vec![0u64; n];
@@ -218,7 +188,8 @@ impl Comm {
         let mut failed = vec![0u8; total(&counts)?];
         self.allgatherv(&mine, &mut failed, &counts)?;
         let mut text = if self.me == 0 {
-            self.observed.borrow().profile().to_text().into_bytes()
+            let selection = self.selection.borrow();
+            selection.observed().profile().to_text().into_bytes()
         } else {
             Vec::new()
         };
@@ -237,9 +208,7 @@ impl Comm {
                 agreed.failed(a);
             }
         }
-        *self.observed.borrow_mut() = agreed.clone();
-        *self.choices.borrow_mut() = agreed;
-        self.forget_choices();
+        self.selection.borrow_mut().agreed(agreed);
         Ok(())
     }
 
@@ -250,19 +219,16 @@ impl Comm {
     /// nonblocking.
     pub fn force(&self, algorithm: impl Into<Algorithm>) {
         let algorithm = algorithm.into();
-        self.set_forced(algorithm.collective(), Some(algorithm));
+        let collective = algorithm.collective();
+        self.selection
+            .borrow_mut()
+            .force(collective, Some(algorithm));
     }
 
     /// Lets calls of `collective` choose their algorithm again (undoes
     /// [`Comm::force`]).
     pub fn unforce(&self, collective: Collective) {
-        self.set_forced(collective, None);
-    }
-
-    fn set_forced(&self, collective: Collective, algorithm: Option<Algorithm>) {
-        let mut forced = self.forced.get();
-        forced[collective as usize] = algorithm;
-        self.forced.set(forced);
+        self.selection.borrow_mut().force(collective, None);
     }
 
     /// The algorithm a blocking call of `collective` on `count` elements
@@ -291,7 +257,7 @@ impl Comm {
     /// every rank, like [`Comm::algorithm`]'s answer, which says what a
     /// call *would* use.
     pub fn last_algorithm(&self, collective: Collective) -> Option<Algorithm> {
-        self.ran[collective as usize].get()
+        self.selection.borrow().last_started(collective)
     }
 
     /// The call's algorithm and this rank's plan for it (`build`'s
@@ -308,8 +274,7 @@ impl Comm {
     ) -> Result<(Algorithm, P), Error> {
         let c = shape.collective;
         loop {
-            let algorithm = self
-                .pick(shape)
+            let algorithm = (self.selection.borrow_mut().pick(shape))
                 .ok_or_else(|| Error::NoAlgorithm(c.name()))?;
             let plan = if self.injected(algorithm) {
                 Err(Error::BadCall(format!(
@@ -322,85 +287,18 @@ impl Comm {
             };
             match plan {
                 Ok(plan) => {
-                    self.ran[c as usize].set(Some(algorithm));
+                    self.selection.borrow_mut().started(algorithm);
                     return Ok((algorithm, plan));
                 }
-                Err(e) if self.forced.get()[c as usize].is_some() => return Err(e),
-                Err(_) => {
-                    self.choices.borrow_mut().failed(algorithm);
-                    self.forget_choices();
-                    self.observed.borrow_mut().failed(algorithm);
-                }
+                Err(e) if !self.selection.borrow_mut().refused(algorithm) => return Err(e),
+                Err(_) => {}
             }
-        }
-    }
-
-    /// The algorithm a call of `shape` tries first: the forced one, unless
-    /// it reorders a non-commutative reduction or is blocking only for a
-    /// nonblocking call; else the choice by size or, where sizes differ
-    /// per rank, the first algorithm left.
-    fn pick(&self, shape: Shape) -> Option<Algorithm> {
-        let c = shape.collective;
-        match self.forced.get()[c as usize] {
-            Some(a)
-                if (shape.commutative || !crate::select::reorders(a))
-                    && (shape.blocking || !crate::select::blocking_only(a)) =>
-            {
-                Some(a)
-            }
-            _ if shape.by_size => self.by_size(shape),
-            _ => self.choices.borrow().first(c, shape.blocking),
         }
     }
 
     /// Whether [`crate::select::FAULT_ENV`] makes `algorithm` fail.
     fn injected(&self, algorithm: Algorithm) -> bool {
-        !self.faults.is_empty() && self.faults.contains(&algorithm)
-    }
-
-    /// Forgets the remembered choices (the choices changed).
-    fn forget_choices(&self) {
-        self.chosen.borrow_mut().clear();
-        self.last_chosen.iter().for_each(|l| l.set(None));
-    }
-
-    /// The choice by size for `shape`, remembered until the choices change
-    /// (calls repeat their shapes; a choice weighs every profile entry).
-    fn by_size(&self, shape: Shape) -> Option<Algorithm> {
-        // The element's name by address and length: names are static
-        // strings, so those are one name (a name at two addresses only
-        // takes two entries), and hashing two words beats hashing text.
-        let key = (
-            shape.collective,
-            (shape.element.as_ptr() as usize, shape.element.len()),
-            shape.bytes,
-            shape.commutative,
-            shape.blocking,
-        );
-        let last = &self.last_chosen[shape.collective as usize];
-        if let Some((k, a)) = last.get() {
-            if k == key {
-                return Some(a);
-            }
-        }
-        if let Some(&a) = self.chosen.borrow().get(&key) {
-            last.set(Some((key, a)));
-            return Some(a);
-        }
-        let a = self.choices.borrow().choose(
-            shape.collective,
-            shape.element,
-            shape.bytes,
-            shape.commutative,
-            shape.blocking,
-        )?;
-        let mut chosen = self.chosen.borrow_mut();
-        if chosen.len() >= 4096 {
-            chosen.clear();
-        }
-        chosen.insert(key, a);
-        last.set(Some((key, a)));
-        Some(a)
+        self.selection.borrow().injected(algorithm)
     }
 
     /// Chooses the call's algorithm and makes its plan with `build`,
@@ -492,9 +390,8 @@ impl Comm {
         output: &mut [T],
     ) -> Result<(), Error> {
         let shape = checked.shape;
-        let c = shape.collective;
         let shared_algorithm = A::SHARED.into();
-        if self.pick(shape) == Some(shared_algorithm)
+        if self.selection.borrow_mut().pick(shape) == Some(shared_algorithm)
             && self.inflight.idle()
             && !self.injected(shared_algorithm)
         {
@@ -502,7 +399,7 @@ impl Comm {
                 (self.shared.get(), (checked.build)(A::SHARED))
             {
                 if shared.quick_fits::<T>(&how, input.len(), output.len()) {
-                    self.ran[c as usize].set(Some(shared_algorithm));
+                    self.selection.borrow_mut().started(shared_algorithm);
                     let start = self.monitor_start();
                     let result = shared.quick(
                         self.calls.get(),
@@ -579,14 +476,13 @@ impl Comm {
         start: Option<Instant>,
         result: Result<(), Error>,
     ) -> Result<(), Error> {
-        let (e, b) = (shape.element, shape.bytes);
         match (&result, start) {
             (Ok(()), Some(start)) => {
                 let us = start.elapsed().as_secs_f64() * 1e6;
-                self.observed.borrow_mut().observe(algorithm, e, b, us);
+                self.selection.borrow_mut().observe(shape, algorithm, us);
             }
             (Ok(()), None) | (Err(Error::BadCall(_)), _) => {}
-            (Err(_), _) => self.observed.borrow_mut().failed(algorithm),
+            (Err(_), _) => self.selection.borrow_mut().failed(algorithm),
         }
         result
     }
@@ -1268,43 +1164,6 @@ impl Comm {
     }
 }
 
-/// What a call's algorithm is chosen by, and monitoring records it under.
-#[derive(Clone, Copy)]
-struct Shape {
-    collective: Collective,
-    element: &'static str,
-    /// Bytes per rank, the same on every rank.
-    bytes: u64,
-    commutative: bool,
-    /// Chosen by size (else: the first algorithm, unless forced).
-    by_size: bool,
-    /// A blocking call (nonblocking ones run schedules only).
-    blocking: bool,
-}
-
-impl Shape {
-    /// The same, for a blocking call or not.
-    fn blocking(self, blocking: bool) -> Shape {
-        Shape { blocking, ..self }
-    }
-
-    fn sized(
-        collective: Collective,
-        element: &'static str,
-        bytes: u64,
-        commutative: bool,
-    ) -> Shape {
-        Shape {
-            collective,
-            element,
-            bytes,
-            commutative,
-            by_size: true,
-            blocking: true,
-        }
-    }
-}
-
 /// A call whose arguments were checked, its algorithm not chosen yet: its
 /// number, what chooses its algorithm, how to plan it under an algorithm,
 /// and its operation.
@@ -1339,10 +1198,6 @@ struct Call<T: bytemuck::Pod + Send> {
 /// Monitoring times one call in this many (per Comm): enough samples for
 /// its entries, few enough that a small call barely pays for them.
 const MONITOR_EVERY: u64 = 32;
-
-/// What a choice by size depends on: collective, element (its name's
-/// address and length), bytes, commutative, blocking.
-type ChoiceKey = (Collective, (usize, usize), u64, bool, bool);
 
 /// How a call runs.
 enum Plan {

@@ -2,9 +2,13 @@
 //! the job's profile filtered to its geometry, built-in defaults by size
 //! where it has nothing, monitoring of the chosen algorithms, and removal
 //! of algorithms that failed. Pure code apart from reading the profile
-//! file named by [`PROFILE_ENV`].
+//! file named by [`PROFILE_ENV`]: [`Selector`] chooses from a profile,
+//! and a Comm's `Selection` (its choices, observations, forced and
+//! injected algorithms, remembered choices) is driven by the Comm.
 
 use std::collections::HashSet;
+
+use onesided_fabric::fnv::FastMap;
 
 use crate::algorithm::{
     Algorithm, Allgather, Allreduce, Alltoall, Barrier, Bcast, Collective, Gather, Reduce,
@@ -237,6 +241,213 @@ impl Selector {
     }
 }
 
+/// What a call's algorithm is chosen by, and monitoring records it under.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shape {
+    pub(crate) collective: Collective,
+    pub(crate) element: &'static str,
+    /// Bytes per rank, the same on every rank.
+    pub(crate) bytes: u64,
+    pub(crate) commutative: bool,
+    /// Chosen by size (else: the first algorithm, unless forced).
+    pub(crate) by_size: bool,
+    /// A blocking call (nonblocking ones run schedules only).
+    pub(crate) blocking: bool,
+}
+
+impl Shape {
+    /// The same, for a blocking call or not.
+    pub(crate) fn blocking(self, blocking: bool) -> Shape {
+        Shape { blocking, ..self }
+    }
+
+    /// A blocking call chosen by its `bytes` per rank of `element`.
+    pub(crate) fn sized(
+        collective: Collective,
+        element: &'static str,
+        bytes: u64,
+        commutative: bool,
+    ) -> Shape {
+        Shape {
+            collective,
+            element,
+            bytes,
+            commutative,
+            by_size: true,
+            blocking: true,
+        }
+    }
+
+    /// What a choice by size depends on. The element by its name's
+    /// address and length: names are static strings, so those are one
+    /// name (a name at two addresses only takes two entries), and hashing
+    /// two words beats hashing text.
+    fn key(self) -> ChoiceKey {
+        let element = (self.element.as_ptr() as usize, self.element.len());
+        let (c, b) = (self.collective, self.bytes);
+        (c, element, b, self.commutative, self.blocking)
+    }
+}
+
+/// What a choice by size depends on: collective, element, bytes,
+/// commutative, blocking.
+type ChoiceKey = (Collective, (usize, usize), u64, bool, bool);
+
+/// Choices by size remembered at most (calls repeat few shapes).
+const REMEMBERED: usize = 4096;
+
+/// A Comm's selection, pure: the choices every rank makes alike (the
+/// loaded [`Selector`] less the algorithms that failed at a call's start
+/// everywhere), what this rank observed (monitoring, until
+/// [`Selection::agreed`]), the algorithms forced and injected to fail, the
+/// choices by size remembered, and the algorithm each collective last
+/// started. The Comm drives it: [`Selection::pick`], then the plan, then
+/// [`Selection::started`] or [`Selection::refused`].
+#[derive(Debug, Clone)]
+pub(crate) struct Selection {
+    choices: Selector,
+    observed: Selector,
+    /// Algorithms made to fail ([`FAULT_ENV`]).
+    faults: HashSet<Algorithm>,
+    forced: [Option<Algorithm>; Collective::ALL.len()],
+    /// The algorithm the last call of each collective started.
+    ran: [Option<Algorithm>; Collective::ALL.len()],
+    /// Choices by size made so far, and the last per collective.
+    chosen: FastMap<ChoiceKey, Algorithm>,
+    last: [Option<(ChoiceKey, Algorithm)>; Collective::ALL.len()],
+}
+
+impl Selection {
+    /// Choosing by `choices`, with `faults` made to fail.
+    pub(crate) fn new(choices: Selector, faults: HashSet<Algorithm>) -> Selection {
+        Selection {
+            observed: choices.clone(),
+            choices,
+            faults,
+            forced: [None; Collective::ALL.len()],
+            ran: [None; Collective::ALL.len()],
+            chosen: FastMap::default(),
+            last: [None; Collective::ALL.len()],
+        }
+    }
+
+    /// The choices with this rank's observations folded in.
+    pub(crate) fn observed(&self) -> &Selector {
+        &self.observed
+    }
+
+    /// Forces `algorithm` on every later call of `collective` (`None`:
+    /// chooses again).
+    pub(crate) fn force(&mut self, collective: Collective, algorithm: Option<Algorithm>) {
+        self.forced[collective as usize] = algorithm;
+    }
+
+    /// Whether calls of `collective` are forced.
+    pub(crate) fn is_forced(&self, collective: Collective) -> bool {
+        self.forced[collective as usize].is_some()
+    }
+
+    /// The algorithm a call of `shape` tries first: the forced one, unless
+    /// it reorders a non-commutative reduction or is blocking only for a
+    /// nonblocking call; else the choice by size or, where sizes differ
+    /// per rank, the first algorithm left. `None` when none is left.
+    pub(crate) fn pick(&mut self, shape: Shape) -> Option<Algorithm> {
+        let c = shape.collective;
+        match self.forced[c as usize] {
+            Some(a)
+                if (shape.commutative || !reorders(a)) && (shape.blocking || !blocking_only(a)) =>
+            {
+                Some(a)
+            }
+            _ if shape.by_size => self.by_size(shape),
+            _ => self.choices.first(c, shape.blocking),
+        }
+    }
+
+    /// The choice by size for `shape`, remembered until the choices
+    /// change (a choice weighs every profile entry).
+    fn by_size(&mut self, shape: Shape) -> Option<Algorithm> {
+        let key = shape.key();
+        let last = &mut self.last[shape.collective as usize];
+        if let Some((k, a)) = *last {
+            if k == key {
+                return Some(a);
+            }
+        }
+        if let Some(&a) = self.chosen.get(&key) {
+            *last = Some((key, a));
+            return Some(a);
+        }
+        let a = self.choices.choose(
+            shape.collective,
+            shape.element,
+            shape.bytes,
+            shape.commutative,
+            shape.blocking,
+        )?;
+        if self.chosen.len() >= REMEMBERED {
+            self.chosen.clear();
+        }
+        self.chosen.insert(key, a);
+        *last = Some((key, a));
+        Some(a)
+    }
+
+    /// Whether [`FAULT_ENV`] makes `algorithm` fail.
+    pub(crate) fn injected(&self, algorithm: Algorithm) -> bool {
+        !self.faults.is_empty() && self.faults.contains(&algorithm)
+    }
+
+    /// A call started `algorithm`.
+    pub(crate) fn started(&mut self, algorithm: Algorithm) {
+        self.ran[algorithm.collective() as usize] = Some(algorithm);
+    }
+
+    /// The algorithm the last call of `collective` started.
+    pub(crate) fn last_started(&self, collective: Collective) -> Option<Algorithm> {
+        self.ran[collective as usize]
+    }
+
+    /// `algorithm` failed at a call's start, as on every rank (its plan
+    /// does not fit, it is injected, it needs what the Comm lacks): it
+    /// leaves the choices and the call tries the next, unless it was
+    /// forced (false: the call fails).
+    pub(crate) fn refused(&mut self, algorithm: Algorithm) -> bool {
+        if self.is_forced(algorithm.collective()) {
+            return false;
+        }
+        self.choices.failed(algorithm);
+        self.observed.failed(algorithm);
+        self.forget();
+        true
+    }
+
+    /// Monitoring: a call of `algorithm` on `shape` took `us`
+    /// microseconds.
+    pub(crate) fn observe(&mut self, shape: Shape, algorithm: Algorithm, us: f64) {
+        (self.observed).observe(algorithm, shape.element, shape.bytes, us);
+    }
+
+    /// Monitoring: `algorithm` failed in flight on this rank; the choices
+    /// change at the next agreement.
+    pub(crate) fn failed(&mut self, algorithm: Algorithm) {
+        self.observed.failed(algorithm);
+    }
+
+    /// The members agreed on `choices`: every call chooses by them.
+    pub(crate) fn agreed(&mut self, choices: Selector) {
+        self.observed = choices.clone();
+        self.choices = choices;
+        self.forget();
+    }
+
+    /// Forgets the remembered choices (the choices changed).
+    fn forget(&mut self) {
+        self.chosen.clear();
+        self.last = [None; Collective::ALL.len()];
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,6 +580,87 @@ allreduce hypercube 4 4 f64 0 0.5
             s.choose(Collective::Allreduce, "f64", 8, true, false),
             Some(Allreduce::RecursiveDoubling.into())
         );
+    }
+
+    fn allreduce(bytes: u64, commutative: bool, blocking: bool) -> Shape {
+        let shape = Shape::sized(Collective::Allreduce, "f64", bytes, commutative);
+        shape.blocking(blocking)
+    }
+
+    #[test]
+    fn a_forced_algorithm_holds_where_it_keeps_the_call_correct() {
+        let mut s = Selection::new(Selector::new(None, g()), HashSet::new());
+        let ring = Algorithm::from(Allreduce::Ring);
+        let doubling = Algorithm::from(Allreduce::RecursiveDoubling);
+        assert_eq!(s.pick(allreduce(8, true, true)), Some(doubling));
+        s.force(Collective::Allreduce, Some(ring));
+        assert_eq!(s.pick(allreduce(8, true, true)), Some(ring));
+        assert_eq!(
+            s.pick(allreduce(8, false, true)),
+            Some(doubling),
+            "ring reorders"
+        );
+        // Forced, a failure at the start is the call's error.
+        assert!(!s.refused(ring));
+        assert_eq!(s.pick(allreduce(8, true, true)), Some(ring));
+        s.force(Collective::Allreduce, None);
+        assert_eq!(s.pick(allreduce(8, true, true)), Some(doubling));
+        let one_sided = Algorithm::from(Alltoall::OneSided);
+        s.force(Collective::Alltoall, Some(one_sided));
+        let alltoall = Shape::sized(Collective::Alltoall, "bytes", 8, true);
+        assert_eq!(s.pick(alltoall), Some(one_sided));
+        assert_ne!(s.pick(alltoall.blocking(false)), Some(one_sided));
+    }
+
+    #[test]
+    fn a_refused_algorithm_leaves_the_remembered_choices() {
+        let mut s = Selection::new(Selector::new(None, g()), HashSet::new());
+        let doubling = Algorithm::from(Allreduce::RecursiveDoubling);
+        let shape = allreduce(8, true, true);
+        assert_eq!(s.pick(shape), Some(doubling));
+        assert_eq!(s.pick(shape), Some(doubling), "remembered");
+        assert!(s.refused(doubling));
+        let next = s.pick(shape).unwrap();
+        assert_ne!(next, doubling);
+        assert!(s.observed().failures().any(|a| a == doubling));
+        s.started(next);
+        assert_eq!(s.last_started(Collective::Allreduce), Some(next));
+        assert_eq!(s.last_started(Collective::Bcast), None);
+        // Sizes that differ per rank: the first left.
+        let varying = Shape {
+            by_size: false,
+            ..Shape::sized(Collective::Allgather, "bytes", 0, true)
+        };
+        assert_eq!(
+            s.pick(varying),
+            Selector::new(None, g()).first(Collective::Allgather, true)
+        );
+    }
+
+    #[test]
+    fn observations_change_the_choices_only_when_agreed() {
+        let text = "onesided-profile 1
+allreduce ring 4 4 f64 8 1.0
+allreduce recursive_doubling 4 4 f64 8 2.0
+";
+        let p = Profile::parse(text, "p").unwrap();
+        let faults: HashSet<Algorithm> = [Allreduce::Rabenseifner.into()].into();
+        let mut s = Selection::new(Selector::new(Some(&p), g()), faults);
+        let ring = Algorithm::from(Allreduce::Ring);
+        let doubling = Algorithm::from(Allreduce::RecursiveDoubling);
+        assert!(s.injected(Allreduce::Rabenseifner.into()));
+        assert!(!s.injected(ring));
+        let shape = allreduce(8, true, true);
+        assert_eq!(s.pick(shape), Some(ring));
+        for _ in 0..20 {
+            s.observe(shape, ring, 10.0);
+        }
+        s.failed(Allreduce::Shared.into());
+        assert_eq!(s.pick(shape), Some(ring), "this rank's view alone");
+        let observed = s.observed().clone();
+        assert!(observed.failures().any(|a| a == Allreduce::Shared.into()));
+        s.agreed(observed);
+        assert_eq!(s.pick(shape), Some(doubling));
     }
 
     #[test]

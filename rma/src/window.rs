@@ -151,6 +151,7 @@ pub(crate) enum Kind {
     Window = 0,
     Barrier = 1,
     Exposure = 2,
+    Context = 3,
 }
 
 /// What the control-plane handlers of one process share with its windows.
@@ -342,6 +343,14 @@ impl Rma {
     /// The endpoint.
     pub fn endpoint(&self) -> &Endpoint {
         &self.state.ep
+    }
+
+    /// A context for an object of a layer above over `group` (a
+    /// collectives `Comm`, as MPI's context id): the same on every member
+    /// that asks in the same order, apart from the group's other contexts
+    /// and from its windows, barriers and exposures. No message.
+    pub fn next_context(&self, group: &Group) -> u64 {
+        self.state.next_id(group, Kind::Context)
     }
 
     /// Opens `len` bytes of this process's memory to `group` (which it must
