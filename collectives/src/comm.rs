@@ -27,9 +27,10 @@ use crate::algorithm::{self, Algorithm, Algorithms, Collective};
 use crate::op::Combine;
 use crate::op::{Op, Reduce, Reducible};
 use crate::profile::Geometry;
-use crate::run::{Exec, Inflight, Run, Spare, Work};
+use crate::run::{Exec, Inflight, Run, Work};
 use crate::schedule::algorithms as alg;
 use crate::schedule::Schedule;
+use crate::scratch::Spare;
 use crate::select::{faults_from_env, Selection, Selector, Shape};
 use crate::shared::{self, HostMemory};
 use crate::Error;
@@ -497,7 +498,7 @@ impl Comm {
         let work = self.work(call.plan)?;
         let buffers = (input, output);
         let spare = &self.spare;
-        spare.reclaim(&self.inflight);
+        self.inflight.reclaim(spare);
         let exec = Exec::new(work, call.number, buffers, call.combine, spare)?;
         Ok(Inflight::start(&self.inflight, exec))
     }

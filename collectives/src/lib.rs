@@ -56,6 +56,7 @@ pub mod op;
 pub mod profile;
 pub mod run;
 pub mod schedule;
+mod scratch;
 pub mod select;
 mod shared;
 

@@ -30,8 +30,6 @@
 //! with the call's number: rounds never mix, and calls only when two
 //! in flight at once collide in 21 bits.
 
-use std::any::Any;
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +40,7 @@ use onesided_rma::{Group, Request};
 
 use crate::op::Combine;
 use crate::schedule::{Action, Buf, Schedule, Slice};
+use crate::scratch::{self, Scratch, Spare};
 use crate::shared;
 use crate::Error;
 
@@ -148,7 +147,7 @@ pub(crate) struct Exec<T: bytemuck::Pod + Send, I, O> {
     call: u64,
     input: I,
     output: O,
-    scratch: Vec<T>,
+    scratch: Scratch,
     combine: Option<Combine<T>>,
     round: usize,
     /// The round's transfers, with the index of their action.
@@ -199,6 +198,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
             ..
         } = self
         {
+            let scratch = scratch.elements_mut();
             return run.advance(input.as_ref(), output.as_mut(), scratch, combine.as_ref());
         }
         while !self.done {
@@ -264,7 +264,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
         };
         Ok(Exec {
             shared,
-            scratch: spare.zeroed(scratch),
+            scratch: spare.zeroed::<T>(scratch)?,
             schedule,
             call,
             input,
@@ -287,7 +287,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
         let buf: &[T] = match s.buf {
             Buf::Input => self.input.as_ref(),
             Buf::Output => self.output.as_ref(),
-            Buf::Scratch => &self.scratch,
+            Buf::Scratch => self.scratch.elements(),
         };
         &buf[s.at..s.at + s.len]
     }
@@ -296,7 +296,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
         let buf: &mut [T] = match s.buf {
             // Checked in `new`: receives and copies never target the input.
             Buf::Input | Buf::Output => self.output.as_mut(),
-            Buf::Scratch => &mut self.scratch,
+            Buf::Scratch => self.scratch.elements_mut(),
         };
         &mut buf[s.at..s.at + s.len]
     }
@@ -311,6 +311,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
             scratch,
             ..
         } = self;
+        let scratch = scratch.elements_mut::<T>();
         let (src, dest): (&[T], &mut [T]) = match (from.buf, to.buf) {
             (Buf::Input, Buf::Scratch) => (I::as_ref(input), scratch),
             (Buf::Input, _) => (I::as_ref(input), O::as_mut(output)),
@@ -403,6 +404,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
             output, scratch, ..
         } = self;
         let mut out_into = carve(bytemuck::cast_slice_mut(O::as_mut(output)), &out);
+        let scratch = scratch.elements_mut::<T>();
         let mut scr_into = carve(bytemuck::cast_slice_mut(scratch), &scr);
         let mut recvs = Vec::with_capacity(direct.len());
         let mut expected = Vec::with_capacity(direct.len());
@@ -491,7 +493,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
             .as_ref()
             .ok_or_else(|| Error::BadCall("a reduction without an operation".into()))?;
         let buf: &mut [T] = match into.buf {
-            Buf::Scratch => scratch,
+            Buf::Scratch => scratch.elements_mut(),
             // Checked in `new`: nothing writes the input.
             Buf::Input | Buf::Output => output.as_mut(),
         };
@@ -680,64 +682,6 @@ where
     }
 }
 
-/// Buffers of finished calls, kept for the next ones: fresh memory costs
-/// a page fault per page (a 2 MiB buffer, about as long as moving it).
-#[derive(Default)]
-pub(crate) struct Spare {
-    buffers: RefCell<Vec<Box<dyn Any + Send>>>,
-}
-
-impl Spare {
-    /// Buffers kept at most.
-    const KEEP: usize = 8;
-
-    /// A vector of `T` from the kept ones (the largest, with what it
-    /// held), else a new one.
-    fn take<T: bytemuck::Pod + Send>(&self) -> Vec<T> {
-        let mut buffers = self.buffers.borrow_mut();
-        let best = buffers
-            .iter()
-            .enumerate()
-            .filter_map(|(i, b)| b.downcast_ref::<Vec<T>>().map(|v| (i, v.capacity())))
-            .max_by_key(|&(_, c)| c)
-            .map(|(i, _)| i);
-        best.and_then(|i| buffers.swap_remove(i).downcast::<Vec<T>>().ok())
-            .map_or_else(Vec::new, |b| *b)
-    }
-
-    /// `len` zeroed elements.
-    pub(crate) fn zeroed<T: bytemuck::Pod + Send>(&self, len: usize) -> Vec<T> {
-        if len == 0 {
-            return Vec::new();
-        }
-        let mut v = self.take();
-        v.clear();
-        v.resize(len, T::zeroed());
-        v
-    }
-
-    /// Keeps `v` for a later call (unless enough are kept).
-    pub(crate) fn give<T: bytemuck::Pod + Send>(&self, v: Vec<T>) {
-        let mut buffers = self.buffers.borrow_mut();
-        if v.capacity() > 0 && buffers.len() < Self::KEEP {
-            buffers.push(Box::new(v));
-        }
-    }
-
-    /// Takes back the buffers that nonblocking runs finished with
-    /// ([`Inflight::give_back`]; they may finish on other threads).
-    pub(crate) fn reclaim(&self, inflight: &Inflight) {
-        if inflight.returned_count.load(Ordering::Relaxed) == 0 {
-            return;
-        }
-        let mut returned = inflight.returned.lock();
-        let mut buffers = self.buffers.borrow_mut();
-        let room = Self::KEEP.saturating_sub(buffers.len());
-        buffers.extend(returned.drain(..).take(room));
-        inflight.returned_count.store(0, Ordering::Relaxed);
-    }
-}
-
 /// How far a test got a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Progress {
@@ -884,7 +828,7 @@ pub(crate) struct Inflight {
     /// (without it every nonblocking reduction zeroed fresh memory, which
     /// slowed it; figures: docs/measurements.md, "Scratch of nonblocking
     /// runs"), and how many (stored under the lock, read without it).
-    returned: SpinLock<Vec<Box<dyn Any + Send>>>,
+    returned: SpinLock<Vec<Scratch>>,
     returned_count: AtomicUsize,
 }
 
@@ -903,17 +847,28 @@ impl Inflight {
     }
 
     /// Keeps a finished nonblocking run's scratch for the Comm's next
-    /// calls ([`Spare::reclaim`]), from a page up: a smaller one costs
-    /// less to allocate afresh than to hand back under a lock.
-    fn give_back<T: bytemuck::Pod + Send>(&self, scratch: Vec<T>) {
-        if scratch.capacity() * size_of::<T>() < 4096 {
+    /// calls ([`Inflight::reclaim`]), when worth it
+    /// ([`scratch::worth_returning`]).
+    fn give_back(&self, scratch: Scratch) {
+        if !scratch::worth_returning(&scratch) {
             return;
         }
         let mut returned = self.returned.lock();
         if returned.len() < Spare::KEEP {
-            returned.push(Box::new(scratch));
+            returned.push(scratch);
             self.returned_count.store(returned.len(), Ordering::Relaxed);
         }
+    }
+
+    /// Hands the scratch nonblocking runs finished with (maybe on other
+    /// threads) to `spare`.
+    pub(crate) fn reclaim(&self, spare: &Spare) {
+        if self.returned_count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut returned = self.returned.lock();
+        spare.reclaim(returned.drain(..));
+        self.returned_count.store(0, Ordering::Relaxed);
     }
 
     /// Advances every run in flight once, oldest first, up to its end (a
@@ -1053,9 +1008,9 @@ impl Inflight {
         combine: Option<&Combine<T>>,
         spare: &Spare,
     ) -> Result<(), Error> {
-        let mut scratch = spare.zeroed(run.scratch::<T>(input.len()));
+        let mut scratch = spare.zeroed::<T>(run.scratch::<T>(input.len()))?;
         let late = drive(&self.ep, || {
-            let done = run.advance(input, output, &mut scratch, combine)?;
+            let done = run.advance(input, output, scratch.elements_mut(), combine)?;
             Ok::<_, Error>((done, run.mark()))
         })?;
         if let Some(waited) = late {
