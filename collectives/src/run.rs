@@ -100,7 +100,7 @@ pub(crate) fn check(schedule: &Schedule, input: usize, output: usize) -> Result<
 /// copying into pooled buffers: a send from caller memory could not give
 /// up on a peer that never receives (a program's bug) without leaving the
 /// provider reading memory the caller has back, so it would wait forever.
-/// Not on libfabric < 1.19's `shm` ([`Endpoint::queues_large_unexpected`]),
+/// Not on libfabric < 1.19's `shm` ([`onesided_fabric::Granted::queues_large_unexpected`]),
 /// which leaves a truncated large receive incomplete forever (128 KiB
 /// sent to a 64 KiB receive): one into caller memory could not give up.
 const DIRECT_FROM: usize = 64 * 1024;
@@ -349,7 +349,7 @@ impl<T: bytemuck::Pod + Send, I: AsRef<[T]>, O: AsRef<[T]> + AsMut<[T]>> Exec<T,
     /// overlap no other receive's. What a member receives so is its own
     /// business: its peers send as always.
     fn direct_receives(&self, ep: &Endpoint, actions: &[Action]) -> Vec<usize> {
-        if !self.direct || self.mismatch.is_some() || !ep.queues_large_unexpected() {
+        if !self.direct || self.mismatch.is_some() || !ep.granted().queues_large_unexpected() {
             return Vec::new();
         }
         let targets: Vec<(usize, u32, Slice)> = (actions.iter().enumerate())
@@ -792,7 +792,7 @@ struct Entry {
 /// A Comm's nonblocking runs in flight, oldest first.
 ///
 /// Where the endpoint cannot queue several large unexpected messages
-/// ([`Endpoint::queues_large_unexpected`]: libfabric < 1.19's `shm`, which
+/// ([`onesided_fabric::Granted::queues_large_unexpected`]: libfabric < 1.19's `shm`, which
 /// hangs then), the runs over messages go one after the other: a run
 /// posts its first round only once every older one (and, for a blocking
 /// call, every one in flight) has finished. A schedule sends one message
@@ -840,7 +840,7 @@ impl Inflight {
             listed: AtomicUsize::new(0),
             ep: ep.clone(),
             group: group.clone(),
-            serial: !ep.queues_large_unexpected(),
+            serial: !ep.granted().queues_large_unexpected(),
             returned: SpinLock::new(Vec::new()),
             returned_count: AtomicUsize::new(0),
         }

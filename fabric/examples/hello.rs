@@ -17,7 +17,7 @@ fn main() {
         "rank {} of {} on {}",
         world.rank(),
         world.size(),
-        world.endpoint().provider()
+        world.endpoint().granted().provider()
     );
     if let Err(e) = world.finalize() {
         eprintln!("hello: {e}");

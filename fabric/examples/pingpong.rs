@@ -130,7 +130,7 @@ fn run(world: &World, buf: &mut [u8], rounds: usize) -> Result<()> {
     if rank == 0 {
         println!(
             "provider {}, {rounds} rounds alternating, per operation in us",
-            ep.provider()
+            ep.granted().provider()
         );
         println!(
             "{:<8} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}",

@@ -71,6 +71,7 @@ mod transfer;
 mod waiting;
 
 pub use config::EndpointConfig;
+pub use granted::Granted;
 pub(crate) use operation::Operation;
 pub use ranks::Ranks;
 use transfer::RawBuffer;
@@ -482,10 +483,8 @@ impl Core {
 /// thread.
 pub(crate) struct EndpointState {
     core: SpinLock<Core>,
-    pub provider: Provider,
-    pub mr_mode: MrMode,
-    inject_size: usize,
-    pub(crate) source_match: SourceMatch,
+    /// What the provider granted, fixed at open.
+    pub(crate) granted: Granted,
     /// How long waits spin before yielding, in nanoseconds (0 when this
     /// host runs more ranks than it has cores).
     spin_ns: AtomicU64,
@@ -494,8 +493,6 @@ pub(crate) struct EndpointState {
     /// Where the next polling any-source receive starts (fairness).
     next_any_source: std::sync::atomic::AtomicU32,
     pub(crate) local_regions: Mutex<Vec<LocalRegion>>,
-    /// Bytes of a key this endpoint's registrations may have.
-    key_size: usize,
     dead: Mutex<HashSet<u32>>,
     any_dead: AtomicBool,
     /// Bumped by every progress call of the application, so the background
@@ -512,18 +509,11 @@ pub(crate) struct EndpointState {
     timeout: Duration,
     max_sleep: Duration,
     cq_fd: Option<i32>,
-    auto_progress: bool,
-    send_after_atomic: bool,
-    write_after_write: bool,
     /// Buffers of finished transfers, for the next ones.
     buffers: Mutex<Vec<Box<[u8]>>>,
     /// Tasks awaiting something this endpoint moves
     /// ([`Endpoint::wake_later`]), woken by the background thread.
     tasks: Mutex<Vec<std::task::Waker>>,
-    /// Who applies atomics.
-    pub atomics: Atomics,
-    /// libfabric's name of the provider given.
-    provider_name: String,
     /// The regions peers' software atomics may reach (filled only under
     /// [`Atomics::Software`]).
     pub(crate) atomic_regions: Registry,
@@ -557,7 +547,7 @@ impl EndpointState {
     /// travel to the job's peers); within the provider's key size.
     /// Ignored where the provider chooses keys (`FI_MR_PROV_KEY`).
     pub(crate) fn next_key(&self) -> u64 {
-        random_key(self.key_size)
+        random_key(self.granted.key_size)
     }
 
     pub(crate) fn mark_dead(&self, rank: u32) {
@@ -656,7 +646,7 @@ impl EndpointState {
     }
 
     pub(crate) fn inject_size(&self) -> usize {
-        self.inject_size
+        self.granted.inject_size
     }
 
     fn local_desc(&self, ptr: usize, len: usize) -> Option<*mut c_void> {
@@ -786,15 +776,22 @@ impl Endpoint {
         // SAFETY: fi_version takes no arguments and returns a constant.
         let source_match = SourceMatch::new(config.provider, unsafe { sys::fi_version() });
         let shared = Arc::new(EndpointState {
-            provider: config.provider,
-            mr_mode: granted.mr_mode | (config.mr_mode_request & MrMode::FORCEABLE),
-            inject_size: granted.inject_size,
+            granted: Granted {
+                provider: config.provider,
+                mr_mode: granted.mr_mode | (config.mr_mode_request & MrMode::FORCEABLE),
+                inject_size: granted.inject_size,
+                source_match,
+                key_size: granted.key_size,
+                auto_progress: granted.auto_progress,
+                send_after_atomic: granted.send_after_atomic,
+                write_after_write: granted.write_after_write,
+                atomics: granted.atomics,
+                provider_name: granted.name.clone(),
+            },
             next_any_source: std::sync::atomic::AtomicU32::new(0),
             next_call: std::sync::atomic::AtomicU32::new(0),
             spin_ns: AtomicU64::new(crate::progress::DEFAULT_SPIN.as_nanos() as u64),
-            source_match,
             local_regions: Mutex::new(Vec::new()),
-            key_size: granted.key_size,
             dead: Mutex::new(HashSet::new()),
             any_dead: AtomicBool::new(false),
             app_progress: AtomicU64::new(0),
@@ -804,11 +801,6 @@ impl Endpoint {
             timeout: config.timeout,
             max_sleep: config.max_sleep,
             cq_fd: handles.cq_fd,
-            auto_progress: granted.auto_progress,
-            send_after_atomic: granted.send_after_atomic,
-            write_after_write: granted.write_after_write,
-            atomics: granted.atomics,
-            provider_name: granted.name.clone(),
             atomic_regions: Registry::default(),
             atomic_counts: std::array::from_fn(|_| std::sync::atomic::AtomicUsize::new(0)),
             buffers: Mutex::new(Vec::new()),
@@ -1029,7 +1021,7 @@ impl Endpoint {
                 len,
                 sys::FI_READ | sys::FI_WRITE | sys::FI_SEND | sys::FI_RECV,
                 self.inner.shared.next_key(),
-                self.inner.shared.mr_mode,
+                self.inner.shared.granted.mr_mode,
             )
         }?;
         out.temporary = mr;
@@ -1064,7 +1056,7 @@ impl Endpoint {
                 self.inner.shared.mark_dead(rank);
                 return Err(Error::PeerDead { op, rank });
             }
-            let desc = if self.inner.shared.mr_mode.contains(MrMode::LOCAL) {
+            let desc = if self.inner.shared.granted.mr_mode.contains(MrMode::LOCAL) {
                 self.local_desc(&core, buffer.0, buffer.1)?
             } else {
                 LocalDesc::NONE

@@ -14,7 +14,7 @@ use crate::provider::{Atomics, MrMode, Provider};
 
 /// What `fi_getinfo` granted for the endpoint.
 #[derive(Debug, Clone)]
-pub(crate) struct Granted {
+pub(crate) struct Info {
     pub mr_mode: MrMode,
     pub inject_size: usize,
     pub auto_progress: bool,
@@ -41,7 +41,7 @@ pub(crate) struct Granted {
 /// The longest string address (`FI_ADDR_STR`) accepted from a peer.
 const STR_NAME_MAX: usize = 256;
 
-impl Granted {
+impl Info {
     /// The longest peer name accepted, when this endpoint's own is
     /// `own_len` bytes. String addresses differ in length from process
     /// to process (`shm`'s embed the pid: `fi_shm://9995` and
@@ -66,7 +66,7 @@ pub(crate) struct Handles {
     pub domain: *mut sys::fid_domain,
     pub fabric: *mut sys::fid_fabric,
     info: *mut sys::fi_info,
-    pub granted: Granted,
+    pub granted: Info,
     /// The completion queue's wait file descriptor, where it has one.
     pub cq_fd: Option<i32>,
 }
@@ -104,7 +104,7 @@ impl Handles {
             domain: ptr::null_mut(),
             fabric: ptr::null_mut(),
             info,
-            granted: Granted {
+            granted: Info {
                 mr_mode: MrMode::empty(),
                 inject_size: 0,
                 auto_progress: false,
@@ -124,7 +124,7 @@ impl Handles {
         // Drop closes whatever was opened, in reverse order.
         unsafe {
             let attrs = &*info;
-            handles.granted = Granted {
+            handles.granted = Info {
                 mr_mode: MrMode::from_bits_truncate((*attrs.domain_attr).mr_mode as u64),
                 inject_size: (*attrs.tx_attr).inject_size,
                 addr_len: attrs.src_addrlen,
@@ -255,7 +255,7 @@ impl Handles {
     /// Inserts peer addresses (as peers' [`Handles::name`] gave them);
     /// returns their `fi_addr_t`s in order. `fi_av_insert` takes no
     /// lengths, so each name is checked against the longest the
-    /// provider's format allows ([`Granted::name_max`]) and copied into a
+    /// provider's format allows ([`Info::name_max`]) and copied into a
     /// zero-padded, NUL-terminated slot of that length first: a short or
     /// garbled name from the key-value space cannot make libfabric read
     /// past it. Binary formats go in one `fi_av_insert` of slots of this
@@ -472,7 +472,7 @@ mod tests {
 
     #[test]
     fn string_names_of_any_pid_length_fit_and_binary_ones_have_one_length() {
-        let mut granted = Granted {
+        let mut granted = Info {
             mr_mode: MrMode::empty(),
             inject_size: 0,
             auto_progress: false,

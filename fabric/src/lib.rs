@@ -72,7 +72,9 @@ pub mod uncached;
 pub mod world;
 
 pub use atomic::{AtomicOp, Datatype};
-pub use endpoint::{Endpoint, EndpointConfig, Incoming, Ranks, Received, Transfer, MAX_RANKS};
+pub use endpoint::{
+    Endpoint, EndpointConfig, Granted, Incoming, Ranks, Received, Transfer, MAX_RANKS,
+};
 pub use error::{Error, Result};
 pub use mapping::Mapping;
 pub use matching::MAX_TAG;

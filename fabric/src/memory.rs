@@ -160,7 +160,7 @@ impl MemoryRegion {
         access: Access,
     ) -> Result<MemoryRegion> {
         let len = memory.len();
-        let mode = shared.mr_mode;
+        let mode = shared.granted.mr_mode;
         let mut flags = access.bits();
         if mode.contains(MrMode::LOCAL) {
             flags |= sys::FI_READ | sys::FI_WRITE;
@@ -187,7 +187,7 @@ impl MemoryRegion {
         // SAFETY: mr is an open registration.
         let desc = unsafe { sys::fi_mr_desc(mr) } as usize;
         let memory = Arc::new(memory);
-        if shared.atomics == Atomics::Software && access.contains(Access::REMOTE_WRITE) {
+        if shared.granted.atomics == Atomics::Software && access.contains(Access::REMOTE_WRITE) {
             let region = Region {
                 memory: Arc::clone(&memory),
                 base,

@@ -30,7 +30,7 @@ fn local_desc(
     len: usize,
 ) -> Result<*mut c_void> {
     let desc = shared.desc_of(buf as usize, len);
-    if desc.is_null() && shared.mr_mode.contains(crate::MrMode::LOCAL) {
+    if desc.is_null() && shared.granted.mr_mode.contains(crate::MrMode::LOCAL) {
         return Err(Error::BadDescriptor(
             "raw loops need a buffer inside a registered region under FI_MR_LOCAL".into(),
         ));

@@ -1295,7 +1295,7 @@ impl Window {
         let on_host = exposure.group.members().iter().all(|&r| rma.same_host(r));
         // Software atomics are CPU atomics at the target: mapped members'
         // CPU atomics join them.
-        let local_atomics = on_host || rma.ep.atomics() == Atomics::Software;
+        let local_atomics = on_host || rma.ep.granted().atomics() == Atomics::Software;
         // Published by the first window (checked without the lock after).
         let described = match exposure.published.load(Ordering::Acquire)
             || exposure.published.swap(true, Ordering::AcqRel)

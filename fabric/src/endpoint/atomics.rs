@@ -10,7 +10,7 @@ impl Endpoint {
     /// write (`access`), answers peers' atomics from then on: a process
     /// that registers none keeps no receives for them.
     pub(super) fn serve_atomics(&self, access: Access) -> Result<()> {
-        let software = self.inner.shared.atomics == Atomics::Software;
+        let software = self.inner.shared.granted.atomics == Atomics::Software;
         if !software || !access.contains(Access::REMOTE_WRITE) {
             return Ok(());
         }
@@ -168,7 +168,7 @@ impl Endpoint {
                 size: operand.len() as u64,
             });
         }
-        if self.inner.shared.atomics == Atomics::Software {
+        if self.inner.shared.granted.atomics == Atomics::Software {
             let address = remote.address_of(offset, operand.len() as u64, name)?;
             let action = Action::Apply(op);
             return self.atomic_by_target(
@@ -267,7 +267,7 @@ impl Endpoint {
             }
         }
         let address = Self::atomic_target(remote, offset, size, size, op, at)?;
-        if self.inner.shared.atomics == Atomics::Software {
+        if self.inner.shared.granted.atomics == Atomics::Software {
             let (key, action) = (remote.key, Action::CompareSwap);
             return self.atomic_by_target(
                 operation,
@@ -352,7 +352,7 @@ impl Endpoint {
         if ret != 0 || count == 0 {
             return Err(Error::NotSupported {
                 what: "atomic operation on this element type",
-                provider: self.inner.shared.provider.name(),
+                provider: self.inner.shared.granted.provider.name(),
             });
         }
         slot.store(count, Ordering::Relaxed);

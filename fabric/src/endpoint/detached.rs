@@ -42,7 +42,7 @@ impl Endpoint {
         offset: u64,
         value: u64,
     ) -> Result<()> {
-        if self.inner.shared.mr_mode.contains(MrMode::LOCAL) {
+        if self.inner.shared.granted.mr_mode.contains(MrMode::LOCAL) {
             // Its temporary registration would have to outlive the call:
             // wait instead.
             return self.fetch_add(at, remote, offset, value).map(drop);
@@ -50,7 +50,7 @@ impl Endpoint {
         let operation = Operation::Atomic;
         let name = operation.name();
         let address = Self::atomic_target(remote, offset, 8, 8, name, at)?;
-        if self.inner.shared.atomics == Atomics::Software {
+        if self.inner.shared.granted.atomics == Atomics::Software {
             return self.add_detached_by_target(at, remote.key, address, value);
         }
         self.atomic_count(Datatype::U64, Some(AtomicOp::Sum), true)?;

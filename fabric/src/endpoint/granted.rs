@@ -1,17 +1,43 @@
-//! What the provider granted this endpoint: its name, registration
-//! modes, orderings, inject size, progress, and who applies atomics.
+//! What the provider granted an endpoint ([`Granted`]): its name,
+//! registration modes, orderings, inject size, progress, and who applies
+//! atomics; fixed when the endpoint opens.
 
 use super::*;
 
+/// What the provider granted an endpoint, fixed when it opened
+/// ([`Endpoint::granted`]).
+#[derive(Debug, Clone)]
+pub struct Granted {
+    pub(crate) provider: Provider,
+    /// The bits the provider granted, which the endpoint honours.
+    pub(crate) mr_mode: MrMode,
+    pub(crate) inject_size: usize,
+    pub(crate) source_match: SourceMatch,
+    /// Bytes of a key this endpoint's registrations may have.
+    pub(crate) key_size: usize,
+    pub(crate) auto_progress: bool,
+    pub(crate) send_after_atomic: bool,
+    pub(crate) write_after_write: bool,
+    pub(crate) atomics: Atomics,
+    pub(crate) provider_name: String,
+}
+
 impl Endpoint {
+    /// What the provider granted this endpoint.
+    pub fn granted(&self) -> &Granted {
+        &self.inner.shared.granted
+    }
+}
+
+impl Granted {
     /// The provider in use.
     pub fn provider(&self) -> Provider {
-        self.inner.shared.provider
+        self.provider
     }
 
-    /// The `mr_mode` bits the provider granted, which this endpoint honours.
+    /// The `mr_mode` bits the provider granted, which the endpoint honours.
     pub fn mr_mode(&self) -> MrMode {
-        self.inner.shared.mr_mode
+        self.mr_mode
     }
 
     /// Whether a receiver may hold several unexpected messages larger
@@ -20,7 +46,7 @@ impl Endpoint {
     /// with four ranks); callers there keep such exchanges in flight one
     /// at a time.
     pub fn queues_large_unexpected(&self) -> bool {
-        self.inner.shared.source_match.queues_large_unexpected
+        self.source_match.queues_large_unexpected
     }
 
     /// Whether a message to a peer is processed there after every atomic
@@ -28,19 +54,19 @@ impl Endpoint {
     /// notice may follow an atomic still in flight (as a lock release)
     /// without waiting for it.
     pub fn orders_send_after_atomic(&self) -> bool {
-        self.inner.shared.send_after_atomic
+        self.send_after_atomic
     }
 
     /// libfabric's name of the provider it was given: `tcp` (libfabric
     /// 2.x's native RDM endpoint) or `tcp;ofi_rxm` for [`Provider::Tcp`].
     pub fn provider_name(&self) -> &str {
-        &self.inner.shared.provider_name
+        &self.provider_name
     }
 
-    /// Who applies this endpoint's atomics: the provider, or the target's
+    /// Who applies the endpoint's atomics: the provider, or the target's
     /// progress engine ([`Atomics::Software`]).
     pub fn atomics(&self) -> Atomics {
-        self.inner.shared.atomics
+        self.atomics
     }
 
     /// Whether an RMA write to a peer is processed there after every write
@@ -48,18 +74,18 @@ impl Endpoint {
     /// [`Endpoint::write_delivered`] completes [`Endpoint::write_injected`]'s
     /// writes before it.
     pub fn orders_write_after_write(&self) -> bool {
-        self.inner.shared.write_after_write
+        self.write_after_write
     }
 
     /// The most bytes a send or write may carry without a completion
     /// ([`Endpoint::write_injected`]): the provider's inject size.
     pub fn inject_size(&self) -> usize {
-        self.inner.shared.inject_size
+        self.inject_size
     }
 
     /// Whether the provider moves data without calls into it (tcp with
     /// `FI_PROGRESS_AUTO`).
     pub fn auto_progress(&self) -> bool {
-        self.inner.shared.auto_progress
+        self.auto_progress
     }
 }

@@ -27,7 +27,7 @@ impl Endpoint {
     ) -> Result<()> {
         let me = u64::from(self.inner.rank);
         let tag = SourceMatch::wire_tag(tag, self.inner.rank);
-        let inject = data.len() <= self.inner.shared.inject_size;
+        let inject = data.len() <= self.inner.shared.granted.inject_size;
         let posted = self.post(
             operation,
             to,
@@ -225,7 +225,9 @@ impl Endpoint {
         check_tag(tag)?;
         let capacity = buf.len();
         let done = match from {
-            None if self.inner.shared.source_match.poll_any_source => self.recv_polling(tag, buf),
+            None if self.inner.shared.granted.source_match.poll_any_source => {
+                self.recv_polling(tag, buf)
+            }
             _ => {
                 let (wire, ignore) = SourceMatch::receive(tag, from);
                 // A receive from any rank is attributed to this rank itself

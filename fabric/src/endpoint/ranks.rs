@@ -1,7 +1,8 @@
 //! The job's ranks as this endpoint sees them ([`Endpoint::ranks`]):
 //! where each lives (its host, this machine's cores and boards) and
 //! whether it is alive; so that [`Endpoint`]'s own methods are the data
-//! path, what the provider granted and the waiting discipline.
+//! path, progress and the waiting discipline, and what the provider
+//! granted is [`crate::Granted`].
 
 use super::*;
 

@@ -110,11 +110,11 @@ impl Endpoint {
         self.wait(op, to, posted, OnTimeout::Wait).map(drop)
     }
 
-    /// Writes `data`, at most [`Endpoint::inject_size`] bytes, at `offset`
+    /// Writes `data`, at most [`Granted::inject_size`] bytes, at `offset`
     /// of `to`'s region `remote`; the provider copies it before this
     /// returns, and no completion is waited for or reported. Where the
     /// provider processes writes in order
-    /// ([`Endpoint::orders_write_after_write`]), the bytes are in the
+    /// ([`Granted::orders_write_after_write`]), the bytes are in the
     /// target's memory once a later [`Endpoint::write_delivered`] to `to`
     /// completes, and a failure shows there.
     ///
@@ -130,7 +130,7 @@ impl Endpoint {
     ) -> Result<()> {
         let operation = Operation::Write;
         let op = operation.name();
-        let limit = self.inner.shared.inject_size;
+        let limit = self.inner.shared.granted.inject_size;
         if data.len() > limit {
             return Err(Error::OutOfRange {
                 what: "injected write",

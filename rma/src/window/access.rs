@@ -115,8 +115,8 @@ impl Window {
     /// round trip more than their injections.
     fn injects(&self, target: u32, len: usize) -> bool {
         let ep = &self.rma().ep;
-        len <= ep.inject_size()
-            && ep.orders_write_after_write()
+        len <= ep.granted().inject_size()
+            && ep.granted().orders_write_after_write()
             && self.written.borrow().contains_key(&target)
     }
 

@@ -80,7 +80,7 @@ impl State {
         dynamic: Option<(u64, Vec<Arc<MemoryRegion>>)>,
         tainted: bool,
     ) {
-        if !self.ep.orders_send_after_atomic() {
+        if !self.ep.granted().orders_send_after_atomic() {
             // The barrier lets its members reuse their parts' memory, lock
             // words included: this process's lock releases on them land
             // first.

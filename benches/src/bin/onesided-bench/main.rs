@@ -79,7 +79,7 @@ fn rank(args: &[String]) -> Result<()> {
     if world.rank() == 0 {
         let (version, path) = onesided_fabric::libfabric_loaded();
         let ep = world.endpoint();
-        let (name, atomics) = (ep.provider_name(), ep.atomics().name());
+        let (name, atomics) = (ep.granted().provider_name(), ep.granted().atomics().name());
         println!("loaded libfabric {version} {path} ({name}, {atomics} atomics)");
     }
     let turns = Turns::from_env(world.rank())?;
