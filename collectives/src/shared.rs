@@ -116,6 +116,7 @@ use crate::Error;
 
 mod plan;
 mod run;
+mod steps;
 
 use plan::*;
 

@@ -1,6 +1,7 @@
 //! A shared-memory call in flight: the state machine that plans each
 //! step ([`Run::plan`]) and runs the steps, in its turn.
 
+use super::steps::{self, Planner};
 use super::*;
 
 /// The member state a run works in: held by a nonblocking run, which
@@ -124,29 +125,9 @@ impl<'s> Run<'s> {
         ((self.k as u64) << 32) | (self.done_ops as u64) << 1 | u64::from(self.current.is_some())
     }
 
-    /// Where a piece of `elements` is published: the rule publishers and
-    /// readers of a call apply alike. Small pieces go inline; large ones
-    /// are lent, except a broadcast's and a reduction's to one root: the
-    /// publishers' copies into cells then overlap with the root's reading
-    /// and combining, and a broadcast's readers take the root's pieces
-    /// from the shared cache. A lent piece is read at the same speed in
-    /// both of the machine's modes, a cell's are not (measurements:
-    /// `docs/measurements.md`, "Gathers and scatters lent").
+    /// Where a piece of `elements` is published ([`steps::place`]).
     fn place<T>(&self, shared: &HostMemory, elements: usize) -> Place {
-        let bytes = elements * size_of::<T>();
-        let lendable = match &self.shape {
-            Shape::Reduce { root, .. } => root.is_none(),
-            Shape::Alltoall { .. }
-            | Shape::ReduceScatter { .. }
-            | Shape::Scatter { .. }
-            | Shape::Gather { .. } => true,
-            Shape::Barrier | Shape::Bcast { .. } => false,
-        };
-        if lendable && shared.cma && bytes >= LEND {
-            Place::Lent
-        } else {
-            HostMemory::unlent::<T>(elements)
-        }
+        steps::place::<T>(steps::lendable(&self.shape), shared, elements)
     }
 
     /// Whether peers may still read this member's memory (it lent pieces
@@ -435,7 +416,7 @@ impl<'s> Run<'s> {
         planned
     }
 
-    /// [`Run::plan`] into `ops`.
+    /// [`Run::plan`] into `ops`: the shape's [`Planner`].
     fn plan_into<T>(
         &mut self,
         shared: &HostMemory,
@@ -443,339 +424,22 @@ impl<'s> Run<'s> {
         input: usize,
         output: usize,
     ) -> Option<Publish> {
-        let (me, n, k) = (shared.me, shared.n, self.k);
-        let size = size_of::<T>();
-        let piece_bytes = shared.piece_bytes::<T>(&self.shape, input, output);
-        let per = (piece_bytes / size.max(1)).max(1);
-        let pieces = |len: usize| len.div_ceil(per);
-        let piece = |len: usize, k: usize| (k * per).min(len)..((k + 1) * per).min(len);
-        let others = (0..n).filter(move |&p| p != me);
-        ops.clear();
-        // Reads of every member's piece `range` (this member's from its
-        // input at `from`) into `into`, combined in rank order (see
-        // `fold_order`).
-        let place = |elements: usize| self.place::<T>(shared, elements);
-        let left_in_place = matches!(
-            self.shape,
-            Shape::Reduce {
-                left_in_place: true,
-                ..
-            }
-        );
-        let fold = |ops: &mut Vec<Act>,
-                    at: usize,
-                    from_place: Place,
-                    from: Range<usize>,
-                    into: Range<usize>| {
-            for (i, p) in fold_order(n, me, left_in_place).enumerate() {
-                let combine = i > 0;
-                ops.push(if p == me && p < i as u32 {
-                    Act::LocalFirst {
-                        from: from.clone(),
-                        into: into.clone(),
-                    }
-                } else if p == me {
-                    Act::Local {
-                        from: from.clone(),
-                        into: into.clone(),
-                        combine,
-                    }
-                } else {
-                    Act::Read {
-                        peer: p,
-                        at,
-                        into: into.clone(),
-                        combine,
-                        place: from_place,
-                        whole: input * size,
-                    }
-                });
-            }
-        };
+        let bytes = input * size_of::<T>();
+        let planner = Planner::<T>::new(shared, &self.shape, self.k, (input, output), ops);
         match &self.shape {
-            Shape::Barrier => {
-                if k > 0 {
-                    return None;
-                }
-                ops.extend(others.map(Act::Wait));
-                Some(Publish::Nothing)
+            Shape::Barrier => planner.barrier(),
+            Shape::Bcast { root } => planner.bcast(*root),
+            Shape::Reduce { root, .. } if shared.splits(*root, bytes) => {
+                planner.reduce_split(*root)
             }
-            Shape::Bcast { root } => {
-                if k >= pieces(output) {
-                    return None;
-                }
-                let range = piece(output, k);
-                if me == *root {
-                    return Some(Publish::Output(range));
-                }
-                ops.push(Act::Read {
-                    peer: *root,
-                    at: 0,
-                    place: place(range.len()),
-                    into: range,
-                    combine: false,
-                    whole: output * size,
-                });
-                Some(Publish::Nothing)
+            Shape::Reduce { root, .. } => planner.reduce_pieces(*root),
+            Shape::Gather { root, counts } => planner.gather(*root, counts),
+            Shape::Scatter { root, counts } => planner.scatter(*root, counts),
+            Shape::Alltoall { sends, recvs } => planner.alltoall((sends, recvs), &mut self.counts),
+            Shape::ReduceScatter { counts } if shared.lends_whole(bytes) => {
+                planner.reduce_scatter_whole(counts)
             }
-            Shape::Reduce { root, .. } if shared.splits(*root, input * size) => {
-                // Step k < C: every member lends its input and reduces its
-                // block of chunk k (into its output, or its scratch off
-                // the root of a reduce), and publishes its reduced block
-                // of chunk k - 1, which the members that want it read.
-                let (sub, steps) = split_plan(input, n, size);
-                if k > steps {
-                    return None;
-                }
-                let reads = root.is_none_or(|r| r == me);
-                if k > 0 && reads {
-                    for p in others {
-                        let r = sub(k - 1, p);
-                        if !r.is_empty() {
-                            ops.push(Act::Read {
-                                peer: p,
-                                at: 0,
-                                into: r.clone(),
-                                combine: false,
-                                place: HostMemory::unlent::<T>(r.len()),
-                                whole: input * size,
-                            });
-                        }
-                    }
-                }
-                // A member that does not read accumulates (see
-                // `Run::accumulator`): its blocks go at the start.
-                let at_home = |r: Range<usize>| if reads { r } else { 0..r.len() };
-                let reduced = (k > 0 && root != &Some(me))
-                    .then(|| sub(k - 1, me))
-                    .filter(|r| !r.is_empty())
-                    .map(at_home);
-                if k < steps {
-                    let mine = sub(k, me);
-                    if !mine.is_empty() {
-                        fold(
-                            ops,
-                            mine.start * size,
-                            Place::Lent,
-                            mine.clone(),
-                            at_home(mine),
-                        );
-                    }
-                    return Some(Publish::Split(reduced));
-                }
-                Some(reduced.map_or(Publish::Nothing, Publish::Reduced))
-            }
-            Shape::Reduce { root, .. } => {
-                if k >= pieces(input) {
-                    return None;
-                }
-                let range = piece(input, k);
-                if root.is_none_or(|r| r == me) {
-                    fold(ops, 0, place(range.len()), range.clone(), range.clone());
-                }
-                Some(Publish::Input(range))
-            }
-            Shape::Gather { root, counts } => {
-                let most = counts.iter().copied().max().unwrap_or(0);
-                if k >= pieces(most) {
-                    return None;
-                }
-                let at = displacements(counts);
-                if root.is_none() && shared.gathers_whole::<T>(counts) {
-                    let total = counts.iter().sum::<usize>() * size;
-                    if total >= PUSH_FROM {
-                        // One step: every member lends its output, then
-                        // copies its own block and writes it into its
-                        // peers' outputs, in turns of `PUSH_TURN` bytes.
-                        let mine = at[me as usize];
-                        let push = |peer: u32, from: Range<usize>| Act::Push {
-                            peer,
-                            at: (mine + from.start) * size,
-                            from,
-                            whole: counts[peer as usize] * size,
-                            total,
-                        };
-                        let per = (PUSH_TURN / size).max(1);
-                        for start in (0..input).step_by(per) {
-                            let from = start..(start + per).min(input);
-                            ops.push(Act::Uncached {
-                                from: from.clone(),
-                                into: mine + from.start..mine + from.end,
-                            });
-                            ops.extend(others.clone().map(|p| push(p, from.clone())));
-                        }
-                        return Some(Publish::Destination);
-                    }
-                    // One step: every member copies its own block and
-                    // reads its peers' whole.
-                    for p in (0..n).map(|i| (me + i) % n) {
-                        let into = at[p as usize]..at[p as usize] + counts[p as usize];
-                        ops.push(if p == me {
-                            Act::Local {
-                                from: 0..input,
-                                into,
-                                combine: false,
-                            }
-                        } else {
-                            Act::Read {
-                                peer: p,
-                                at: 0,
-                                into,
-                                combine: false,
-                                place: Place::Lent,
-                                whole: counts[p as usize] * size,
-                            }
-                        });
-                    }
-                } else if root.is_none_or(|r| r == me) {
-                    if k == 0 {
-                        let into = at[me as usize]..at[me as usize] + input;
-                        ops.push(Act::Local {
-                            from: 0..input,
-                            into,
-                            combine: false,
-                        });
-                    }
-                    for p in others.filter(|&p| k < pieces(counts[p as usize])) {
-                        let r = piece(counts[p as usize], k);
-                        let start = at[p as usize] + r.start;
-                        ops.push(Act::Read {
-                            peer: p,
-                            at: 0,
-                            into: start..start + r.len(),
-                            combine: false,
-                            place: place(r.len()),
-                            whole: counts[p as usize] * size,
-                        });
-                    }
-                }
-                Some(Publish::Input(piece(input, k)))
-            }
-            Shape::Scatter { root, counts } => {
-                // The root publishes what its peers read (`scattered`),
-                // and copies its own block at its last step, while they
-                // read the last piece.
-                let span = scattered(counts, *root);
-                let steps = pieces(span.len()).max(usize::from(counts[*root as usize] > 0));
-                if k >= steps {
-                    return None;
-                }
-                let at = displacements(counts);
-                let mine = at[me as usize]..at[me as usize] + counts[me as usize];
-                let within = piece(span.len(), k);
-                let range = span.start + within.start..span.start + within.end;
-                if me == *root {
-                    if k + 1 == steps {
-                        ops.push(Act::Local {
-                            from: mine.clone(),
-                            into: 0..mine.len(),
-                            combine: false,
-                        });
-                    }
-                    return Some(Publish::Input(range));
-                }
-                let (lo, hi) = (range.start.max(mine.start), range.end.min(mine.end));
-                if lo < hi {
-                    ops.push(Act::Read {
-                        peer: *root,
-                        at: (lo - range.start) * size_of::<T>(),
-                        into: lo - mine.start..hi - mine.start,
-                        combine: false,
-                        place: place(range.len()),
-                        whole: counts.iter().sum::<usize>() * size,
-                    });
-                }
-                Some(Publish::Nothing)
-            }
-            Shape::Alltoall { sends, recvs } => {
-                let into = displacements(recvs);
-                if k == 0 {
-                    let own = displacements(sends)[me as usize];
-                    let len = sends[me as usize].min(recvs[me as usize]);
-                    ops.push(Act::Local {
-                        from: own..own + len,
-                        into: into[me as usize]..into[me as usize] + len,
-                        combine: false,
-                    });
-                    self.counts = vec![Vec::new(); n as usize];
-                    self.counts[me as usize] = sends.iter().map(|&c| c as u64).collect();
-                    ops.extend(others.map(|peer| Act::Counts {
-                        peer,
-                        into: into[peer as usize]..into[peer as usize] + recvs[peer as usize],
-                    }));
-                    return Some(Publish::Counts);
-                }
-                // The inputs that did not go beside their counts, in
-                // pieces of a cell, one step each.
-                let late = |p: &u32| {
-                    let total = self.counts[*p as usize].iter().sum::<u64>() as usize;
-                    (shared.beside_counts(total * size).is_none()).then_some(total)
-                };
-                let longest = (0..n).filter_map(|p| late(&p)).max().unwrap_or(0);
-                let j = k - 1;
-                if j >= pieces(longest) {
-                    return None;
-                }
-                for p in others {
-                    let Some(total) = late(&p) else { continue };
-                    // Where p's block for this member starts in p's input.
-                    let theirs = &self.counts[p as usize];
-                    let from = theirs[..me as usize].iter().sum::<u64>() as usize;
-                    let range = piece(total, j);
-                    let block = from..from + recvs[p as usize];
-                    let (lo, hi) = (range.start.max(block.start), range.end.min(block.end));
-                    if lo < hi {
-                        let to = into[p as usize] + (lo - block.start);
-                        ops.push(Act::Read {
-                            peer: p,
-                            at: (lo - range.start) * size,
-                            into: to..to + (hi - lo),
-                            combine: false,
-                            place: place(range.len()),
-                            whole: total * size,
-                        });
-                    }
-                }
-                Some(match late(&me) {
-                    Some(_) => Publish::Input(piece(input, j)),
-                    None => Publish::Nothing,
-                })
-            }
-            // The input lent whole: one step, each member reading its
-            // block from every peer (a piece at a time per step would
-            // have the members read their blocks one after the other).
-            Shape::ReduceScatter { counts } if shared.lends_whole(input * size) => {
-                if k > 0 {
-                    return None;
-                }
-                let at = displacements(counts)[me as usize];
-                for c in chunks(at..at + counts[me as usize], per) {
-                    let into = c.start - at..c.end - at;
-                    fold(ops, c.start * size, Place::Lent, c, into);
-                }
-                Some(Publish::Input(0..input))
-            }
-            Shape::ReduceScatter { counts } => {
-                if k >= pieces(input) {
-                    return None;
-                }
-                let at = displacements(counts);
-                let want = at[me as usize]..at[me as usize] + counts[me as usize];
-                let range = piece(input, k);
-                let (lo, hi) = (range.start.max(want.start), range.end.min(want.end));
-                if lo < hi {
-                    let bytes = (lo - range.start) * size_of::<T>();
-                    let from_place = place(range.len());
-                    fold(
-                        ops,
-                        bytes,
-                        from_place,
-                        lo..hi,
-                        lo - want.start..hi - want.start,
-                    );
-                }
-                Some(Publish::Input(range))
-            }
+            Shape::ReduceScatter { counts } => planner.reduce_scatter_pieces(counts),
         }
     }
 
