@@ -150,7 +150,14 @@ struct FailedCompletion {
     sender: u32,
 }
 
-/// Everything behind the endpoint lock.
+/// Everything behind the endpoint lock: what a post and a completion
+/// change together. The provider's objects (opened `FI_THREAD_DOMAIN`:
+/// their calls are serialized by this lock), the addresses, the slots
+/// completions land in, the storage of operations given up on, the
+/// control plane's queues, and the counters and process checks each
+/// post updates. What changes on its own (liveness, tuning, the progress
+/// thread's signals, pools) is in [`EndpointState`] beside it, each
+/// behind its own atomic or lock.
 pub(crate) struct Core {
     // Declared first so that the endpoint is closed before the buffers
     // below are freed.
@@ -687,7 +694,9 @@ pub struct Endpoint {
     inner: Arc<Inner>,
 }
 
-/// What the handles of one endpoint share.
+/// What the handles of one endpoint share, beyond what the background
+/// thread does ([`EndpointState`]): the thread holds no `Inner`, so the
+/// last handle's drop stops and joins it.
 struct Inner {
     shared: Arc<EndpointState>,
     rank: u32,
