@@ -576,8 +576,6 @@ mod tests {
     use super::*;
     use crate::buffer::RootCopy;
 
-    const NOW: fn() -> Instant = Instant::now;
-
     fn key(id: u64, round: u32) -> Key {
         Key { id, round }
     }
@@ -597,7 +595,7 @@ mod tests {
 
     /// Rank 1 of 4, reduction `k` to root 0 begun.
     fn worker_with(k: Key) -> Worker {
-        let mut w = Worker::new(1, 4, NOW());
+        let mut w = Worker::new(1, 4, Instant::now());
         w.begin(k, 0, 32, combine(), original()).unwrap();
         w
     }
@@ -615,7 +613,7 @@ mod tests {
 
     #[test]
     fn an_id_is_free_again_once_its_reduction_went() {
-        let mut w = Worker::new(1, 4, NOW());
+        let mut w = Worker::new(1, 4, Instant::now());
         let k = w.next_key(7).unwrap();
         assert_eq!(k, key(7, 0));
         w.begin(k, 0, 32, combine(), original()).unwrap();
@@ -635,11 +633,11 @@ mod tests {
 
     #[test]
     fn work_that_comes_before_the_start_waits_for_it_in_order() {
-        let mut w = Worker::new(1, 4, NOW());
+        let mut w = Worker::new(1, 4, Instant::now());
         let k = key(3, 0);
         let reload = Message::Reload { key: k, rank: 2 };
-        assert!(w.receive(0, task(k), NOW()));
-        assert!(w.receive(0, reload.clone(), NOW()));
+        assert!(w.receive(0, task(k), Instant::now()));
+        assert!(w.receive(0, reload.clone(), Instant::now()));
         let Next::Do(Work::Message(from, m)) = w.next_work() else {
             panic!("the task is queued")
         };
@@ -661,7 +659,7 @@ mod tests {
 
     #[test]
     fn an_outcome_before_the_start_ends_the_reduction_at_its_start() {
-        let mut w = Worker::new(1, 4, NOW());
+        let mut w = Worker::new(1, 4, Instant::now());
         let k = key(5, 0);
         let failure = Failure::DataLost(2);
         w.end(k, Outcome::Failed(failure));
@@ -690,9 +688,9 @@ mod tests {
         };
         assert_eq!(w.ask_replica(k, Some(3)), Some((3, store)));
         // Another rank's answer changes nothing.
-        w.receive(2, Message::Stored { key: k, ok: true }, NOW());
+        w.receive(2, Message::Stored { key: k, ok: true }, Instant::now());
         assert!(w.replica_waits(k));
-        w.receive(3, Message::Stored { key: k, ok: true }, NOW());
+        w.receive(3, Message::Stored { key: k, ok: true }, Instant::now());
         assert!(!w.replica_waits(k));
         assert_eq!(w.returned(k), None);
         assert!(!w.awaits_return(k));
@@ -709,7 +707,7 @@ mod tests {
         let mut w = worker_with(k);
         w.exposed(k, 1 << 40, Some(2 << 40));
         w.ask_replica(k, Some(3));
-        w.receive(3, Message::Stored { key: k, ok: false }, NOW());
+        w.receive(3, Message::Stored { key: k, ok: false }, Instant::now());
         assert!(!w.replica_waits(k));
         assert_eq!(w.returned(k), Some(3));
         // Abandoned: it goes at its end.
@@ -740,17 +738,17 @@ mod tests {
             disp: 1 << 40,
             len: 32,
         };
-        w.receive(2, store.clone(), NOW());
-        w.receive(0, task(k), NOW());
+        w.receive(2, store.clone(), Instant::now());
+        w.receive(0, task(k), Instant::now());
         assert_eq!(w.next_work(), Next::Do(Work::Message(0, task(k))));
         assert_eq!(w.next_work(), Next::Do(Work::Message(2, store.clone())));
         // A task that read the owner's original takes its request.
-        w.receive(2, store, NOW());
+        w.receive(2, store, Instant::now());
         assert!(!w.take_store(3, k));
         assert!(w.take_store(2, k));
         assert_eq!(w.next_work(), Next::Wait);
         // A ping is no work.
-        assert!(!w.receive(2, Message::Ping, NOW()));
+        assert!(!w.receive(2, Message::Ping, Instant::now()));
         assert_eq!(w.next_work(), Next::Wait);
     }
 
@@ -759,10 +757,10 @@ mod tests {
         let (k1, k2) = (key(1, 0), key(2, 0));
         let mut w = worker_with(k1);
         w.begin(k2, 0, 32, combine(), original()).unwrap();
-        w.ring.died(3, NOW());
+        w.ring.died(3, Instant::now());
         // Told by the master's watcher: the other live workers hear it.
-        assert_eq!(w.lost(0, NOW()), vec![2]);
-        w.receive(2, Message::Dead { rank: 0 }, NOW());
+        assert_eq!(w.lost(0, Instant::now()), vec![2]);
+        w.receive(2, Message::Dead { rank: 0 }, Instant::now());
         let mut failed = Vec::new();
         while let Next::Do(work) = w.next_work() {
             if let Work::Message(0, Message::Failed { key, failure }) = work {
@@ -780,13 +778,13 @@ mod tests {
             Outcome::Failed(Failure::MasterDied(0))
         );
         // Another rank lost tells nobody.
-        assert_eq!(w.lost(2, NOW()), Vec::<u32>::new());
+        assert_eq!(w.lost(2, Instant::now()), Vec::<u32>::new());
     }
 
     #[test]
     fn an_end_keeps_the_roots_result_and_pools_the_rest() {
         let k = key(1, 0);
-        let mut w = Worker::new(0, 4, NOW());
+        let mut w = Worker::new(0, 4, Instant::now());
         w.begin(k, 0, 32, combine(), original()).unwrap();
         let Some((0, 32, Original::Root(copy))) = w.take_original(k) else {
             panic!("the root's copy")
