@@ -4,11 +4,7 @@
 # missing. Output: target/mpich/<peer>.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-venv="$root/target/mpich-venv"
-if [ ! -x "$venv/bin/mpicc" ]; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet mpich==5.0.2
-fi
+venv=$("$root/scripts/mpich-venv.sh")
 mkdir -p "$root/target/mpich"
 built=()
 for src in "$root"/benches/mpich/*.c; do

@@ -328,6 +328,7 @@ pub struct Osrun {
     processes: u32,
     provider: String,
     fault_tolerant: bool,
+    mpi: bool,
     standby: u32,
     program: PathBuf,
     args: Vec<String>,
@@ -341,6 +342,7 @@ impl Osrun {
             processes,
             provider: provider.into(),
             fault_tolerant: false,
+            mpi: false,
             standby: 0,
             program: binary(program),
             args: Vec::new(),
@@ -357,6 +359,12 @@ impl Osrun {
     /// Adds `--ft`.
     pub fn ft(mut self) -> Osrun {
         self.fault_tolerant = true;
+        self
+    }
+
+    /// Adds `--mpi`: an MPI program of the standard ABI runs on onesided.
+    pub fn mpi(mut self) -> Osrun {
+        self.mpi = true;
         self
     }
 
@@ -397,6 +405,9 @@ impl Osrun {
             .env("ONESIDED_TIMEOUT", "20");
         if self.fault_tolerant {
             command.arg("--ft");
+        }
+        if self.mpi {
+            command.arg("--mpi");
         }
         if self.standby > 0 {
             command.args(["--standby", &self.standby.to_string()]);

@@ -38,6 +38,11 @@ pub struct Options {
     /// held, on which every later send to that survivor spins.
     #[arg(long = "ft")]
     pub fault_tolerant: bool,
+    /// Runs an MPI program built against the standard ABI (`mpicc_abi`)
+    /// on onesided: puts the directory of osrun, where the build leaves
+    /// `libmpi_abi.so.1`, first on the ranks' LD_LIBRARY_PATH.
+    #[arg(long = "mpi")]
+    pub mpi: bool,
     /// The program.
     #[arg(value_name = "PROGRAM")]
     pub program: String,

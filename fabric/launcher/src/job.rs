@@ -461,6 +461,9 @@ impl Job<'_> {
         if let Some(provider) = self.options.rank_provider(named) {
             command.env("ONESIDED_PROVIDER", provider.name());
         }
+        if self.options.mpi {
+            command.env("LD_LIBRARY_PATH", mpi_library_path()?);
+        }
         for iface in ["FI_TCP_IFACE", "FI_SOCKETS_IFACE"] {
             if std::env::var_os(iface).is_none() {
                 command.env(iface, "lo");
@@ -820,4 +823,22 @@ fn loadable(name: &str) -> Result<(), String> {
     // SAFETY: handle came from dlopen above and is closed once.
     unsafe { libc::dlclose(handle) };
     Ok(())
+}
+
+/// `LD_LIBRARY_PATH` with osrun's directory first (`--mpi`): the build
+/// leaves `libmpi_abi.so.1` beside osrun.
+fn mpi_library_path() -> Result<std::ffi::OsString, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("--mpi: osrun's path: {e}"))?;
+    let dir = exe.parent().ok_or("--mpi: osrun has no directory")?;
+    if !dir.join("libmpi_abi.so.1").exists() {
+        return Err(format!(
+            "--mpi: no libmpi_abi.so.1 in {} (build the workspace first)",
+            dir.display()
+        ));
+    }
+    let mut paths = vec![dir.to_path_buf()];
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        paths.extend(std::env::split_paths(&old));
+    }
+    std::env::join_paths(paths).map_err(|e| format!("--mpi: {e}"))
 }

@@ -1,4 +1,4 @@
-//! `osrun -n N [--provider NAME] [--timeout SECS] [--ft] PROGRAM [ARGS...]`:
+//! `osrun -n N [--provider NAME] [--timeout SECS] [--ft] [--mpi] PROGRAM [ARGS...]`:
 //! starts N processes of PROGRAM on this host and serves them PMI-1. See
 //! the crate docs of onesided-launcher.
 

@@ -1,0 +1,407 @@
+//! Collectives on any communicator, on its `Comm`: data movement as
+//! bytes (a datatype is its size here), reductions on the Rust type of
+//! the predefined datatype, `MPI_IN_PLACE` by a copy of the data in
+//! place.
+
+use std::ffi::{c_int, c_void};
+
+use onesided::{Comm, Op, Reducible};
+
+use crate::abi::{self, err, op, Handle};
+use crate::datatype::{self, Element};
+use crate::errors::{finish, Fail};
+use crate::runtime::{self, CommEntry};
+use crate::{mpi, ptr};
+
+/// Whether a buffer argument is `MPI_IN_PLACE`.
+fn in_place(p: *const c_void) -> bool {
+    p as usize == abi::IN_PLACE
+}
+
+/// `root` as a rank of `c`.
+fn root_of(c: &CommEntry, root: c_int) -> Result<u32, Fail> {
+    (u32::try_from(root).ok())
+        .filter(|&r| r < c.size())
+        .ok_or_else(|| Fail::new(err::ROOT, format!("root {root} of {} ranks", c.size())))
+}
+
+mpi! {
+    /// Waits for every member of `comm`.
+    fn MPI_Barrier / PMPI_Barrier(comm: Handle) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| Ok(c.lock().barrier()?));
+        finish("MPI_Barrier", comm, result)
+    }
+}
+
+mpi! {
+    /// Broadcasts `count` elements from `root`.
+    fn MPI_Bcast / PMPI_Bcast(
+        buffer: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        root: c_int,
+        comm: Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let root = root_of(&c, root)?;
+            let len = datatype::bytes(count, datatype)?;
+            // SAFETY: count elements of datatype at buffer (the call's contract).
+            let buf = unsafe { ptr::slice_mut(buffer.cast::<u8>(), len, "buffer") }?;
+            Ok(c.lock().bcast(root, buf)?)
+        });
+        finish("MPI_Bcast", comm, result)
+    }
+}
+
+/// `op` on elements of `T`.
+fn op_of<T: Reducible>(handle: Handle, element: Element) -> Result<Op<T>, Fail> {
+    let integer = !matches!(element, Element::F32 | Element::F64);
+    let logical = |f: fn(bool, bool) -> bool| {
+        Op::user(
+            move |inout: &mut [T], input: &[T]| {
+                for (a, b) in inout.iter_mut().zip(input) {
+                    let zero = T::zeroed();
+                    let (x, y) = (
+                        bytemuck::bytes_of(a) != bytemuck::bytes_of(&zero),
+                        bytemuck::bytes_of(b) != bytemuck::bytes_of(&zero),
+                    );
+                    let mut one = T::zeroed();
+                    bytemuck::bytes_of_mut(&mut one)[0] = 1;
+                    *a = if f(x, y) { one } else { zero };
+                }
+            },
+            true,
+        )
+    };
+    Ok(match handle {
+        op::SUM => Op::SUM,
+        op::PROD => Op::PROD,
+        op::MIN => Op::MIN,
+        op::MAX => Op::MAX,
+        op::BAND if integer => Op::BAND,
+        op::BOR if integer => Op::BOR,
+        op::BXOR if integer => Op::BXOR,
+        op::LAND if integer => logical(|x, y| x && y),
+        op::LOR if integer => logical(|x, y| x || y),
+        op::LXOR if integer => logical(|x, y| x != y),
+        _ => {
+            return Err(Fail::new(
+                err::OP,
+                format!("operation {handle:#x} on this datatype"),
+            ))
+        }
+    })
+}
+
+/// Reads `count` elements of `T` at `p`.
+///
+/// # Safety
+/// `p` is valid for `count` elements of `T` (aligned as C aligns them).
+unsafe fn elements<'a, T>(p: *const c_void, count: usize, what: &str) -> Result<&'a [T], Fail> {
+    // SAFETY: as this function's contract.
+    unsafe { ptr::slice(p.cast::<T>(), count, what) }
+}
+
+/// As [`elements`], to write.
+///
+/// # Safety
+/// As [`elements`], for writes, with nothing else reaching them.
+unsafe fn elements_mut<'a, T>(
+    p: *mut c_void,
+    count: usize,
+    what: &str,
+) -> Result<&'a mut [T], Fail> {
+    // SAFETY: as this function's contract.
+    unsafe { ptr::slice_mut(p.cast::<T>(), count, what) }
+}
+
+/// A reduction's buffers, as the call passed them.
+struct Reduction {
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    op: Handle,
+    /// `None` for an allreduce.
+    root: Option<u32>,
+}
+
+/// Runs `r` on `comm` with elements of `T`.
+///
+/// # Safety
+/// The buffers of `r` are valid for `count` elements of `T` (the receive
+/// buffer at the root only, for a reduce).
+unsafe fn reduce_as<T: Reducible>(
+    comm: &Comm,
+    r: &Reduction,
+    element: Element,
+) -> Result<(), Fail> {
+    let op = op_of::<T>(r.op, element)?;
+    let receives = r.root.is_none_or(|root| root == comm.rank());
+    let mut scratch = Vec::new();
+    let output: &mut [T] = match receives {
+        // SAFETY: as this function's contract.
+        true => unsafe { elements_mut(r.recv, r.count, "recvbuf") }?,
+        false => {
+            scratch.resize(r.count, T::zeroed());
+            &mut scratch
+        }
+    };
+    let copy: Vec<T>;
+    let input: &[T] = match in_place(r.send) {
+        true if receives => {
+            copy = output.to_vec();
+            &copy
+        }
+        true => return Err(Fail::new(err::BUFFER, "MPI_IN_PLACE off the root")),
+        // SAFETY: as this function's contract.
+        false => unsafe { elements(r.send, r.count, "sendbuf") }?,
+    };
+    match r.root {
+        Some(root) => comm.reduce(root, input, output, op)?,
+        None => comm.allreduce(input, output, op)?,
+    }
+    Ok(())
+}
+
+/// Runs reduction `r` on `c` for `datatype`.
+///
+/// # Safety
+/// As [`reduce_as`], for the datatype's elements.
+unsafe fn reduce(c: &CommEntry, r: &Reduction, datatype: Handle) -> Result<(), Fail> {
+    let (_, element) = datatype::of(datatype)?;
+    let comm = c.lock();
+    // SAFETY: as this function's contract, for the datatype's Rust type.
+    unsafe {
+        match element {
+            Element::I8 => reduce_as::<i8>(&comm, r, element),
+            Element::U8 => reduce_as::<u8>(&comm, r, element),
+            Element::I16 => reduce_as::<i16>(&comm, r, element),
+            Element::U16 => reduce_as::<u16>(&comm, r, element),
+            Element::I32 => reduce_as::<i32>(&comm, r, element),
+            Element::U32 => reduce_as::<u32>(&comm, r, element),
+            Element::I64 => reduce_as::<i64>(&comm, r, element),
+            Element::U64 => reduce_as::<u64>(&comm, r, element),
+            Element::F32 => reduce_as::<f32>(&comm, r, element),
+            Element::F64 => reduce_as::<f64>(&comm, r, element),
+            Element::Bytes => Err(Fail::new(
+                err::OP,
+                format!("operation {:#x} on datatype {datatype:#x}", r.op),
+            )),
+        }
+    }
+}
+
+/// `count` as a length.
+fn count_of(count: c_int) -> Result<usize, Fail> {
+    usize::try_from(count).map_err(|_| Fail::new(err::COUNT, format!("count {count}")))
+}
+
+mpi! {
+    /// Combines every member's `sendbuf` by `op` into every `recvbuf`.
+    fn MPI_Allreduce / PMPI_Allreduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        op: Handle,
+        comm: Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let r = Reduction { send: sendbuf, recv: recvbuf, count: count_of(count)?, op, root: None };
+            // SAFETY: the buffers hold count elements (the call's contract).
+            unsafe { reduce(&c, &r, datatype) }
+        });
+        finish("MPI_Allreduce", comm, result)
+    }
+}
+
+mpi! {
+    /// Combines every member's `sendbuf` by `op` into `recvbuf` at `root`.
+    fn MPI_Reduce / PMPI_Reduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        op: Handle,
+        root: c_int,
+        comm: Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let root = Some(root_of(&c, root)?);
+            let r = Reduction { send: sendbuf, recv: recvbuf, count: count_of(count)?, op, root };
+            // SAFETY: the buffers hold count elements (the call's contract).
+            unsafe { reduce(&c, &r, datatype) }
+        });
+        finish("MPI_Reduce", comm, result)
+    }
+}
+
+/// The bytes of a send and a receive block, which must match.
+fn blocks(
+    (scount, stype): (c_int, Handle),
+    (rcount, rtype): (c_int, Handle),
+) -> Result<usize, Fail> {
+    let (send, recv) = (
+        datatype::bytes(scount, stype)?,
+        datatype::bytes(rcount, rtype)?,
+    );
+    match send == recv {
+        true => Ok(send),
+        false => Err(Fail::new(
+            err::TRUNCATE,
+            format!("{send} bytes sent to blocks of {recv}"),
+        )),
+    }
+}
+
+mpi! {
+    /// Gathers every member's block into every `recvbuf`, in rank order.
+    fn MPI_Allgather / PMPI_Allgather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: Handle,
+        comm: Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let n = c.size() as usize;
+            let block = match in_place(sendbuf) {
+                true => datatype::bytes(recvcount, recvtype)?,
+                false => blocks((sendcount, sendtype), (recvcount, recvtype))?,
+            };
+            // SAFETY: n blocks at recvbuf (the call's contract).
+            let output = unsafe { ptr::slice_mut(recvbuf.cast::<u8>(), n * block, "recvbuf") }?;
+            let own: Vec<u8>;
+            let input: &[u8] = match in_place(sendbuf) {
+                true => {
+                    let me = c.rank as usize;
+                    own = output[me * block..(me + 1) * block].to_vec();
+                    &own
+                }
+                // SAFETY: a block at sendbuf (the call's contract).
+                false => unsafe { ptr::slice(sendbuf.cast::<u8>(), block, "sendbuf") }?,
+            };
+            Ok(c.lock().allgatherv(input, output, &vec![block; n])?)
+        });
+        finish("MPI_Allgather", comm, result)
+    }
+}
+
+mpi! {
+    /// Sends block `r` of every member's `sendbuf` to rank `r`.
+    fn MPI_Alltoall / PMPI_Alltoall(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: Handle,
+        comm: Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let n = c.size() as usize;
+            let block = match in_place(sendbuf) {
+                true => datatype::bytes(recvcount, recvtype)?,
+                false => blocks((sendcount, sendtype), (recvcount, recvtype))?,
+            };
+            // SAFETY: n blocks at recvbuf (the call's contract).
+            let output = unsafe { ptr::slice_mut(recvbuf.cast::<u8>(), n * block, "recvbuf") }?;
+            let copy: Vec<u8>;
+            let input: &[u8] = match in_place(sendbuf) {
+                true => {
+                    copy = output.to_vec();
+                    &copy
+                }
+                // SAFETY: n blocks at sendbuf (the call's contract).
+                false => unsafe { ptr::slice(sendbuf.cast::<u8>(), n * block, "sendbuf") }?,
+            };
+            Ok(c.lock().alltoall(input, output, block)?)
+        });
+        finish("MPI_Alltoall", comm, result)
+    }
+}
+
+mpi! {
+    /// Gathers every member's block into `recvbuf` at `root`.
+    fn MPI_Gather / PMPI_Gather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: Handle,
+        root: c_int,
+        comm: Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let root = root_of(&c, root)?;
+            let (n, at_root) = (c.size() as usize, c.rank == root);
+            let block = match (at_root, in_place(sendbuf)) {
+                (true, true) => datatype::bytes(recvcount, recvtype)?,
+                (true, false) => blocks((sendcount, sendtype), (recvcount, recvtype))?,
+                (false, _) => datatype::bytes(sendcount, sendtype)?,
+            };
+            let output: &mut [u8] = match at_root {
+                // SAFETY: n blocks at recvbuf at the root (the call's contract).
+                true => unsafe { ptr::slice_mut(recvbuf.cast::<u8>(), n * block, "recvbuf") }?,
+                false => &mut [],
+            };
+            let own: Vec<u8>;
+            let input: &[u8] = match (at_root, in_place(sendbuf)) {
+                (true, true) => {
+                    let me = c.rank as usize;
+                    own = output[me * block..(me + 1) * block].to_vec();
+                    &own
+                }
+                (false, true) => return Err(Fail::new(err::BUFFER, "MPI_IN_PLACE off the root")),
+                // SAFETY: a block at sendbuf (the call's contract).
+                (_, false) => unsafe { ptr::slice(sendbuf.cast::<u8>(), block, "sendbuf") }?,
+            };
+            Ok(c.lock().gatherv(root, input, output, &vec![block; n])?)
+        });
+        finish("MPI_Gather", comm, result)
+    }
+}
+
+mpi! {
+    /// Sends block `r` of `sendbuf` at `root` to rank `r`.
+    fn MPI_Scatter / PMPI_Scatter(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: Handle,
+        root: c_int,
+        comm: Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let root = root_of(&c, root)?;
+            let (n, at_root) = (c.size() as usize, c.rank == root);
+            let block = match (at_root, in_place(recvbuf)) {
+                (true, true) => datatype::bytes(sendcount, sendtype)?,
+                (true, false) => blocks((sendcount, sendtype), (recvcount, recvtype))?,
+                (false, _) => datatype::bytes(recvcount, recvtype)?,
+            };
+            let input: &[u8] = match at_root {
+                // SAFETY: n blocks at sendbuf at the root (the call's contract).
+                true => unsafe { ptr::slice(sendbuf.cast::<u8>(), n * block, "sendbuf") }?,
+                false => &[],
+            };
+            let mut own = Vec::new();
+            let output: &mut [u8] = match (at_root, in_place(recvbuf)) {
+                (true, true) => {
+                    own.resize(block, 0);
+                    &mut own
+                }
+                (false, true) => return Err(Fail::new(err::BUFFER, "MPI_IN_PLACE off the root")),
+                // SAFETY: a block at recvbuf (the call's contract).
+                (_, false) => unsafe { ptr::slice_mut(recvbuf.cast::<u8>(), block, "recvbuf") }?,
+            };
+            Ok(c.lock().scatterv(root, input, output, &vec![block; n])?)
+        });
+        finish("MPI_Scatter", comm, result)
+    }
+}

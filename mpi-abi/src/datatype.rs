@@ -1,0 +1,145 @@
+//! Predefined datatypes: their sizes, and the Rust element type a
+//! reduction on them combines. Derived datatypes are not built yet.
+
+use std::ffi::c_int;
+
+use crate::abi::{self, datatype as dt, err, Aint, Count, Handle};
+use crate::errors::{finish, Fail};
+use crate::{mpi, ptr};
+
+/// The element a reduction combines, by its Rust type; `Bytes` for the
+/// types only moved (pairs, complex, long double).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Element {
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+    F32,
+    F64,
+    Bytes,
+}
+
+/// A predefined datatype: its size in bytes and element.
+pub(crate) fn predefined(handle: Handle) -> Option<(usize, Element)> {
+    use Element::*;
+    Some(match handle {
+        dt::CHAR | dt::SIGNED_CHAR | dt::INT8_T => (1, I8),
+        dt::UNSIGNED_CHAR
+        | dt::UINT8_T
+        | dt::BYTE
+        | dt::PACKED
+        | dt::C_BOOL
+        | dt::CXX_BOOL
+        | dt::CHARACTER => (1, U8),
+        dt::SHORT | dt::INT16_T => (2, I16),
+        dt::UNSIGNED_SHORT | dt::UINT16_T => (2, U16),
+        dt::INT | dt::INT32_T | dt::WCHAR | dt::INTEGER | dt::LOGICAL => (4, I32),
+        dt::UNSIGNED | dt::UINT32_T => (4, U32),
+        dt::LONG | dt::LONG_LONG | dt::INT64_T | dt::AINT | dt::COUNT | dt::OFFSET => (8, I64),
+        dt::UNSIGNED_LONG | dt::UNSIGNED_LONG_LONG | dt::UINT64_T => (8, U64),
+        dt::FLOAT | dt::REAL => (4, F32),
+        dt::DOUBLE | dt::DOUBLE_PRECISION => (8, F64),
+        dt::C_FLOAT_COMPLEX | dt::CXX_FLOAT_COMPLEX | dt::COMPLEX => (8, Bytes),
+        dt::C_DOUBLE_COMPLEX | dt::CXX_DOUBLE_COMPLEX | dt::DOUBLE_COMPLEX => (16, Bytes),
+        dt::LONG_DOUBLE => (16, Bytes),
+        dt::C_LONG_DOUBLE_COMPLEX | dt::CXX_LONG_DOUBLE_COMPLEX => (32, Bytes),
+        dt::FLOAT_INT | dt::TWO_INT | dt::SHORT_INT | dt::TWO_REAL | dt::TWO_INTEGER => (8, Bytes),
+        dt::DOUBLE_INT | dt::LONG_INT | dt::TWO_DOUBLE_PRECISION => (16, Bytes),
+        dt::LONG_DOUBLE_INT => (32, Bytes),
+        _ => return None,
+    })
+}
+
+/// Datatype `handle`'s size and element.
+///
+/// # Errors
+/// `MPI_ERR_TYPE` for an invalid or null datatype.
+pub(crate) fn of(handle: Handle) -> Result<(usize, Element), Fail> {
+    predefined(handle).ok_or_else(|| Fail::new(err::TYPE, format!("invalid datatype {handle:#x}")))
+}
+
+/// The bytes of `count` elements of `handle`.
+///
+/// # Errors
+/// `MPI_ERR_COUNT` for a negative count, `MPI_ERR_TYPE` for an invalid
+/// datatype.
+pub(crate) fn bytes(count: c_int, handle: Handle) -> Result<usize, Fail> {
+    let (size, _) = of(handle)?;
+    let count =
+        usize::try_from(count).map_err(|_| Fail::new(err::COUNT, format!("count {count}")))?;
+    count
+        .checked_mul(size)
+        .ok_or_else(|| Fail::new(err::COUNT, format!("count {count}")))
+}
+
+mpi! {
+    /// The size of a datatype in bytes.
+    fn MPI_Type_size / PMPI_Type_size(datatype: Handle, size: *mut c_int) -> c_int {
+        let result = of(datatype).and_then(|(bytes, _)| {
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(size, bytes as c_int, "size") }
+        });
+        finish("MPI_Type_size", abi::comm::WORLD, result)
+    }
+}
+
+mpi! {
+    /// The size of a datatype in bytes, as an `MPI_Count`.
+    fn MPI_Type_size_c / PMPI_Type_size_c(datatype: Handle, size: *mut Count) -> c_int {
+        let result = of(datatype).and_then(|(bytes, _)| {
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(size, bytes as Count, "size") }
+        });
+        finish("MPI_Type_size_c", abi::comm::WORLD, result)
+    }
+}
+
+mpi! {
+    /// The lower bound (0) and extent (its size) of a predefined datatype.
+    fn MPI_Type_get_extent / PMPI_Type_get_extent(
+        datatype: Handle,
+        lb: *mut Aint,
+        extent: *mut Aint,
+    ) -> c_int {
+        let result = of(datatype).and_then(|(bytes, _)| {
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(lb, 0, "lb") }?;
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(extent, bytes as Aint, "extent") }
+        });
+        finish("MPI_Type_get_extent", abi::comm::WORLD, result)
+    }
+}
+
+mpi! {
+    /// As `MPI_Type_get_extent`: a predefined datatype has no gaps.
+    fn MPI_Type_get_true_extent / PMPI_Type_get_true_extent(
+        datatype: Handle,
+        lb: *mut Aint,
+        extent: *mut Aint,
+    ) -> c_int {
+        // SAFETY: the same contract.
+        unsafe { PMPI_Type_get_extent(datatype, lb, extent) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_follow_the_c_types_of_lp64() {
+        assert_eq!(predefined(dt::INT), Some((4, Element::I32)));
+        assert_eq!(predefined(dt::LONG), Some((8, Element::I64)));
+        assert_eq!(predefined(dt::DOUBLE_INT), Some((16, Element::Bytes)));
+        assert_eq!(predefined(dt::NULL), None);
+        assert_eq!(bytes(3, dt::DOUBLE), Ok(24));
+        assert_eq!(bytes(-1, dt::DOUBLE).map_err(|f| f.class), Err(err::COUNT));
+        assert_eq!(bytes(1, 0x9999).map_err(|f| f.class), Err(err::TYPE));
+    }
+}
