@@ -239,6 +239,14 @@ impl MemoryRegion {
         self.access
     }
 
+    /// The region's first byte, for code that shares the memory with C (an
+    /// MPI window's base): loads and stores through it race with peers'
+    /// RMA as MPI's unified memory model allows, ordered by the epochs
+    /// that synchronize them. Valid while the region lives.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.memory.as_ptr()
+    }
+
     /// The shared-memory name of a region made by
     /// [`crate::Endpoint::register_shared`], which peers on this host can map
     /// ([`Mapping::open_shared`]).

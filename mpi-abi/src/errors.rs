@@ -130,9 +130,25 @@ pub(crate) fn finish(call: &str, comm: Handle, result: Result<(), Fail>) -> c_in
     }
 }
 
+/// Ends a call on window `win`: `MPI_SUCCESS`, or `result`'s failure
+/// raised on the window's handler.
+pub(crate) fn finish_win(call: &str, win: Handle, result: Result<(), Fail>) -> c_int {
+    match result {
+        Ok(()) => err::SUCCESS,
+        Err(fail) => handle(call, runtime::win_errhandler_of(win), win, fail),
+    }
+}
+
 /// Raises `fail` of `call` on the handler of communicator `comm`.
 pub(crate) fn raise(call: &str, comm: Handle, fail: Fail) -> c_int {
     let (handler, comm) = runtime::errhandler_of(comm);
+    handle(call, handler, comm, fail)
+}
+
+/// Has `handler` handle `fail` of `call` on `object` (the communicator
+/// or window it names).
+fn handle(call: &str, handler: Errhandler, object: Handle, fail: Fail) -> c_int {
+    let comm = object;
     match handler {
         Errhandler::Return => fail.class,
         Errhandler::Fatal | Errhandler::Abort => {

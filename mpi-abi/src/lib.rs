@@ -47,6 +47,7 @@ mod ptr;
 mod runtime;
 mod table;
 mod unsupported;
+mod win;
 
 /// Defines an MPI function as `PMPI_x` (the body) and `MPI_x` (which
 /// calls it), both exported with C linkage.

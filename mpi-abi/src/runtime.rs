@@ -14,6 +14,7 @@ use onesided::{Comm, Rma, World};
 use crate::abi::{self, err, Handle};
 use crate::errors::{Errhandler, Fail};
 use crate::table::Table;
+use crate::win::WinEntry;
 
 /// Where the process stands.
 const BEFORE: u8 = 0;
@@ -34,6 +35,7 @@ pub(crate) struct Runtime {
     /// Groups by their members' job ranks, in group order.
     pub(crate) groups: Table<Vec<u32>>,
     pub(crate) errhandlers: Table<Errhandler>,
+    pub(crate) windows: Table<Arc<WinEntry>>,
 }
 
 /// A communicator: its collectives, its group (job ranks, in its rank
@@ -41,6 +43,10 @@ pub(crate) struct Runtime {
 pub(crate) struct CommEntry {
     pub(crate) comm: Mutex<Comm>,
     pub(crate) group: Group,
+    /// The group tagged for this communicator: its windows are numbered
+    /// apart from other communicators' over the same members (whose
+    /// creations MPI does not order against this one's).
+    pub(crate) objects: Group,
     /// Its rank.
     pub(crate) rank: u32,
     pub(crate) errhandler: AtomicUsize,
@@ -51,9 +57,11 @@ impl CommEntry {
     /// returning errors to the program as `errhandler` says.
     pub(crate) fn new(rma: &Rma, group: Group, errhandler: Handle) -> Result<CommEntry, Fail> {
         let comm = Comm::new(rma, group.clone())?;
+        let objects = group.tagged(rma.next_context(&group));
         Ok(CommEntry {
             rank: comm.rank(),
             comm: Mutex::new(comm),
+            objects,
             group,
             errhandler: AtomicUsize::new(errhandler),
         })
@@ -112,6 +120,7 @@ pub(crate) fn init() -> Result<(), Fail> {
         comms,
         groups,
         errhandlers,
+        windows: Table::default(),
     });
     STAGE.store(RUNNING, Ordering::Release);
     Ok(())
@@ -128,8 +137,14 @@ pub(crate) fn finalize() -> Result<(), Fail> {
     };
     STAGE.store(AFTER, Ordering::Release);
     let Runtime {
-        world, rma, comms, ..
+        world,
+        rma,
+        comms,
+        windows,
+        ..
     } = runtime;
+    // Windows the program did not free end here, before the world.
+    drop(windows);
     let world_comm = comms.get(abi::comm::WORLD).cloned();
     if let Some(entry) = &world_comm {
         // As MPI_Finalize: a barrier, so that no process leaves while a
@@ -186,6 +201,41 @@ pub(crate) fn errhandler_of(handle: Handle) -> (Errhandler, Handle) {
     let errhandler = entry.errhandler.load(Ordering::Relaxed);
     let handler = r.errhandlers.get(errhandler).copied();
     (handler.unwrap_or(Errhandler::Fatal), handle)
+}
+
+/// Window `handle`.
+///
+/// # Errors
+/// `MPI_ERR_WIN` for an invalid handle (or `MPI_WIN_NULL`).
+pub(crate) fn win(handle: Handle) -> Result<Arc<WinEntry>, Fail> {
+    with(|r| {
+        r.windows
+            .get(handle)
+            .cloned()
+            .ok_or_else(|| Fail::new(err::WIN, format!("invalid window {handle:#x}")))
+    })
+}
+
+/// The error handler of window `handle` (`MPI_COMM_WORLD`'s for an
+/// invalid one).
+pub(crate) fn win_errhandler_of(handle: Handle) -> Errhandler {
+    let errhandler = {
+        let guard = state();
+        let Some(r) = guard.as_ref() else {
+            return Errhandler::Fatal;
+        };
+        match r.windows.get(handle) {
+            Some(w) => r
+                .errhandlers
+                .get(w.errhandler.load(Ordering::Relaxed))
+                .copied(),
+            None => None,
+        }
+    };
+    match errhandler {
+        Some(h) => h,
+        None => errhandler_of(abi::comm::WORLD).0,
+    }
 }
 
 /// Ends the job after printing `line`: through the launcher when MPI

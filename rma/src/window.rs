@@ -1415,6 +1415,15 @@ impl Window {
     fn alive(&self) -> Result<(), Error> {
         self.exposure().header().map(drop)
     }
+
+    /// This process's part as a raw pointer (`None` when it has no memory,
+    /// as a dynamic window), for code that shares it with C (the MPI ABI's
+    /// base pointer): loads and stores through it race with peers' RMA as
+    /// MPI's unified model allows, ordered by the window's epochs. Valid
+    /// until the window is freed.
+    pub fn local_ptr(&self) -> Option<*mut u8> {
+        (self.exposure().data.as_ref()).map(MemoryRegion::as_ptr)
+    }
 }
 
 #[cfg(test)]

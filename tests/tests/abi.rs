@@ -2,7 +2,8 @@
 //! built once with MPICH's `mpicc_abi`, pass on MPICH's library (under
 //! its `mpiexec`), which shows the programs right, and on onesided's
 //! (under `osrun --mpi` on shm, on tcp with every rank its own host, and
-//! under Hydra); and the library exports every function of the ABI.
+//! under Hydra), `MPI_THREAD_MULTIPLE` included; and the library exports
+//! every function of the ABI.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -24,14 +25,14 @@ fn venv() -> PathBuf {
 /// The C programs, built into `target/<profile>/abi/` once per run.
 fn programs() -> &'static [&'static str] {
     static BUILT: OnceLock<()> = OnceLock::new();
-    const PROGRAMS: &[&str] = &["env_coll", "unsupported"];
+    const PROGRAMS: &[&str] = &["env_coll", "rma", "threads", "unsupported"];
     BUILT.get_or_init(|| {
         let sources = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("abi");
         let out = target_dir().join("abi");
         std::fs::create_dir_all(&out).expect("target/<profile>/abi");
         for name in PROGRAMS {
             let status = Command::new(venv().join("bin/mpicc_abi"))
-                .args(["-O2", "-Wall", "-Werror", "-o"])
+                .args(["-O2", "-Wall", "-Werror", "-pthread", "-o"])
                 .arg(out.join(name))
                 .arg(sources.join(format!("{name}.c")))
                 .status()
@@ -61,25 +62,29 @@ fn on_mpich(processes: u32, program: &str) -> Outcome {
 fn c_programs_pass_on_mpich_and_on_onesided() {
     let _serial = serial();
     programs();
-    let program = "env_coll";
-    assert_no_errors("MPICH, 3 ranks", &on_mpich(3, program));
-    let path = format!("abi/{program}");
-    for (n, provider, hosts) in [(3, "shm", false), (1, "shm", false), (4, "tcp", true)] {
-        let out = Osrun::new(n, provider, &path)
-            .mpi()
-            .host_per_rank(hosts)
-            .run();
-        assert_no_errors(&format!("onesided, {n} ranks on {provider}"), &out);
+    for program in ["env_coll", "rma", "threads"] {
+        assert_no_errors(&format!("{program} on MPICH"), &on_mpich(3, program));
+        let path = format!("abi/{program}");
+        for (n, provider, hosts) in [(3, "shm", false), (1, "shm", false), (4, "tcp", true)] {
+            let out = Osrun::new(n, provider, &path)
+                .mpi()
+                .host_per_rank(hosts)
+                .run();
+            assert_no_errors(&format!("{program}, {n} ranks on {provider}"), &out);
+        }
+        let mut command = hydra();
+        command
+            .args(["-n", "2", "-genv", "LD_LIBRARY_PATH"])
+            .arg(target_dir())
+            .arg(target_dir().join(&path));
+        let out = run(command, Duration::from_secs(90));
+        assert_no_errors(&format!("{program} under Hydra"), &out);
     }
-    let mut command = hydra();
-    command
-        .args(["-n", "2", "-genv", "LD_LIBRARY_PATH"])
-        .arg(target_dir())
-        .arg(target_dir().join(&path));
-    assert_no_errors(
-        "onesided under Hydra",
-        &run(command, Duration::from_secs(90)),
-    );
+    // The verbs-style registration path.
+    let out = (Osrun::new(2, "tcp", "abi/rma").mpi().host_per_rank(true))
+        .env("ONESIDED_MR_MODE", "verbs")
+        .run();
+    assert_no_errors("rma with verbs registration", &out);
 }
 
 #[test]

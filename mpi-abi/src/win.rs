@@ -1,0 +1,867 @@
+//! Windows and RMA: `MPI_Win_allocate` on onesided's windows (which cost
+//! no message to make), its epochs (lock, lock_all, fence), the
+//! accesses (put, get, accumulate, get_accumulate, fetch_and_op,
+//! compare_and_swap) with displacement units, flushes, attributes and
+//! names.
+//!
+//! A window keeps its onesided `Window` boxed beside the epochs open on
+//! it, which borrow it: C holds an epoch across calls, where Rust's
+//! guards hold it within one scope. An access finds the epoch that
+//! covers its target (a lock of it, else `lock_all`, else the fence
+//! epoch); none is `MPI_ERR_RMA_SYNC`.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use onesided::rma::{Assert, Element, Epoch, Fenced, LockKind, Locked, Op, RemoteAccess, Window};
+
+use crate::abi::{self, err, Aint, Handle};
+use crate::datatype::{self, Element as Kind};
+use crate::errors::{finish, finish_win, Fail};
+use crate::{mpi, ptr, runtime};
+
+/// `MPI_LOCK_EXCLUSIVE`, `MPI_LOCK_SHARED`.
+const LOCK_EXCLUSIVE: c_int = 301;
+const LOCK_SHARED: c_int = 302;
+/// Window assertion modes.
+const MODE_NOCHECK: c_int = 1024;
+const MODE_NOPRECEDE: c_int = 2048;
+const MODE_NOPUT: c_int = 4096;
+const MODE_NOSTORE: c_int = 8192;
+const MODE_NOSUCCEED: c_int = 16384;
+/// Attribute keys, flavors and the memory model.
+const WIN_BASE: c_int = 601;
+const WIN_DISP_UNIT: c_int = 602;
+const WIN_SIZE: c_int = 603;
+const WIN_CREATE_FLAVOR: c_int = 604;
+const WIN_MODEL: c_int = 605;
+const FLAVOR_ALLOCATE: c_int = 312;
+const UNIFIED: c_int = 321;
+/// `MPI_MAX_OBJECT_NAME`.
+const MAX_OBJECT_NAME: usize = 128;
+
+/// A window: its onesided window and epochs, its layout, its handler.
+pub(crate) struct WinEntry {
+    state: Mutex<Option<WinState>>,
+    /// The displacement unit of each member, by window rank.
+    disp_units: Vec<usize>,
+    /// Its group's job ranks, in window rank order.
+    members: Vec<u32>,
+    /// The attributes `MPI_Win_get_attr` points to (they live as long as
+    /// the entry).
+    base: usize,
+    size: Aint,
+    disp_unit: c_int,
+    flavor: c_int,
+    model: c_int,
+    name: Mutex<String>,
+    pub(crate) errhandler: AtomicUsize,
+}
+
+/// The window and the epochs open on it.
+struct WinState {
+    // Declared before the window: they borrow it and end first.
+    locks: HashMap<u32, Epoch<'static, Locked>>,
+    all: Option<Epoch<'static, Locked>>,
+    fence: Option<Epoch<'static, Fenced>>,
+    window: Box<Window>,
+}
+
+// SAFETY: a `WinState` is reached only through its entry's mutex, one
+// thread at a time, and moves between threads whole (the window and the
+// epochs borrowing it together), so the window's cells are never used by
+// two threads at once.
+unsafe impl Send for WinState {}
+
+impl WinState {
+    /// The window, for as long as the state: epochs made from it are kept
+    /// in this state, which drops them before the box.
+    fn window(&self) -> &'static Window {
+        // SAFETY: the box's allocation does not move while the state
+        // lives, and every epoch borrowing it is a field of this state
+        // declared before `window`, so it ends first (and `free` ends them
+        // before taking the window).
+        unsafe { &*std::ptr::from_ref::<Window>(&self.window) }
+    }
+
+    /// The epoch that covers `target`.
+    fn covering(&self, target: u32) -> Result<Access<'_>, Fail> {
+        if let Some(e) = self.locks.get(&target) {
+            return Ok(Access::Locked(e));
+        }
+        if let Some(e) = &self.all {
+            return Ok(Access::Locked(e));
+        }
+        match &self.fence {
+            Some(e) => Ok(Access::Fenced(e)),
+            None => Err(Fail::new(
+                err::RMA_SYNC,
+                format!("no epoch covers rank {target}"),
+            )),
+        }
+    }
+}
+
+/// An epoch that covers a target.
+enum Access<'a> {
+    Locked(&'a Epoch<'static, Locked>),
+    Fenced(&'a Epoch<'static, Fenced>),
+}
+
+/// Calls the same method on either kind of epoch.
+macro_rules! on_epoch {
+    ($access:expr, $e:ident => $body:expr) => {
+        match $access {
+            Access::Locked($e) => $body,
+            Access::Fenced($e) => $body,
+        }
+    };
+}
+
+impl WinEntry {
+    fn lock(&self) -> MutexGuard<'_, Option<WinState>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` on the live state.
+    fn with<R>(&self, f: impl FnOnce(&mut WinState) -> Result<R, Fail>) -> Result<R, Fail> {
+        match self.lock().as_mut() {
+            Some(state) => f(state),
+            None => Err(Fail::new(err::WIN, "the window was freed")),
+        }
+    }
+
+    /// Window rank `rank` as a target, and the byte offset of
+    /// displacement `disp` there; `None` for `MPI_PROC_NULL`.
+    fn target(&self, rank: c_int, disp: Aint) -> Result<Option<(u32, u64)>, Fail> {
+        if rank == abi::PROC_NULL {
+            return Ok(None);
+        }
+        let unit = (usize::try_from(rank).ok())
+            .and_then(|r| self.disp_units.get(r))
+            .ok_or_else(|| {
+                Fail::new(
+                    err::RANK,
+                    format!("rank {rank} of a window of {}", self.disp_units.len()),
+                )
+            })?;
+        let disp = u64::try_from(disp)
+            .map_err(|_| Fail::new(err::DISP, format!("displacement {disp}")))?;
+        let offset = disp
+            .checked_mul(*unit as u64)
+            .ok_or_else(|| Fail::new(err::DISP, format!("displacement {disp}")))?;
+        Ok(Some((rank as u32, offset)))
+    }
+}
+
+/// The assertions onesided takes of `mode` (`NOPUT` and `NOSTORE` are
+/// hints it has no use for).
+fn assert_of(mode: c_int) -> Result<Assert, Fail> {
+    let known = MODE_NOCHECK | MODE_NOPRECEDE | MODE_NOPUT | MODE_NOSTORE | MODE_NOSUCCEED;
+    if mode & !known != 0 {
+        return Err(Fail::new(err::ASSERT, format!("assertion {mode:#x}")));
+    }
+    let mut assert = Assert::empty();
+    for (bit, flag) in [
+        (MODE_NOCHECK, Assert::NOCHECK),
+        (MODE_NOPRECEDE, Assert::NOPRECEDE),
+        (MODE_NOSUCCEED, Assert::NOSUCCEED),
+    ] {
+        if mode & bit != 0 {
+            assert |= flag;
+        }
+    }
+    Ok(assert)
+}
+
+mpi! {
+    /// Allocates `size` bytes in a window over `comm` (collective: the
+    /// members' displacement units are gathered; onesided's window itself
+    /// costs no message); `baseptr` is a `void **`.
+    fn MPI_Win_allocate / PMPI_Win_allocate(
+        size: Aint,
+        disp_unit: c_int,
+        _info: Handle,
+        comm: Handle,
+        baseptr: *mut c_void,
+        win: *mut Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let len = usize::try_from(size).map_err(|_| Fail::new(err::SIZE, format!("size {size}")))?;
+            if disp_unit <= 0 {
+                return Err(Fail::new(err::DISP, format!("displacement unit {disp_unit}")));
+            }
+            let n = c.size() as usize;
+            let mut units = vec![0i32; n];
+            let window = {
+                let comm = c.lock();
+                comm.allgatherv(&[disp_unit], &mut units, &vec![1; n])?;
+                let rma = runtime::with(|r| Ok(r.rma.clone()))?;
+                rma.allocate(&c.objects, len, RemoteAccess::ReadWrite)?
+            };
+            let base = window.local_ptr().map_or(0, |p| p as usize);
+            let entry = WinEntry {
+                state: Mutex::new(Some(WinState {
+                    locks: HashMap::new(),
+                    all: None,
+                    fence: None,
+                    window: Box::new(window),
+                })),
+                disp_units: units.iter().map(|&u| u as usize).collect(),
+                members: c.group.members().to_vec(),
+                base,
+                size,
+                disp_unit,
+                flavor: FLAVOR_ALLOCATE,
+                model: UNIFIED,
+                name: Mutex::new(String::new()),
+                errhandler: AtomicUsize::new(abi::errhandler::ARE_FATAL),
+            };
+            let handle = runtime::with(|r| Ok(r.windows.insert(Arc::new(entry))))?;
+            // SAFETY: baseptr points to a void * (the call's contract).
+            unsafe { ptr::write(baseptr.cast::<*mut c_void>(), base as *mut c_void, "baseptr") }?;
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(win, handle, "win") }
+        });
+        finish("MPI_Win_allocate", comm, result)
+    }
+}
+
+mpi! {
+    /// Frees a window (no epoch may be open but the fence's); the handle
+    /// becomes `MPI_WIN_NULL`.
+    fn MPI_Win_free / PMPI_Win_free(win: *mut Handle) -> c_int {
+        // SAFETY: as the call's contract.
+        let handle = unsafe { ptr::read(win, "win") }.unwrap_or(0);
+        let result = runtime::win(handle).and_then(|w| {
+            let state = {
+                let mut guard = w.lock();
+                if guard.as_ref().is_some_and(|s| !s.locks.is_empty() || s.all.is_some()) {
+                    return Err(Fail::new(err::RMA_SYNC, "a lock epoch is still open"));
+                }
+                guard.take()
+            };
+            let Some(WinState { locks, all, fence, window }) = state else {
+                return Err(Fail::new(err::WIN, "the window was freed"));
+            };
+            drop((locks, all));
+            if let Some(fence) = fence {
+                fence.end(Assert::empty())?;
+            }
+            runtime::with(|r| Ok(r.windows.remove(handle)))?;
+            window.free()?;
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(win, 0x110, "win") }
+        });
+        finish_win("MPI_Win_free", handle, result)
+    }
+}
+
+mpi! {
+    /// Opens a passive-target epoch on `rank`.
+    fn MPI_Win_lock / PMPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: Handle) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let kind = match lock_type {
+                LOCK_EXCLUSIVE => LockKind::Exclusive,
+                LOCK_SHARED => LockKind::Shared,
+                _ => return Err(Fail::new(err::LOCKTYPE, format!("lock type {lock_type}"))),
+            };
+            let assert = assert_of(assert)?;
+            let Some((target, _)) = w.target(rank, 0)? else {
+                return Ok(());
+            };
+            w.with(|s| {
+                if s.locks.contains_key(&target) || s.all.is_some() {
+                    return Err(Fail::new(err::RMA_SYNC, format!("rank {rank} is locked already")));
+                }
+                let epoch = s.window().lock(target, kind, assert)?;
+                s.locks.insert(target, epoch);
+                Ok(())
+            })
+        });
+        finish_win("MPI_Win_lock", win, result)
+    }
+}
+
+mpi! {
+    /// Closes the passive-target epoch on `rank`: its accesses are done
+    /// at the target.
+    fn MPI_Win_unlock / PMPI_Win_unlock(rank: c_int, win: Handle) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let Some((target, _)) = w.target(rank, 0)? else {
+                return Ok(());
+            };
+            let epoch = w.with(|s| {
+                s.locks.remove(&target)
+                    .ok_or_else(|| Fail::new(err::RMA_SYNC, format!("rank {rank} is not locked")))
+            })?;
+            Ok(epoch.unlock()?)
+        });
+        finish_win("MPI_Win_unlock", win, result)
+    }
+}
+
+mpi! {
+    /// Opens a passive-target epoch on every member.
+    fn MPI_Win_lock_all / PMPI_Win_lock_all(assert: c_int, win: Handle) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let assert = assert_of(assert)?;
+            w.with(|s| {
+                if s.all.is_some() || !s.locks.is_empty() {
+                    return Err(Fail::new(err::RMA_SYNC, "a lock epoch is open already"));
+                }
+                s.all = Some(s.window().lock_all(assert)?);
+                Ok(())
+            })
+        });
+        finish_win("MPI_Win_lock_all", win, result)
+    }
+}
+
+mpi! {
+    /// Closes the epoch of `MPI_Win_lock_all`.
+    fn MPI_Win_unlock_all / PMPI_Win_unlock_all(win: Handle) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let epoch = w.with(|s| {
+                s.all.take().ok_or_else(|| Fail::new(err::RMA_SYNC, "no lock_all epoch is open"))
+            })?;
+            Ok(epoch.unlock()?)
+        });
+        finish_win("MPI_Win_unlock_all", win, result)
+    }
+}
+
+mpi! {
+    /// A fence: closes the fence epoch open (its accesses done
+    /// everywhere) and opens the next, unless `MPI_MODE_NOSUCCEED`.
+    fn MPI_Win_fence / PMPI_Win_fence(assert: c_int, win: Handle) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let assert = assert_of(assert)?;
+            let last = assert.contains(Assert::NOSUCCEED);
+            let rest = assert - Assert::NOSUCCEED;
+            let open = w.with(|s| {
+                if !s.locks.is_empty() || s.all.is_some() {
+                    return Err(Fail::new(err::RMA_SYNC, "a lock epoch is open"));
+                }
+                Ok(s.fence.take())
+            })?;
+            match (open, last) {
+                (Some(epoch), true) => epoch.end(assert)?,
+                (Some(mut epoch), false) => {
+                    epoch.fence(rest)?;
+                    w.with(|s| {
+                        s.fence = Some(epoch);
+                        Ok(())
+                    })?;
+                }
+                (None, true) => {
+                    let epoch = w.with(|s| Ok(s.window().fence(rest)?))?;
+                    epoch.end(assert)?;
+                }
+                (None, false) => {
+                    w.with(|s| {
+                        s.fence = Some(s.window().fence(rest)?);
+                        Ok(())
+                    })?;
+                }
+            }
+            Ok(())
+        });
+        finish_win("MPI_Win_fence", win, result)
+    }
+}
+
+/// The bytes of an origin and a target buffer, which must match.
+fn matching(
+    (ocount, otype): (c_int, Handle),
+    (tcount, ttype): (c_int, Handle),
+) -> Result<usize, Fail> {
+    let (origin, target) = (
+        datatype::bytes(ocount, otype)?,
+        datatype::bytes(tcount, ttype)?,
+    );
+    match origin == target {
+        true => Ok(origin),
+        false => Err(Fail::new(
+            err::TYPE,
+            format!("{origin} origin bytes for {target} at the target"),
+        )),
+    }
+}
+
+mpi! {
+    /// Writes the origin buffer at displacement `target_disp` of rank
+    /// `target_rank`.
+    fn MPI_Put / PMPI_Put(
+        origin_addr: *const c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        win: Handle,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let len = matching((origin_count, origin_datatype), (target_count, target_datatype))?;
+            let Some((target, offset)) = w.target(target_rank, target_disp)? else {
+                return Ok(());
+            };
+            // SAFETY: origin_count elements at origin_addr (the call's contract).
+            let data = unsafe { ptr::slice(origin_addr.cast::<u8>(), len, "origin_addr") }?;
+            w.with(|s| Ok(on_epoch!(s.covering(target)?, e => e.put(target, offset, data))?))
+        });
+        finish_win("MPI_Put", win, result)
+    }
+}
+
+mpi! {
+    /// Reads from displacement `target_disp` of rank `target_rank` into
+    /// the origin buffer (complete at the epoch's end or a flush).
+    fn MPI_Get / PMPI_Get(
+        origin_addr: *mut c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        win: Handle,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let len = matching((origin_count, origin_datatype), (target_count, target_datatype))?;
+            let Some((target, offset)) = w.target(target_rank, target_disp)? else {
+                return Ok(());
+            };
+            // SAFETY: origin_count elements at origin_addr (the call's contract).
+            let buf = unsafe { ptr::slice_mut(origin_addr.cast::<u8>(), len, "origin_addr") }?;
+            w.with(|s| Ok(on_epoch!(s.covering(target)?, e => e.get(target, offset, buf))?))
+        });
+        finish_win("MPI_Get", win, result)
+    }
+}
+
+/// `op` as an atomic operation of onesided.
+fn atomic_op<T>(op: Handle) -> Result<Op<T>, Fail> {
+    Ok(match op {
+        abi::op::SUM => Op::SUM,
+        abi::op::MIN => Op::MIN,
+        abi::op::MAX => Op::MAX,
+        abi::op::REPLACE => Op::REPLACE,
+        abi::op::NO_OP => Op::NO_OP,
+        _ => {
+            return Err(Fail::new(
+                err::OP,
+                format!("operation {op:#x} in an accumulate (onesided's atomics take SUM, MIN, MAX, REPLACE and NO_OP)"),
+            ))
+        }
+    })
+}
+
+/// An accumulate's buffers and operation.
+struct Atomic {
+    origin: *const c_void,
+    result: *mut c_void,
+    compare: *const c_void,
+    count: usize,
+    target: u32,
+    offset: u64,
+    op: Handle,
+}
+
+/// The accesses an atomic call makes, on elements of `T`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AtomicKind {
+    Accumulate,
+    Fetch,
+    CompareSwap,
+}
+
+/// Runs atomic `a` of `kind` on `access` with elements of `T`.
+///
+/// # Safety
+/// `a`'s origin, result and compare buffers are valid for `count`
+/// elements of `T` where the kind uses them.
+unsafe fn atomic_as<T: Element>(
+    access: Access<'_>,
+    a: &Atomic,
+    kind: AtomicKind,
+) -> Result<(), Fail> {
+    let size = size_of::<T>() as u64;
+    match kind {
+        AtomicKind::Accumulate => {
+            // SAFETY: as this function's contract.
+            let values = unsafe { ptr::slice(a.origin.cast::<T>(), a.count, "origin_addr") }?;
+            let op = atomic_op::<T>(a.op)?;
+            on_epoch!(access, e => e.accumulate(a.target, a.offset, values, op))?;
+        }
+        AtomicKind::Fetch => {
+            let op = atomic_op::<T>(a.op)?;
+            let values: Vec<T> = match a.op {
+                // SAFETY: as this function's contract (NO_OP reads no origin).
+                abi::op::NO_OP => vec![T::zeroed(); a.count],
+                _ => unsafe { ptr::slice(a.origin.cast::<T>(), a.count, "origin_addr") }?.to_vec(),
+            };
+            // SAFETY: as this function's contract.
+            let out = unsafe { ptr::slice_mut(a.result.cast::<T>(), a.count, "result_addr") }?;
+            for (i, (v, o)) in values.iter().zip(out.iter_mut()).enumerate() {
+                let at = a.offset + i as u64 * size;
+                *o = on_epoch!(access, e => e.fetch_and_op(a.target, at, *v, op.clone()))?;
+            }
+        }
+        AtomicKind::CompareSwap => {
+            // SAFETY: as this function's contract (one element each).
+            let new = unsafe { ptr::read(a.origin.cast::<T>(), "origin_addr") }?;
+            // SAFETY: as above.
+            let compare = unsafe { ptr::read(a.compare.cast::<T>(), "compare_addr") }?;
+            let old = on_epoch!(access, e => e.compare_and_swap(a.target, a.offset, compare, new))?;
+            // SAFETY: as above.
+            unsafe { ptr::write(a.result.cast::<T>(), old, "result_addr") }?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs atomic `a` of `kind` on window `w` for `datatype`.
+///
+/// # Safety
+/// As [`atomic_as`], for the datatype's elements.
+unsafe fn atomic(w: &WinEntry, a: &Atomic, kind: AtomicKind, datatype: Handle) -> Result<(), Fail> {
+    let (_, element) = datatype::of(datatype)?;
+    w.with(|s| {
+        let access = s.covering(a.target)?;
+        // SAFETY: as this function's contract, for the datatype's Rust type.
+        unsafe {
+            match element {
+                Kind::I8 => atomic_as::<i8>(access, a, kind),
+                Kind::U8 => atomic_as::<u8>(access, a, kind),
+                Kind::I16 => atomic_as::<i16>(access, a, kind),
+                Kind::U16 => atomic_as::<u16>(access, a, kind),
+                Kind::I32 => atomic_as::<i32>(access, a, kind),
+                Kind::U32 => atomic_as::<u32>(access, a, kind),
+                Kind::I64 => atomic_as::<i64>(access, a, kind),
+                Kind::U64 => atomic_as::<u64>(access, a, kind),
+                Kind::F32 => atomic_as::<f32>(access, a, kind),
+                Kind::F64 => atomic_as::<f64>(access, a, kind),
+                Kind::Bytes => Err(Fail::new(
+                    err::TYPE,
+                    format!("atomics on datatype {datatype:#x}"),
+                )),
+            }
+        }
+    })
+}
+
+mpi! {
+    /// Combines the origin buffer into the target's by `op`, element by
+    /// element atomically.
+    fn MPI_Accumulate / PMPI_Accumulate(
+        origin_addr: *const c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        op: Handle,
+        win: Handle,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            matching((origin_count, origin_datatype), (target_count, target_datatype))?;
+            let Some((target, offset)) = w.target(target_rank, target_disp)? else {
+                return Ok(());
+            };
+            let count = origin_count as usize;
+            let a = Atomic { origin: origin_addr, result: std::ptr::null_mut(), compare: std::ptr::null(), count, target, offset, op };
+            // SAFETY: origin_count elements at origin_addr (the call's contract).
+            unsafe { atomic(&w, &a, AtomicKind::Accumulate, origin_datatype) }
+        });
+        finish_win("MPI_Accumulate", win, result)
+    }
+}
+
+mpi! {
+    /// Fetches the target's elements into the result buffer and combines
+    /// the origin's into them by `op`, element by element atomically.
+    fn MPI_Get_accumulate / PMPI_Get_accumulate(
+        origin_addr: *const c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        result_addr: *mut c_void,
+        result_count: c_int,
+        result_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        op: Handle,
+        win: Handle,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            matching((result_count, result_datatype), (target_count, target_datatype))?;
+            if op != abi::op::NO_OP {
+                matching((origin_count, origin_datatype), (target_count, target_datatype))?;
+            }
+            let Some((target, offset)) = w.target(target_rank, target_disp)? else {
+                return Ok(());
+            };
+            let count = result_count as usize;
+            let a = Atomic { origin: origin_addr, result: result_addr, compare: std::ptr::null(), count, target, offset, op };
+            // SAFETY: the buffers hold their counts (the call's contract).
+            unsafe { atomic(&w, &a, AtomicKind::Fetch, result_datatype) }
+        });
+        finish_win("MPI_Get_accumulate", win, result)
+    }
+}
+
+mpi! {
+    /// One element of `MPI_Get_accumulate`.
+    fn MPI_Fetch_and_op / PMPI_Fetch_and_op(
+        origin_addr: *const c_void,
+        result_addr: *mut c_void,
+        datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        op: Handle,
+        win: Handle,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let Some((target, offset)) = w.target(target_rank, target_disp)? else {
+                return Ok(());
+            };
+            let a = Atomic { origin: origin_addr, result: result_addr, compare: std::ptr::null(), count: 1, target, offset, op };
+            // SAFETY: one element in each buffer (the call's contract).
+            unsafe { atomic(&w, &a, AtomicKind::Fetch, datatype) }
+        });
+        finish_win("MPI_Fetch_and_op", win, result)
+    }
+}
+
+mpi! {
+    /// Replaces the target's element by the origin's when it equals the
+    /// compare element; the old one goes to the result buffer.
+    fn MPI_Compare_and_swap / PMPI_Compare_and_swap(
+        origin_addr: *const c_void,
+        compare_addr: *const c_void,
+        result_addr: *mut c_void,
+        datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        win: Handle,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let Some((target, offset)) = w.target(target_rank, target_disp)? else {
+                return Ok(());
+            };
+            let a = Atomic { origin: origin_addr, result: result_addr, compare: compare_addr, count: 1, target, offset, op: abi::op::REPLACE };
+            // SAFETY: one element in each buffer (the call's contract).
+            unsafe { atomic(&w, &a, AtomicKind::CompareSwap, datatype) }
+        });
+        finish_win("MPI_Compare_and_swap", win, result)
+    }
+}
+
+/// What a flush completes.
+#[derive(Clone, Copy)]
+enum Flush {
+    /// At the target.
+    Remote,
+    /// At the origin (buffers reusable).
+    Local,
+}
+
+/// Flushes `rank` (every target when `None`) of window `win`.
+fn flush(win: Handle, rank: Option<c_int>, how: Flush) -> Result<(), Fail> {
+    let w = runtime::win(win)?;
+    let target = match rank {
+        Some(rank) => match w.target(rank, 0)? {
+            Some((t, _)) => Some(t),
+            None => return Ok(()),
+        },
+        None => None,
+    };
+    w.with(|s| {
+        let all: Vec<&Epoch<'static, Locked>> = match target {
+            Some(t) => match s.covering(t)? {
+                Access::Locked(e) => vec![e],
+                Access::Fenced(_) => {
+                    return Err(Fail::new(
+                        err::RMA_SYNC,
+                        "a flush outside a passive-target epoch",
+                    ))
+                }
+            },
+            None => s.locks.values().chain(s.all.as_ref()).collect(),
+        };
+        if target.is_none() && all.is_empty() {
+            return Err(Fail::new(
+                err::RMA_SYNC,
+                "a flush outside a passive-target epoch",
+            ));
+        }
+        for e in all {
+            match (how, target) {
+                (Flush::Remote, Some(t)) => e.flush(t)?,
+                (Flush::Local, Some(t)) => e.flush_local(t)?,
+                (_, None) => e.flush_all()?,
+            }
+        }
+        Ok(())
+    })
+}
+
+mpi! {
+    /// Completes the accesses to `rank` at the target.
+    fn MPI_Win_flush / PMPI_Win_flush(rank: c_int, win: Handle) -> c_int {
+        finish_win("MPI_Win_flush", win, flush(win, Some(rank), Flush::Remote))
+    }
+}
+
+mpi! {
+    /// Completes every access at its target.
+    fn MPI_Win_flush_all / PMPI_Win_flush_all(win: Handle) -> c_int {
+        finish_win("MPI_Win_flush_all", win, flush(win, None, Flush::Remote))
+    }
+}
+
+mpi! {
+    /// Completes the accesses to `rank` at the origin.
+    fn MPI_Win_flush_local / PMPI_Win_flush_local(rank: c_int, win: Handle) -> c_int {
+        finish_win("MPI_Win_flush_local", win, flush(win, Some(rank), Flush::Local))
+    }
+}
+
+mpi! {
+    /// Completes every access at the origin (here: at the target).
+    fn MPI_Win_flush_local_all / PMPI_Win_flush_local_all(win: Handle) -> c_int {
+        finish_win("MPI_Win_flush_local_all", win, flush(win, None, Flush::Local))
+    }
+}
+
+mpi! {
+    /// Synchronizes the public and private copies: one copy here (the
+    /// unified model), so a memory barrier.
+    fn MPI_Win_sync / PMPI_Win_sync(win: Handle) -> c_int {
+        let result = runtime::win(win).map(|_| std::sync::atomic::fence(Ordering::SeqCst));
+        finish_win("MPI_Win_sync", win, result)
+    }
+}
+
+mpi! {
+    /// A window's attribute (`MPI_WIN_BASE`, `MPI_WIN_SIZE`,
+    /// `MPI_WIN_DISP_UNIT`, `MPI_WIN_CREATE_FLAVOR`, `MPI_WIN_MODEL`);
+    /// `attribute_val` is a `void *` set to the base, or to the value's
+    /// address.
+    fn MPI_Win_get_attr / PMPI_Win_get_attr(
+        win: Handle,
+        keyval: c_int,
+        attribute_val: *mut c_void,
+        flag: *mut c_int,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let value: *const c_void = match keyval {
+                WIN_BASE => w.base as *const c_void,
+                WIN_SIZE => std::ptr::from_ref(&w.size).cast(),
+                WIN_DISP_UNIT => std::ptr::from_ref(&w.disp_unit).cast(),
+                WIN_CREATE_FLAVOR => std::ptr::from_ref(&w.flavor).cast(),
+                WIN_MODEL => std::ptr::from_ref(&w.model).cast(),
+                _ => return Err(Fail::new(err::KEYVAL, format!("attribute key {keyval}"))),
+            };
+            // The entry lives in the table until freed, so do its fields.
+            let at = attribute_val.cast::<*const c_void>();
+            // SAFETY: attribute_val points to a void * (the call's contract).
+            unsafe { ptr::write(at, value, "attribute_val") }?;
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(flag, 1, "flag") }
+        });
+        finish_win("MPI_Win_get_attr", win, result)
+    }
+}
+
+mpi! {
+    /// The group of a window.
+    fn MPI_Win_get_group / PMPI_Win_get_group(win: Handle, group: *mut Handle) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let handle = runtime::with(|r| Ok(r.groups.insert(w.members.clone())))?;
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(group, handle, "group") }
+        });
+        finish_win("MPI_Win_get_group", win, result)
+    }
+}
+
+mpi! {
+    /// Names a window.
+    fn MPI_Win_set_name / PMPI_Win_set_name(win: Handle, name: *const c_char) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            if name.is_null() {
+                return Err(Fail::new(err::ARG, "the name is NULL"));
+            }
+            // SAFETY: a NUL-terminated string (the call's contract).
+            let text = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+            let text: String = text.chars().take(MAX_OBJECT_NAME - 1).collect();
+            *w.name.lock().unwrap_or_else(|p| p.into_inner()) = text;
+            Ok(())
+        });
+        finish_win("MPI_Win_set_name", win, result)
+    }
+}
+
+mpi! {
+    /// A window's name (empty when none was set).
+    fn MPI_Win_get_name / PMPI_Win_get_name(win: Handle, name: *mut c_char, resultlen: *mut c_int) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let text = w.name.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            // SAFETY: a buffer of MPI_MAX_OBJECT_NAME (the call's contract).
+            unsafe { ptr::write_text(name, resultlen, &text, MAX_OBJECT_NAME) }
+        });
+        finish_win("MPI_Win_get_name", win, result)
+    }
+}
+
+mpi! {
+    /// Sets the error handler of a window.
+    fn MPI_Win_set_errhandler / PMPI_Win_set_errhandler(win: Handle, errhandler: Handle) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            runtime::with(|r| match r.errhandlers.get(errhandler) {
+                Some(_) => Ok(()),
+                None => Err(Fail::new(err::ERRHANDLER, format!("invalid error handler {errhandler:#x}"))),
+            })?;
+            w.errhandler.store(errhandler, Ordering::Relaxed);
+            Ok(())
+        });
+        finish_win("MPI_Win_set_errhandler", win, result)
+    }
+}
+
+mpi! {
+    /// The error handler of a window.
+    fn MPI_Win_get_errhandler / PMPI_Win_get_errhandler(win: Handle, errhandler: *mut Handle) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(errhandler, w.errhandler.load(Ordering::Relaxed), "errhandler") }
+        });
+        finish_win("MPI_Win_get_errhandler", win, result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assertions_map_to_onesided_and_hints_are_ignored() {
+        assert_eq!(assert_of(0).unwrap(), Assert::empty());
+        assert_eq!(
+            assert_of(MODE_NOCHECK | MODE_NOPUT).unwrap(),
+            Assert::NOCHECK
+        );
+        assert_eq!(
+            assert_of(MODE_NOPRECEDE | MODE_NOSUCCEED | MODE_NOSTORE).unwrap(),
+            Assert::NOPRECEDE | Assert::NOSUCCEED
+        );
+        assert_eq!(assert_of(1).map_err(|f| f.class), Err(err::ASSERT));
+    }
+}
