@@ -49,7 +49,9 @@ static void turn_pass(void) {
  * loaded, found by its fi_version symbol). */
 static void print_loaded(int rank) {
     if (rank != 0) return;
+#ifdef MPICH_VERSION
     printf("loaded mpich %s\n", MPICH_VERSION);
+#endif
     unsigned (*version)(void) = (unsigned (*)(void))dlsym(RTLD_DEFAULT, "fi_version");
     Dl_info info;
     if (version && dladdr((void *)version, &info) && info.dli_fname) {

@@ -63,7 +63,7 @@ pub struct Cli {
         value_delimiter = ',',
         required = true,
         value_parser = clap::builder::PossibleValuesParser::new(
-            crate::suites::SUITES.iter().copied().chain([crate::malleable::SUITE, crate::reduce::SUITE, crate::scale::SUITE, "all"])
+            crate::suites::SUITES.iter().copied().chain([crate::abi::SUITE, crate::malleable::SUITE, crate::reduce::SUITE, crate::scale::SUITE, "all"])
         )
     )]
     suites: Vec<String>,

@@ -10,6 +10,8 @@
 //! lines and SVG plots ([`report`]); [`driver`] holds its command line and
 //! the arithmetic of rounds. `onesided-tune` (`src/bin/onesided-tune.rs`)
 //! measures the collectives' algorithms into a performance profile.
+//! The `abi` suite ([`abi`]) runs one C program of the MPI standard ABI
+//! on MPICH's library and on onesided's; not part of `all`.
 //! The `malleable` suite ([`malleable`]) runs the malleability study:
 //! `sam` jobs that grow and shrink beside the same application written
 //! with MPI, and draws the study's figures; it is not part of `all` (a
@@ -44,6 +46,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod abi;
 pub mod driver;
 pub mod malleable;
 pub mod reduce;

@@ -102,14 +102,14 @@ fn drive(args: &[String]) -> Result<()> {
         )
         .into());
     }
-    // The C peers: collectives.c for the collectives suite, rma.c for the
-    // others.
+    // The C peers: collectives.c for the collectives suite, abi.c for the
+    // abi suite (run on both sides), rma.c for the others.
     let peers = root.join("target/mpich");
     let peer_of = |suite: &str| {
-        peers.join(if suite == "collectives" {
-            "collectives"
-        } else {
-            "rma"
+        peers.join(match suite {
+            "collectives" => "collectives",
+            onesided_bench::abi::SUITE => "abi",
+            _ => "rma",
         })
     };
     let mpiexec = root.join("target/mpich-venv/bin/mpiexec");
@@ -119,6 +119,7 @@ fn drive(args: &[String]) -> Result<()> {
         peers.join("reduce"),
         peers.join("malleable"),
         peers.join("scale"),
+        peer_of(onesided_bench::abi::SUITE),
     ];
     if peers_stale(&root.join("benches/mpich"), &binaries, &mpiexec) {
         eprintln!("onesided-bench: building the MPICH peer (benches/mpich/build.sh)");
@@ -215,11 +216,12 @@ fn drive(args: &[String]) -> Result<()> {
             );
             let peer = peer_of(suite);
             let sides = || {
+                let onesided = match suite.as_str() {
+                    onesided_bench::abi::SUITE => abi_ours(&args, &osrun, &peer),
+                    _ => ours(&args, (&osrun, &exe), suite, &mpich_libfabric),
+                };
                 let mut sides = vec![
-                    (
-                        "onesided",
-                        ours(&args, (&osrun, &exe), suite, &mpich_libfabric),
-                    ),
+                    ("onesided", onesided),
                     ("mpich", mpich(&args, &mpiexec, &peer, suite, &[])),
                 ];
                 if oversubscribed {
@@ -448,6 +450,27 @@ fn ours(args: &Args, (osrun, exe): (&Path, &Path), suite: &str, mpich_libfabric:
             path.push(old);
         }
         cmd.env("LD_LIBRARY_PATH", path);
+    }
+    cmd
+}
+
+/// onesided's side of the abi suite: the same C program as MPICH's side,
+/// built against the standard ABI, under `osrun --mpi` (onesided's
+/// `libmpi_abi.so.1` first on its library path).
+fn abi_ours(args: &Args, osrun: &Path, program: &Path) -> Command {
+    let mut cmd = Command::new(osrun);
+    cmd.arg("-n")
+        .arg(args.np.to_string())
+        .arg("--provider")
+        .arg(&args.provider)
+        .arg("--timeout")
+        .arg(ROUND_TIMEOUT.as_secs().to_string())
+        .arg("--mpi")
+        .arg(program)
+        .arg(onesided_bench::abi::SUITE)
+        .arg(args.scale.to_string());
+    if args.nolocal {
+        cmd.env(onesided_fabric::world::HOST_ENV, "node{rank}");
     }
     cmd
 }
