@@ -61,7 +61,10 @@ mpi! {
         // SAFETY: as the call's contract.
         let handle = unsafe { ptr::read(comm, "comm") }.unwrap_or(abi::comm::NULL);
         let result = runtime::with(|r| match r.comms.remove(handle) {
-            Some(_) => Ok(()),
+            Some(_) => {
+                runtime::forget_lookups();
+                Ok(())
+            }
             None => Err(Fail::new(err::COMM, format!("cannot free communicator {handle:#x}"))),
         })
         // SAFETY: as the call's contract.

@@ -4,9 +4,10 @@
 //! and is held only to look a handle up or change a table; a
 //! communicator's calls lock that communicator alone.
 
+use std::cell::RefCell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use onesided::rma::Group;
 use onesided::{Comm, Rma, World};
@@ -132,6 +133,7 @@ pub(crate) fn init() -> Result<(), Fail> {
 /// `MPI_ERR_OTHER` when MPI is not running, or the world refuses to end.
 pub(crate) fn finalize() -> Result<(), Fail> {
     let runtime = state().take();
+    forget_lookups();
     let Some(runtime) = runtime else {
         return Err(Fail::new(err::OTHER, "MPI is not running"));
     };
@@ -169,16 +171,58 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Runtime) -> Result<R, Fail>) -> Result
     }
 }
 
+/// Bumped whenever a communicator or window is freed: a thread's cached
+/// lookups of an older generation are looked up again.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// A thread's last lookup of a kind: its handle, generation and entry
+/// (the state's lock is not taken on a call's path when the program calls
+/// on the same object again). Weak: a thread's cache keeps nothing alive
+/// (threads of a pool outlive `MPI_Finalize`).
+type Cached<T> = RefCell<Option<(Handle, u64, Weak<T>)>>;
+
+thread_local! {
+    static LAST_COMM: Cached<CommEntry> = const { RefCell::new(None) };
+    static LAST_WIN: Cached<WinEntry> = const { RefCell::new(None) };
+}
+
+/// A handle's entry: this thread's cached one when still current, else
+/// `find`'s (then cached).
+fn cached<T>(
+    cache: &'static std::thread::LocalKey<Cached<T>>,
+    handle: Handle,
+    find: impl FnOnce() -> Result<Arc<T>, Fail>,
+) -> Result<Arc<T>, Fail> {
+    let generation = GENERATION.load(Ordering::Acquire);
+    let hit = cache.with(|c| match &*c.borrow() {
+        Some((h, g, entry)) if *h == handle && *g == generation => entry.upgrade(),
+        _ => None,
+    });
+    if let Some(entry) = hit {
+        return Ok(entry);
+    }
+    let entry = find()?;
+    cache.with(|c| *c.borrow_mut() = Some((handle, generation, Arc::downgrade(&entry))));
+    Ok(entry)
+}
+
+/// A communicator or window was freed: cached lookups are stale.
+pub(crate) fn forget_lookups() {
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
 /// Communicator `handle`.
 ///
 /// # Errors
 /// `MPI_ERR_COMM` for an invalid handle (or `MPI_COMM_NULL`).
 pub(crate) fn comm(handle: Handle) -> Result<Arc<CommEntry>, Fail> {
-    with(|r| {
-        r.comms
-            .get(handle)
-            .cloned()
-            .ok_or_else(|| Fail::new(err::COMM, format!("invalid communicator {handle:#x}")))
+    cached(&LAST_COMM, handle, || {
+        with(|r| {
+            r.comms
+                .get(handle)
+                .cloned()
+                .ok_or_else(|| Fail::new(err::COMM, format!("invalid communicator {handle:#x}")))
+        })
     })
 }
 
@@ -208,11 +252,13 @@ pub(crate) fn errhandler_of(handle: Handle) -> (Errhandler, Handle) {
 /// # Errors
 /// `MPI_ERR_WIN` for an invalid handle (or `MPI_WIN_NULL`).
 pub(crate) fn win(handle: Handle) -> Result<Arc<WinEntry>, Fail> {
-    with(|r| {
-        r.windows
-            .get(handle)
-            .cloned()
-            .ok_or_else(|| Fail::new(err::WIN, format!("invalid window {handle:#x}")))
+    cached(&LAST_WIN, handle, || {
+        with(|r| {
+            r.windows
+                .get(handle)
+                .cloned()
+                .ok_or_else(|| Fail::new(err::WIN, format!("invalid window {handle:#x}")))
+        })
     })
 }
 

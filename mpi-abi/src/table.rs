@@ -3,7 +3,7 @@
 //! ABI (which stay below 0x400) and are never reused within a process,
 //! so a freed handle used again is an invalid handle, not another object.
 
-use std::collections::HashMap;
+use onesided::fabric::fnv::FastMap;
 
 use crate::abi::Handle;
 
@@ -12,14 +12,14 @@ const FIRST: Handle = 0x1_0000;
 
 /// Objects of one kind by handle.
 pub(crate) struct Table<T> {
-    items: HashMap<Handle, T>,
+    items: FastMap<Handle, T>,
     next: Handle,
 }
 
 impl<T> Default for Table<T> {
     fn default() -> Table<T> {
         Table {
-            items: HashMap::new(),
+            items: FastMap::default(),
             next: FIRST,
         }
     }

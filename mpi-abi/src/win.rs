@@ -10,11 +10,11 @@
 //! covers its target (a lock of it, else `lock_all`, else the fence
 //! epoch); none is `MPI_ERR_RMA_SYNC`.
 
-use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use onesided::fabric::fnv::FastMap;
 use onesided::rma::{Assert, Element, Epoch, Fenced, LockKind, Locked, Op, RemoteAccess, Window};
 
 use crate::abi::{self, err, Aint, Handle};
@@ -63,7 +63,7 @@ pub(crate) struct WinEntry {
 /// The window and the epochs open on it.
 struct WinState {
     // Declared before the window: they borrow it and end first.
-    locks: HashMap<u32, Epoch<'static, Locked>>,
+    locks: FastMap<u32, Epoch<'static, Locked>>,
     all: Option<Epoch<'static, Locked>>,
     fence: Option<Epoch<'static, Fenced>>,
     window: Box<Window>,
@@ -204,7 +204,7 @@ mpi! {
             let base = window.local_ptr().map_or(0, |p| p as usize);
             let entry = WinEntry {
                 state: Mutex::new(Some(WinState {
-                    locks: HashMap::new(),
+                    locks: FastMap::default(),
                     all: None,
                     fence: None,
                     window: Box::new(window),
@@ -251,6 +251,7 @@ mpi! {
                 fence.end(Assert::empty())?;
             }
             runtime::with(|r| Ok(r.windows.remove(handle)))?;
+            runtime::forget_lookups();
             window.free()?;
             // SAFETY: as the call's contract.
             unsafe { ptr::write(win, 0x110, "win") }
@@ -498,17 +499,18 @@ unsafe fn atomic_as<T: Element>(
             on_epoch!(access, e => e.accumulate(a.target, a.offset, values, op))?;
         }
         AtomicKind::Fetch => {
-            let op = atomic_op::<T>(a.op)?;
-            let values: Vec<T> = match a.op {
-                // SAFETY: as this function's contract (NO_OP reads no origin).
-                abi::op::NO_OP => vec![T::zeroed(); a.count],
-                _ => unsafe { ptr::slice(a.origin.cast::<T>(), a.count, "origin_addr") }?.to_vec(),
+            // SAFETY: as this function's contract (NO_OP reads no origin).
+            let values = match a.op {
+                abi::op::NO_OP => None,
+                _ => Some(unsafe { ptr::slice(a.origin.cast::<T>(), a.count, "origin_addr") }?),
             };
             // SAFETY: as this function's contract.
             let out = unsafe { ptr::slice_mut(a.result.cast::<T>(), a.count, "result_addr") }?;
-            for (i, (v, o)) in values.iter().zip(out.iter_mut()).enumerate() {
+            for (i, o) in out.iter_mut().enumerate() {
+                let v = values.map_or(T::zeroed(), |v| v[i]);
                 let at = a.offset + i as u64 * size;
-                *o = on_epoch!(access, e => e.fetch_and_op(a.target, at, *v, op.clone()))?;
+                let op = atomic_op::<T>(a.op)?;
+                *o = on_epoch!(access, e => e.fetch_and_op(a.target, at, v, op))?;
             }
         }
         AtomicKind::CompareSwap => {
