@@ -5,11 +5,12 @@
 
 use std::ffi::{c_int, c_void};
 
-use onesided::{Comm, Op, Reducible};
+use onesided::{Comm, Op, Reducible, Run};
 
 use crate::abi::{self, err, op, Handle};
 use crate::datatype::{self, Element};
 use crate::errors::{finish, Fail};
+use crate::request::{Pending, Running};
 use crate::runtime::{self, CommEntry};
 use crate::{mpi, ptr};
 
@@ -403,5 +404,231 @@ mpi! {
             Ok(c.lock().scatterv(root, input, output, &vec![block; n])?)
         });
         finish("MPI_Scatter", comm, result)
+    }
+}
+
+/// Writes request `handle` for `pending` started.
+///
+/// # Safety
+/// `request` is null or valid for a handle.
+unsafe fn started(request: *mut Handle, pending: Pending) -> Result<(), Fail> {
+    let handle = crate::request::start(pending)?;
+    // SAFETY: as this function's contract.
+    unsafe { ptr::write(request, handle, "request") }
+}
+
+mpi! {
+    /// Starts a barrier.
+    fn MPI_Ibarrier / PMPI_Ibarrier(comm: Handle, request: *mut Handle) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let run = c.lock().ibarrier()?;
+            let pending = Pending::new(Running::U8(run), (std::ptr::null_mut(), 0), comm);
+            // SAFETY: as the call's contract.
+            unsafe { started(request, pending) }
+        });
+        finish("MPI_Ibarrier", comm, result)
+    }
+}
+
+mpi! {
+    /// Starts a broadcast; `buffer` holds the result at completion.
+    fn MPI_Ibcast / PMPI_Ibcast(
+        buffer: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        root: c_int,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let root = root_of(&c, root)?;
+            let len = datatype::bytes(count, datatype)?;
+            // SAFETY: count elements at buffer (the call's contract).
+            let buf = unsafe { ptr::slice(buffer.cast::<u8>(), len, "buffer") }?.to_vec();
+            let run = c.lock().ibcast(root, buf)?;
+            let pending = Pending::new(Running::U8(run), (buffer.cast(), len), comm);
+            // SAFETY: as the call's contract.
+            unsafe { started(request, pending) }
+        });
+        finish("MPI_Ibcast", comm, result)
+    }
+}
+
+/// Starts reduction `r` on `comm` with elements of `T`.
+///
+/// # Safety
+/// As [`reduce_as`].
+unsafe fn ireduce_as<T: Reducible>(
+    comm: &Comm,
+    r: &Reduction,
+    element: Element,
+) -> Result<Running, Fail>
+where
+    Running: From<Run<T>>,
+{
+    let op = op_of::<T>(r.op, element)?;
+    let receives = r.root.is_none_or(|root| root == comm.rank());
+    let input = match (in_place(r.send), receives) {
+        // SAFETY: as this function's contract.
+        (true, true) => unsafe { elements::<T>(r.recv, r.count, "recvbuf") }?.to_vec(),
+        (true, false) => return Err(Fail::new(err::BUFFER, "MPI_IN_PLACE off the root")),
+        // SAFETY: as this function's contract.
+        (false, _) => unsafe { elements::<T>(r.send, r.count, "sendbuf") }?.to_vec(),
+    };
+    let output = vec![T::zeroed(); r.count];
+    let run = match r.root {
+        Some(root) => comm.ireduce(root, input, output, op)?,
+        None => comm.iallreduce(input, output, op)?,
+    };
+    Ok(Running::from(run))
+}
+
+/// Starts reduction `r` of `datatype` on `c`; its request.
+///
+/// # Safety
+/// As [`reduce`].
+unsafe fn ireduce(
+    c: &CommEntry,
+    r: &Reduction,
+    datatype: Handle,
+    comm: Handle,
+) -> Result<Pending, Fail> {
+    let (size, element) = datatype::of(datatype)?;
+    let guard = c.lock();
+    // SAFETY: as this function's contract, for the datatype's Rust type.
+    let running = unsafe {
+        match element {
+            Element::I8 => ireduce_as::<i8>(&guard, r, element),
+            Element::U8 => ireduce_as::<u8>(&guard, r, element),
+            Element::I16 => ireduce_as::<i16>(&guard, r, element),
+            Element::U16 => ireduce_as::<u16>(&guard, r, element),
+            Element::I32 => ireduce_as::<i32>(&guard, r, element),
+            Element::U32 => ireduce_as::<u32>(&guard, r, element),
+            Element::I64 => ireduce_as::<i64>(&guard, r, element),
+            Element::U64 => ireduce_as::<u64>(&guard, r, element),
+            Element::F32 => ireduce_as::<f32>(&guard, r, element),
+            Element::F64 => ireduce_as::<f64>(&guard, r, element),
+            Element::Bytes => Err(Fail::new(
+                err::OP,
+                format!("operation {:#x} on datatype {datatype:#x}", r.op),
+            )),
+        }
+    }?;
+    let receives = r.root.is_none_or(|root| root == guard.rank());
+    let len = if receives { r.count * size } else { 0 };
+    Ok(Pending::new(running, (r.recv.cast(), len), comm))
+}
+
+mpi! {
+    /// Starts an allreduce; `recvbuf` holds the result at completion.
+    fn MPI_Iallreduce / PMPI_Iallreduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        op: Handle,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let r = Reduction { send: sendbuf, recv: recvbuf, count: count_of(count)?, op, root: None };
+            // SAFETY: the buffers hold count elements (the call's contract).
+            let pending = unsafe { ireduce(&c, &r, datatype, comm) }?;
+            // SAFETY: as the call's contract.
+            unsafe { started(request, pending) }
+        });
+        finish("MPI_Iallreduce", comm, result)
+    }
+}
+
+mpi! {
+    /// Starts a reduce; `recvbuf` at `root` holds the result at completion.
+    fn MPI_Ireduce / PMPI_Ireduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        op: Handle,
+        root: c_int,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let root = Some(root_of(&c, root)?);
+            let r = Reduction { send: sendbuf, recv: recvbuf, count: count_of(count)?, op, root };
+            // SAFETY: the buffers hold count elements (the call's contract).
+            let pending = unsafe { ireduce(&c, &r, datatype, comm) }?;
+            // SAFETY: as the call's contract.
+            unsafe { started(request, pending) }
+        });
+        finish("MPI_Ireduce", comm, result)
+    }
+}
+
+mpi! {
+    /// Starts an allgather; `recvbuf` holds the blocks at completion.
+    fn MPI_Iallgather / PMPI_Iallgather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: Handle,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let n = c.size() as usize;
+            let block = match in_place(sendbuf) {
+                true => datatype::bytes(recvcount, recvtype)?,
+                false => blocks((sendcount, sendtype), (recvcount, recvtype))?,
+            };
+            let input = match in_place(sendbuf) {
+                true => {
+                    let at = c.rank as usize * block;
+                    // SAFETY: n blocks at recvbuf (the call's contract).
+                    let all = unsafe { ptr::slice(recvbuf.cast::<u8>(), n * block, "recvbuf") }?;
+                    all[at..at + block].to_vec()
+                }
+                // SAFETY: a block at sendbuf (the call's contract).
+                false => unsafe { ptr::slice(sendbuf.cast::<u8>(), block, "sendbuf") }?.to_vec(),
+            };
+            let run = c.lock().iallgatherv(input, vec![0u8; n * block], &vec![block; n])?;
+            let pending = Pending::new(Running::U8(run), (recvbuf.cast(), n * block), comm);
+            // SAFETY: as the call's contract.
+            unsafe { started(request, pending) }
+        });
+        finish("MPI_Iallgather", comm, result)
+    }
+}
+
+mpi! {
+    /// Starts an alltoall; `recvbuf` holds the blocks at completion.
+    fn MPI_Ialltoall / PMPI_Ialltoall(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: Handle,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let n = c.size() as usize;
+            let block = match in_place(sendbuf) {
+                true => datatype::bytes(recvcount, recvtype)?,
+                false => blocks((sendcount, sendtype), (recvcount, recvtype))?,
+            };
+            let from = if in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };
+            // SAFETY: n blocks at the send (or receive) buffer (the call's contract).
+            let input = unsafe { ptr::slice(from.cast::<u8>(), n * block, "sendbuf") }?.to_vec();
+            let counts = vec![block; n];
+            let run = c.lock().ialltoallv(input, &counts, vec![0u8; n * block], &counts)?;
+            let pending = Pending::new(Running::U8(run), (recvbuf.cast(), n * block), comm);
+            // SAFETY: as the call's contract.
+            unsafe { started(request, pending) }
+        });
+        finish("MPI_Ialltoall", comm, result)
     }
 }

@@ -44,6 +44,7 @@ mod datatype;
 mod env;
 pub mod errors;
 mod ptr;
+mod request;
 mod runtime;
 mod table;
 mod unsupported;

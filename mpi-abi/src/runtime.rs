@@ -14,6 +14,7 @@ use onesided::{Comm, Rma, World};
 
 use crate::abi::{self, err, Handle};
 use crate::errors::{Errhandler, Fail};
+use crate::request::Pending;
 use crate::table::Table;
 use crate::win::WinEntry;
 
@@ -37,6 +38,7 @@ pub(crate) struct Runtime {
     pub(crate) groups: Table<Vec<u32>>,
     pub(crate) errhandlers: Table<Errhandler>,
     pub(crate) windows: Table<Arc<WinEntry>>,
+    pub(crate) requests: Table<Pending>,
 }
 
 /// A communicator: its collectives, its group (job ranks, in its rank
@@ -122,6 +124,7 @@ pub(crate) fn init() -> Result<(), Fail> {
         groups,
         errhandlers,
         windows: Table::default(),
+        requests: Table::default(),
     });
     STAGE.store(RUNNING, Ordering::Release);
     Ok(())
@@ -143,8 +146,10 @@ pub(crate) fn finalize() -> Result<(), Fail> {
         rma,
         comms,
         windows,
+        requests,
         ..
     } = runtime;
+    drop(requests);
     // Windows the program did not free end here, before the world.
     drop(windows);
     let world_comm = comms.get(abi::comm::WORLD).cloned();

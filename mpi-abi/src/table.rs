@@ -43,6 +43,12 @@ impl<T> Table<T> {
         self.items.get(&handle)
     }
 
+    /// Puts back under `handle` an object taken out by
+    /// [`Table::remove`] (a request tested and not done).
+    pub(crate) fn restore(&mut self, handle: Handle, item: T) {
+        self.items.insert(handle, item);
+    }
+
     /// Removes the object of a handle this table made (predefined ones
     /// stay).
     pub(crate) fn remove(&mut self, handle: Handle) -> Option<T> {

@@ -1,0 +1,382 @@
+//! Requests (`MPI_Request`) of the nonblocking collectives: onesided's
+//! `Run` (which owns copies of the buffers while it runs) and where its
+//! result goes, copied into the program's buffer when it completes; and
+//! `MPI_Wait`, `MPI_Test` and their `all`/`any` forms. A completed
+//! collective's status is empty (`MPI_ANY_SOURCE`, `MPI_ANY_TAG`,
+//! `MPI_SUCCESS`).
+
+use std::ffi::c_int;
+
+use onesided::{Request as _, Run};
+
+use crate::abi::{self, err, Handle, Status};
+use crate::errors::{finish, Fail};
+use crate::{mpi, ptr, runtime};
+
+/// `MPI_REQUEST_NULL`.
+pub(crate) const NULL: Handle = 0x180;
+
+/// A run on elements of the datatype's Rust type.
+pub(crate) enum Running {
+    I8(Run<i8>),
+    U8(Run<u8>),
+    I16(Run<i16>),
+    U16(Run<u16>),
+    I32(Run<i32>),
+    U32(Run<u32>),
+    I64(Run<i64>),
+    U64(Run<u64>),
+    F32(Run<f32>),
+    F64(Run<f64>),
+}
+
+macro_rules! from_runs {
+    ($($t:ty => $v:ident),*) => {$(
+        impl From<Run<$t>> for Running {
+            fn from(run: Run<$t>) -> Running {
+                Running::$v(run)
+            }
+        }
+    )*};
+}
+from_runs!(i8 => I8, u8 => U8, i16 => I16, u16 => U16, i32 => I32, u32 => U32, i64 => I64, u64 => U64, f32 => F32, f64 => F64);
+
+/// Calls the same on a run of any element type.
+macro_rules! each {
+    ($running:expr, $r:ident => $body:expr) => {
+        match $running {
+            Running::I8($r) => $body,
+            Running::U8($r) => $body,
+            Running::I16($r) => $body,
+            Running::U16($r) => $body,
+            Running::I32($r) => $body,
+            Running::U32($r) => $body,
+            Running::I64($r) => $body,
+            Running::U64($r) => $body,
+            Running::F32($r) => $body,
+            Running::F64($r) => $body,
+        }
+    };
+}
+
+/// A nonblocking collective in flight.
+pub(crate) struct Pending {
+    run: Running,
+    /// Where its output's first `len` bytes go (the program's buffer).
+    out: usize,
+    len: usize,
+    /// The communicator, whose handler its errors go to.
+    pub(crate) comm: Handle,
+}
+
+impl Pending {
+    /// A run whose output's first `len` bytes go to `out` at completion.
+    pub(crate) fn new(run: Running, (out, len): (*mut u8, usize), comm: Handle) -> Pending {
+        Pending {
+            run,
+            out: out as usize,
+            len,
+            comm,
+        }
+    }
+
+    fn test(&mut self) -> Result<bool, Fail> {
+        Ok(each!(&mut self.run, r => r.test())?)
+    }
+
+    /// Waits for the end and copies the result out.
+    ///
+    /// # Safety
+    /// The program's buffer is valid for `len` bytes (MPI: it stays so
+    /// until the request completes).
+    unsafe fn complete(self) -> Result<(), Fail> {
+        let Pending { run, out, len, .. } = self;
+        let bytes: Vec<u8> = each!(run, r => {
+            let buffers = r.into_buffers()?;
+            bytemuck::cast_slice(&buffers.output).to_vec()
+        });
+        let len = len.min(bytes.len());
+        // SAFETY: as this function's contract.
+        let dest = unsafe { ptr::slice_mut(out as *mut u8, len, "recvbuf") }?;
+        dest.copy_from_slice(&bytes[..len]);
+        Ok(())
+    }
+}
+
+/// A new request of `pending`.
+pub(crate) fn start(pending: Pending) -> Result<Handle, Fail> {
+    runtime::with(|r| Ok(r.requests.insert(pending)))
+}
+
+/// Writes an empty status, unless `status` is `MPI_STATUS_IGNORE`.
+///
+/// # Safety
+/// `status` is null or valid for a status.
+unsafe fn empty_status(status: *mut Status) {
+    if !status.is_null() {
+        let empty = Status {
+            source: abi::ANY_SOURCE,
+            tag: abi::ANY_TAG,
+            error: err::SUCCESS,
+            internal: [0; 5],
+        };
+        // SAFETY: not null; valid by the contract.
+        unsafe { status.write(empty) };
+    }
+}
+
+/// Takes request `handle` out of the table (`None` for the null one).
+fn take(handle: Handle) -> Result<Option<Pending>, Fail> {
+    if handle == NULL {
+        return Ok(None);
+    }
+    runtime::with(|r| {
+        (r.requests.remove(handle).map(Some))
+            .ok_or_else(|| Fail::new(err::REQUEST, format!("invalid request {handle:#x}")))
+    })
+}
+
+/// Waits for the request at `request` and frees it; the communicator its
+/// errors go to.
+///
+/// # Safety
+/// `request` valid for a handle; the request's buffer as [`Pending::complete`].
+unsafe fn wait_one(request: *mut Handle, status: *mut Status) -> (Handle, Result<(), Fail>) {
+    // SAFETY: as this function's contract.
+    let handle = match unsafe { ptr::read(request, "request") } {
+        Ok(h) => h,
+        Err(e) => return (abi::comm::WORLD, Err(e)),
+    };
+    let pending = match take(handle) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            // SAFETY: as this function's contract.
+            unsafe { empty_status(status) };
+            return (abi::comm::WORLD, Ok(()));
+        }
+        Err(e) => return (abi::comm::WORLD, Err(e)),
+    };
+    let comm = pending.comm;
+    // SAFETY: as this function's contract.
+    let result = unsafe { pending.complete() }.and_then(|()| {
+        // SAFETY: as this function's contract.
+        unsafe { empty_status(status) };
+        // SAFETY: as this function's contract.
+        unsafe { ptr::write(request, NULL, "request") }
+    });
+    (comm, result)
+}
+
+/// Tests the request at `request`: completes and frees it when done.
+///
+/// # Safety
+/// As [`wait_one`].
+unsafe fn test_one(request: *mut Handle, status: *mut Status) -> (Handle, Result<bool, Fail>) {
+    // SAFETY: as this function's contract.
+    let handle = match unsafe { ptr::read(request, "request") } {
+        Ok(h) => h,
+        Err(e) => return (abi::comm::WORLD, Err(e)),
+    };
+    let mut pending = match take(handle) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            // SAFETY: as this function's contract.
+            unsafe { empty_status(status) };
+            return (abi::comm::WORLD, Ok(true));
+        }
+        Err(e) => return (abi::comm::WORLD, Err(e)),
+    };
+    let comm = pending.comm;
+    match pending.test() {
+        Ok(false) => {
+            let back = runtime::with(|r| {
+                r.requests.restore(handle, pending);
+                Ok(())
+            });
+            (comm, back.map(|()| false))
+        }
+        Ok(true) => {
+            // SAFETY: as this function's contract.
+            let result = unsafe { pending.complete() }.and_then(|()| {
+                // SAFETY: as this function's contract.
+                unsafe { empty_status(status) };
+                // SAFETY: as this function's contract.
+                unsafe { ptr::write(request, NULL, "request") }
+            });
+            (comm, result.map(|()| true))
+        }
+        Err(e) => (comm, Err(e)),
+    }
+}
+
+mpi! {
+    /// Waits for a request to complete.
+    fn MPI_Wait / PMPI_Wait(request: *mut Handle, status: *mut Status) -> c_int {
+        // SAFETY: as the call's contract.
+        let (comm, result) = unsafe { wait_one(request, status) };
+        finish("MPI_Wait", comm, result)
+    }
+}
+
+mpi! {
+    /// Whether a request completed (it is freed then).
+    fn MPI_Test / PMPI_Test(request: *mut Handle, flag: *mut c_int, status: *mut Status) -> c_int {
+        // SAFETY: as the call's contract.
+        let (comm, result) = unsafe { test_one(request, status) };
+        let result = result.and_then(|done| {
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(flag, c_int::from(done), "flag") }
+        });
+        finish("MPI_Test", comm, result)
+    }
+}
+
+/// The status slot `i` of `statuses` (null for `MPI_STATUSES_IGNORE`).
+fn slot(statuses: *mut Status, i: usize) -> *mut Status {
+    match statuses.is_null() {
+        true => std::ptr::null_mut(),
+        false => statuses.wrapping_add(i),
+    }
+}
+
+mpi! {
+    /// Waits for every request.
+    fn MPI_Waitall / PMPI_Waitall(count: c_int, requests: *mut Handle, statuses: *mut Status) -> c_int {
+        let n = usize::try_from(count).unwrap_or(0);
+        let mut first = None;
+        for i in 0..n {
+            // SAFETY: count requests and statuses (the call's contract).
+            let (comm, result) = unsafe { wait_one(requests.wrapping_add(i), slot(statuses, i)) };
+            if let (Err(e), None) = (result, &first) {
+                first = Some((comm, e));
+            }
+        }
+        match first {
+            None => err::SUCCESS,
+            Some((comm, e)) => finish("MPI_Waitall", comm, Err(e)),
+        }
+    }
+}
+
+mpi! {
+    /// Whether every request completed (then all are freed).
+    fn MPI_Testall / PMPI_Testall(
+        count: c_int,
+        requests: *mut Handle,
+        flag: *mut c_int,
+        statuses: *mut Status,
+    ) -> c_int {
+        let n = usize::try_from(count).unwrap_or(0);
+        let mut all = true;
+        let mut first = None;
+        for i in 0..n {
+            // SAFETY: count requests and statuses (the call's contract).
+            let (comm, result) = unsafe { test_one(requests.wrapping_add(i), slot(statuses, i)) };
+            match result {
+                Ok(done) => all &= done,
+                Err(e) => {
+                    first.get_or_insert((comm, e));
+                }
+            }
+        }
+        if let Some((comm, e)) = first {
+            return finish("MPI_Testall", comm, Err(e));
+        }
+        // SAFETY: as the call's contract.
+        let result = unsafe { ptr::write(flag, c_int::from(all), "flag") };
+        finish("MPI_Testall", abi::comm::WORLD, result)
+    }
+}
+
+/// Tests `count` requests until one completes (`wait`), or once; its
+/// index, or `MPI_UNDEFINED` when every request is null (or, without
+/// `wait`, none completed).
+///
+/// # Safety
+/// `requests` valid for `count` handles; `status` null or valid.
+unsafe fn any(
+    count: c_int,
+    requests: *mut Handle,
+    status: *mut Status,
+    wait: bool,
+) -> (Handle, Result<c_int, Fail>) {
+    let n = usize::try_from(count).unwrap_or(0);
+    let mut backoff = runtime::with(|r| Ok(r.world.endpoint().backoff())).ok();
+    loop {
+        let mut live = false;
+        for i in 0..n {
+            let at = requests.wrapping_add(i);
+            // SAFETY: as this function's contract.
+            if unsafe { ptr::read(at, "request") }.is_ok_and(|h| h == NULL) {
+                continue;
+            }
+            live = true;
+            // SAFETY: as this function's contract.
+            match unsafe { test_one(at, status) } {
+                (_, Ok(true)) => return (abi::comm::WORLD, Ok(i as c_int)),
+                (_, Ok(false)) => {}
+                (comm, Err(e)) => return (comm, Err(e)),
+            }
+        }
+        if !live || !wait {
+            // SAFETY: as this function's contract.
+            unsafe { empty_status(status) };
+            return (abi::comm::WORLD, Ok(abi::UNDEFINED));
+        }
+        match backoff.as_mut() {
+            Some(b) => drop(b.pause()),
+            None => std::thread::yield_now(),
+        }
+    }
+}
+
+mpi! {
+    /// Waits for one of the requests; its index (`MPI_UNDEFINED` when all
+    /// are null).
+    fn MPI_Waitany / PMPI_Waitany(count: c_int, requests: *mut Handle, index: *mut c_int, status: *mut Status) -> c_int {
+        // SAFETY: as the call's contract.
+        let (comm, result) = unsafe { any(count, requests, status, true) };
+        let result = result.and_then(|i| {
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(index, i, "index") }
+        });
+        finish("MPI_Waitany", comm, result)
+    }
+}
+
+mpi! {
+    /// Whether one of the requests completed, and which.
+    fn MPI_Testany / PMPI_Testany(
+        count: c_int,
+        requests: *mut Handle,
+        index: *mut c_int,
+        flag: *mut c_int,
+        status: *mut Status,
+    ) -> c_int {
+        // SAFETY: as the call's contract.
+        let (comm, result) = unsafe { any(count, requests, status, false) };
+        let result = result.and_then(|i| {
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(index, i, "index") }?;
+            let done = i != abi::UNDEFINED;
+            let all_null = done || {
+                let n = usize::try_from(count).unwrap_or(0);
+                // SAFETY: count requests (the call's contract).
+                (0..n).all(|k| unsafe { ptr::read(requests.wrapping_add(k), "request") }.is_ok_and(|h| h == NULL))
+            };
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(flag, c_int::from(all_null), "flag") }
+        });
+        finish("MPI_Testany", comm, result)
+    }
+}
+
+mpi! {
+    /// Frees a request: a collective one is waited for first (its peers
+    /// would wait for it otherwise).
+    fn MPI_Request_free / PMPI_Request_free(request: *mut Handle) -> c_int {
+        // SAFETY: as the call's contract.
+        let (comm, result) = unsafe { wait_one(request, std::ptr::null_mut()) };
+        finish("MPI_Request_free", comm, result)
+    }
+}

@@ -1,0 +1,100 @@
+/* Nonblocking collectives of the MPI standard ABI and their requests:
+ * Ibarrier, Ibcast, Iallreduce (in place too), Ireduce, Iallgather and
+ * Ialltoall, completed by Wait, Test, Waitall, Waitany and Testall; each
+ * result checked element by element. Prints "No Errors" at rank 0. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int errors = 0;
+static int me = 0;
+
+#define CHECK(cond, ...)                                        \
+    do {                                                        \
+        if (!(cond)) {                                          \
+            errors++;                                           \
+            fprintf(stderr, "rank %d: line %d: ", me, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                       \
+            fprintf(stderr, "\n");                              \
+        }                                                       \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    int n = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Status status;
+
+    /* Ibarrier completed by Test. */
+    MPI_Request r = MPI_REQUEST_NULL;
+    int flag = 0;
+    MPI_Ibarrier(MPI_COMM_WORLD, &r);
+    while (!flag)
+        MPI_Test(&r, &flag, &status);
+    CHECK(r == MPI_REQUEST_NULL, "tested request not freed");
+    /* A null request completes at once. */
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+
+    /* Ibcast and Iallreduce in flight together, completed by Waitall. */
+    double d[6];
+    for (int i = 0; i < 6; i++)
+        d[i] = me == 0 ? 1.5 * i : -1;
+    long in[3] = {me, 2L * me, 1}, out[3] = {0, 0, 0};
+    MPI_Request two[2];
+    MPI_Ibcast(d, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD, &two[0]);
+    MPI_Iallreduce(in, out, 3, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &two[1]);
+    MPI_Waitall(2, two, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < 6; i++)
+        CHECK(d[i] == 1.5 * i, "ibcast [%d] = %g", i, d[i]);
+    long s = (long)n * (n - 1) / 2;
+    CHECK(out[0] == s && out[1] == 2 * s && out[2] == n, "iallreduce %ld %ld %ld", out[0], out[1], out[2]);
+    CHECK(two[0] == MPI_REQUEST_NULL && two[1] == MPI_REQUEST_NULL, "waitall left requests");
+
+    /* Iallreduce in place (max), Ireduce to the last rank (min), by Waitany. */
+    int mx[2] = {me, -me}, mn = 100 - me, mn_out = -1, index = -1, done = 0;
+    MPI_Request any[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Iallreduce(MPI_IN_PLACE, mx, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &any[0]);
+    MPI_Ireduce(&mn, &mn_out, 1, MPI_INT, MPI_MIN, n - 1, MPI_COMM_WORLD, &any[2]);
+    while (done < 2) {
+        MPI_Waitany(3, any, &index, &status);
+        CHECK(index == 0 || index == 2, "waitany index %d", index);
+        done++;
+    }
+    MPI_Waitany(3, any, &index, &status);
+    CHECK(index == MPI_UNDEFINED, "waitany of null requests gave %d", index);
+    CHECK(mx[0] == n - 1 && mx[1] == 0, "in place max %d %d", mx[0], mx[1]);
+    if (me == n - 1)
+        CHECK(mn_out == 100 - (n - 1), "ireduce min %d", mn_out);
+
+    /* Iallgather and Ialltoall, by Testall. */
+    int *all = malloc(sizeof(int) * 2 * n), *recv = malloc(sizeof(int) * n), *send = malloc(sizeof(int) * n);
+    int mine[2] = {me, me * me};
+    for (int p = 0; p < n; p++)
+        send[p] = 100 * me + p;
+    MPI_Request reqs[2];
+    MPI_Iallgather(mine, 2, MPI_INT, all, 2, MPI_INT, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Ialltoall(send, 1, MPI_INT, recv, 1, MPI_INT, MPI_COMM_WORLD, &reqs[1]);
+    flag = 0;
+    while (!flag)
+        MPI_Testall(2, reqs, &flag, MPI_STATUSES_IGNORE);
+    for (int p = 0; p < n; p++) {
+        CHECK(all[2 * p] == p && all[2 * p + 1] == p * p, "iallgather block %d", p);
+        CHECK(recv[p] == 100 * p + me, "ialltoall from %d: %d", p, recv[p]);
+    }
+    free(all);
+    free(recv);
+    free(send);
+
+    int total = 0;
+    MPI_Reduce(&errors, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (me == 0) {
+        if (total == 0)
+            printf("No Errors\n");
+        else
+            printf("Found %d errors\n", total);
+    }
+    MPI_Finalize();
+    return 0;
+}
