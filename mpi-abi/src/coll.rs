@@ -15,12 +15,12 @@ use crate::runtime::{self, CommEntry};
 use crate::{mpi, ptr};
 
 /// Whether a buffer argument is `MPI_IN_PLACE`.
-fn in_place(p: *const c_void) -> bool {
+pub(crate) fn in_place(p: *const c_void) -> bool {
     p as usize == abi::IN_PLACE
 }
 
 /// `root` as a rank of `c`.
-fn root_of(c: &CommEntry, root: c_int) -> Result<u32, Fail> {
+pub(crate) fn root_of(c: &CommEntry, root: c_int) -> Result<u32, Fail> {
     (u32::try_from(root).ok())
         .filter(|&r| r < c.size())
         .ok_or_else(|| Fail::new(err::ROOT, format!("root {root} of {} ranks", c.size())))
@@ -630,5 +630,69 @@ mpi! {
             unsafe { started(request, pending) }
         });
         finish("MPI_Ialltoall", comm, result)
+    }
+}
+
+/// A reduce-scatter of `counts` on elements of `T`.
+///
+/// # Safety
+/// The send buffer (or, in place, the receive buffer) holds the counts'
+/// total; the receive buffer this rank's count.
+unsafe fn reduce_scatter_as<T: Reducible>(
+    comm: &Comm,
+    (send, recv): (*const c_void, *mut c_void),
+    counts: &[usize],
+    op: Handle,
+    element: Element,
+) -> Result<(), Fail> {
+    let op = op_of::<T>(op, element)?;
+    let total: usize = counts.iter().sum();
+    let mine = counts[comm.rank() as usize];
+    let input: Vec<T> = match in_place(send) {
+        // SAFETY: as this function's contract.
+        true => unsafe { elements::<T>(recv, total, "recvbuf") }?.to_vec(),
+        // SAFETY: as this function's contract.
+        false => unsafe { elements::<T>(send, total, "sendbuf") }?.to_vec(),
+    };
+    // SAFETY: as this function's contract.
+    let output = unsafe { elements_mut::<T>(recv, mine, "recvbuf") }?;
+    comm.reduce_scatter(&input, output, counts, op)?;
+    Ok(())
+}
+
+/// A reduce-scatter of `counts` elements of `datatype` by `op` on `c`.
+///
+/// # Safety
+/// As [`reduce_scatter_as`], for the datatype's elements.
+pub(crate) unsafe fn reduce_scatter_typed(
+    c: &CommEntry,
+    buffers: (*const c_void, *mut c_void),
+    counts: &[usize],
+    datatype: Handle,
+    op: Handle,
+) -> Result<(), Fail> {
+    let (_, element) = datatype::of(datatype)?;
+    if counts.len() != c.size() as usize {
+        return Err(Fail::new(err::COUNT, "one count per rank"));
+    }
+    let comm = c.lock();
+    // SAFETY: as this function's contract, for the datatype's Rust type.
+    unsafe {
+        match element {
+            Element::I8 => reduce_scatter_as::<i8>(&comm, buffers, counts, op, element),
+            Element::U8 => reduce_scatter_as::<u8>(&comm, buffers, counts, op, element),
+            Element::I16 => reduce_scatter_as::<i16>(&comm, buffers, counts, op, element),
+            Element::U16 => reduce_scatter_as::<u16>(&comm, buffers, counts, op, element),
+            Element::I32 => reduce_scatter_as::<i32>(&comm, buffers, counts, op, element),
+            Element::U32 => reduce_scatter_as::<u32>(&comm, buffers, counts, op, element),
+            Element::I64 => reduce_scatter_as::<i64>(&comm, buffers, counts, op, element),
+            Element::U64 => reduce_scatter_as::<u64>(&comm, buffers, counts, op, element),
+            Element::F32 => reduce_scatter_as::<f32>(&comm, buffers, counts, op, element),
+            Element::F64 => reduce_scatter_as::<f64>(&comm, buffers, counts, op, element),
+            Element::Bytes => Err(Fail::new(
+                err::OP,
+                format!("operation {op:#x} on datatype {datatype:#x}"),
+            )),
+        }
     }
 }

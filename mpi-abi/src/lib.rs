@@ -48,6 +48,7 @@ mod request;
 mod runtime;
 mod table;
 mod unsupported;
+mod vcoll;
 mod win;
 
 /// Defines an MPI function as `PMPI_x` (the body) and `MPI_x` (which

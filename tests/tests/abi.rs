@@ -25,7 +25,14 @@ fn venv() -> PathBuf {
 /// The C programs, built into `target/<profile>/abi/` once per run.
 fn programs() -> &'static [&'static str] {
     static BUILT: OnceLock<()> = OnceLock::new();
-    const PROGRAMS: &[&str] = &["env_coll", "rma", "nonblocking", "threads", "unsupported"];
+    const PROGRAMS: &[&str] = &[
+        "env_coll",
+        "vcoll",
+        "rma",
+        "nonblocking",
+        "threads",
+        "unsupported",
+    ];
     BUILT.get_or_init(|| {
         let sources = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("abi");
         let out = target_dir().join("abi");
@@ -62,7 +69,7 @@ fn on_mpich(processes: u32, program: &str) -> Outcome {
 fn c_programs_pass_on_mpich_and_on_onesided() {
     let _serial = serial();
     programs();
-    for program in ["env_coll", "rma", "nonblocking", "threads"] {
+    for program in ["env_coll", "vcoll", "rma", "nonblocking", "threads"] {
         assert_no_errors(&format!("{program} on MPICH"), &on_mpich(3, program));
         let path = format!("abi/{program}");
         for (n, provider, hosts) in [(3, "shm", false), (1, "shm", false), (4, "tcp", true)] {
