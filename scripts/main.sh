@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-cargo build --release --workspace --bins --examples
+cargo build --release --workspace --lib --bins --examples
 mkdir -p target/report
 exec target/release/onesided-bench all --np 2 --provider shm --peer mpich \
     --json target/report/2-shm.json "$@"

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 source scripts/slurm.sh
 scripts/mpich-venv.sh >/dev/null
-cargo build --release --workspace --bins --examples
+cargo build --release --workspace --lib --bins --examples
 log=$(mktemp)
 trap 'rm -f "$log"; slurm_stop' EXIT
 slurm_start

@@ -75,6 +75,11 @@ pub mod errhandler {
     pub const RETURN: Handle = 0x143;
 }
 
+/// `MPI_WIN_NULL`.
+pub const WIN_NULL: Handle = 0x110;
+/// `MPI_REQUEST_NULL`.
+pub const REQUEST_NULL: Handle = 0x180;
+
 /// Info objects.
 pub mod info {
     use super::Handle;

@@ -43,6 +43,7 @@ mod convert;
 mod datatype;
 mod env;
 pub mod errors;
+mod info;
 mod ptr;
 mod request;
 mod runtime;

@@ -14,7 +14,7 @@ use crate::errors::{finish, Fail};
 use crate::{mpi, ptr, runtime};
 
 /// `MPI_REQUEST_NULL`.
-pub(crate) const NULL: Handle = 0x180;
+const NULL: Handle = abi::REQUEST_NULL;
 
 /// A run on elements of the datatype's Rust type.
 pub(crate) enum Running {

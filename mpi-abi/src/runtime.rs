@@ -14,6 +14,7 @@ use onesided::{Comm, Rma, World};
 
 use crate::abi::{self, err, Handle};
 use crate::errors::{Errhandler, Fail};
+use crate::info::Info;
 use crate::request::Pending;
 use crate::table::Table;
 use crate::win::WinEntry;
@@ -39,6 +40,7 @@ pub(crate) struct Runtime {
     pub(crate) errhandlers: Table<Errhandler>,
     pub(crate) windows: Table<Arc<WinEntry>>,
     pub(crate) requests: Table<Pending>,
+    pub(crate) infos: Table<Info>,
 }
 
 /// A communicator: its collectives, its group (job ranks, in its rank
@@ -115,6 +117,8 @@ pub(crate) fn init() -> Result<(), Fail> {
     errhandlers.predefine(abi::errhandler::ARE_FATAL, Errhandler::Fatal);
     errhandlers.predefine(abi::errhandler::ABORT, Errhandler::Abort);
     errhandlers.predefine(abi::errhandler::RETURN, Errhandler::Return);
+    let mut infos = Table::default();
+    infos.predefine(abi::info::ENV, Info::default());
     let mut groups = Table::default();
     groups.predefine(abi::group::EMPTY, Vec::new());
     *guard = Some(Runtime {
@@ -125,6 +129,7 @@ pub(crate) fn init() -> Result<(), Fail> {
         errhandlers,
         windows: Table::default(),
         requests: Table::default(),
+        infos,
     });
     STAGE.store(RUNNING, Ordering::Release);
     Ok(())

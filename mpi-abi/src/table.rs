@@ -43,6 +43,10 @@ impl<T> Table<T> {
         self.items.get(&handle)
     }
 
+    pub(crate) fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {
+        self.items.get_mut(&handle)
+    }
+
     /// Puts back under `handle` an object taken out by
     /// [`Table::remove`] (a request tested and not done).
     pub(crate) fn restore(&mut self, handle: Handle, item: T) {

@@ -254,7 +254,7 @@ mpi! {
             runtime::forget_lookups();
             window.free()?;
             // SAFETY: as the call's contract.
-            unsafe { ptr::write(win, 0x110, "win") }
+            unsafe { ptr::write(win, abi::WIN_NULL, "win") }
         });
         finish_win("MPI_Win_free", handle, result)
     }

@@ -45,7 +45,7 @@ pub fn binary(name: &str) -> PathBuf {
     let path = target_dir().join(name);
     assert!(
         path.exists(),
-        "{} is missing: build it first with `cargo build --workspace --bins --examples` (same profile as the tests)",
+        "{} is missing: build it first with `cargo build --workspace --lib --bins --examples` (same profile as the tests)",
         path.display()
     );
     path

@@ -217,7 +217,7 @@ fn drive(args: &[String]) -> Result<()> {
             let peer = peer_of(suite);
             let sides = || {
                 let onesided = match suite.as_str() {
-                    onesided_bench::abi::SUITE => abi_ours(&args, &osrun, &peer),
+                    onesided_bench::abi::SUITE => abi_ours(&args, &osrun, &peer, &mpich_libfabric),
                     _ => ours(&args, (&osrun, &exe), suite, &mpich_libfabric),
                 };
                 let mut sides = vec![
@@ -444,20 +444,16 @@ fn ours(args: &Args, (osrun, exe): (&Path, &Path), suite: &str, mpich_libfabric:
         cmd.env(onesided_fabric::world::HOST_ENV, "node{rank}");
     }
     if args.libfabric == Libfabric::Mpich {
-        let mut path = std::ffi::OsString::from(mpich_libfabric);
-        if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-            path.push(":");
-            path.push(old);
-        }
-        cmd.env("LD_LIBRARY_PATH", path);
+        cmd.env("LD_LIBRARY_PATH", library_path(mpich_libfabric));
     }
     cmd
 }
 
 /// onesided's side of the abi suite: the same C program as MPICH's side,
 /// built against the standard ABI, under `osrun --mpi` (onesided's
-/// `libmpi_abi.so.1` first on its library path).
-fn abi_ours(args: &Args, osrun: &Path, program: &Path) -> Command {
+/// `libmpi_abi.so.1` first on its library path, then MPICH's libfabric
+/// in `mpich_libfabric` when `args` say so, as for the other suites).
+fn abi_ours(args: &Args, osrun: &Path, program: &Path, mpich_libfabric: &Path) -> Command {
     let mut cmd = Command::new(osrun);
     cmd.arg("-n")
         .arg(args.np.to_string())
@@ -472,7 +468,20 @@ fn abi_ours(args: &Args, osrun: &Path, program: &Path) -> Command {
     if args.nolocal {
         cmd.env(onesided_fabric::world::HOST_ENV, "node{rank}");
     }
+    if args.libfabric == Libfabric::Mpich {
+        cmd.env("LD_LIBRARY_PATH", library_path(mpich_libfabric));
+    }
     cmd
+}
+
+/// `LD_LIBRARY_PATH` with `dir` first.
+fn library_path(dir: &Path) -> std::ffi::OsString {
+    let mut path = std::ffi::OsString::from(dir);
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        path.push(":");
+        path.push(old);
+    }
+    path
 }
 
 /// An MPICH side of a round: the C peer under the venv's `mpiexec`, with
