@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_void};
 use onesided::{Comm, Op, Reducible, Run};
 
 use crate::abi::{self, err, op, Handle};
-use crate::datatype::{self, Element};
+use crate::datatype::{self, by_element, Element};
 use crate::errors::{finish, Fail};
 use crate::request::{Pending, Running};
 use crate::runtime::{self, CommEntry};
@@ -173,22 +173,7 @@ unsafe fn reduce(c: &CommEntry, r: &Reduction, datatype: Handle) -> Result<(), F
     let comm = c.lock();
     // SAFETY: as this function's contract, for the datatype's Rust type.
     unsafe {
-        match element {
-            Element::I8 => reduce_as::<i8>(&comm, r, element),
-            Element::U8 => reduce_as::<u8>(&comm, r, element),
-            Element::I16 => reduce_as::<i16>(&comm, r, element),
-            Element::U16 => reduce_as::<u16>(&comm, r, element),
-            Element::I32 => reduce_as::<i32>(&comm, r, element),
-            Element::U32 => reduce_as::<u32>(&comm, r, element),
-            Element::I64 => reduce_as::<i64>(&comm, r, element),
-            Element::U64 => reduce_as::<u64>(&comm, r, element),
-            Element::F32 => reduce_as::<f32>(&comm, r, element),
-            Element::F64 => reduce_as::<f64>(&comm, r, element),
-            Element::Bytes => Err(Fail::new(
-                err::OP,
-                format!("operation {:#x} on datatype {datatype:#x}", r.op),
-            )),
-        }
+        by_element!(element, T => reduce_as::<T>(&comm, r, element), Err(Fail::new(err::OP, format!("operation {:#x} on datatype {datatype:#x}", r.op))))
     }
 }
 
@@ -255,6 +240,20 @@ fn blocks(
     }
 }
 
+/// The bytes of a block of an all-to-all exchange: the receive block's
+/// when the send buffer is `MPI_IN_PLACE`, else the send block's, which
+/// must match it.
+fn block_of(
+    sendbuf: *const c_void,
+    send: (c_int, Handle),
+    recv: (c_int, Handle),
+) -> Result<usize, Fail> {
+    match in_place(sendbuf) {
+        true => datatype::bytes(recv.0, recv.1),
+        false => blocks(send, recv),
+    }
+}
+
 mpi! {
     /// Gathers every member's block into every `recvbuf`, in rank order.
     fn MPI_Allgather / PMPI_Allgather(
@@ -268,10 +267,7 @@ mpi! {
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
             let n = c.size() as usize;
-            let block = match in_place(sendbuf) {
-                true => datatype::bytes(recvcount, recvtype)?,
-                false => blocks((sendcount, sendtype), (recvcount, recvtype))?,
-            };
+            let block = block_of(sendbuf, (sendcount, sendtype), (recvcount, recvtype))?;
             // SAFETY: n blocks at recvbuf (the call's contract).
             let output = unsafe { ptr::slice_mut(recvbuf.cast::<u8>(), n * block, "recvbuf") }?;
             let own: Vec<u8>;
@@ -303,10 +299,7 @@ mpi! {
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
             let n = c.size() as usize;
-            let block = match in_place(sendbuf) {
-                true => datatype::bytes(recvcount, recvtype)?,
-                false => blocks((sendcount, sendtype), (recvcount, recvtype))?,
-            };
+            let block = block_of(sendbuf, (sendcount, sendtype), (recvcount, recvtype))?;
             // SAFETY: n blocks at recvbuf (the call's contract).
             let output = unsafe { ptr::slice_mut(recvbuf.cast::<u8>(), n * block, "recvbuf") }?;
             let copy: Vec<u8>;
@@ -497,22 +490,7 @@ unsafe fn ireduce(
     let guard = c.lock();
     // SAFETY: as this function's contract, for the datatype's Rust type.
     let running = unsafe {
-        match element {
-            Element::I8 => ireduce_as::<i8>(&guard, r, element),
-            Element::U8 => ireduce_as::<u8>(&guard, r, element),
-            Element::I16 => ireduce_as::<i16>(&guard, r, element),
-            Element::U16 => ireduce_as::<u16>(&guard, r, element),
-            Element::I32 => ireduce_as::<i32>(&guard, r, element),
-            Element::U32 => ireduce_as::<u32>(&guard, r, element),
-            Element::I64 => ireduce_as::<i64>(&guard, r, element),
-            Element::U64 => ireduce_as::<u64>(&guard, r, element),
-            Element::F32 => ireduce_as::<f32>(&guard, r, element),
-            Element::F64 => ireduce_as::<f64>(&guard, r, element),
-            Element::Bytes => Err(Fail::new(
-                err::OP,
-                format!("operation {:#x} on datatype {datatype:#x}", r.op),
-            )),
-        }
+        by_element!(element, T => ireduce_as::<T>(&guard, r, element), Err(Fail::new(err::OP, format!("operation {:#x} on datatype {datatype:#x}", r.op))))
     }?;
     let receives = r.root.is_none_or(|root| root == guard.rank());
     let len = if receives { r.count * size } else { 0 };
@@ -579,10 +557,7 @@ mpi! {
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
             let n = c.size() as usize;
-            let block = match in_place(sendbuf) {
-                true => datatype::bytes(recvcount, recvtype)?,
-                false => blocks((sendcount, sendtype), (recvcount, recvtype))?,
-            };
+            let block = block_of(sendbuf, (sendcount, sendtype), (recvcount, recvtype))?;
             let input = match in_place(sendbuf) {
                 true => {
                     let at = c.rank as usize * block;
@@ -616,10 +591,7 @@ mpi! {
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
             let n = c.size() as usize;
-            let block = match in_place(sendbuf) {
-                true => datatype::bytes(recvcount, recvtype)?,
-                false => blocks((sendcount, sendtype), (recvcount, recvtype))?,
-            };
+            let block = block_of(sendbuf, (sendcount, sendtype), (recvcount, recvtype))?;
             let from = if in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };
             // SAFETY: n blocks at the send (or receive) buffer (the call's contract).
             let input = unsafe { ptr::slice(from.cast::<u8>(), n * block, "sendbuf") }?.to_vec();
@@ -678,21 +650,6 @@ pub(crate) unsafe fn reduce_scatter_typed(
     let comm = c.lock();
     // SAFETY: as this function's contract, for the datatype's Rust type.
     unsafe {
-        match element {
-            Element::I8 => reduce_scatter_as::<i8>(&comm, buffers, counts, op, element),
-            Element::U8 => reduce_scatter_as::<u8>(&comm, buffers, counts, op, element),
-            Element::I16 => reduce_scatter_as::<i16>(&comm, buffers, counts, op, element),
-            Element::U16 => reduce_scatter_as::<u16>(&comm, buffers, counts, op, element),
-            Element::I32 => reduce_scatter_as::<i32>(&comm, buffers, counts, op, element),
-            Element::U32 => reduce_scatter_as::<u32>(&comm, buffers, counts, op, element),
-            Element::I64 => reduce_scatter_as::<i64>(&comm, buffers, counts, op, element),
-            Element::U64 => reduce_scatter_as::<u64>(&comm, buffers, counts, op, element),
-            Element::F32 => reduce_scatter_as::<f32>(&comm, buffers, counts, op, element),
-            Element::F64 => reduce_scatter_as::<f64>(&comm, buffers, counts, op, element),
-            Element::Bytes => Err(Fail::new(
-                err::OP,
-                format!("operation {op:#x} on datatype {datatype:#x}"),
-            )),
-        }
+        by_element!(element, T => reduce_scatter_as::<T>(&comm, buffers, counts, op, element), Err(Fail::new(err::OP, format!("operation {op:#x} on datatype {datatype:#x}"))))
     }
 }

@@ -24,6 +24,57 @@ pub(crate) enum Element {
     Bytes,
 }
 
+/// Runs `$body` with the type `$t` naming the Rust type of `$element`,
+/// or `$bytes` for [`Element::Bytes`] (types only moved).
+macro_rules! by_element {
+    ($element:expr, $t:ident => $body:expr, $bytes:expr) => {
+        match $element {
+            $crate::datatype::Element::I8 => {
+                type $t = i8;
+                $body
+            }
+            $crate::datatype::Element::U8 => {
+                type $t = u8;
+                $body
+            }
+            $crate::datatype::Element::I16 => {
+                type $t = i16;
+                $body
+            }
+            $crate::datatype::Element::U16 => {
+                type $t = u16;
+                $body
+            }
+            $crate::datatype::Element::I32 => {
+                type $t = i32;
+                $body
+            }
+            $crate::datatype::Element::U32 => {
+                type $t = u32;
+                $body
+            }
+            $crate::datatype::Element::I64 => {
+                type $t = i64;
+                $body
+            }
+            $crate::datatype::Element::U64 => {
+                type $t = u64;
+                $body
+            }
+            $crate::datatype::Element::F32 => {
+                type $t = f32;
+                $body
+            }
+            $crate::datatype::Element::F64 => {
+                type $t = f64;
+                $body
+            }
+            $crate::datatype::Element::Bytes => $bytes,
+        }
+    };
+}
+pub(crate) use by_element;
+
 /// A predefined datatype: its size in bytes and element.
 pub(crate) fn predefined(handle: Handle) -> Option<(usize, Element)> {
     use Element::*;

@@ -18,7 +18,7 @@ use onesided::fabric::fnv::FastMap;
 use onesided::rma::{Assert, Element, Epoch, Fenced, LockKind, Locked, Op, RemoteAccess, Window};
 
 use crate::abi::{self, err, Aint, Handle};
-use crate::datatype::{self, Element as Kind};
+use crate::datatype::{self, by_element};
 use crate::errors::{finish, finish_win, Fail};
 use crate::{mpi, ptr, runtime};
 
@@ -536,22 +536,7 @@ unsafe fn atomic(w: &WinEntry, a: &Atomic, kind: AtomicKind, datatype: Handle) -
         let access = s.covering(a.target)?;
         // SAFETY: as this function's contract, for the datatype's Rust type.
         unsafe {
-            match element {
-                Kind::I8 => atomic_as::<i8>(access, a, kind),
-                Kind::U8 => atomic_as::<u8>(access, a, kind),
-                Kind::I16 => atomic_as::<i16>(access, a, kind),
-                Kind::U16 => atomic_as::<u16>(access, a, kind),
-                Kind::I32 => atomic_as::<i32>(access, a, kind),
-                Kind::U32 => atomic_as::<u32>(access, a, kind),
-                Kind::I64 => atomic_as::<i64>(access, a, kind),
-                Kind::U64 => atomic_as::<u64>(access, a, kind),
-                Kind::F32 => atomic_as::<f32>(access, a, kind),
-                Kind::F64 => atomic_as::<f64>(access, a, kind),
-                Kind::Bytes => Err(Fail::new(
-                    err::TYPE,
-                    format!("atomics on datatype {datatype:#x}"),
-                )),
-            }
+            by_element!(element, T => atomic_as::<T>(access, a, kind), Err(Fail::new(err::TYPE, format!("atomics on datatype {datatype:#x}"))))
         }
     })
 }

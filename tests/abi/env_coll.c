@@ -2,23 +2,10 @@
  * the MPI standard ABI, checked element by element. Built once with
  * mpicc_abi; passes on MPICH's libmpi_abi.so.1 and on onesided's. Prints
  * "No Errors" at rank 0 when every rank passed. */
-#include <mpi.h>
+#include "check.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int errors = 0;
-static int me = 0;
-
-#define CHECK(cond, ...)                                        \
-    do {                                                        \
-        if (!(cond)) {                                          \
-            errors++;                                           \
-            fprintf(stderr, "rank %d: line %d: ", me, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                       \
-            fprintf(stderr, "\n");                              \
-        }                                                       \
-    } while (0)
 
 static void environment(void)
 {
@@ -254,14 +241,7 @@ int main(int argc, char **argv)
     environment();
     communicators(n);
     collectives(n);
-    int total = 0;
-    MPI_Reduce(&errors, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (me == 0) {
-        if (total == 0)
-            printf("No Errors\n");
-        else
-            printf("Found %d errors\n", total);
-    }
+    report_errors();
     MPI_Finalize();
     return 0;
 }

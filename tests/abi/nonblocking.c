@@ -2,22 +2,9 @@
  * Ibarrier, Ibcast, Iallreduce (in place too), Ireduce, Iallgather and
  * Ialltoall, completed by Wait, Test, Waitall, Waitany and Testall; each
  * result checked element by element. Prints "No Errors" at rank 0. */
-#include <mpi.h>
+#include "check.h"
 #include <stdio.h>
 #include <stdlib.h>
-
-static int errors = 0;
-static int me = 0;
-
-#define CHECK(cond, ...)                                        \
-    do {                                                        \
-        if (!(cond)) {                                          \
-            errors++;                                           \
-            fprintf(stderr, "rank %d: line %d: ", me, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                       \
-            fprintf(stderr, "\n");                              \
-        }                                                       \
-    } while (0)
 
 int main(int argc, char **argv)
 {
@@ -87,14 +74,7 @@ int main(int argc, char **argv)
     free(recv);
     free(send);
 
-    int total = 0;
-    MPI_Reduce(&errors, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (me == 0) {
-        if (total == 0)
-            printf("No Errors\n");
-        else
-            printf("Found %d errors\n", total);
-    }
+    report_errors();
     MPI_Finalize();
     return 0;
 }

@@ -3,24 +3,11 @@
  * fetch_and_op and compare_and_swap with displacement units, flushes,
  * attributes, names, and the error classes of misuse. Every result is
  * checked element by element; prints "No Errors" at rank 0. */
-#include <mpi.h>
+#include "check.h"
 #include <stdio.h>
 #include <string.h>
 
 #define N 16
-
-static int errors = 0;
-static int me = 0;
-
-#define CHECK(cond, ...)                                        \
-    do {                                                        \
-        if (!(cond)) {                                          \
-            errors++;                                           \
-            fprintf(stderr, "rank %d: line %d: ", me, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                       \
-            fprintf(stderr, "\n");                              \
-        }                                                       \
-    } while (0)
 
 int main(int argc, char **argv)
 {
@@ -172,14 +159,7 @@ int main(int argc, char **argv)
 
     MPI_Win_free(&win);
     CHECK(win == MPI_WIN_NULL, "freed window is not null");
-    int total = 0;
-    MPI_Reduce(&errors, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (me == 0) {
-        if (total == 0)
-            printf("No Errors\n");
-        else
-            printf("Found %d errors\n", total);
-    }
+    report_errors();
     MPI_Finalize();
     return 0;
 }

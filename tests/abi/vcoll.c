@@ -2,22 +2,9 @@
  * standard ABI, with blocks of different sizes at displacements that
  * leave gaps, and in place; each element checked. Prints "No Errors" at
  * rank 0. */
-#include <mpi.h>
+#include "check.h"
 #include <stdio.h>
 #include <stdlib.h>
-
-static int errors = 0;
-static int me = 0;
-
-#define CHECK(cond, ...)                                        \
-    do {                                                        \
-        if (!(cond)) {                                          \
-            errors++;                                           \
-            fprintf(stderr, "rank %d: line %d: ", me, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                       \
-            fprintf(stderr, "\n");                              \
-        }                                                       \
-    } while (0)
 
 int main(int argc, char **argv)
 {
@@ -121,14 +108,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 2; i++)
         CHECK(blk_out[i] == (long)(2 * me + i) * n, "reduce_scatter_block [%d] = %ld", i, blk_out[i]);
 
-    int bad = 0;
-    MPI_Reduce(&errors, &bad, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (me == 0) {
-        if (bad == 0)
-            printf("No Errors\n");
-        else
-            printf("Found %d errors\n", bad);
-    }
+    report_errors();
     MPI_Finalize();
     return 0;
 }
