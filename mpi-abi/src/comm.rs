@@ -87,6 +87,136 @@ pub(crate) fn split_members(all: &[(c_int, c_int)], color: c_int) -> Vec<u32> {
     members.into_iter().map(|(_, r)| r).collect()
 }
 
+/// Splits `c` by `color`, ranked by `key` then rank (collective: one
+/// allgather of two integers): the new communicator, or `MPI_COMM_NULL`
+/// for `MPI_UNDEFINED`.
+fn split(c: &CommEntry, color: c_int, key: c_int) -> Result<Handle, Fail> {
+    let n = c.size() as usize;
+    let mut all = vec![0i32; 2 * n];
+    c.lock().allgatherv(&[color, key], &mut all, &vec![2; n])?;
+    let pairs: Vec<(c_int, c_int)> = all.chunks(2).map(|p| (p[0], p[1])).collect();
+    let members = split_members(&pairs, color);
+    if members.is_empty() {
+        return Ok(abi::comm::NULL);
+    }
+    let jobs = (members.iter())
+        .map(|&r| c.group.job_rank(r))
+        .collect::<Result<Vec<u32>, _>>()?;
+    insert(Group::new(jobs)?, c.errhandler.load(Ordering::Relaxed))
+}
+
+/// `MPI_COMM_TYPE_HW_UNGUIDED`: split by host too.
+const COMM_TYPE_HW_UNGUIDED: c_int = 222;
+
+mpi! {
+    /// Splits `comm` by the members' host (`MPI_COMM_TYPE_SHARED`, and
+    /// `MPI_COMM_TYPE_HW_UNGUIDED`: a host is the level onesided knows),
+    /// ranked by `key` then rank (collective); `MPI_UNDEFINED` gets
+    /// `MPI_COMM_NULL`. A member's color is the lowest rank of its host.
+    fn MPI_Comm_split_type / PMPI_Comm_split_type(
+        comm: Handle,
+        split_type: c_int,
+        key: c_int,
+        _info: Handle,
+        newcomm: *mut Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let color = match split_type {
+                abi::UNDEFINED => abi::UNDEFINED,
+                abi::COMM_TYPE_SHARED | COMM_TYPE_HW_UNGUIDED => {
+                    let host = |job: u32| runtime::with(|r| Ok(r.world.endpoint().ranks().host_of(job)));
+                    let mine = host(c.group.job_rank(c.rank)?)?;
+                    let first = (0..c.size())
+                        .map(|r| Ok((r, host(c.group.job_rank(r)?)?)))
+                        .collect::<Result<Vec<(u32, Option<u64>)>, Fail>>()?
+                        .into_iter()
+                        .find(|(_, h)| *h == mine)
+                        .map_or(c.rank, |(r, _)| r);
+                    first as c_int
+                }
+                _ => return Err(Fail::new(err::ARG, format!("split type {split_type}"))),
+            };
+            let handle = split(&c, color, key)?;
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(newcomm, handle, "newcomm") }
+        });
+        finish("MPI_Comm_split_type", comm, result)
+    }
+}
+
+/// A communicator over group `g` of `comm`'s members (no message), or
+/// `MPI_COMM_NULL` when this process is not in it.
+fn over_group(c: &CommEntry, g: Handle) -> Result<Handle, Fail> {
+    let members = group(g)?;
+    if let Some(m) = members.iter().find(|m| !c.group.contains(**m)) {
+        return Err(Fail::new(
+            err::GROUP,
+            format!("job rank {m} is not in the communicator"),
+        ));
+    }
+    let me = job_rank()?;
+    match members.contains(&me) {
+        true => insert(Group::new(members)?, c.errhandler.load(Ordering::Relaxed)),
+        false => Ok(abi::comm::NULL),
+    }
+}
+
+mpi! {
+    /// A communicator over `group` (a subset of `comm`'s; collective over
+    /// `comm`, no message); `MPI_COMM_NULL` outside it.
+    fn MPI_Comm_create / PMPI_Comm_create(comm: Handle, group: Handle, newcomm: *mut Handle) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let handle = over_group(&c, group)?;
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(newcomm, handle, "newcomm") }
+        });
+        finish("MPI_Comm_create", comm, result)
+    }
+}
+
+mpi! {
+    /// A communicator over `group` (called by its members alone; no
+    /// message).
+    fn MPI_Comm_create_group / PMPI_Comm_create_group(
+        comm: Handle,
+        group: Handle,
+        _tag: c_int,
+        newcomm: *mut Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let handle = over_group(&c, group)?;
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(newcomm, handle, "newcomm") }
+        });
+        finish("MPI_Comm_create_group", comm, result)
+    }
+}
+
+mpi! {
+    /// Whether `comm` is an intercommunicator: never here.
+    fn MPI_Comm_test_inter / PMPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> c_int {
+        let result = runtime::comm(comm).and_then(|_| {
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(flag, 0, "flag") }
+        });
+        finish("MPI_Comm_test_inter", comm, result)
+    }
+}
+
+mpi! {
+    /// Raises `errorcode` on `comm`'s error handler.
+    fn MPI_Comm_call_errhandler / PMPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) -> c_int {
+        let fail = Fail::new(errorcode, "called by the program");
+        match runtime::comm(comm) {
+            Ok(_) => {
+                crate::errors::raise("MPI_Comm_call_errhandler", comm, fail);
+                err::SUCCESS
+            }
+            Err(e) => finish("MPI_Comm_call_errhandler", comm, Err(e)),
+        }
+    }
+}
+
 mpi! {
     /// Splits `comm` by `color`, ranked by `key` then rank (collective);
     /// `MPI_UNDEFINED` gets `MPI_COMM_NULL`.
@@ -100,20 +230,7 @@ mpi! {
             if color < 0 && color != abi::UNDEFINED {
                 return Err(Fail::new(err::ARG, format!("color {color}")));
             }
-            let n = c.size() as usize;
-            let mut all = vec![0i32; 2 * n];
-            c.lock().allgatherv(&[color, key], &mut all, &vec![2; n])?;
-            let pairs: Vec<(c_int, c_int)> = all.chunks(2).map(|p| (p[0], p[1])).collect();
-            let members = split_members(&pairs, color);
-            let handle = match members.is_empty() {
-                true => abi::comm::NULL,
-                false => {
-                    let jobs = (members.iter())
-                        .map(|&r| c.group.job_rank(r))
-                        .collect::<Result<Vec<u32>, _>>()?;
-                    insert(Group::new(jobs)?, c.errhandler.load(Ordering::Relaxed))?
-                }
-            };
+            let handle = split(&c, color, key)?;
             // SAFETY: as the call's contract.
             unsafe { ptr::write(newcomm, handle, "newcomm") }
         });
@@ -312,6 +429,115 @@ mpi! {
     }
 }
 
+/// A new group of `members`.
+///
+/// # Safety
+/// `out` is null or valid for a handle.
+unsafe fn new_group(members: Vec<u32>, out: *mut Handle) -> Result<(), Fail> {
+    let handle = match members.is_empty() {
+        true => abi::group::EMPTY,
+        false => runtime::with(|r| Ok(r.groups.insert(members)))?,
+    };
+    // SAFETY: as this function's contract.
+    unsafe { ptr::write(out, handle, "newgroup") }
+}
+
+mpi! {
+    /// The group of `g`'s members but `ranks`, in `g`'s order.
+    fn MPI_Group_excl / PMPI_Group_excl(g: Handle, n: c_int, ranks: *const c_int, newgroup: *mut Handle) -> c_int {
+        let result = group(g).and_then(|g| {
+            let n = usize::try_from(n).map_err(|_| Fail::new(err::ARG, format!("n {n}")))?;
+            // SAFETY: as the call's contract (n ranks).
+            let ranks = unsafe { ptr::slice(ranks, n, "ranks") }?;
+            let mut out = vec![true; g.len()];
+            for &r in ranks {
+                let at = (usize::try_from(r).ok())
+                    .filter(|&r| r < g.len() && out[r])
+                    .ok_or_else(|| Fail::new(err::RANK, format!("rank {r} of a group of {} (or named twice)", g.len())))?;
+                out[at] = false;
+            }
+            let members = (g.iter().zip(out)).filter(|(_, keep)| *keep).map(|(m, _)| *m).collect();
+            // SAFETY: as the call's contract.
+            unsafe { new_group(members, newgroup) }
+        });
+        finish("MPI_Group_excl", abi::comm::WORLD, result)
+    }
+}
+
+/// The set operations on groups: the first's members in its order, then
+/// (union) the second's not in it.
+#[derive(Clone, Copy)]
+enum SetOp {
+    Union,
+    Intersection,
+    Difference,
+}
+
+fn combine_groups(a: &[u32], b: &[u32], op: SetOp) -> Vec<u32> {
+    match op {
+        SetOp::Union => a
+            .iter()
+            .chain(b.iter().filter(|m| !a.contains(m)))
+            .copied()
+            .collect(),
+        SetOp::Intersection => a.iter().filter(|m| b.contains(m)).copied().collect(),
+        SetOp::Difference => a.iter().filter(|m| !b.contains(m)).copied().collect(),
+    }
+}
+
+/// `op` of groups `g1` and `g2` into `newgroup`.
+///
+/// # Safety
+/// `newgroup` is null or valid for a handle.
+unsafe fn set_op(g1: Handle, g2: Handle, op: SetOp, newgroup: *mut Handle) -> Result<(), Fail> {
+    let (a, b) = (group(g1)?, group(g2)?);
+    // SAFETY: as this function's contract.
+    unsafe { new_group(combine_groups(&a, &b, op), newgroup) }
+}
+
+mpi! {
+    /// The members of either group.
+    fn MPI_Group_union / PMPI_Group_union(g1: Handle, g2: Handle, newgroup: *mut Handle) -> c_int {
+        // SAFETY: as the call's contract.
+        let result = unsafe { set_op(g1, g2, SetOp::Union, newgroup) };
+        finish("MPI_Group_union", abi::comm::WORLD, result)
+    }
+}
+
+mpi! {
+    /// The members of both groups, in the first's order.
+    fn MPI_Group_intersection / PMPI_Group_intersection(g1: Handle, g2: Handle, newgroup: *mut Handle) -> c_int {
+        // SAFETY: as the call's contract.
+        let result = unsafe { set_op(g1, g2, SetOp::Intersection, newgroup) };
+        finish("MPI_Group_intersection", abi::comm::WORLD, result)
+    }
+}
+
+mpi! {
+    /// The members of the first group not in the second.
+    fn MPI_Group_difference / PMPI_Group_difference(g1: Handle, g2: Handle, newgroup: *mut Handle) -> c_int {
+        // SAFETY: as the call's contract.
+        let result = unsafe { set_op(g1, g2, SetOp::Difference, newgroup) };
+        finish("MPI_Group_difference", abi::comm::WORLD, result)
+    }
+}
+
+mpi! {
+    /// Compares two groups (`MPI_IDENT`, `MPI_SIMILAR`, `MPI_UNEQUAL`).
+    fn MPI_Group_compare / PMPI_Group_compare(g1: Handle, g2: Handle, result: *mut c_int) -> c_int {
+        let got = group(g1).and_then(|a| {
+            let b = group(g2)?;
+            let how = match compare_members(&a, &b, false) {
+                compare::CONGRUENT => compare::IDENT,
+                other => other,
+            };
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(result, how, "result") }
+        });
+        finish("MPI_Group_compare", abi::comm::WORLD, got)
+    }
+}
+
 mpi! {
     /// The ranks in `g2` of members `ranks1` of `g1` (`MPI_UNDEFINED`
     /// where absent).
@@ -355,6 +581,14 @@ mod tests {
         assert_eq!(split_members(&all, 1), vec![3, 0, 2]);
         assert_eq!(split_members(&all, 0), vec![1]);
         assert!(split_members(&all, abi::UNDEFINED).is_empty());
+    }
+
+    #[test]
+    fn set_operations_keep_the_first_groups_order() {
+        let (a, b) = ([3, 1, 2], [2, 5, 3]);
+        assert_eq!(combine_groups(&a, &b, SetOp::Union), vec![3, 1, 2, 5]);
+        assert_eq!(combine_groups(&a, &b, SetOp::Intersection), vec![3, 2]);
+        assert_eq!(combine_groups(&a, &b, SetOp::Difference), vec![1]);
     }
 
     #[test]

@@ -116,7 +116,66 @@ static void communicators(int n)
     MPI_Group_translate_ranks(odd, n > 1 ? 2 : 1, (int[]){0, 1}, world_group, back);
     CHECK(back[0] == n - 1 && (n == 1 || back[1] == 0), "translate: %d %d", back[0], back[1]);
     MPI_Group_free(&odd);
+
+    /* Set operations and comparisons of groups. */
+    MPI_Group evens, lows, both, either, rest;
+    int gcmp = 0, zero = 0;
+    MPI_Group_excl(world_group, n / 2, (int[]){1, 3, 5, 7, 9, 11, 13, 15}, &evens);
+    MPI_Group_size(evens, &gsize);
+    CHECK(gsize == (n + 1) / 2, "excl: %d members", gsize);
+    MPI_Group_incl(world_group, 1, &zero, &lows);
+    MPI_Group_intersection(evens, lows, &both);
+    MPI_Group_size(both, &gsize);
+    CHECK(gsize == 1, "intersection: %d members", gsize);
+    MPI_Group_union(lows, evens, &either);
+    MPI_Group_compare(either, evens, &gcmp);
+    CHECK(gcmp == MPI_IDENT, "union of a subset: %d", gcmp);
+    MPI_Group_difference(evens, lows, &rest);
+    MPI_Group_size(rest, &gsize);
+    CHECK(gsize == (n + 1) / 2 - 1, "difference: %d members", gsize);
+
+    /* A communicator of the even ranks (collective over the world), and
+     * one of rank 0 and the last (by its members alone). */
+    MPI_Comm even_comm, ends;
+    MPI_Comm_create(MPI_COMM_WORLD, evens, &even_comm);
+    if (me % 2 == 0) {
+        int esize = 0, erank = -1;
+        MPI_Comm_size(even_comm, &esize);
+        MPI_Comm_rank(even_comm, &erank);
+        CHECK(esize == (n + 1) / 2 && erank == me / 2, "even comm: %d of %d", erank, esize);
+        MPI_Comm_free(&even_comm);
+    } else {
+        CHECK(even_comm == MPI_COMM_NULL, "an odd rank got the even comm");
+    }
+    if (me == 0 || me == n - 1) {
+        MPI_Group ends_group;
+        int ranks2[2] = {0, n - 1};
+        MPI_Group_incl(world_group, n > 1 ? 2 : 1, ranks2, &ends_group);
+        MPI_Comm_create_group(MPI_COMM_WORLD, ends_group, 7, &ends);
+        int total = 0;
+        MPI_Allreduce(&me, &total, 1, MPI_INT, MPI_SUM, ends);
+        CHECK(total == (n > 1 ? n - 1 : 0), "create_group allreduce %d", total);
+        MPI_Comm_free(&ends);
+        MPI_Group_free(&ends_group);
+    }
+    MPI_Group_free(&evens);
+    MPI_Group_free(&lows);
+    MPI_Group_free(&both);
+    MPI_Group_free(&either);
+    MPI_Group_free(&rest);
     MPI_Group_free(&world_group);
+
+    /* The ranks of this host, ranked in reverse. */
+    MPI_Comm host;
+    int hsize = 0, hrank = -1, ones = 0, inter = 1;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, n - me, MPI_INFO_NULL, &host);
+    MPI_Comm_size(host, &hsize);
+    MPI_Comm_rank(host, &hrank);
+    MPI_Allreduce((int[]){1}, &ones, 1, MPI_INT, MPI_SUM, host);
+    CHECK(hsize >= 1 && ones == hsize && hrank >= 0 && hrank < hsize, "host comm: %d of %d", hrank, hsize);
+    MPI_Comm_test_inter(host, &inter);
+    CHECK(inter == 0, "an intercommunicator");
+    MPI_Comm_free(&host);
 
     /* Error classes, returned on a communicator of its own. */
     MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
