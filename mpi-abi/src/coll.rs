@@ -5,11 +5,12 @@
 
 use std::ffi::{c_int, c_void};
 
-use onesided::{Comm, Op, Reducible, Run};
+use onesided::{Comm, Run};
 
-use crate::abi::{self, err, op, Handle};
-use crate::datatype::{self, by_element, Element};
+use crate::abi::{self, err, Handle};
+use crate::datatype::{self, by_reducible, Element};
 use crate::errors::{finish, Fail};
+use crate::op::Typed;
 use crate::request::{Pending, Running};
 use crate::runtime::{self, CommEntry};
 use crate::{mpi, ptr};
@@ -54,46 +55,6 @@ mpi! {
     }
 }
 
-/// `op` on elements of `T`.
-fn op_of<T: Reducible>(handle: Handle, element: Element) -> Result<Op<T>, Fail> {
-    let integer = !matches!(element, Element::F32 | Element::F64);
-    let logical = |f: fn(bool, bool) -> bool| {
-        Op::user(
-            move |inout: &mut [T], input: &[T]| {
-                for (a, b) in inout.iter_mut().zip(input) {
-                    let zero = T::zeroed();
-                    let (x, y) = (
-                        bytemuck::bytes_of(a) != bytemuck::bytes_of(&zero),
-                        bytemuck::bytes_of(b) != bytemuck::bytes_of(&zero),
-                    );
-                    let mut one = T::zeroed();
-                    bytemuck::bytes_of_mut(&mut one)[0] = 1;
-                    *a = if f(x, y) { one } else { zero };
-                }
-            },
-            true,
-        )
-    };
-    Ok(match handle {
-        op::SUM => Op::SUM,
-        op::PROD => Op::PROD,
-        op::MIN => Op::MIN,
-        op::MAX => Op::MAX,
-        op::BAND if integer => Op::BAND,
-        op::BOR if integer => Op::BOR,
-        op::BXOR if integer => Op::BXOR,
-        op::LAND if integer => logical(|x, y| x && y),
-        op::LOR if integer => logical(|x, y| x || y),
-        op::LXOR if integer => logical(|x, y| x != y),
-        _ => {
-            return Err(Fail::new(
-                err::OP,
-                format!("operation {handle:#x} on this datatype"),
-            ))
-        }
-    })
-}
-
 /// Reads `count` elements of `T` at `p`.
 ///
 /// # Safety
@@ -122,6 +83,8 @@ struct Reduction {
     recv: *mut c_void,
     count: usize,
     op: Handle,
+    /// The elements' datatype (a program's operation is told it).
+    datatype: Handle,
     /// `None` for an allreduce.
     root: Option<u32>,
 }
@@ -131,12 +94,8 @@ struct Reduction {
 /// # Safety
 /// The buffers of `r` are valid for `count` elements of `T` (the receive
 /// buffer at the root only, for a reduce).
-unsafe fn reduce_as<T: Reducible>(
-    comm: &Comm,
-    r: &Reduction,
-    element: Element,
-) -> Result<(), Fail> {
-    let op = op_of::<T>(r.op, element)?;
+unsafe fn reduce_as<T: Typed>(comm: &Comm, r: &Reduction, element: Element) -> Result<(), Fail> {
+    let op = crate::op::of::<T>(r.op, element, r.datatype)?;
     let receives = r.root.is_none_or(|root| root == comm.rank());
     let mut scratch = Vec::new();
     let output: &mut [T] = match receives {
@@ -173,7 +132,7 @@ unsafe fn reduce(c: &CommEntry, r: &Reduction, datatype: Handle) -> Result<(), F
     let comm = c.lock();
     // SAFETY: as this function's contract, for the datatype's Rust type.
     unsafe {
-        by_element!(element, T => reduce_as::<T>(&comm, r, element), Err(Fail::new(err::OP, format!("operation {:#x} on datatype {datatype:#x}", r.op))))
+        by_reducible!(element, T => reduce_as::<T>(&comm, r, element), Err(Fail::new(err::OP, format!("operation {:#x} on datatype {datatype:#x}", r.op))))
     }
 }
 
@@ -193,7 +152,7 @@ mpi! {
         comm: Handle,
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
-            let r = Reduction { send: sendbuf, recv: recvbuf, count: count_of(count)?, op, root: None };
+            let r = Reduction { send: sendbuf, recv: recvbuf, count: count_of(count)?, op, datatype, root: None };
             // SAFETY: the buffers hold count elements (the call's contract).
             unsafe { reduce(&c, &r, datatype) }
         });
@@ -214,7 +173,7 @@ mpi! {
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
             let root = Some(root_of(&c, root)?);
-            let r = Reduction { send: sendbuf, recv: recvbuf, count: count_of(count)?, op, root };
+            let r = Reduction { send: sendbuf, recv: recvbuf, count: count_of(count)?, op, datatype, root };
             // SAFETY: the buffers hold count elements (the call's contract).
             unsafe { reduce(&c, &r, datatype) }
         });
@@ -451,7 +410,7 @@ mpi! {
 ///
 /// # Safety
 /// As [`reduce_as`].
-unsafe fn ireduce_as<T: Reducible>(
+unsafe fn ireduce_as<T: Typed>(
     comm: &Comm,
     r: &Reduction,
     element: Element,
@@ -459,7 +418,7 @@ unsafe fn ireduce_as<T: Reducible>(
 where
     Running: From<Run<T>>,
 {
-    let op = op_of::<T>(r.op, element)?;
+    let op = crate::op::of::<T>(r.op, element, r.datatype)?;
     let receives = r.root.is_none_or(|root| root == comm.rank());
     let input = match (in_place(r.send), receives) {
         // SAFETY: as this function's contract.
@@ -490,7 +449,7 @@ unsafe fn ireduce(
     let guard = c.lock();
     // SAFETY: as this function's contract, for the datatype's Rust type.
     let running = unsafe {
-        by_element!(element, T => ireduce_as::<T>(&guard, r, element), Err(Fail::new(err::OP, format!("operation {:#x} on datatype {datatype:#x}", r.op))))
+        by_reducible!(element, T => ireduce_as::<T>(&guard, r, element), Err(Fail::new(err::OP, format!("operation {:#x} on datatype {datatype:#x}", r.op))))
     }?;
     let receives = r.root.is_none_or(|root| root == guard.rank());
     let len = if receives { r.count * size } else { 0 };
@@ -509,7 +468,7 @@ mpi! {
         request: *mut Handle,
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
-            let r = Reduction { send: sendbuf, recv: recvbuf, count: count_of(count)?, op, root: None };
+            let r = Reduction { send: sendbuf, recv: recvbuf, count: count_of(count)?, op, datatype, root: None };
             // SAFETY: the buffers hold count elements (the call's contract).
             let pending = unsafe { ireduce(&c, &r, datatype, comm) }?;
             // SAFETY: as the call's contract.
@@ -533,7 +492,7 @@ mpi! {
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
             let root = Some(root_of(&c, root)?);
-            let r = Reduction { send: sendbuf, recv: recvbuf, count: count_of(count)?, op, root };
+            let r = Reduction { send: sendbuf, recv: recvbuf, count: count_of(count)?, op, datatype, root };
             // SAFETY: the buffers hold count elements (the call's contract).
             let pending = unsafe { ireduce(&c, &r, datatype, comm) }?;
             // SAFETY: as the call's contract.
@@ -610,14 +569,14 @@ mpi! {
 /// # Safety
 /// The send buffer (or, in place, the receive buffer) holds the counts'
 /// total; the receive buffer this rank's count.
-unsafe fn reduce_scatter_as<T: Reducible>(
+unsafe fn reduce_scatter_as<T: Typed>(
     comm: &Comm,
     (send, recv): (*const c_void, *mut c_void),
     counts: &[usize],
-    op: Handle,
+    (op, datatype): (Handle, Handle),
     element: Element,
 ) -> Result<(), Fail> {
-    let op = op_of::<T>(op, element)?;
+    let op = crate::op::of::<T>(op, element, datatype)?;
     let total: usize = counts.iter().sum();
     let mine = counts[comm.rank() as usize];
     let input: Vec<T> = match in_place(send) {
@@ -650,6 +609,6 @@ pub(crate) unsafe fn reduce_scatter_typed(
     let comm = c.lock();
     // SAFETY: as this function's contract, for the datatype's Rust type.
     unsafe {
-        by_element!(element, T => reduce_scatter_as::<T>(&comm, buffers, counts, op, element), Err(Fail::new(err::OP, format!("operation {op:#x} on datatype {datatype:#x}"))))
+        by_reducible!(element, T => reduce_scatter_as::<T>(&comm, buffers, counts, (op, datatype), element), Err(Fail::new(err::OP, format!("operation {op:#x} on datatype {datatype:#x}"))))
     }
 }

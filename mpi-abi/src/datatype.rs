@@ -21,11 +21,19 @@ pub(crate) enum Element {
     U64,
     F32,
     F64,
+    /// The pairs of `MPI_MINLOC` and `MPI_MAXLOC` ([`crate::op`]).
+    FloatInt,
+    DoubleInt,
+    LongInt,
+    TwoInt,
+    ShortInt,
+    TwoReal,
+    TwoDouble,
     Bytes,
 }
 
 /// Runs `$body` with the type `$t` naming the Rust type of `$element`,
-/// or `$bytes` for [`Element::Bytes`] (types only moved).
+/// or `$bytes` for the types only moved or not numbers.
 macro_rules! by_element {
     ($element:expr, $t:ident => $body:expr, $bytes:expr) => {
         match $element {
@@ -69,11 +77,50 @@ macro_rules! by_element {
                 type $t = f64;
                 $body
             }
-            $crate::datatype::Element::Bytes => $bytes,
+            _ => $bytes,
         }
     };
 }
 pub(crate) use by_element;
+
+/// As [`by_element`], the pair types of the location operations too
+/// (reductions; atomics take numbers only).
+macro_rules! by_reducible {
+    ($element:expr, $t:ident => $body:expr, $bytes:expr) => {
+        match $element {
+            $crate::datatype::Element::FloatInt => {
+                type $t = $crate::op::FloatInt;
+                $body
+            }
+            $crate::datatype::Element::DoubleInt => {
+                type $t = $crate::op::DoubleInt;
+                $body
+            }
+            $crate::datatype::Element::LongInt => {
+                type $t = $crate::op::LongInt;
+                $body
+            }
+            $crate::datatype::Element::TwoInt => {
+                type $t = $crate::op::TwoInt;
+                $body
+            }
+            $crate::datatype::Element::ShortInt => {
+                type $t = $crate::op::ShortInt;
+                $body
+            }
+            $crate::datatype::Element::TwoReal => {
+                type $t = $crate::op::TwoReal;
+                $body
+            }
+            $crate::datatype::Element::TwoDouble => {
+                type $t = $crate::op::TwoDouble;
+                $body
+            }
+            other => $crate::datatype::by_element!(other, $t => $body, $bytes),
+        }
+    };
+}
+pub(crate) use by_reducible;
 
 /// A predefined datatype: its size in bytes and element.
 pub(crate) fn predefined(handle: Handle) -> Option<(usize, Element)> {
@@ -99,8 +146,13 @@ pub(crate) fn predefined(handle: Handle) -> Option<(usize, Element)> {
         dt::C_DOUBLE_COMPLEX | dt::CXX_DOUBLE_COMPLEX | dt::DOUBLE_COMPLEX => (16, Bytes),
         dt::LONG_DOUBLE => (16, Bytes),
         dt::C_LONG_DOUBLE_COMPLEX | dt::CXX_LONG_DOUBLE_COMPLEX => (32, Bytes),
-        dt::FLOAT_INT | dt::TWO_INT | dt::SHORT_INT | dt::TWO_REAL | dt::TWO_INTEGER => (8, Bytes),
-        dt::DOUBLE_INT | dt::LONG_INT | dt::TWO_DOUBLE_PRECISION => (16, Bytes),
+        dt::FLOAT_INT => (8, FloatInt),
+        dt::TWO_INT | dt::TWO_INTEGER => (8, TwoInt),
+        dt::SHORT_INT => (8, ShortInt),
+        dt::TWO_REAL => (8, TwoReal),
+        dt::DOUBLE_INT => (16, DoubleInt),
+        dt::LONG_INT => (16, LongInt),
+        dt::TWO_DOUBLE_PRECISION => (16, TwoDouble),
         dt::LONG_DOUBLE_INT => (32, Bytes),
         _ => return None,
     })
@@ -187,7 +239,8 @@ mod tests {
     fn sizes_follow_the_c_types_of_lp64() {
         assert_eq!(predefined(dt::INT), Some((4, Element::I32)));
         assert_eq!(predefined(dt::LONG), Some((8, Element::I64)));
-        assert_eq!(predefined(dt::DOUBLE_INT), Some((16, Element::Bytes)));
+        assert_eq!(predefined(dt::DOUBLE_INT), Some((16, Element::DoubleInt)));
+        assert_eq!(predefined(dt::LONG_DOUBLE_INT), Some((32, Element::Bytes)));
         assert_eq!(predefined(dt::NULL), None);
         assert_eq!(bytes(3, dt::DOUBLE), Ok(24));
         assert_eq!(bytes(-1, dt::DOUBLE).map_err(|f| f.class), Err(err::COUNT));

@@ -44,6 +44,7 @@ mod datatype;
 mod env;
 pub mod errors;
 mod info;
+mod op;
 mod ptr;
 mod request;
 mod runtime;

@@ -11,6 +11,7 @@ use onesided::{Request as _, Run};
 
 use crate::abi::{self, err, Handle, Status};
 use crate::errors::{finish, Fail};
+use crate::op::{DoubleInt, FloatInt, LongInt, ShortInt, TwoDouble, TwoInt, TwoReal};
 use crate::{mpi, ptr, runtime};
 
 /// `MPI_REQUEST_NULL`.
@@ -28,6 +29,13 @@ pub(crate) enum Running {
     U64(Run<u64>),
     F32(Run<f32>),
     F64(Run<f64>),
+    FloatInt(Run<FloatInt>),
+    DoubleInt(Run<DoubleInt>),
+    LongInt(Run<LongInt>),
+    TwoInt(Run<TwoInt>),
+    ShortInt(Run<ShortInt>),
+    TwoReal(Run<TwoReal>),
+    TwoDouble(Run<TwoDouble>),
 }
 
 macro_rules! from_runs {
@@ -39,7 +47,11 @@ macro_rules! from_runs {
         }
     )*};
 }
-from_runs!(i8 => I8, u8 => U8, i16 => I16, u16 => U16, i32 => I32, u32 => U32, i64 => I64, u64 => U64, f32 => F32, f64 => F64);
+from_runs!(
+    i8 => I8, u8 => U8, i16 => I16, u16 => U16, i32 => I32, u32 => U32, i64 => I64, u64 => U64,
+    f32 => F32, f64 => F64, FloatInt => FloatInt, DoubleInt => DoubleInt, LongInt => LongInt,
+    TwoInt => TwoInt, ShortInt => ShortInt, TwoReal => TwoReal, TwoDouble => TwoDouble
+);
 
 /// Calls the same on a run of any element type.
 macro_rules! each {
@@ -55,6 +67,13 @@ macro_rules! each {
             Running::U64($r) => $body,
             Running::F32($r) => $body,
             Running::F64($r) => $body,
+            Running::FloatInt($r) => $body,
+            Running::DoubleInt($r) => $body,
+            Running::LongInt($r) => $body,
+            Running::TwoInt($r) => $body,
+            Running::ShortInt($r) => $body,
+            Running::TwoReal($r) => $body,
+            Running::TwoDouble($r) => $body,
         }
     };
 }

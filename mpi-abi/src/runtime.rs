@@ -15,6 +15,7 @@ use onesided::{Comm, Rma, World};
 use crate::abi::{self, err, Handle};
 use crate::errors::{Errhandler, Fail};
 use crate::info::Info;
+use crate::op::UserOp;
 use crate::request::Pending;
 use crate::table::Table;
 use crate::win::WinEntry;
@@ -41,6 +42,7 @@ pub(crate) struct Runtime {
     pub(crate) windows: Table<Arc<WinEntry>>,
     pub(crate) requests: Table<Pending>,
     pub(crate) infos: Table<Info>,
+    pub(crate) ops: Table<UserOp>,
 }
 
 /// A communicator: its collectives, its group (job ranks, in its rank
@@ -130,6 +132,7 @@ pub(crate) fn init() -> Result<(), Fail> {
         windows: Table::default(),
         requests: Table::default(),
         infos,
+        ops: Table::default(),
     });
     STAGE.store(RUNNING, Ordering::Release);
     Ok(())

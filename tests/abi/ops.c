@@ -1,0 +1,97 @@
+/* Operations of the MPI standard ABI: MPI_MAXLOC and MPI_MINLOC on the
+ * pair types, and the program's own operations (MPI_Op_create), one
+ * commutative and one not (2x2 matrix products, whose result depends on
+ * the rank order), through Allreduce, Reduce and Iallreduce. Prints "No
+ * Errors" at rank 0. */
+#include "check.h"
+#include <stdlib.h>
+
+struct double_int { double value; int index; };
+struct two_int { int value; int index; };
+
+/* inout = in op inout: the larger magnitude. */
+static void absmax(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    double *a = in, *b = inout;
+    for (int i = 0; i < *len; i++)
+        if ((a[i] < 0 ? -a[i] : a[i]) > (b[i] < 0 ? -b[i] : b[i]))
+            b[i] = a[i];
+}
+
+/* inout = in x inout, for 2x2 integer matrices (4 ints each). */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    int *a = in, *b = inout;
+    for (int m = 0; m < *len / 4; m++, a += 4, b += 4) {
+        int c[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3],
+                    a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
+        for (int i = 0; i < 4; i++)
+            b[i] = c[i];
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int n = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+
+    /* MAXLOC of doubles: the largest value is on two ranks (the lower
+     * rank wins); MINLOC of ints to rank 0. */
+    struct double_int d = {(double)(me % 3), me}, dout = {-1, -1};
+    MPI_Allreduce(&d, &dout, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+    int want_value = n >= 3 ? 2 : n - 1;
+    CHECK(dout.value == want_value && dout.index == want_value, "maxloc (%g, %d)", dout.value, dout.index);
+    struct two_int t[2] = {{10 - me, me}, {me / 2, me}}, tout[2];
+    MPI_Reduce(t, tout, 2, MPI_2INT, MPI_MINLOC, 0, MPI_COMM_WORLD);
+    if (me == 0) {
+        CHECK(tout[0].value == 10 - (n - 1) && tout[0].index == n - 1, "minloc [0] (%d, %d)", tout[0].value, tout[0].index);
+        CHECK(tout[1].value == 0 && tout[1].index == 0, "minloc [1] (%d, %d)", tout[1].value, tout[1].index);
+    }
+
+    /* A commutative operation of the program's. */
+    MPI_Op op;
+    int commute = -1;
+    MPI_Op_create(absmax, 1, &op);
+    MPI_Op_commutative(op, &commute);
+    CHECK(commute == 1, "commutative %d", commute);
+    double v[2] = {me % 2 ? -(double)me : (double)me, 1.0}, vout[2];
+    MPI_Allreduce(v, vout, 2, MPI_DOUBLE, op, MPI_COMM_WORLD);
+    double big = (n - 1) % 2 ? -(double)(n - 1) : (double)(n - 1);
+    CHECK(vout[0] == big && vout[1] == 1.0, "absmax %g %g", vout[0], vout[1]);
+    MPI_Op_free(&op);
+    CHECK(op == MPI_OP_NULL, "a freed op is not null");
+
+    /* A non-commutative one: the product M0 x M1 x ... in rank order,
+     * M_r = [[1, r], [0, 1]] x [[1, 0], [r % 2, 1]]. */
+    MPI_Op prod;
+    MPI_Op_create(matmul, 0, &prod);
+    int m[4] = {1 + me * (me % 2), me, me % 2, 1}, mout[4], want[4] = {1, 0, 0, 1};
+    for (int r = 0; r < n; r++) {
+        int mr[4] = {1 + r * (r % 2), r, r % 2, 1};
+        int c[4] = {want[0] * mr[0] + want[1] * mr[2], want[0] * mr[1] + want[1] * mr[3],
+                    want[2] * mr[0] + want[3] * mr[2], want[2] * mr[1] + want[3] * mr[3]};
+        for (int i = 0; i < 4; i++)
+            want[i] = c[i];
+    }
+    MPI_Allreduce(m, mout, 4, MPI_INT, prod, MPI_COMM_WORLD);
+    for (int i = 0; i < 4; i++)
+        CHECK(mout[i] == want[i], "ordered product [%d] = %d, not %d", i, mout[i], want[i]);
+    MPI_Request r;
+    for (int i = 0; i < 4; i++)
+        mout[i] = 0;
+    MPI_Iallreduce(m, mout, 4, MPI_INT, prod, MPI_COMM_WORLD, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    for (int i = 0; i < 4; i++)
+        CHECK(mout[i] == want[i], "iallreduce ordered product [%d] = %d", i, mout[i]);
+    MPI_Op_commutative(prod, &commute);
+    CHECK(commute == 0, "non-commutative reported %d", commute);
+    MPI_Op_free(&prod);
+
+    report_errors();
+    MPI_Finalize();
+    return 0;
+}
