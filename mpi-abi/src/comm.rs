@@ -571,6 +571,43 @@ mpi! {
     }
 }
 
+/// `MPI_MAX_OBJECT_NAME`.
+const MAX_OBJECT_NAME: usize = 128;
+
+mpi! {
+    /// Names a communicator.
+    fn MPI_Comm_set_name / PMPI_Comm_set_name(comm: Handle, name: *const std::ffi::c_char) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            if name.is_null() {
+                return Err(Fail::new(err::ARG, "the name is NULL"));
+            }
+            // SAFETY: a NUL-terminated string (the call's contract).
+            let text = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+            let text: String = text.chars().take(MAX_OBJECT_NAME - 1).collect();
+            *c.name.lock().unwrap_or_else(|p| p.into_inner()) = text;
+            Ok(())
+        });
+        finish("MPI_Comm_set_name", comm, result)
+    }
+}
+
+mpi! {
+    /// A communicator's name (`MPI_COMM_WORLD` and `MPI_COMM_SELF` for
+    /// those, empty when none was set).
+    fn MPI_Comm_get_name / PMPI_Comm_get_name(
+        comm: Handle,
+        name: *mut std::ffi::c_char,
+        resultlen: *mut c_int,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let text = c.name.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            // SAFETY: a buffer of MPI_MAX_OBJECT_NAME (the call's contract).
+            unsafe { ptr::write_text(name, resultlen, &text, MAX_OBJECT_NAME) }
+        });
+        finish("MPI_Comm_get_name", comm, result)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

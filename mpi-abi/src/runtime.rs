@@ -57,6 +57,8 @@ pub(crate) struct CommEntry {
     /// Its rank.
     pub(crate) rank: u32,
     pub(crate) errhandler: AtomicUsize,
+    /// Its name (`MPI_Comm_set_name`).
+    pub(crate) name: Mutex<String>,
 }
 
 impl CommEntry {
@@ -71,6 +73,7 @@ impl CommEntry {
             objects,
             group,
             errhandler: AtomicUsize::new(errhandler),
+            name: Mutex::new(String::new()),
         })
     }
 
@@ -112,8 +115,10 @@ pub(crate) fn init() -> Result<(), Fail> {
     let mut comms = Table::default();
     let fatal = abi::errhandler::ARE_FATAL;
     let all = CommEntry::new(&rma, Group::world(n), fatal)?;
+    *all.name.lock().unwrap_or_else(|p| p.into_inner()) = "MPI_COMM_WORLD".into();
     comms.predefine(abi::comm::WORLD, Arc::new(all));
     let own = CommEntry::new(&rma, Group::new(vec![me])?, fatal)?;
+    *own.name.lock().unwrap_or_else(|p| p.into_inner()) = "MPI_COMM_SELF".into();
     comms.predefine(abi::comm::SELF, Arc::new(own));
     let mut errhandlers = Table::default();
     errhandlers.predefine(abi::errhandler::ARE_FATAL, Errhandler::Fatal);

@@ -86,6 +86,13 @@ static void communicators(int n)
     MPI_Comm_dup(MPI_COMM_SELF, &self_dup);
     MPI_Comm_size(self_dup, &size);
     CHECK(size == 1, "self: size %d", size);
+    char cname[MPI_MAX_OBJECT_NAME];
+    int clen = 0;
+    MPI_Comm_get_name(MPI_COMM_WORLD, cname, &clen);
+    CHECK(strcmp(cname, "MPI_COMM_WORLD") == 0 && clen == 14, "world's name '%s'", cname);
+    MPI_Comm_set_name(self_dup, "mine");
+    MPI_Comm_get_name(self_dup, cname, &clen);
+    CHECK(strcmp(cname, "mine") == 0 && clen == 4, "name '%s'", cname);
     MPI_Comm_free(&self_dup);
     CHECK(self_dup == MPI_COMM_NULL, "freed self dup is not null");
 
