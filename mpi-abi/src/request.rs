@@ -80,7 +80,9 @@ macro_rules! each {
 
 /// A nonblocking collective in flight.
 pub(crate) struct Pending {
-    run: Running,
+    /// `None`: done when it started (request-based RMA, which onesided
+    /// completes within the call).
+    run: Option<Running>,
     /// Where its output's first `len` bytes go (the program's buffer).
     out: usize,
     len: usize,
@@ -92,15 +94,28 @@ impl Pending {
     /// A run whose output's first `len` bytes go to `out` at completion.
     pub(crate) fn new(run: Running, (out, len): (*mut u8, usize), comm: Handle) -> Pending {
         Pending {
-            run,
+            run: Some(run),
             out: out as usize,
             len,
             comm,
         }
     }
 
+    /// A request complete from the start.
+    pub(crate) fn done() -> Pending {
+        Pending {
+            run: None,
+            out: 0,
+            len: 0,
+            comm: abi::comm::WORLD,
+        }
+    }
+
     fn test(&mut self) -> Result<bool, Fail> {
-        Ok(each!(&mut self.run, r => r.test())?)
+        match &mut self.run {
+            Some(run) => Ok(each!(run, r => r.test())?),
+            None => Ok(true),
+        }
     }
 
     /// Waits for the end and copies the result out.
@@ -110,6 +125,9 @@ impl Pending {
     /// until the request completes).
     unsafe fn complete(self) -> Result<(), Fail> {
         let Pending { run, out, len, .. } = self;
+        let Some(run) = run else {
+            return Ok(());
+        };
         let bytes: Vec<u8> = each!(run, r => {
             let buffers = r.into_buffers()?;
             bytemuck::cast_slice(&buffers.output).to_vec()

@@ -650,6 +650,121 @@ mpi! {
     }
 }
 
+/// Ends a request-based access: `access` made it (an error code from
+/// it is returned as it is), then `how` completes it, and the request
+/// is complete from the start (onesided's accesses need no request:
+/// MPI allows these only in passive-target epochs, where a flush does).
+///
+/// # Safety
+/// `request` is null or valid for a handle.
+unsafe fn completed(
+    call: &str,
+    (win, rank): (Handle, c_int),
+    access: c_int,
+    how: Flush,
+    request: *mut Handle,
+) -> c_int {
+    if access != err::SUCCESS {
+        return access;
+    }
+    let result = flush(win, Some(rank), how).and_then(|()| {
+        let handle = crate::request::start(crate::request::Pending::done())?;
+        // SAFETY: as this function's contract.
+        unsafe { ptr::write(request, handle, "request") }
+    });
+    finish_win(call, win, result)
+}
+
+mpi! {
+    /// `MPI_Put` with a request, complete once the origin buffer may be
+    /// reused.
+    fn MPI_Rput / PMPI_Rput(
+        origin_addr: *const c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        win: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        // SAFETY: the call's contract, passed on.
+        let access = unsafe { PMPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win) };
+        // SAFETY: as the call's contract.
+        unsafe { completed("MPI_Rput", (win, target_rank), access, Flush::Local, request) }
+    }
+}
+
+mpi! {
+    /// `MPI_Get` with a request, complete once the data arrived.
+    fn MPI_Rget / PMPI_Rget(
+        origin_addr: *mut c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        win: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        // SAFETY: the call's contract, passed on.
+        let access = unsafe { PMPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win) };
+        // SAFETY: as the call's contract.
+        unsafe { completed("MPI_Rget", (win, target_rank), access, Flush::Remote, request) }
+    }
+}
+
+mpi! {
+    /// `MPI_Accumulate` with a request, complete once the origin buffer
+    /// may be reused.
+    fn MPI_Raccumulate / PMPI_Raccumulate(
+        origin_addr: *const c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        op: Handle,
+        win: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        // SAFETY: the call's contract, passed on.
+        let access = unsafe { PMPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win) };
+        // SAFETY: as the call's contract.
+        unsafe { completed("MPI_Raccumulate", (win, target_rank), access, Flush::Local, request) }
+    }
+}
+
+mpi! {
+    /// `MPI_Get_accumulate` with a request, complete once the result
+    /// arrived.
+    fn MPI_Rget_accumulate / PMPI_Rget_accumulate(
+        origin_addr: *const c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        result_addr: *mut c_void,
+        result_count: c_int,
+        result_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        op: Handle,
+        win: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        // SAFETY: the call's contract, passed on.
+        let access = unsafe {
+            PMPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+        };
+        // SAFETY: as the call's contract.
+        unsafe { completed("MPI_Rget_accumulate", (win, target_rank), access, Flush::Remote, request) }
+    }
+}
+
 /// What a flush completes.
 #[derive(Clone, Copy)]
 enum Flush {

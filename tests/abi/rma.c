@@ -129,6 +129,28 @@ int main(int argc, char **argv)
         MPI_Win_unlock(me, win);
     }
 
+    /* Request-based RMA under lock_all: this rank writes the right
+     * neighbour's element 12 and reads it back; everyone adds 1 to rank
+     * 0's element 13 (untouched so far: -1). */
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Request rq[3];
+    long rv = 9000 + me, rg = -1, one_more = 1;
+    MPI_Win_lock_all(0, win);
+    MPI_Rput(&rv, 1, MPI_LONG, right, 12, 1, MPI_LONG, win, &rq[0]);
+    MPI_Raccumulate(&one_more, 1, MPI_LONG, 0, 13, 1, MPI_LONG, MPI_SUM, win, &rq[1]);
+    MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+    MPI_Win_flush_all(win);
+    MPI_Rget(&rg, 1, MPI_LONG, right, 12, 1, MPI_LONG, win, &rq[2]);
+    MPI_Wait(&rq[2], MPI_STATUS_IGNORE);
+    MPI_Win_unlock_all(win);
+    CHECK(rg == 9000 + me, "rget gave %ld", rg);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == 0) {
+        MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+        CHECK(base[13] == n - 1, "raccumulate total %ld", base[13]);
+        MPI_Win_unlock(0, win);
+    }
+
     /* Misuse, returned. */
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
     int code, class = 0;
