@@ -1,6 +1,7 @@
 //! The process's MPI state, made by `MPI_Init` and ended by
 //! `MPI_Finalize`: the `World`, its `Rma`, and the tables of
-//! communicators, groups and error handlers. One lock guards the tables
+//! communicators, groups, error handlers, windows, requests, info
+//! objects and operations. One lock guards the tables
 //! and is held only to look a handle up or change a table; a
 //! communicator's calls lock that communicator alone.
 
