@@ -426,45 +426,41 @@ fn cpu_model() -> String {
         .map_or_else(String::new, |(_, model)| model.trim().to_string())
 }
 
-/// onesided's side of a round: this program in rank mode under `osrun`,
-/// on MPICH's libfabric (in `mpich_libfabric`) when `args` say so.
+/// onesided's side of a round: this program in rank mode under `osrun`
+/// ([`under_osrun`]).
 fn ours(args: &Args, (osrun, exe): (&Path, &Path), suite: &str, mpich_libfabric: &Path) -> Command {
-    let mut cmd = Command::new(osrun);
-    cmd.arg("-n")
-        .arg(args.np.to_string())
-        .arg("--provider")
-        .arg(&args.provider)
-        .arg("--timeout")
-        .arg(ROUND_TIMEOUT.as_secs().to_string())
-        .arg(exe)
+    let mut cmd = under_osrun(args, osrun, mpich_libfabric);
+    cmd.arg(exe)
         .arg("--rank")
         .arg(suite)
         .arg(args.scale.to_string());
-    if args.nolocal {
-        cmd.env(onesided_fabric::world::HOST_ENV, "node{rank}");
-    }
-    if args.libfabric == Libfabric::Mpich {
-        cmd.env("LD_LIBRARY_PATH", library_path(mpich_libfabric));
-    }
     cmd
 }
 
 /// onesided's side of the abi suite: the same C program as MPICH's side,
 /// built against the standard ABI, under `osrun --mpi` (onesided's
-/// `libmpi_abi.so.1` first on its library path, then MPICH's libfabric
-/// in `mpich_libfabric` when `args` say so, as for the other suites).
+/// `libmpi_abi.so.1` first on its library path).
 fn abi_ours(args: &Args, osrun: &Path, program: &Path, mpich_libfabric: &Path) -> Command {
+    let mut cmd = under_osrun(args, osrun, mpich_libfabric);
+    cmd.arg("--mpi")
+        .arg(program)
+        .arg(onesided_bench::abi::SUITE)
+        .arg(args.scale.to_string());
+    cmd
+}
+
+/// `osrun` with `args`' ranks, provider and the round's timeout, every
+/// rank its own host with `--nolocal`, and MPICH's libfabric (in
+/// `mpich_libfabric`) first on the library path when `args` say so; the
+/// program and its arguments follow.
+fn under_osrun(args: &Args, osrun: &Path, mpich_libfabric: &Path) -> Command {
     let mut cmd = Command::new(osrun);
     cmd.arg("-n")
         .arg(args.np.to_string())
         .arg("--provider")
         .arg(&args.provider)
         .arg("--timeout")
-        .arg(ROUND_TIMEOUT.as_secs().to_string())
-        .arg("--mpi")
-        .arg(program)
-        .arg(onesided_bench::abi::SUITE)
-        .arg(args.scale.to_string());
+        .arg(ROUND_TIMEOUT.as_secs().to_string());
     if args.nolocal {
         cmd.env(onesided_fabric::world::HOST_ENV, "node{rank}");
     }
