@@ -247,3 +247,4 @@ pub mod key {
 pub const MAX_ERROR_STRING: usize = 512;
 pub const MAX_LIBRARY_VERSION_STRING: usize = 8192;
 pub const MAX_PROCESSOR_NAME: usize = 256;
+pub const MAX_OBJECT_NAME: usize = 128;

@@ -571,19 +571,12 @@ mpi! {
     }
 }
 
-/// `MPI_MAX_OBJECT_NAME`.
-const MAX_OBJECT_NAME: usize = 128;
-
 mpi! {
     /// Names a communicator.
     fn MPI_Comm_set_name / PMPI_Comm_set_name(comm: Handle, name: *const std::ffi::c_char) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
-            if name.is_null() {
-                return Err(Fail::new(err::ARG, "the name is NULL"));
-            }
             // SAFETY: a NUL-terminated string (the call's contract).
-            let text = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
-            let text: String = text.chars().take(MAX_OBJECT_NAME - 1).collect();
+            let text = unsafe { ptr::read_name(name) }?;
             *c.name.lock().unwrap_or_else(|p| p.into_inner()) = text;
             Ok(())
         });
@@ -602,7 +595,7 @@ mpi! {
         let result = runtime::comm(comm).and_then(|c| {
             let text = c.name.lock().unwrap_or_else(|p| p.into_inner()).clone();
             // SAFETY: a buffer of MPI_MAX_OBJECT_NAME (the call's contract).
-            unsafe { ptr::write_text(name, resultlen, &text, MAX_OBJECT_NAME) }
+            unsafe { ptr::write_text(name, resultlen, &text, abi::MAX_OBJECT_NAME) }
         });
         finish("MPI_Comm_get_name", comm, result)
     }

@@ -80,6 +80,23 @@ pub(crate) unsafe fn slice_mut<'a, T>(
     Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
 }
 
+/// An object's name (`MPI_Comm_set_name`, `MPI_Win_set_name`): the
+/// string at `name`, at most `MPI_MAX_OBJECT_NAME - 1` characters of it.
+///
+/// # Errors
+/// `MPI_ERR_ARG` when `name` is null.
+///
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+pub(crate) unsafe fn read_name(name: *const c_char) -> Result<String, Fail> {
+    if name.is_null() {
+        return Err(Fail::new(err::ARG, "the name is NULL"));
+    }
+    // SAFETY: a NUL-terminated string (this function's contract).
+    let text = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+    Ok(text.chars().take(crate::abi::MAX_OBJECT_NAME - 1).collect())
+}
+
 /// Copies `text` into `buf` (at most `max - 1` bytes, then a NUL) and
 /// its length into `len`.
 ///

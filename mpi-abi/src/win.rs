@@ -39,8 +39,6 @@ const WIN_CREATE_FLAVOR: c_int = 604;
 const WIN_MODEL: c_int = 605;
 const FLAVOR_ALLOCATE: c_int = 312;
 const UNIFIED: c_int = 321;
-/// `MPI_MAX_OBJECT_NAME`.
-const MAX_OBJECT_NAME: usize = 128;
 
 /// A window: its onesided window and epochs, its layout, its handler.
 pub(crate) struct WinEntry {
@@ -898,12 +896,8 @@ mpi! {
     /// Names a window.
     fn MPI_Win_set_name / PMPI_Win_set_name(win: Handle, name: *const c_char) -> c_int {
         let result = runtime::win(win).and_then(|w| {
-            if name.is_null() {
-                return Err(Fail::new(err::ARG, "the name is NULL"));
-            }
             // SAFETY: a NUL-terminated string (the call's contract).
-            let text = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
-            let text: String = text.chars().take(MAX_OBJECT_NAME - 1).collect();
+            let text = unsafe { ptr::read_name(name) }?;
             *w.name.lock().unwrap_or_else(|p| p.into_inner()) = text;
             Ok(())
         });
@@ -917,7 +911,7 @@ mpi! {
         let result = runtime::win(win).and_then(|w| {
             let text = w.name.lock().unwrap_or_else(|p| p.into_inner()).clone();
             // SAFETY: a buffer of MPI_MAX_OBJECT_NAME (the call's contract).
-            unsafe { ptr::write_text(name, resultlen, &text, MAX_OBJECT_NAME) }
+            unsafe { ptr::write_text(name, resultlen, &text, abi::MAX_OBJECT_NAME) }
         });
         finish_win("MPI_Win_get_name", win, result)
     }
