@@ -148,7 +148,6 @@ pub(crate) fn raise(call: &str, comm: Handle, fail: Fail) -> c_int {
 /// Has `handler` handle `fail` of `call` on `object` (the communicator
 /// or window it names).
 fn handle(call: &str, handler: Errhandler, object: Handle, fail: Fail) -> c_int {
-    let comm = object;
     match handler {
         Errhandler::Return => fail.class,
         Errhandler::Fatal | Errhandler::Abort => {
@@ -156,11 +155,11 @@ fn handle(call: &str, handler: Errhandler, object: Handle, fail: Fail) -> c_int 
             runtime::abort_job(fail.class, &line)
         }
         Errhandler::User(f) => {
-            let (mut comm, mut code) = (comm, fail.class);
+            let (mut object, mut code) = (object, fail.class);
             // SAFETY: a handler the program registered, called as the
-            // standard says: the communicator and the error code, by
-            // pointer.
-            unsafe { f(&mut comm, &mut code) };
+            // standard says: the communicator (or window) and the error
+            // code, by pointer.
+            unsafe { f(&mut object, &mut code) };
             fail.class
         }
     }

@@ -128,14 +128,14 @@ impl Pending {
         let Some(run) = run else {
             return Ok(());
         };
-        let bytes: Vec<u8> = each!(run, r => {
+        each!(run, r => {
             let buffers = r.into_buffers()?;
-            bytemuck::cast_slice(&buffers.output).to_vec()
+            let bytes: &[u8] = bytemuck::cast_slice(&buffers.output);
+            let len = len.min(bytes.len());
+            // SAFETY: as this function's contract.
+            let dest = unsafe { ptr::slice_mut(out as *mut u8, len, "recvbuf") }?;
+            dest.copy_from_slice(&bytes[..len]);
         });
-        let len = len.min(bytes.len());
-        // SAFETY: as this function's contract.
-        let dest = unsafe { ptr::slice_mut(out as *mut u8, len, "recvbuf") }?;
-        dest.copy_from_slice(&bytes[..len]);
         Ok(())
     }
 }

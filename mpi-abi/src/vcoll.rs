@@ -122,6 +122,30 @@ unsafe fn root_counts(c: &CommEntry, root: u32, counts: *const c_int) -> Result<
     Ok(all)
 }
 
+/// The blocks of a rooted `v` call on `c`: the root's counts, broadcast,
+/// at the root's displacements in units of `root_type` (elsewhere, one
+/// after the other in units of `own_type`, the rank's own block alone
+/// being used).
+///
+/// # Safety
+/// At the root, `counts` and `displs` valid for the group's size.
+unsafe fn rooted(
+    c: &CommEntry,
+    root: u32,
+    (counts, displs): (*const c_int, *const c_int),
+    (root_type, own_type): (Handle, Handle),
+) -> Result<Layout, Fail> {
+    let n = c.size() as usize;
+    // SAFETY: as this function's contract.
+    let counts = unsafe { root_counts(c, root, counts) }?;
+    let (displs, typed) = match c.rank == root {
+        true => (displs, root_type),
+        false => (std::ptr::null(), own_type),
+    };
+    // SAFETY: counts are ours; displacements at the root only.
+    unsafe { Layout::read(n, counts.as_ptr(), displs, typed) }
+}
+
 mpi! {
     /// Gathers every member's block into `recvbuf` at `root`, each at its
     /// displacement.
@@ -138,13 +162,9 @@ mpi! {
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
             let root = root_of(&c, root)?;
-            let n = c.size() as usize;
             let at_root = c.rank == root;
-            // SAFETY: the root's counts (the call's contract).
-            let counts = unsafe { root_counts(&c, root, recvcounts) }?;
-            let typed = if at_root { recvtype } else { sendtype };
-            // SAFETY: counts are ours; displacements at the root only.
-            let layout = unsafe { Layout::read(n, counts.as_ptr(), if at_root { displs } else { std::ptr::null() }, typed) }?;
+            // SAFETY: the root's counts and displacements (the call's contract).
+            let layout = unsafe { rooted(&c, root, (recvcounts, displs), (recvtype, sendtype)) }?;
             let mine = layout.counts[c.rank as usize];
             let own: Vec<u8>;
             let input: &[u8] = match crate::coll::in_place(sendbuf) {
@@ -194,13 +214,9 @@ mpi! {
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
             let root = root_of(&c, root)?;
-            let n = c.size() as usize;
             let at_root = c.rank == root;
-            // SAFETY: the root's counts (the call's contract).
-            let counts = unsafe { root_counts(&c, root, sendcounts) }?;
-            let typed = if at_root { sendtype } else { recvtype };
-            // SAFETY: counts are ours; displacements at the root only.
-            let layout = unsafe { Layout::read(n, counts.as_ptr(), if at_root { displs } else { std::ptr::null() }, typed) }?;
+            // SAFETY: the root's counts and displacements (the call's contract).
+            let layout = unsafe { rooted(&c, root, (sendcounts, displs), (sendtype, recvtype)) }?;
             let mine = layout.counts[c.rank as usize];
             let input = match at_root {
                 true => {
