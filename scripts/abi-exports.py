@@ -14,7 +14,7 @@ out = src / "unsupported.rs"
 text = header.read_text()
 names = sorted(set(re.findall(r"^\w[\w ]*?\**\s*\b(MPI_[A-Za-z0-9_]+)\(", text, re.M)))
 implemented = set()
-for f in src.glob("*.rs"):
+for f in src.rglob("*.rs"):
     if f.name == "unsupported.rs":
         continue
     body = f.read_text()

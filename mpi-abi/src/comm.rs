@@ -61,7 +61,8 @@ mpi! {
         // SAFETY: as the call's contract.
         let handle = unsafe { ptr::read(comm, "comm") }.unwrap_or(abi::comm::NULL);
         let result = runtime::with(|r| match r.comms.remove(handle) {
-            Some(_) => {
+            Some(entry) => {
+                crate::p2p::forget(&entry);
                 runtime::forget_lookups();
                 Ok(())
             }

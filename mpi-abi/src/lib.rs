@@ -29,6 +29,11 @@
 //! - Collectives (`coll.rs`) run on the communicator's `Comm`: data
 //!   movement as bytes, reductions on the Rust type of the predefined
 //!   datatype.
+//! - Point-to-point (`p2p/`): MPI's matching in software over one
+//!   fabric tag, eager messages up to 16 KiB and a rendezvous above.
+//!   Cost in p: one posted header receive (16 KiB) per peer used; one
+//!   message per eager send, three per rendezvous; no message to a peer
+//!   never used.
 //!
 //! `unsafe` code: this crate receives raw pointers from C; every
 //! dereference is in a block with its `// SAFETY:` line, through the
@@ -45,6 +50,7 @@ mod env;
 pub mod errors;
 mod info;
 mod op;
+mod p2p;
 mod ptr;
 mod request;
 mod runtime;

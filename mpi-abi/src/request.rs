@@ -1,9 +1,10 @@
-//! Requests (`MPI_Request`) of the nonblocking collectives: onesided's
+//! Requests (`MPI_Request`): of the nonblocking collectives, onesided's
 //! `Run` (which owns copies of the buffers while it runs) and where its
-//! result goes, copied into the program's buffer when it completes; and
-//! `MPI_Wait`, `MPI_Test` and their `all`/`any` forms. A completed
-//! collective's status is empty (`MPI_ANY_SOURCE`, `MPI_ANY_TAG`,
-//! `MPI_SUCCESS`).
+//! result goes, copied into the program's buffer when it completes; of
+//! point-to-point, the engine's request number; and `MPI_Wait`,
+//! `MPI_Test` and their `all`/`any`/`some` forms. A completed receive's
+//! status says who sent what; any other's is empty (`MPI_ANY_SOURCE`,
+//! `MPI_ANY_TAG`, `MPI_SUCCESS`).
 
 use std::ffi::c_int;
 
@@ -12,6 +13,7 @@ use onesided::{Request as _, Run};
 use crate::abi::{self, err, Handle, Status};
 use crate::errors::{finish, Fail};
 use crate::op::{DoubleInt, FloatInt, LongInt, ShortInt, TwoDouble, TwoInt, TwoReal};
+use crate::p2p::{self, Received};
 use crate::{mpi, ptr, runtime};
 
 /// `MPI_REQUEST_NULL`.
@@ -78,25 +80,43 @@ macro_rules! each {
     };
 }
 
-/// A nonblocking collective in flight.
+/// A request in flight.
 pub(crate) struct Pending {
-    /// `None`: done when it started (request-based RMA, which onesided
-    /// completes within the call).
-    run: Option<Running>,
-    /// Where its output's first `len` bytes go (the program's buffer).
-    out: usize,
-    len: usize,
+    work: Work,
     /// The communicator, whose handler its errors go to.
     pub(crate) comm: Handle,
+}
+
+/// What a request waits for.
+enum Work {
+    /// Nothing: done when it started (request-based RMA, which onesided
+    /// completes within the call; an eager send).
+    Done,
+    /// A collective whose output's first `len` bytes go to `out` (the
+    /// program's buffer).
+    Collective {
+        run: Running,
+        out: usize,
+        len: usize,
+    },
+    /// The engine's send.
+    Send(u64),
+    /// The engine's receive (`None`: from `MPI_PROC_NULL`).
+    Receive(Option<u64>),
+}
+
+/// How a completed request fills its status.
+enum Completion {
+    Empty,
+    Received(Option<Received>),
 }
 
 impl Pending {
     /// A run whose output's first `len` bytes go to `out` at completion.
     pub(crate) fn new(run: Running, (out, len): (*mut u8, usize), comm: Handle) -> Pending {
+        let out = out as usize;
         Pending {
-            run: Some(run),
-            out: out as usize,
-            len,
+            work: Work::Collective { run, out, len },
             comm,
         }
     }
@@ -104,17 +124,35 @@ impl Pending {
     /// A request complete from the start.
     pub(crate) fn done() -> Pending {
         Pending {
-            run: None,
-            out: 0,
-            len: 0,
+            work: Work::Done,
             comm: abi::comm::WORLD,
         }
     }
 
+    /// The engine's send `id` on `comm` (`None`: complete).
+    pub(crate) fn send(id: Option<u64>, comm: Handle) -> Pending {
+        let work = id.map_or(Work::Done, Work::Send);
+        Pending { work, comm }
+    }
+
+    /// The engine's receive `id` on `comm` (`None`: from `MPI_PROC_NULL`).
+    pub(crate) fn receive(id: Option<u64>, comm: Handle) -> Pending {
+        let work = Work::Receive(id);
+        Pending { work, comm }
+    }
+
     fn test(&mut self) -> Result<bool, Fail> {
-        match &mut self.run {
-            Some(run) => Ok(each!(run, r => r.test())?),
-            None => Ok(true),
+        match &mut self.work {
+            Work::Collective { run, .. } => Ok(each!(run, r => r.test())?),
+            Work::Send(id) => p2p::with(|e| {
+                e.progress()?;
+                Ok(e.send_is_done(*id))
+            }),
+            Work::Receive(Some(id)) => p2p::with(|e| {
+                e.progress()?;
+                Ok(e.recv_is_done(*id))
+            }),
+            Work::Done | Work::Receive(None) => Ok(true),
         }
     }
 
@@ -123,21 +161,41 @@ impl Pending {
     /// # Safety
     /// The program's buffer is valid for `len` bytes (MPI: it stays so
     /// until the request completes).
-    unsafe fn complete(self) -> Result<(), Fail> {
-        let Pending { run, out, len, .. } = self;
-        let Some(run) = run else {
-            return Ok(());
-        };
-        each!(run, r => {
-            let buffers = r.into_buffers()?;
-            let bytes: &[u8] = bytemuck::cast_slice(&buffers.output);
-            let len = len.min(bytes.len());
-            // SAFETY: as this function's contract.
-            let dest = unsafe { ptr::slice_mut(out as *mut u8, len, "recvbuf") }?;
-            dest.copy_from_slice(&bytes[..len]);
-        });
-        Ok(())
+    unsafe fn complete(self) -> Result<Completion, Fail> {
+        match self.work {
+            Work::Done => Ok(Completion::Empty),
+            Work::Send(id) => p2p::wait(|e| e.send_done(id)).map(|()| Completion::Empty),
+            Work::Receive(None) => Ok(Completion::Received(None)),
+            Work::Receive(Some(id)) => {
+                p2p::wait(|e| e.recv_done(id)).map(|r| Completion::Received(Some(r)))
+            }
+            Work::Collective { run, out, len } => {
+                each!(run, r => {
+                    let buffers = r.into_buffers()?;
+                    let bytes: &[u8] = bytemuck::cast_slice(&buffers.output);
+                    let len = len.min(bytes.len());
+                    // SAFETY: as this function's contract.
+                    let dest = unsafe { ptr::slice_mut(out as *mut u8, len, "recvbuf") }?;
+                    dest.copy_from_slice(&bytes[..len]);
+                });
+                Ok(Completion::Empty)
+            }
+        }
     }
+}
+
+/// Writes a completed request's status; a receive's error as a failure.
+///
+/// # Safety
+/// `status` is null or valid for a status.
+unsafe fn fill(status: *mut Status, completion: Completion) -> Result<(), Fail> {
+    match completion {
+        // SAFETY: as this function's contract.
+        Completion::Empty => unsafe { empty_status(status) },
+        // SAFETY: as this function's contract.
+        Completion::Received(r) => return unsafe { p2p::received(status, r) },
+    }
+    Ok(())
 }
 
 /// A new request of `pending`.
@@ -195,11 +253,11 @@ unsafe fn wait_one(request: *mut Handle, status: *mut Status) -> (Handle, Result
     };
     let comm = pending.comm;
     // SAFETY: as this function's contract.
-    let result = unsafe { pending.complete() }.and_then(|()| {
+    let result = unsafe { pending.complete() }.and_then(|done| {
         // SAFETY: as this function's contract.
-        unsafe { empty_status(status) };
+        unsafe { ptr::write(request, NULL, "request") }?;
         // SAFETY: as this function's contract.
-        unsafe { ptr::write(request, NULL, "request") }
+        unsafe { fill(status, done) }
     });
     (comm, result)
 }
@@ -234,11 +292,11 @@ unsafe fn test_one(request: *mut Handle, status: *mut Status) -> (Handle, Result
         }
         Ok(true) => {
             // SAFETY: as this function's contract.
-            let result = unsafe { pending.complete() }.and_then(|()| {
+            let result = unsafe { pending.complete() }.and_then(|done| {
                 // SAFETY: as this function's contract.
-                unsafe { empty_status(status) };
+                unsafe { ptr::write(request, NULL, "request") }?;
                 // SAFETY: as this function's contract.
-                unsafe { ptr::write(request, NULL, "request") }
+                unsafe { fill(status, done) }
             });
             (comm, result.map(|()| true))
         }
@@ -405,6 +463,94 @@ mpi! {
             unsafe { ptr::write(flag, c_int::from(all_null), "flag") }
         });
         finish("MPI_Testany", comm, result)
+    }
+}
+
+/// Tests every request once (`wait`: until one completes); how many
+/// completed, their indices written to `indices` (`MPI_UNDEFINED` when
+/// every request is null).
+///
+/// # Safety
+/// `requests` and `indices` valid for `count`; `statuses` null or valid
+/// for `count`.
+unsafe fn some(
+    count: c_int,
+    requests: *mut Handle,
+    indices: *mut c_int,
+    statuses: *mut Status,
+    wait: bool,
+) -> (Handle, Result<c_int, Fail>) {
+    let n = usize::try_from(count).unwrap_or(0);
+    let mut backoff = runtime::with(|r| Ok(r.world.endpoint().backoff())).ok();
+    loop {
+        let (mut live, mut done) = (false, 0usize);
+        for i in 0..n {
+            let at = requests.wrapping_add(i);
+            // SAFETY: as this function's contract.
+            if unsafe { ptr::read(at, "request") }.is_ok_and(|h| h == NULL) {
+                continue;
+            }
+            live = true;
+            // SAFETY: as this function's contract.
+            match unsafe { test_one(at, slot(statuses, done)) } {
+                (_, Ok(true)) => {
+                    // SAFETY: as this function's contract.
+                    if let Err(e) =
+                        unsafe { ptr::write(indices.wrapping_add(done), i as c_int, "indices") }
+                    {
+                        return (abi::comm::WORLD, Err(e));
+                    }
+                    done += 1;
+                }
+                (_, Ok(false)) => {}
+                (comm, Err(e)) => return (comm, Err(e)),
+            }
+        }
+        if !live {
+            return (abi::comm::WORLD, Ok(abi::UNDEFINED));
+        }
+        if done > 0 || !wait {
+            return (abi::comm::WORLD, Ok(done as c_int));
+        }
+        match backoff.as_mut() {
+            Some(b) => drop(b.pause()),
+            None => std::thread::yield_now(),
+        }
+    }
+}
+
+mpi! {
+    /// Waits until at least one request completes; how many did, and
+    /// which.
+    fn MPI_Waitsome / PMPI_Waitsome(
+        incount: c_int,
+        requests: *mut Handle,
+        outcount: *mut c_int,
+        indices: *mut c_int,
+        statuses: *mut Status,
+    ) -> c_int {
+        // SAFETY: as the call's contract.
+        let (comm, result) = unsafe { some(incount, requests, indices, statuses, true) };
+        // SAFETY: as the call's contract.
+        let result = result.and_then(|k| unsafe { ptr::write(outcount, k, "outcount") });
+        finish("MPI_Waitsome", comm, result)
+    }
+}
+
+mpi! {
+    /// Which requests have completed, now.
+    fn MPI_Testsome / PMPI_Testsome(
+        incount: c_int,
+        requests: *mut Handle,
+        outcount: *mut c_int,
+        indices: *mut c_int,
+        statuses: *mut Status,
+    ) -> c_int {
+        // SAFETY: as the call's contract.
+        let (comm, result) = unsafe { some(incount, requests, indices, statuses, false) };
+        // SAFETY: as the call's contract.
+        let result = result.and_then(|k| unsafe { ptr::write(outcount, k, "outcount") });
+        finish("MPI_Testsome", comm, result)
     }
 }
 

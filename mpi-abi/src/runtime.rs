@@ -112,6 +112,7 @@ pub(crate) fn init() -> Result<(), Fail> {
     }
     let world = World::init()?;
     let rma = Rma::new(world.endpoint())?;
+    crate::p2p::start(world.endpoint());
     let (me, n) = (world.rank(), world.size());
     let mut comms = Table::default();
     let fatal = abi::errhandler::ARE_FATAL;
@@ -164,6 +165,7 @@ pub(crate) fn finalize() -> Result<(), Fail> {
         ..
     } = runtime;
     drop(requests);
+    crate::p2p::stop();
     // Windows the program did not free end here, before the world.
     drop(windows);
     let world_comm = comms.get(abi::comm::WORLD).cloned();

@@ -1,11 +1,14 @@
 /* MPI_THREAD_MULTIPLE: two threads do RMA, each on a window of its own,
- * while a third runs collectives on a communicator of its own; every
- * result is checked. Prints "No Errors" at rank 0. */
+ * while a third does point-to-point (small and large messages around
+ * the ring) and collectives on a communicator of its own; every result
+ * is checked. Prints "No Errors" at rank 0. */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define ROUNDS 200
+#define LARGE 40000
 #define N 8
 
 static int me = 0, n = 0;
@@ -48,12 +51,32 @@ struct coll_job {
 static void *coll_thread(void *arg)
 {
     struct coll_job *job = arg;
+    int right = (me + 1) % n, left = (me + n - 1) % n;
+    int *big = malloc(sizeof(int) * LARGE), *got = malloc(sizeof(int) * LARGE);
     for (int r = 0; r < ROUNDS; r++) {
+        /* Point-to-point: a small message every round, a large one
+         * every tenth, around the ring. */
+        int len = r % 10 == 0 ? LARGE : 4;
+        for (int i = 0; i < len; i++) {
+            big[i] = 7 * me + 3 * r + i;
+            got[i] = -1;
+        }
+        MPI_Request reqs[2];
+        MPI_Irecv(got, len, MPI_INT, left, r, job->comm, &reqs[0]);
+        MPI_Isend(big, len, MPI_INT, right, r, job->comm, &reqs[1]);
+        MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+        for (int i = 0; i < len; i++)
+            if (got[i] != 7 * left + 3 * r + i) {
+                errors[2]++;
+                break;
+            }
         int in[2] = {me + r, 1}, out[2] = {0, 0};
         MPI_Allreduce(in, out, 2, MPI_INT, MPI_SUM, job->comm);
         if (out[0] != n * (n - 1) / 2 + n * r || out[1] != n)
             errors[2]++;
     }
+    free(big);
+    free(got);
     return NULL;
 }
 

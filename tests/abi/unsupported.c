@@ -1,5 +1,5 @@
-/* A function onesided does not implement (MPI_Send, until point-to-point
- * lands): with MPI_ERRORS_RETURN on MPI_COMM_WORLD ("return") the call
+/* A function onesided does not implement (MPI_Bsend, buffered mode):
+ * with MPI_ERRORS_RETURN on MPI_COMM_WORLD ("return") the call
  * returns MPI_ERR_UNSUPPORTED_OPERATION, twice, and the library says so
  * once; with the default handler ("fatal") the job ends. */
 #include <mpi.h>
@@ -13,7 +13,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "return") == 0)
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     for (int i = 0; i < 2; i++) {
-        int code = MPI_Send(&x, 1, MPI_INT, 0, 0, MPI_COMM_SELF);
+        int code = MPI_Bsend(&x, 1, MPI_INT, 0, 0, MPI_COMM_SELF);
         MPI_Error_class(code, &class);
         printf("class %d\n", class);
     }

@@ -1,0 +1,587 @@
+//! Point-to-point: `MPI_Send` and its forms, receives, probes and
+//! `MPI_Get_count`, on one engine per process ([`engine`]) whose
+//! matching is pure ([`matching`]). A datatype is its size here; a
+//! message is `count` times it, in bytes.
+
+mod engine;
+pub(crate) mod matching;
+
+use std::ffi::{c_int, c_void};
+use std::sync::{Mutex, MutexGuard};
+
+use onesided::fabric::Endpoint;
+
+pub(crate) use engine::Received;
+use engine::{Engine, Route};
+use matching::Pattern;
+
+use crate::abi::{self, err, Handle, Status};
+use crate::datatype;
+use crate::errors::{finish, Fail};
+use crate::request::{self, Pending};
+use crate::runtime::{self, CommEntry};
+use crate::{mpi, ptr};
+
+static ENGINE: Mutex<Option<Engine>> = Mutex::new(None);
+
+fn engine() -> MutexGuard<'static, Option<Engine>> {
+    ENGINE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Starts the engine over `ep` (`MPI_Init`).
+pub(crate) fn start(ep: &Endpoint) {
+    *engine() = Some(Engine::new(ep));
+}
+
+/// Ends the engine (`MPI_Finalize`): what is still posted is cancelled,
+/// what no receive took is dropped.
+pub(crate) fn stop() {
+    drop(engine().take());
+}
+
+/// Runs `f` on the engine.
+///
+/// # Errors
+/// `MPI_ERR_OTHER` when MPI is not running; `f`'s.
+pub(crate) fn with<R>(f: impl FnOnce(&mut Engine) -> Result<R, Fail>) -> Result<R, Fail> {
+    match engine().as_mut() {
+        Some(e) => f(e),
+        None => Err(Fail::new(err::OTHER, "MPI is not running")),
+    }
+}
+
+/// Makes progress until `ready` has an answer, backing off between
+/// tries; requests waiting for a peer that ended fail.
+///
+/// # Errors
+/// The progress's, `ready`'s.
+pub(crate) fn wait<R>(
+    mut ready: impl FnMut(&mut Engine) -> Option<Result<R, Fail>>,
+) -> Result<R, Fail> {
+    let mut backoff = None;
+    loop {
+        let answer = with(|e| {
+            e.progress()?;
+            if let Some(r) = ready(e) {
+                return Ok(Some(r));
+            }
+            e.fail_dead();
+            if backoff.is_none() {
+                backoff = Some(e.endpoint().backoff());
+            }
+            Ok(ready(e))
+        })?;
+        if let Some(r) = answer {
+            return r;
+        }
+        if let Some(b) = backoff.as_mut() {
+            b.pause();
+        }
+    }
+}
+
+/// Forgets what matching kept for communicator `c` (freed).
+pub(crate) fn forget(c: &CommEntry) {
+    let _ = with(|e| {
+        e.forget(c.objects.key());
+        Ok(())
+    });
+}
+
+/// A peer of `c`: `None` for `MPI_PROC_NULL`.
+fn peer(c: &CommEntry, rank: c_int) -> Result<Option<u32>, Fail> {
+    if rank == abi::PROC_NULL {
+        return Ok(None);
+    }
+    (u32::try_from(rank).ok())
+        .filter(|&r| r < c.size())
+        .map(Some)
+        .ok_or_else(|| Fail::new(err::RANK, format!("rank {rank} of {} ranks", c.size())))
+}
+
+/// A send's tag: 0 to `MPI_TAG_UB`.
+fn send_tag(tag: c_int) -> Result<i32, Fail> {
+    match tag >= 0 {
+        true => Ok(tag),
+        false => Err(Fail::new(err::TAG, format!("tag {tag}"))),
+    }
+}
+
+/// A receive's pattern on `c`; `None` for `MPI_PROC_NULL`.
+fn pattern(c: &CommEntry, source: c_int, tag: c_int) -> Result<Option<Pattern>, Fail> {
+    let tag = match tag {
+        abi::ANY_TAG => None,
+        t => Some(send_tag(t)?),
+    };
+    Ok(match source {
+        abi::ANY_SOURCE => Some(Pattern { source: None, tag }),
+        s => peer(c, s)?.map(|s| Pattern {
+            source: Some(s),
+            tag,
+        }),
+    })
+}
+
+/// A buffer of `count` elements of `datatype` at `buf`, checked.
+fn buffer(buf: *const c_void, count: c_int, datatype: Handle) -> Result<(*const u8, usize), Fail> {
+    let len = datatype::bytes(count, datatype)?;
+    if buf.is_null() && len > 0 {
+        return Err(Fail::new(err::BUFFER, "buf is NULL"));
+    }
+    Ok((buf.cast(), len))
+}
+
+/// What a send is.
+#[derive(Debug, Clone, Copy)]
+struct Message {
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+    dest: c_int,
+    tag: c_int,
+}
+
+/// Starts a send on `c`: `None` when it completed (or went to
+/// `MPI_PROC_NULL`), else the engine's send request.
+///
+/// # Safety
+/// The buffer stays valid until the request completes.
+unsafe fn send_start(c: &CommEntry, m: Message, sync: bool) -> Result<Option<u64>, Fail> {
+    let data = buffer(m.buf, m.count, m.datatype)?;
+    let tag = send_tag(m.tag)?;
+    let Some(dest) = peer(c, m.dest)? else {
+        return Ok(None);
+    };
+    let route = Route {
+        ctx: c.objects.key(),
+        to: c.group.job_rank(dest)?,
+        source: c.rank,
+        tag,
+    };
+    // SAFETY: as this function's contract.
+    with(|e| unsafe { e.send(route, data, sync) })
+}
+
+/// A blocking send.
+///
+/// # Safety
+/// The buffer is valid for the message.
+unsafe fn send_blocking(comm: Handle, m: Message, sync: bool) -> Result<(), Fail> {
+    let c = runtime::comm(comm)?;
+    // SAFETY: the call blocks until the request completes.
+    match unsafe { send_start(&c, m, sync) }? {
+        Some(id) => wait(|e| e.send_done(id)),
+        None => Ok(()),
+    }
+}
+
+/// A nonblocking send; its request.
+///
+/// # Safety
+/// The buffer stays valid until the request completes (MPI's rule).
+unsafe fn send_request(comm: Handle, m: Message, sync: bool) -> Result<Handle, Fail> {
+    let c = runtime::comm(comm)?;
+    // SAFETY: as this function's contract.
+    let id = unsafe { send_start(&c, m, sync) }?;
+    request::start(Pending::send(id, comm))
+}
+
+/// What a receive is.
+#[derive(Debug, Clone, Copy)]
+struct Receive {
+    buf: *mut c_void,
+    count: c_int,
+    datatype: Handle,
+    source: c_int,
+    tag: c_int,
+}
+
+/// Posts a receive on `c`: `None` for `MPI_PROC_NULL`.
+///
+/// # Safety
+/// The buffer stays valid, and untouched, until the request completes.
+unsafe fn recv_start(c: &CommEntry, r: Receive) -> Result<Option<u64>, Fail> {
+    let (buf, cap) = buffer(r.buf, r.count, r.datatype)?;
+    let Some(pattern) = pattern(c, r.source, r.tag)? else {
+        return Ok(None);
+    };
+    let members = c.group.members();
+    // SAFETY: as this function's contract.
+    with(|e| unsafe { e.recv(c.objects.key(), pattern, (buf.cast_mut(), cap), members) }).map(Some)
+}
+
+/// Writes a receive's status; its error (`MPI_ERR_TRUNCATE`) as a
+/// failure.
+///
+/// # Safety
+/// `status` is null or valid for a status.
+pub(crate) unsafe fn received(status: *mut Status, r: Option<Received>) -> Result<(), Fail> {
+    let (source, tag, class, len) = match r {
+        Some(r) => (r.envelope.source as c_int, r.envelope.tag, r.class, r.len),
+        None => (abi::PROC_NULL, abi::ANY_TAG, err::SUCCESS, 0),
+    };
+    if !status.is_null() {
+        let len = len as u64;
+        let s = Status {
+            source,
+            tag,
+            error: class,
+            internal: [len as u32 as c_int, (len >> 32) as c_int, 0, 0, 0],
+        };
+        // SAFETY: not null; valid by the contract.
+        unsafe { status.write(s) };
+    }
+    match class {
+        err::SUCCESS => Ok(()),
+        class => Err(Fail::new(
+            class,
+            format!("a message of more than {len} bytes"),
+        )),
+    }
+}
+
+/// A blocking receive.
+///
+/// # Safety
+/// The buffer is valid for the message; `status` null or valid.
+unsafe fn recv_blocking(comm: Handle, r: Receive, status: *mut Status) -> Result<(), Fail> {
+    let c = runtime::comm(comm)?;
+    // SAFETY: the call blocks until the request completes.
+    let got = match unsafe { recv_start(&c, r) }? {
+        Some(id) => Some(wait(|e| e.recv_done(id))?),
+        None => None,
+    };
+    // SAFETY: as this function's contract.
+    unsafe { received(status, got) }
+}
+
+mpi! {
+    /// Sends a message (eagerly up to the engine's limit, else once the
+    /// receive is posted).
+    fn MPI_Send / PMPI_Send(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+    ) -> c_int {
+        let m = Message { buf, count, datatype, dest, tag };
+        // SAFETY: as the call's contract.
+        let result = unsafe { send_blocking(comm, m, false) };
+        finish("MPI_Send", comm, result)
+    }
+}
+
+mpi! {
+    /// Sends a message in ready mode: as `MPI_Send` (a correct program's
+    /// receive is posted already).
+    fn MPI_Rsend / PMPI_Rsend(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+    ) -> c_int {
+        let m = Message { buf, count, datatype, dest, tag };
+        // SAFETY: as the call's contract.
+        let result = unsafe { send_blocking(comm, m, false) };
+        finish("MPI_Rsend", comm, result)
+    }
+}
+
+mpi! {
+    /// Sends a message and returns once a receive has matched it.
+    fn MPI_Ssend / PMPI_Ssend(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+    ) -> c_int {
+        let m = Message { buf, count, datatype, dest, tag };
+        // SAFETY: as the call's contract.
+        let result = unsafe { send_blocking(comm, m, true) };
+        finish("MPI_Ssend", comm, result)
+    }
+}
+
+/// A nonblocking send's call: its request written to `request`.
+///
+/// # Safety
+/// As [`send_request`]; `request` valid for a handle.
+unsafe fn isend(call: &str, m: Message, comm: Handle, request: *mut Handle, sync: bool) -> c_int {
+    // SAFETY: as this function's contract.
+    let result = unsafe { send_request(comm, m, sync) }
+        // SAFETY: as this function's contract.
+        .and_then(|h| unsafe { ptr::write(request, h, "request") });
+    finish(call, comm, result)
+}
+
+mpi! {
+    /// Starts a send.
+    fn MPI_Isend / PMPI_Isend(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let m = Message { buf, count, datatype, dest, tag };
+        // SAFETY: as the call's contract.
+        unsafe { isend("MPI_Isend", m, comm, request, false) }
+    }
+}
+
+mpi! {
+    /// Starts a send in ready mode (as `MPI_Isend`).
+    fn MPI_Irsend / PMPI_Irsend(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let m = Message { buf, count, datatype, dest, tag };
+        // SAFETY: as the call's contract.
+        unsafe { isend("MPI_Irsend", m, comm, request, false) }
+    }
+}
+
+mpi! {
+    /// Starts a synchronous send: it completes once a receive matched it.
+    fn MPI_Issend / PMPI_Issend(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let m = Message { buf, count, datatype, dest, tag };
+        // SAFETY: as the call's contract.
+        unsafe { isend("MPI_Issend", m, comm, request, true) }
+    }
+}
+
+mpi! {
+    /// Receives a message.
+    fn MPI_Recv / PMPI_Recv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        source: c_int,
+        tag: c_int,
+        comm: Handle,
+        status: *mut Status,
+    ) -> c_int {
+        let r = Receive { buf, count, datatype, source, tag };
+        // SAFETY: as the call's contract.
+        let result = unsafe { recv_blocking(comm, r, status) };
+        finish("MPI_Recv", comm, result)
+    }
+}
+
+mpi! {
+    /// Posts a receive.
+    fn MPI_Irecv / PMPI_Irecv(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        source: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let r = Receive { buf, count, datatype, source, tag };
+        let result = runtime::comm(comm).and_then(|c| {
+            // SAFETY: the program keeps the buffer until the request
+            // completes (the call's contract).
+            let id = unsafe { recv_start(&c, r) }?;
+            let h = request::start(Pending::receive(id, comm))?;
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(request, h, "request") }
+        });
+        finish("MPI_Irecv", comm, result)
+    }
+}
+
+/// Sends `m` and receives `r` on `comm`, the receive posted first.
+///
+/// # Safety
+/// Both buffers valid for their messages; `status` null or valid.
+unsafe fn sendrecv(comm: Handle, m: Message, r: Receive, status: *mut Status) -> Result<(), Fail> {
+    let c = runtime::comm(comm)?;
+    // SAFETY: the call waits for the receive below.
+    let receive = unsafe { recv_start(&c, r) }?;
+    // SAFETY: the call waits for the send below.
+    let send = unsafe { send_start(&c, m, false) }?;
+    if let Some(id) = send {
+        wait(|e| e.send_done(id))?;
+    }
+    let got = match receive {
+        Some(id) => Some(wait(|e| e.recv_done(id))?),
+        None => None,
+    };
+    // SAFETY: as this function's contract.
+    unsafe { received(status, got) }
+}
+
+mpi! {
+    /// Sends a message and receives one.
+    fn MPI_Sendrecv / PMPI_Sendrecv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: Handle,
+        dest: c_int,
+        sendtag: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: Handle,
+        source: c_int,
+        recvtag: c_int,
+        comm: Handle,
+        status: *mut Status,
+    ) -> c_int {
+        let m = Message { buf: sendbuf, count: sendcount, datatype: sendtype, dest, tag: sendtag };
+        let r = Receive { buf: recvbuf, count: recvcount, datatype: recvtype, source, tag: recvtag };
+        // SAFETY: as the call's contract.
+        let result = unsafe { sendrecv(comm, m, r, status) };
+        finish("MPI_Sendrecv", comm, result)
+    }
+}
+
+mpi! {
+    /// Sends a buffer and receives into it (the send goes from a copy).
+    fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        sendtag: c_int,
+        source: c_int,
+        recvtag: c_int,
+        comm: Handle,
+        status: *mut Status,
+    ) -> c_int {
+        let result = buffer(buf, count, datatype).and_then(|(p, len)| {
+            // SAFETY: count elements of datatype at buf (the call's contract).
+            let copy = unsafe { ptr::slice(p, len, "buf") }?.to_vec();
+            let m = Message { buf: copy.as_ptr().cast(), count, datatype, dest, tag: sendtag };
+            let r = Receive { buf, count, datatype, source, tag: recvtag };
+            // SAFETY: the copy lives until the call returns; buf as the
+            // call's contract.
+            unsafe { sendrecv(comm, m, r, status) }
+        });
+        finish("MPI_Sendrecv_replace", comm, result)
+    }
+}
+
+/// Probes `comm` once for a message from `source` with `tag`; its status.
+fn probe_once(c: &CommEntry, source: c_int, tag: c_int) -> Result<Option<Received>, Fail> {
+    let Some(pattern) = pattern(c, source, tag)? else {
+        return Ok(None);
+    };
+    let found = with(|e| e.probe(c.objects.key(), pattern, c.group.members()))?;
+    Ok(found.map(|(envelope, len)| Received {
+        envelope,
+        len,
+        class: err::SUCCESS,
+    }))
+}
+
+mpi! {
+    /// Waits until a message matching `source` and `tag` can be
+    /// received; its status (the message stays).
+    fn MPI_Probe / PMPI_Probe(source: c_int, tag: c_int, comm: Handle, status: *mut Status) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let found = match pattern(&c, source, tag)? {
+                Some(p) => {
+                    let (ctx, members) = (c.objects.key(), c.group.members());
+                    let found = wait(|e| e.probe(ctx, p, members).transpose())?;
+                    Some(Received { envelope: found.0, len: found.1, class: err::SUCCESS })
+                }
+                None => None,
+            };
+            // SAFETY: as the call's contract.
+            unsafe { received(status, found) }
+        });
+        finish("MPI_Probe", comm, result)
+    }
+}
+
+mpi! {
+    /// Whether a message matching `source` and `tag` can be received,
+    /// and its status.
+    fn MPI_Iprobe / PMPI_Iprobe(
+        source: c_int,
+        tag: c_int,
+        comm: Handle,
+        flag: *mut c_int,
+        status: *mut Status,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let null = source == abi::PROC_NULL;
+            let found = probe_once(&c, source, tag)?;
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(flag, c_int::from(null || found.is_some()), "flag") }?;
+            match (null, found) {
+                // SAFETY: as the call's contract.
+                (true, _) => unsafe { received(status, None) },
+                // SAFETY: as the call's contract.
+                (false, Some(r)) => unsafe { received(status, Some(r)) },
+                (false, None) => Ok(()),
+            }
+        });
+        finish("MPI_Iprobe", comm, result)
+    }
+}
+
+/// The elements of `datatype` a status's bytes hold (`MPI_UNDEFINED`
+/// when they are not whole elements).
+///
+/// # Safety
+/// `status` is null or valid for a status.
+unsafe fn count_of(status: *const Status, datatype: Handle) -> Result<c_int, Fail> {
+    // SAFETY: as this function's contract.
+    let s = unsafe { ptr::read(status, "status") }?;
+    let (size, _) = datatype::of(datatype)?;
+    let bytes = u64::from(s.internal[0] as u32) | (u64::from(s.internal[1] as u32) << 32);
+    Ok(match size {
+        0 => 0,
+        size if bytes % size as u64 == 0 => {
+            c_int::try_from(bytes / size as u64).unwrap_or(abi::UNDEFINED)
+        }
+        _ => abi::UNDEFINED,
+    })
+}
+
+mpi! {
+    /// The number of elements of `datatype` a receive got.
+    fn MPI_Get_count / PMPI_Get_count(status: *const Status, datatype: Handle, count: *mut c_int) -> c_int {
+        // SAFETY: as the call's contract.
+        let result = unsafe { count_of(status, datatype) }
+            // SAFETY: as the call's contract.
+            .and_then(|n| unsafe { ptr::write(count, n, "count") });
+        finish("MPI_Get_count", abi::comm::WORLD, result)
+    }
+}
+
+mpi! {
+    /// The number of basic elements a receive got (of a predefined
+    /// datatype: as `MPI_Get_count`).
+    fn MPI_Get_elements / PMPI_Get_elements(status: *const Status, datatype: Handle, count: *mut c_int) -> c_int {
+        // SAFETY: as the call's contract.
+        let result = unsafe { count_of(status, datatype) }
+            // SAFETY: as the call's contract.
+            .and_then(|n| unsafe { ptr::write(count, n, "count") });
+        finish("MPI_Get_elements", abi::comm::WORLD, result)
+    }
+}
