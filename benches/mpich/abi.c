@@ -1,8 +1,9 @@
 /* The abi suite of onesided-bench: one MPI program of the standard ABI,
  * built once with mpicc_abi, run on MPICH's libmpi_abi.so.1 and on
  * onesided's (osrun --mpi): RMA latency under lock and lock_all + flush
- * and fence, window allocate + free, collectives small and large. Rank 0
- * reaches rank 1 (itself alone). Usage: abi abi [SCALE]. */
+ * and fence, window allocate + free, collectives small and large,
+ * send/recv latency and bandwidth. Rank 0 reaches rank 1 (itself alone).
+ * Usage: abi abi [SCALE]. */
 #include "common.h"
 
 #include <string.h>
@@ -120,6 +121,51 @@ static void allocate_free(const Bench *b) {
     free(t);
 }
 
+/* Send/recv between ranks 0 and 1 (rank 0 alone: to itself, which
+ * needs nonblocking sends). "latency": half a ping-pong of `bytes`;
+ * "bandwidth": a window of WINDOW sends of `bytes` and a one-byte
+ * answer, per message. Rank 1 checks the first and last byte it got. */
+#define WINDOW 16
+
+static void sendrecv(const Bench *b, int bandwidth, long bytes, int base_reps) {
+    int reps = reps_of(b, base_reps), warm = warmup(reps), peer = b->target;
+    double *t = malloc(sizeof(double) * reps);
+    char *msg = malloc(bytes > 0 ? bytes : 1), *got = malloc((bytes > 0 ? bytes : 1) * WINDOW);
+    memset(msg, 3, bytes > 0 ? bytes : 1);
+    MPI_Request reqs[2 * WINDOW];
+    char ack = 0;
+    int sends = bandwidth ? WINDOW : 1;
+    for (int i = 0; i < warm + reps && b->rank < 2; i++) {
+        double start = MPI_Wtime();
+        if (b->rank == 0) {
+            for (int k = 0; k < sends; k++)
+                MPI_Isend(msg, (int)bytes, MPI_BYTE, peer, k, MPI_COMM_WORLD, &reqs[k]);
+            if (peer == 0)
+                for (int k = 0; k < sends; k++)
+                    MPI_Irecv(got + k * bytes, (int)bytes, MPI_BYTE, 0, k, MPI_COMM_WORLD, &reqs[sends + k]);
+            MPI_Waitall(peer == 0 ? 2 * sends : sends, reqs, MPI_STATUSES_IGNORE);
+            if (peer == 1 && bandwidth)
+                MPI_Recv(&ack, 1, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            else if (peer == 1)
+                MPI_Recv(got, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            for (int k = 0; k < sends; k++)
+                MPI_Irecv(got + k * bytes, (int)bytes, MPI_BYTE, 0, k, MPI_COMM_WORLD, &reqs[k]);
+            MPI_Waitall(sends, reqs, MPI_STATUSES_IGNORE);
+            check(b, bytes == 0 || (got[0] == 3 && got[sends * bytes - 1] == 3), "send/recv data");
+            if (bandwidth)
+                MPI_Send(&ack, 1, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+            else
+                MPI_Send(msg, (int)bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+        }
+        if (i >= warm) t[i - warm] = (MPI_Wtime() - start) / (bandwidth ? WINDOW : 2);
+    }
+    report(b->rank, "abi", bandwidth ? "send_bandwidth" : "sendrecv_latency", bytes, t, reps);
+    free(t);
+    free(msg);
+    free(got);
+}
+
 /* Collectives: every rank times each call after a barrier. */
 enum { BARRIER, BCAST, ALLREDUCE, ALLTOALL };
 
@@ -193,6 +239,10 @@ int main(int argc, char **argv) {
     collective(&b, ALLREDUCE, "allreduce", 1 << 20, 200);
     collective(&b, ALLTOALL, "alltoall", 8, 10000);
     collective(&b, ALLTOALL, "alltoall", LARGE, 1000);
+    sendrecv(&b, 0, 8, 10000);
+    sendrecv(&b, 0, LARGE, 1000);
+    sendrecv(&b, 1, LARGE, 500);
+    sendrecv(&b, 1, 1 << 20, 50);
     MPI_Win_free(&b.win);
     free(b.buf);
     MPI_Finalize();

@@ -90,11 +90,15 @@ fn c_programs_pass_on_mpich_and_on_onesided() {
         let out = run(command, Duration::from_secs(90));
         assert_no_errors(&format!("{program} under Hydra"), &out);
     }
-    // The verbs-style registration path.
-    let out = (Osrun::new(2, "tcp", "abi/rma").mpi().host_per_rank(true))
-        .env("ONESIDED_MR_MODE", "verbs")
-        .run();
-    assert_no_errors("rma with verbs registration", &out);
+    // The verbs-style registration path (point-to-point registers the
+    // program's buffers for each large message).
+    for program in ["rma", "p2p"] {
+        let path = format!("abi/{program}");
+        let out = (Osrun::new(2, "tcp", &path).mpi().host_per_rank(true))
+            .env("ONESIDED_MR_MODE", "verbs")
+            .run();
+        assert_no_errors(&format!("{program} with verbs registration"), &out);
+    }
 }
 
 #[test]

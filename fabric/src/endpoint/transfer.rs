@@ -65,6 +65,84 @@ impl Endpoint {
         )
     }
 
+    /// As [`Endpoint::send_start`], straight from the caller's `len` bytes
+    /// at `ptr` (no copy); the transfer completes when the provider is
+    /// done with them.
+    ///
+    /// # Errors
+    /// As [`Endpoint::send`] (checked before anything is posted).
+    ///
+    /// # Safety
+    /// The bytes stay valid, and unwritten, until the transfer completes
+    /// or is dropped (dropping an incomplete one waits, up to the
+    /// endpoint's timeout, for the provider to let them go).
+    pub unsafe fn send_start_borrowed(
+        &self,
+        to: u32,
+        tag: u64,
+        (ptr, len): (*const u8, usize),
+    ) -> Result<Transfer> {
+        check_tag(tag)?;
+        let me = u64::from(self.inner.rank);
+        let wire = SourceMatch::wire_tag(tag, self.inner.rank);
+        let buffer = RawBuffer::borrowed(ptr.cast_mut(), len);
+        let ptr = buffer.ptr();
+        self.start_always(Operation::Send, to, buffer, len, |core, addr, ctx, desc| {
+            // SAFETY: the caller keeps the bytes until the completion (or
+            // until a dropped transfer has settled); desc is their
+            // descriptor or null.
+            unsafe {
+                sys::fi_tsenddata(core.handles.ep, ptr.cast(), len, desc, me, addr, wire, ctx)
+            }
+        })
+    }
+
+    /// As [`Endpoint::recv_start`], straight into the caller's `len` bytes
+    /// at `ptr` (no copy; [`Transfer::data`] is empty, the length received
+    /// is [`Transfer::len`]).
+    ///
+    /// # Errors
+    /// As [`Endpoint::recv`] (checked before anything is posted).
+    ///
+    /// # Safety
+    /// The bytes stay valid, and nothing else reaches them, until the
+    /// transfer completes or is dropped (dropping an incomplete one
+    /// cancels it and waits, up to the endpoint's timeout, for the
+    /// cancellation).
+    pub unsafe fn recv_start_borrowed(
+        &self,
+        from: u32,
+        tag: u64,
+        (ptr, len): (*mut u8, usize),
+    ) -> Result<Transfer> {
+        check_tag(tag)?;
+        let (wire, ignore) = SourceMatch::receive(tag, Some(from));
+        let buffer = RawBuffer::borrowed(ptr, len);
+        let ptr = buffer.ptr();
+        self.start_always(
+            Operation::Recv,
+            from,
+            buffer,
+            len,
+            |core, _addr, ctx, desc| {
+                // SAFETY: the caller keeps the bytes until the completion
+                // (or until a dropped transfer has settled).
+                unsafe {
+                    sys::fi_trecv(
+                        core.handles.ep,
+                        ptr.cast(),
+                        len,
+                        desc,
+                        sys::FI_ADDR_UNSPEC,
+                        wire,
+                        ignore,
+                        ctx,
+                    )
+                }
+            },
+        )
+    }
+
     /// [`Endpoint::start`] that posts even an empty transfer (messages of
     /// zero bytes still travel).
     pub(super) fn start_always(
@@ -78,7 +156,9 @@ impl Endpoint {
         let posted = match self.post(op, rank, (buffer.ptr(), len), true, post) {
             Ok(posted) => posted,
             Err(e) => {
-                self.inner.shared.give_buffer(buffer.into_box());
+                if let Some(owned) = buffer.into_box() {
+                    self.inner.shared.give_buffer(owned);
+                }
                 return Err(e);
             }
         };
@@ -273,15 +353,28 @@ impl Transfer {
     /// [`Endpoint::write_start_from`] comes back so, whole, for the next.
     pub fn take_buffer(&mut self) -> Option<Box<[u8]>> {
         match self.done {
-            true => self.buffer.take().map(RawBuffer::into_box),
+            true => self.buffer.take().and_then(RawBuffer::into_box),
             false => None,
         }
     }
 
+    /// Bytes the transfer moved, once complete (for a receive: as
+    /// received).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it moved no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The transfer's bytes once it has completed: what a read or a receive
-    /// brought (empty before completion).
+    /// brought into a buffer of the endpoint's (empty before completion,
+    /// and for the caller's memory).
     pub fn data(&self) -> &[u8] {
         match (&self.buffer, self.done) {
+            (Some(buffer), true) if !buffer.owned => &[],
             // SAFETY: the transfer has completed, so the provider no longer
             // writes the buffer; it holds at least `len` initialised bytes
             // and lives as long as self.
@@ -312,31 +405,84 @@ impl Drop for Transfer {
                     // the endpoint until the (cancellation) completion.
                     unsafe { sys::fi_cancel(core.handles.ep_fid(), self.token as *mut c_void) };
                 }
+                if !buffer.owned {
+                    // The caller's memory: the provider must be done with
+                    // it before this returns.
+                    drop(core);
+                    self.settle();
+                    return;
+                }
                 core.forget(self.token, OnTimeout::Release(Box::new(buffer)));
                 // A temporary registration stays open: the provider may hold
                 // it.
                 return;
             }
         }
-        self.ep.inner.shared.give_buffer(buffer.into_box());
+        if let Some(owned) = buffer.into_box() {
+            self.ep.inner.shared.give_buffer(owned);
+        }
+    }
+}
+
+impl Transfer {
+    /// Waits, up to the endpoint's timeout, for the completion (or
+    /// cancellation) of a dropped transfer over the caller's memory; past
+    /// it the operation is forgotten.
+    fn settle(&mut self) {
+        let mut backoff = self.ep.inner.shared.backoff();
+        let mut waited = std::time::Duration::ZERO;
+        loop {
+            let mut core = self.ep.inner.shared.lock();
+            core.poll();
+            if core.slots.take_done(self.token).is_some() {
+                if let Some(desc) = self.desc.take() {
+                    desc.close();
+                }
+                return;
+            }
+            if waited > self.ep.inner.shared.timeout {
+                core.forget(self.token, OnTimeout::Wait);
+                return;
+            }
+            drop(core);
+            waited = backoff.pause();
+        }
     }
 }
 
 /// A transfer buffer held as a raw allocation: the provider writes it
 /// through a pointer while the transfer is in flight, so no `Box` (which
-/// asserts unique access wherever it moves) holds it meanwhile.
-pub(super) struct RawBuffer(NonNull<[u8]>);
+/// asserts unique access wherever it moves) holds it meanwhile. Or the
+/// caller's memory, borrowed (not owned: never freed here).
+pub(super) struct RawBuffer {
+    bytes: NonNull<[u8]>,
+    owned: bool,
+}
 
-// SAFETY: it owns its allocation, as the Box<[u8]> it came from did.
+// SAFETY: it owns its allocation, as the Box<[u8]> it came from did, or
+// borrows memory whose owner promised it to the transfer (the contract of
+// the `_borrowed` starts).
 unsafe impl Send for RawBuffer {}
 
 impl RawBuffer {
     pub(super) fn new(buffer: Box<[u8]>) -> RawBuffer {
-        RawBuffer(NonNull::from(Box::leak(buffer)))
+        RawBuffer {
+            bytes: NonNull::from(Box::leak(buffer)),
+            owned: true,
+        }
+    }
+
+    /// `len` bytes of the caller's at `ptr` (null only when `len` is 0).
+    fn borrowed(ptr: *mut u8, len: usize) -> RawBuffer {
+        let ptr = NonNull::new(ptr).unwrap_or(NonNull::dangling());
+        RawBuffer {
+            bytes: NonNull::slice_from_raw_parts(ptr, len),
+            owned: false,
+        }
     }
 
     pub(super) fn ptr(&self) -> *mut u8 {
-        self.0.as_ptr().cast()
+        self.bytes.as_ptr().cast()
     }
 
     /// The first `len` bytes (at most the whole buffer).
@@ -346,22 +492,25 @@ impl RawBuffer {
     pub(super) unsafe fn slice(&self, len: usize) -> &[u8] {
         // SAFETY: the allocation holds self.0.len() initialised bytes; the
         // caller promises no concurrent writer.
-        unsafe { std::slice::from_raw_parts(self.ptr(), len.min(self.0.len())) }
+        unsafe { std::slice::from_raw_parts(self.ptr(), len.min(self.bytes.len())) }
     }
 
-    pub(super) fn into_box(self) -> Box<[u8]> {
-        let raw = self.0.as_ptr();
+    /// The allocation, when owned.
+    pub(super) fn into_box(self) -> Option<Box<[u8]>> {
+        let (raw, owned) = (self.bytes.as_ptr(), self.owned);
         std::mem::forget(self);
-        // SAFETY: raw came from Box::leak in RawBuffer::new and is owned
-        // here alone.
-        unsafe { Box::from_raw(raw) }
+        // SAFETY: an owned raw came from Box::leak in RawBuffer::new and is
+        // owned here alone.
+        owned.then(|| unsafe { Box::from_raw(raw) })
     }
 }
 
 impl Drop for RawBuffer {
     fn drop(&mut self) {
-        // SAFETY: as in into_box; dropped only once no operation uses it
-        // (completed, or the endpoint closed).
-        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+        if self.owned {
+            // SAFETY: as in into_box; dropped only once no operation uses
+            // it (completed, or the endpoint closed).
+            drop(unsafe { Box::from_raw(self.bytes.as_ptr()) });
+        }
     }
 }
