@@ -363,7 +363,7 @@ mpi! {
 ///
 /// # Safety
 /// `request` is null or valid for a handle.
-unsafe fn started(request: *mut Handle, pending: Pending) -> Result<(), Fail> {
+pub(crate) unsafe fn started(request: *mut Handle, pending: Pending) -> Result<(), Fail> {
     let handle = crate::request::start(pending)?;
     // SAFETY: as this function's contract.
     unsafe { ptr::write(request, handle, "request") }

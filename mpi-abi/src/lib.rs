@@ -54,6 +54,7 @@ mod p2p;
 mod ptr;
 mod request;
 mod runtime;
+mod scan;
 mod table;
 mod unsupported;
 mod vcoll;

@@ -14,6 +14,7 @@ use crate::abi::{self, err, Handle, Status};
 use crate::errors::{finish, Fail};
 use crate::op::{DoubleInt, FloatInt, LongInt, ShortInt, TwoDouble, TwoInt, TwoReal};
 use crate::p2p::{self, Received};
+use crate::vcoll::Layout;
 use crate::{mpi, ptr, runtime};
 
 /// `MPI_REQUEST_NULL`.
@@ -92,17 +93,25 @@ enum Work {
     /// Nothing: done when it started (request-based RMA, which onesided
     /// completes within the call; an eager send).
     Done,
-    /// A collective whose output's first `len` bytes go to `out` (the
-    /// program's buffer).
+    /// A collective whose output goes to `out` (the program's buffer) as
+    /// `place` says.
     Collective {
         run: Running,
         out: usize,
-        len: usize,
+        place: Place,
     },
     /// The engine's send.
     Send(u64),
     /// The engine's receive (`None`: from `MPI_PROC_NULL`).
     Receive(Option<u64>),
+}
+
+/// Where a collective's output goes in the program's buffer.
+enum Place {
+    /// Its first `len` bytes, from the start.
+    Bytes(usize),
+    /// Its blocks, each at its displacement.
+    Blocks(Layout),
 }
 
 /// How a completed request fills its status.
@@ -114,9 +123,18 @@ enum Completion {
 impl Pending {
     /// A run whose output's first `len` bytes go to `out` at completion.
     pub(crate) fn new(run: Running, (out, len): (*mut u8, usize), comm: Handle) -> Pending {
-        let out = out as usize;
+        let (out, place) = (out as usize, Place::Bytes(len));
         Pending {
-            work: Work::Collective { run, out, len },
+            work: Work::Collective { run, out, place },
+            comm,
+        }
+    }
+
+    /// A run whose output's blocks go to `out` as `layout` places them.
+    pub(crate) fn blocks(run: Running, out: *mut u8, layout: Layout, comm: Handle) -> Pending {
+        let (out, place) = (out as usize, Place::Blocks(layout));
+        Pending {
+            work: Work::Collective { run, out, place },
             comm,
         }
     }
@@ -159,8 +177,8 @@ impl Pending {
     /// Waits for the end and copies the result out.
     ///
     /// # Safety
-    /// The program's buffer is valid for `len` bytes (MPI: it stays so
-    /// until the request completes).
+    /// The program's buffer is valid for what the output fills (MPI: it
+    /// stays so until the request completes).
     unsafe fn complete(self) -> Result<Completion, Fail> {
         match self.work {
             Work::Done => Ok(Completion::Empty),
@@ -169,14 +187,24 @@ impl Pending {
             Work::Receive(Some(id)) => {
                 p2p::wait(|e| e.recv_done(id)).map(|r| Completion::Received(Some(r)))
             }
-            Work::Collective { run, out, len } => {
+            Work::Collective { run, out, place } => {
                 each!(run, r => {
                     let buffers = r.into_buffers()?;
                     let bytes: &[u8] = bytemuck::cast_slice(&buffers.output);
-                    let len = len.min(bytes.len());
-                    // SAFETY: as this function's contract.
-                    let dest = unsafe { ptr::slice_mut(out as *mut u8, len, "recvbuf") }?;
-                    dest.copy_from_slice(&bytes[..len]);
+                    match &place {
+                        Place::Bytes(len) => {
+                            let len = (*len).min(bytes.len());
+                            // SAFETY: as this function's contract.
+                            let dest = unsafe { ptr::slice_mut(out as *mut u8, len, "recvbuf") }?;
+                            dest.copy_from_slice(&bytes[..len]);
+                        }
+                        Place::Blocks(layout) => {
+                            // SAFETY: as this function's contract (the
+                            // buffer spans the blocks).
+                            let dest = unsafe { ptr::slice_mut(out as *mut u8, layout.span(), "recvbuf") }?;
+                            layout.unpack(bytes, dest);
+                        }
+                    }
                 });
                 Ok(Completion::Empty)
             }

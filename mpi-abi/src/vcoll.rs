@@ -1,5 +1,6 @@
 //! The `v` forms of the collectives (`Gatherv`, `Scatterv`,
-//! `Allgatherv`, `Alltoallv`) and `Reduce_scatter(_block)`. onesided's
+//! `Allgatherv`, `Alltoallv`, `Iallgatherv`, `Ialltoallv`) and
+//! `Reduce_scatter(_block)`. onesided's
 //! take blocks in rank order, one after the other: blocks the program
 //! places elsewhere (its displacements) are copied to and from such a
 //! buffer, and not copied when they already lie so. `Gatherv` and
@@ -10,14 +11,15 @@
 use std::ffi::{c_int, c_void};
 
 use crate::abi::{err, Handle};
-use crate::coll::{reduce_scatter_typed, root_of};
+use crate::coll::{reduce_scatter_typed, root_of, started};
 use crate::datatype;
 use crate::errors::{finish, Fail};
+use crate::request::{Pending, Running};
 use crate::runtime::{self, CommEntry};
 use crate::{mpi, ptr};
 
 /// Blocks of a `v` call, in bytes: each rank's count and displacement.
-struct Layout {
+pub(crate) struct Layout {
     counts: Vec<usize>,
     displs: Vec<usize>,
 }
@@ -66,7 +68,7 @@ impl Layout {
     }
 
     /// The bytes the program's buffer spans.
-    fn span(&self) -> usize {
+    pub(crate) fn span(&self) -> usize {
         (self.counts.iter().zip(&self.displs))
             .map(|(c, d)| c + d)
             .max()
@@ -98,7 +100,7 @@ impl Layout {
     }
 
     /// Puts the blocks of `packed` where they go in `buffer`.
-    fn unpack(&self, packed: &[u8], buffer: &mut [u8]) {
+    pub(crate) fn unpack(&self, packed: &[u8], buffer: &mut [u8]) {
         let mut at = 0;
         for (c, d) in self.counts.iter().zip(&self.displs) {
             buffer[*d..*d + *c].copy_from_slice(&packed[at..at + *c]);
@@ -248,6 +250,34 @@ mpi! {
     }
 }
 
+/// An allgatherv's receive blocks and this rank's block.
+///
+/// # Safety
+/// As `MPI_Allgatherv`'s contract.
+unsafe fn allgatherv_parts(
+    c: &CommEntry,
+    (sendbuf, sendcount, sendtype): (*const c_void, c_int, Handle),
+    (recvbuf, recvcounts, displs, recvtype): (*mut c_void, *const c_int, *const c_int, Handle),
+) -> Result<(Layout, Vec<u8>), Fail> {
+    let n = c.size() as usize;
+    // SAFETY: n counts and displacements (the call's contract).
+    let layout = unsafe { Layout::read(n, recvcounts, displs, recvtype) }?;
+    let me = c.rank as usize;
+    let input = match crate::coll::in_place(sendbuf) {
+        true => {
+            // SAFETY: the buffer spans the blocks (the call's contract).
+            let out = unsafe { ptr::slice(recvbuf.cast::<u8>(), layout.span(), "recvbuf") }?;
+            out[layout.displs[me]..layout.displs[me] + layout.counts[me]].to_vec()
+        }
+        false => {
+            let bytes = datatype::bytes(sendcount, sendtype)?;
+            // SAFETY: sendcount elements at sendbuf (the call's contract).
+            unsafe { ptr::slice(sendbuf.cast::<u8>(), bytes, "sendbuf") }?.to_vec()
+        }
+    };
+    Ok((layout, input))
+}
+
 mpi! {
     /// Gathers every member's block into every `recvbuf`, each at its
     /// displacement.
@@ -262,20 +292,12 @@ mpi! {
         comm: Handle,
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
-            let n = c.size() as usize;
-            // SAFETY: n counts and displacements (the call's contract).
-            let layout = unsafe { Layout::read(n, recvcounts, displs, recvtype) }?;
-            let me = c.rank as usize;
+            let send = (sendbuf, sendcount, sendtype);
+            let recv = (recvbuf, recvcounts, displs, recvtype);
+            // SAFETY: as the call's contract.
+            let (layout, input) = unsafe { allgatherv_parts(&c, send, recv) }?;
             // SAFETY: the buffer spans the blocks (the call's contract).
             let out = unsafe { ptr::slice_mut(recvbuf.cast::<u8>(), layout.span(), "recvbuf") }?;
-            let input = match crate::coll::in_place(sendbuf) {
-                true => out[layout.displs[me]..layout.displs[me] + layout.counts[me]].to_vec(),
-                false => {
-                    let bytes = datatype::bytes(sendcount, sendtype)?;
-                    // SAFETY: sendcount elements at sendbuf (the call's contract).
-                    unsafe { ptr::slice(sendbuf.cast::<u8>(), bytes, "sendbuf") }?.to_vec()
-                }
-            };
             match layout.packed() {
                 true => c.lock().allgatherv(&input, &mut out[..layout.total()], &layout.counts)?,
                 false => {
@@ -288,6 +310,68 @@ mpi! {
         });
         finish("MPI_Allgatherv", comm, result)
     }
+}
+
+mpi! {
+    /// Starts an allgatherv; `recvbuf` holds the blocks at completion.
+    fn MPI_Iallgatherv / PMPI_Iallgatherv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: Handle,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let send = (sendbuf, sendcount, sendtype);
+            let recv = (recvbuf, recvcounts, displs, recvtype);
+            // SAFETY: as the call's contract.
+            let (layout, input) = unsafe { allgatherv_parts(&c, send, recv) }?;
+            let output = vec![0u8; layout.total()];
+            let run = c.lock().iallgatherv(input, output, &layout.counts)?;
+            let pending = Pending::blocks(Running::U8(run), recvbuf.cast(), layout, comm);
+            // SAFETY: as the call's contract.
+            unsafe { started(request, pending) }
+        });
+        finish("MPI_Iallgatherv", comm, result)
+    }
+}
+
+/// An alltoallv's send blocks, packed send data and receive blocks.
+///
+/// # Safety
+/// As `MPI_Alltoallv`'s contract.
+unsafe fn alltoallv_parts(
+    c: &CommEntry,
+    (sendbuf, sendcounts, sdispls, sendtype): (*const c_void, *const c_int, *const c_int, Handle),
+    (recvbuf, recvcounts, rdispls, recvtype): (*mut c_void, *const c_int, *const c_int, Handle),
+) -> Result<(Layout, Vec<u8>, Layout), Fail> {
+    let n = c.size() as usize;
+    // SAFETY: n counts and displacements (the call's contract).
+    let recv = unsafe { Layout::read(n, recvcounts, rdispls, recvtype) }?;
+    let (send, input) = match crate::coll::in_place(sendbuf) {
+        true => {
+            // SAFETY: the buffer spans the blocks (the call's contract).
+            let out = unsafe { ptr::slice(recvbuf.cast::<u8>(), recv.span(), "recvbuf") }?;
+            let send = Layout {
+                counts: recv.counts.clone(),
+                displs: recv.displs.clone(),
+            };
+            (send, recv.pack(out))
+        }
+        false => {
+            // SAFETY: n counts and displacements (the call's contract).
+            let send = unsafe { Layout::read(n, sendcounts, sdispls, sendtype) }?;
+            // SAFETY: the buffer spans the blocks (the call's contract).
+            let all = unsafe { ptr::slice(sendbuf.cast::<u8>(), send.span(), "sendbuf") }?;
+            let input = send.pack(all);
+            (send, input)
+        }
+    };
+    Ok((send, input, recv))
 }
 
 mpi! {
@@ -305,28 +389,47 @@ mpi! {
         comm: Handle,
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
-            let n = c.size() as usize;
-            // SAFETY: n counts and displacements (the call's contract).
-            let recv = unsafe { Layout::read(n, recvcounts, rdispls, recvtype) }?;
+            let sends = (sendbuf, sendcounts, sdispls, sendtype);
+            let recvs = (recvbuf, recvcounts, rdispls, recvtype);
+            // SAFETY: as the call's contract.
+            let (send, input, recv) = unsafe { alltoallv_parts(&c, sends, recvs) }?;
             // SAFETY: the buffer spans the blocks (the call's contract).
             let out = unsafe { ptr::slice_mut(recvbuf.cast::<u8>(), recv.span(), "recvbuf") }?;
-            let (send, input) = match crate::coll::in_place(sendbuf) {
-                true => (Layout { counts: recv.counts.clone(), displs: recv.displs.clone() }, recv.pack(out)),
-                false => {
-                    // SAFETY: n counts and displacements (the call's contract).
-                    let send = unsafe { Layout::read(n, sendcounts, sdispls, sendtype) }?;
-                    // SAFETY: the buffer spans the blocks (the call's contract).
-                    let all = unsafe { ptr::slice(sendbuf.cast::<u8>(), send.span(), "sendbuf") }?;
-                    let input = send.pack(all);
-                    (send, input)
-                }
-            };
             let mut packed = vec![0u8; recv.total()];
             c.lock().alltoallv(&input, &send.counts, &mut packed, &recv.counts)?;
             recv.unpack(&packed, out);
             Ok(())
         });
         finish("MPI_Alltoallv", comm, result)
+    }
+}
+
+mpi! {
+    /// Starts an alltoallv; `recvbuf` holds the blocks at completion.
+    fn MPI_Ialltoallv / PMPI_Ialltoallv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtype: Handle,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtype: Handle,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let sends = (sendbuf, sendcounts, sdispls, sendtype);
+            let recvs = (recvbuf, recvcounts, rdispls, recvtype);
+            // SAFETY: as the call's contract.
+            let (send, input, recv) = unsafe { alltoallv_parts(&c, sends, recvs) }?;
+            let output = vec![0u8; recv.total()];
+            let run = c.lock().ialltoallv(input, &send.counts, output, &recv.counts)?;
+            let pending = Pending::blocks(Running::U8(run), recvbuf.cast(), recv, comm);
+            // SAFETY: as the call's contract.
+            unsafe { started(request, pending) }
+        });
+        finish("MPI_Ialltoallv", comm, result)
     }
 }
 

@@ -1,7 +1,8 @@
 /* Nonblocking collectives of the MPI standard ABI and their requests:
  * Ibarrier, Ibcast, Iallreduce (in place too), Ireduce, Iallgather and
- * Ialltoall, completed by Wait, Test, Waitall, Waitany and Testall; each
- * result checked element by element. Prints "No Errors" at rank 0. */
+ * Ialltoall, Iallgatherv and Ialltoallv (blocks at displacements of
+ * their own), completed by Wait, Test, Waitall, Waitany and Testall;
+ * each result checked element by element. Prints "No Errors" at rank 0. */
 #include "check.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,62 @@ int main(int argc, char **argv)
     free(all);
     free(recv);
     free(send);
+
+    /* Iallgatherv: rank p gives p + 1 ints, placed in reverse rank order
+     * with a gap of one; Ialltoallv: rank p sends q + 1 ints to rank q,
+     * received in reverse order. */
+    {
+        int *counts = malloc(sizeof(int) * n), *displs = malloc(sizeof(int) * n), total = 0;
+        for (int p = n - 1; p >= 0; p--) {
+            counts[p] = p + 1;
+            displs[p] = total;
+            total += p + 2;
+        }
+        int *mine = malloc(sizeof(int) * (me + 1)), *gathered = malloc(sizeof(int) * total);
+        for (int i = 0; i <= me; i++)
+            mine[i] = 1000 * me + i;
+        for (int i = 0; i < total; i++)
+            gathered[i] = -1;
+        MPI_Request rv[2];
+        MPI_Iallgatherv(mine, me + 1, MPI_INT, gathered, counts, displs, MPI_INT, MPI_COMM_WORLD, &rv[0]);
+
+        int *scounts = malloc(sizeof(int) * n), *sdispls = malloc(sizeof(int) * n);
+        int *rcounts = malloc(sizeof(int) * n), *rdispls = malloc(sizeof(int) * n);
+        int stotal = 0, rtotal = 0;
+        for (int q = 0; q < n; q++) {
+            scounts[q] = q + 1;
+            sdispls[q] = stotal;
+            stotal += q + 1;
+        }
+        for (int q = n - 1; q >= 0; q--) {
+            rcounts[q] = me + 1;
+            rdispls[q] = rtotal;
+            rtotal += me + 1;
+        }
+        int *out = malloc(sizeof(int) * stotal), *in = malloc(sizeof(int) * rtotal);
+        for (int q = 0; q < n; q++)
+            for (int i = 0; i <= q; i++)
+                out[sdispls[q] + i] = 100 * me + 10 * q + i;
+        MPI_Ialltoallv(out, scounts, sdispls, MPI_INT, in, rcounts, rdispls, MPI_INT, MPI_COMM_WORLD, &rv[1]);
+        MPI_Waitall(2, rv, MPI_STATUSES_IGNORE);
+        for (int p = 0; p < n; p++) {
+            for (int i = 0; i <= p; i++)
+                CHECK(gathered[displs[p] + i] == 1000 * p + i, "iallgatherv block %d [%d]", p, i);
+            CHECK(gathered[displs[p] + p + 1] == -1, "iallgatherv wrote the gap after %d", p);
+            for (int i = 0; i <= me; i++)
+                CHECK(in[rdispls[p] + i] == 100 * p + 10 * me + i, "ialltoallv from %d [%d]", p, i);
+        }
+        free(counts);
+        free(displs);
+        free(mine);
+        free(gathered);
+        free(scounts);
+        free(sdispls);
+        free(rcounts);
+        free(rdispls);
+        free(out);
+        free(in);
+    }
 
     report_errors();
     MPI_Finalize();

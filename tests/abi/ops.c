@@ -1,8 +1,9 @@
 /* Operations of the MPI standard ABI: MPI_MAXLOC and MPI_MINLOC on the
  * pair types, and the program's own operations (MPI_Op_create), one
  * commutative and one not (2x2 matrix products, whose result depends on
- * the rank order), through Allreduce, Reduce and Iallreduce. Prints "No
- * Errors" at rank 0. */
+ * the rank order), through Allreduce, Reduce and Iallreduce; Scan and
+ * Exscan with predefined and both kinds of the program's operations.
+ * Prints "No Errors" at rank 0. */
 #include "check.h"
 #include <stdlib.h>
 
@@ -89,6 +90,43 @@ int main(int argc, char **argv)
         CHECK(mout[i] == want[i], "iallreduce ordered product [%d] = %d", i, mout[i]);
     MPI_Op_commutative(prod, &commute);
     CHECK(commute == 0, "non-commutative reported %d", commute);
+
+    /* Scan and Exscan: sums of ranks and the ordered product up to each
+     * rank (Exscan leaves rank 0's buffer as it was). */
+    {
+        int want_scan[4] = {1, 0, 0, 1}, want_ex[4] = {1, 0, 0, 1};
+        for (int q = 0; q <= me; q++) {
+            int mq[4] = {1 + q * (q % 2), q, q % 2, 1};
+            if (q == me)
+                for (int i = 0; i < 4; i++)
+                    want_ex[i] = want_scan[i];
+            int c[4] = {want_scan[0] * mq[0] + want_scan[1] * mq[2], want_scan[0] * mq[1] + want_scan[1] * mq[3],
+                        want_scan[2] * mq[0] + want_scan[3] * mq[2], want_scan[2] * mq[1] + want_scan[3] * mq[3]};
+            for (int i = 0; i < 4; i++)
+                want_scan[i] = c[i];
+        }
+        MPI_Scan(m, mout, 4, MPI_INT, prod, MPI_COMM_WORLD);
+        for (int i = 0; i < 4; i++)
+            CHECK(mout[i] == want_scan[i], "scan product [%d] = %d, not %d", i, mout[i], want_scan[i]);
+        for (int i = 0; i < 4; i++)
+            mout[i] = -7;
+        MPI_Exscan(m, mout, 4, MPI_INT, prod, MPI_COMM_WORLD);
+        for (int i = 0; i < 4 && me > 0; i++)
+            CHECK(mout[i] == want_ex[i], "exscan product [%d] = %d, not %d", i, mout[i], want_ex[i]);
+        for (int i = 0; i < 4 && me == 0; i++)
+            CHECK(mout[i] == -7, "exscan changed rank 0's buffer");
+        long sums[3] = {me, 1, 2L * me}, got[3];
+        MPI_Scan(sums, got, 3, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+        long s = (long)me * (me + 1) / 2;
+        CHECK(got[0] == s && got[1] == me + 1 && got[2] == 2 * s, "scan sum %ld %ld %ld", got[0], got[1], got[2]);
+        MPI_Exscan(MPI_IN_PLACE, sums, 3, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+        long e = (long)me * (me - 1) / 2;
+        if (me > 0)
+            CHECK(sums[0] == e && sums[1] == me && sums[2] == 2 * e, "exscan in place %ld %ld %ld", sums[0], sums[1], sums[2]);
+        double x = me + 0.5, mx = 0;
+        MPI_Scan(&x, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        CHECK(mx == me + 0.5, "scan max %g", mx);
+    }
     MPI_Op_free(&prod);
 
     report_errors();

@@ -88,6 +88,50 @@ pub(crate) fn forget(c: &CommEntry) {
     });
 }
 
+/// Sends `send` to rank `partner` of `c` and receives `recv` from it,
+/// with `tag` on context `ctx` (a collective's own, apart from the
+/// program's messages); returns once both are done.
+///
+/// # Errors
+/// The engine's.
+pub(crate) fn exchange(
+    c: &CommEntry,
+    ctx: u64,
+    (partner, tag): (u32, i32),
+    send: &[u8],
+    recv: &mut [u8],
+) -> Result<(), Fail> {
+    let route = Route {
+        ctx,
+        to: c.group.job_rank(partner)?,
+        source: c.rank,
+        tag,
+    };
+    let pattern = Pattern {
+        source: Some(partner),
+        tag: Some(tag),
+    };
+    let members = c.group.members();
+    let (recv_id, send_id) = with(|e| {
+        // SAFETY: both buffers outlive the call, which waits for both
+        // requests below.
+        let r = unsafe { e.recv(ctx, pattern, (recv.as_mut_ptr(), recv.len()), members) }?;
+        // SAFETY: as above.
+        let s = unsafe { e.send(route, (send.as_ptr(), send.len()), false) }?;
+        Ok((r, s))
+    })?;
+    let sent = match send_id {
+        Some(id) => wait(|e| e.send_done(id)),
+        None => Ok(()),
+    };
+    let got = wait(|e| e.recv_done(recv_id))?;
+    sent?;
+    match got.class {
+        err::SUCCESS => Ok(()),
+        class => Err(Fail::new(class, "a collective's message did not fit")),
+    }
+}
+
 /// A peer of `c`: `None` for `MPI_PROC_NULL`.
 fn peer(c: &CommEntry, rank: c_int) -> Result<Option<u32>, Fail> {
     if rank == abi::PROC_NULL {
