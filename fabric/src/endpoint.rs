@@ -1001,6 +1001,26 @@ impl Endpoint {
         )
     }
 
+    /// As [`Endpoint::register`], over the caller's `len` bytes at `ptr`
+    /// (no copy: peers' RMA reaches that memory).
+    ///
+    /// # Errors
+    /// As [`Endpoint::register`].
+    ///
+    /// # Safety
+    /// The bytes stay valid until the region is dropped; peers write them
+    /// at any time meanwhile (as [`Mapping::external`]).
+    pub unsafe fn register_external(
+        &self,
+        (ptr, len): (*mut u8, usize),
+        access: Access,
+    ) -> Result<MemoryRegion> {
+        self.serve_atomics(access)?;
+        // SAFETY: as this function's contract.
+        let memory = unsafe { Mapping::external(ptr, len) };
+        MemoryRegion::register(Arc::clone(&self.inner.shared), memory, access)
+    }
+
     fn check_peer(&self, rank: u32, op: &'static str) -> Result<()> {
         let size = self.inner.peers.len();
         if rank >= size {

@@ -122,6 +122,24 @@ impl Mapping {
         })
     }
 
+    /// `len` bytes of the caller's at `ptr` (null only when `len` is 0),
+    /// not mapped here and not unmapped on drop: memory a program hands
+    /// over to peers' RMA (an MPI window made over the program's memory).
+    ///
+    /// # Safety
+    /// The bytes stay valid until the mapping, and every region
+    /// registered over it, is dropped; they are read and written through
+    /// raw pointers meanwhile (by copies here and by the provider).
+    pub unsafe fn external(ptr: *mut u8, len: usize) -> Mapping {
+        Mapping {
+            memory: NonNull::new(ptr).unwrap_or(NonNull::dangling()),
+            size: 0,
+            len,
+            name: None,
+            owner: false,
+        }
+    }
+
     /// The shared-memory name, for a named mapping.
     pub fn name(&self) -> Option<&str> {
         self.name.as_deref()
@@ -250,6 +268,10 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
+        if self.size == 0 {
+            // The caller's memory (Mapping::external): not ours to unmap.
+            return;
+        }
         // SAFETY: the pages were mapped with this size by this value and
         // nothing uses them after it is dropped.
         unsafe { libc::munmap(self.memory.as_ptr().cast(), self.size) };

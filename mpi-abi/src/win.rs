@@ -15,12 +15,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use onesided::fabric::fnv::FastMap;
-use onesided::rma::{Assert, Element, Epoch, Fenced, LockKind, Locked, Op, RemoteAccess, Window};
+use onesided::rma::{
+    Assert, Element, Epoch, Fenced, Group, LockKind, Locked, Op, RemoteAccess, Window,
+};
 
 use crate::abi::{self, err, Aint, Handle};
 use crate::datatype::{self, by_element};
 use crate::errors::{finish, finish_win, Fail};
-use crate::{mpi, ptr, runtime};
+use crate::runtime::{self, CommEntry};
+use crate::{mpi, ptr};
+
+mod pscw;
 
 /// `MPI_LOCK_EXCLUSIVE`, `MPI_LOCK_SHARED`.
 const LOCK_EXCLUSIVE: c_int = 301;
@@ -37,6 +42,7 @@ const WIN_DISP_UNIT: c_int = 602;
 const WIN_SIZE: c_int = 603;
 const WIN_CREATE_FLAVOR: c_int = 604;
 const WIN_MODEL: c_int = 605;
+const FLAVOR_CREATE: c_int = 311;
 const FLAVOR_ALLOCATE: c_int = 312;
 const UNIFIED: c_int = 321;
 
@@ -45,6 +51,16 @@ pub(crate) struct WinEntry {
     state: Mutex<Option<WinState>>,
     /// The displacement unit of each member, by window rank.
     disp_units: Vec<usize>,
+    /// Where displacement 0 of each member lies in onesided's window (0,
+    /// or the program's memory attached to a dynamic window).
+    bases: Vec<u64>,
+    /// The group a window over the program's memory synchronizes at
+    /// `MPI_Win_free` (the program frees that memory after it).
+    free_barrier: Option<Group>,
+    /// The point-to-point context of its notices (post, complete), and
+    /// this process's window rank.
+    ctx: u64,
+    rank: u32,
     /// Its group's job ranks, in window rank order.
     members: Vec<u32>,
     /// The attributes `MPI_Win_get_attr` points to (they live as long as
@@ -64,6 +80,11 @@ struct WinState {
     locks: FastMap<u32, Epoch<'static, Locked>>,
     all: Option<Epoch<'static, Locked>>,
     fence: Option<Epoch<'static, Fenced>>,
+    /// The access epoch of `MPI_Win_start`: its targets and their epoch.
+    started: Option<(Vec<u32>, Epoch<'static, Locked>)>,
+    /// The exposure epoch of `MPI_Win_post`: the receives of its origins'
+    /// completion notices.
+    posted: Option<Vec<u64>>,
     window: Box<Window>,
 }
 
@@ -84,6 +105,14 @@ impl WinState {
         unsafe { &*std::ptr::from_ref::<Window>(&self.window) }
     }
 
+    /// Ends the fence epoch a fence without `MPI_MODE_NOSUCCEED` left
+    /// open, here, without the collective: a passive epoch follows (MPI
+    /// lets a program lock after such a fence when it made no access
+    /// since).
+    fn end_fence(&mut self) {
+        drop(self.fence.take());
+    }
+
     /// The epoch that covers `target`.
     fn covering(&self, target: u32) -> Result<Access<'_>, Fail> {
         if let Some(e) = self.locks.get(&target) {
@@ -91,6 +120,11 @@ impl WinState {
         }
         if let Some(e) = &self.all {
             return Ok(Access::Locked(e));
+        }
+        if let Some((targets, e)) = &self.started {
+            if targets.contains(&target) {
+                return Ok(Access::Locked(e));
+            }
         }
         match &self.fence {
             Some(e) => Ok(Access::Fenced(e)),
@@ -149,6 +183,7 @@ impl WinEntry {
             .map_err(|_| Fail::new(err::DISP, format!("displacement {disp}")))?;
         let offset = disp
             .checked_mul(*unit as u64)
+            .and_then(|o| o.checked_add(self.bases[rank as usize]))
             .ok_or_else(|| Fail::new(err::DISP, format!("displacement {disp}")))?;
         Ok(Some((rank as u32, offset)))
     }
@@ -174,6 +209,73 @@ fn assert_of(mode: c_int) -> Result<Assert, Fail> {
     Ok(assert)
 }
 
+/// A window's layout as the call gave it.
+struct Layout {
+    size: Aint,
+    disp_unit: c_int,
+    flavor: c_int,
+}
+
+impl Layout {
+    /// The window's bytes.
+    fn len(&self) -> Result<usize, Fail> {
+        if self.disp_unit <= 0 {
+            let unit = self.disp_unit;
+            return Err(Fail::new(err::DISP, format!("displacement unit {unit}")));
+        }
+        usize::try_from(self.size).map_err(|_| Fail::new(err::SIZE, format!("size {}", self.size)))
+    }
+}
+
+/// Makes the window over `c` that `make` opens (given the `Rma`), with the
+/// members' displacement units and bases gathered (one allgather of p
+/// pairs), and writes its handle to `win`; its local memory's address.
+///
+/// # Safety
+/// `win` is valid for a handle.
+unsafe fn open(
+    c: &CommEntry,
+    layout: Layout,
+    win: *mut Handle,
+    make: impl FnOnce(&onesided::Rma) -> Result<(Window, u64, usize), Fail>,
+) -> Result<usize, Fail> {
+    let n = c.size() as usize;
+    let rma = runtime::with(|r| Ok(r.rma.clone()))?;
+    let (window, base, local) = make(&rma)?;
+    let mut pairs = vec![0u64; 2 * n];
+    c.lock()
+        .allgatherv(&[layout.disp_unit as u64, base], &mut pairs, &vec![2; n])?;
+    let free_barrier = (layout.flavor == FLAVOR_CREATE).then(|| c.objects.clone());
+    let ctx = c.objects.tagged(rma.next_context(&c.objects)).key();
+    let entry = WinEntry {
+        state: Mutex::new(Some(WinState {
+            locks: FastMap::default(),
+            all: None,
+            fence: None,
+            started: None,
+            posted: None,
+            window: Box::new(window),
+        })),
+        ctx,
+        rank: c.rank,
+        disp_units: pairs.iter().step_by(2).map(|&u| u as usize).collect(),
+        bases: pairs.iter().skip(1).step_by(2).copied().collect(),
+        free_barrier,
+        members: c.group.members().to_vec(),
+        base: local,
+        size: layout.size,
+        disp_unit: layout.disp_unit,
+        flavor: layout.flavor,
+        model: UNIFIED,
+        name: Mutex::new(String::new()),
+        errhandler: AtomicUsize::new(abi::errhandler::ARE_FATAL),
+    };
+    let handle = runtime::with(|r| Ok(r.windows.insert(Arc::new(entry))))?;
+    // SAFETY: as this function's contract.
+    unsafe { ptr::write(win, handle, "win") }?;
+    Ok(local)
+}
+
 mpi! {
     /// Allocates `size` bytes in a window over `comm` (collective: the
     /// members' displacement units are gathered; onesided's window itself
@@ -187,43 +289,58 @@ mpi! {
         win: *mut Handle,
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
-            let len = usize::try_from(size).map_err(|_| Fail::new(err::SIZE, format!("size {size}")))?;
-            if disp_unit <= 0 {
-                return Err(Fail::new(err::DISP, format!("displacement unit {disp_unit}")));
-            }
-            let n = c.size() as usize;
-            let mut units = vec![0i32; n];
-            let window = {
-                let comm = c.lock();
-                comm.allgatherv(&[disp_unit], &mut units, &vec![1; n])?;
-                let rma = runtime::with(|r| Ok(r.rma.clone()))?;
-                rma.allocate(&c.objects, len, RemoteAccess::ReadWrite)?
-            };
-            let base = window.local_ptr().map_or(0, |p| p as usize);
-            let entry = WinEntry {
-                state: Mutex::new(Some(WinState {
-                    locks: FastMap::default(),
-                    all: None,
-                    fence: None,
-                    window: Box::new(window),
-                })),
-                disp_units: units.iter().map(|&u| u as usize).collect(),
-                members: c.group.members().to_vec(),
-                base,
-                size,
-                disp_unit,
-                flavor: FLAVOR_ALLOCATE,
-                model: UNIFIED,
-                name: Mutex::new(String::new()),
-                errhandler: AtomicUsize::new(abi::errhandler::ARE_FATAL),
-            };
-            let handle = runtime::with(|r| Ok(r.windows.insert(Arc::new(entry))))?;
-            // SAFETY: baseptr points to a void * (the call's contract).
-            unsafe { ptr::write(baseptr.cast::<*mut c_void>(), base as *mut c_void, "baseptr") }?;
+            let layout = Layout { size, disp_unit, flavor: FLAVOR_ALLOCATE };
+            let len = layout.len()?;
             // SAFETY: as the call's contract.
-            unsafe { ptr::write(win, handle, "win") }
+            let base = unsafe {
+                open(&c, layout, win, |rma| {
+                    let window = rma.allocate(&c.objects, len, RemoteAccess::ReadWrite)?;
+                    let local = window.local_ptr().map_or(0, |p| p as usize);
+                    Ok((window, 0, local))
+                })
+            }?;
+            // SAFETY: baseptr points to a void * (the call's contract).
+            unsafe { ptr::write(baseptr.cast::<*mut c_void>(), base as *mut c_void, "baseptr") }
         });
         finish("MPI_Win_allocate", comm, result)
+    }
+}
+
+mpi! {
+    /// Makes a window over `size` bytes of the program's memory at `base`
+    /// (collective): the memory is registered with the provider and
+    /// attached to a dynamic onesided window, so peers reach it through
+    /// the provider (no shared mapping); `MPI_Win_free` synchronizes the
+    /// members before the program may free it.
+    fn MPI_Win_create / PMPI_Win_create(
+        base: *mut c_void,
+        size: Aint,
+        disp_unit: c_int,
+        _info: Handle,
+        comm: Handle,
+        win: *mut Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let layout = Layout { size, disp_unit, flavor: FLAVOR_CREATE };
+            let len = layout.len()?;
+            if base.is_null() && len > 0 {
+                return Err(Fail::new(err::BUFFER, "base is NULL"));
+            }
+            let make = |rma: &onesided::Rma| {
+                let window = rma.create_dynamic(&c.objects)?;
+                let access = onesided::fabric::Access::REMOTE_READ | onesided::fabric::Access::REMOTE_WRITE;
+                // SAFETY: the program's window memory, valid until
+                // MPI_Win_free (MPI's rule), which synchronizes the members
+                // before returning.
+                let region = unsafe { rma.endpoint().register_external((base.cast(), len), access) }?;
+                let at = window.attach(Arc::new(region))?;
+                Ok((window, at, base as usize))
+            };
+            // SAFETY: as the call's contract.
+            unsafe { open(&c, layout, win, make) }?;
+            Ok(())
+        });
+        finish("MPI_Win_create", comm, result)
     }
 }
 
@@ -236,21 +353,30 @@ mpi! {
         let result = runtime::win(handle).and_then(|w| {
             let state = {
                 let mut guard = w.lock();
-                if guard.as_ref().is_some_and(|s| !s.locks.is_empty() || s.all.is_some()) {
-                    return Err(Fail::new(err::RMA_SYNC, "a lock epoch is still open"));
+                let busy = |s: &WinState| {
+                    !s.locks.is_empty() || s.all.is_some() || s.started.is_some() || s.posted.is_some()
+                };
+                if guard.as_ref().is_some_and(busy) {
+                    return Err(Fail::new(err::RMA_SYNC, "a lock or post/start epoch is still open"));
                 }
                 guard.take()
             };
-            let Some(WinState { locks, all, fence, window }) = state else {
+            let Some(WinState { locks, all, fence, started, posted, window }) = state else {
                 return Err(Fail::new(err::WIN, "the window was freed"));
             };
-            drop((locks, all));
-            if let Some(fence) = fence {
-                fence.end(Assert::empty())?;
-            }
+            // A fence epoch still open (the last fence without
+            // MPI_MODE_NOSUCCEED) ends here without a collective: members
+            // that locked since have ended theirs already.
+            drop((locks, all, fence, started, posted));
             runtime::with(|r| Ok(r.windows.remove(handle)))?;
             runtime::forget_lookups();
-            window.free()?;
+            let freed = window.free();
+            if let Some(group) = &w.free_barrier {
+                let rma = runtime::with(|r| Ok(r.rma.clone()))?;
+                let mut barrier = rma.ibarrier(group)?;
+                onesided::Request::wait(&mut barrier)?;
+            }
+            freed?;
             // SAFETY: as the call's contract.
             unsafe { ptr::write(win, abi::WIN_NULL, "win") }
         });
@@ -275,6 +401,7 @@ mpi! {
                 if s.locks.contains_key(&target) || s.all.is_some() {
                     return Err(Fail::new(err::RMA_SYNC, format!("rank {rank} is locked already")));
                 }
+                s.end_fence();
                 let epoch = s.window().lock(target, kind, assert)?;
                 s.locks.insert(target, epoch);
                 Ok(())
@@ -311,6 +438,7 @@ mpi! {
                 if s.all.is_some() || !s.locks.is_empty() {
                     return Err(Fail::new(err::RMA_SYNC, "a lock epoch is open already"));
                 }
+                s.end_fence();
                 s.all = Some(s.window().lock_all(assert)?);
                 Ok(())
             })

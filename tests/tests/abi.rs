@@ -32,6 +32,7 @@ const CHECKED: &[&str] = &[
     "nonblocking",
     "threads",
     "p2p",
+    "windows",
 ];
 
 /// The C programs, built into `target/<profile>/abi/` once per run.
@@ -92,7 +93,7 @@ fn c_programs_pass_on_mpich_and_on_onesided() {
     }
     // The verbs-style registration path (point-to-point registers the
     // program's buffers for each large message).
-    for program in ["rma", "p2p"] {
+    for program in ["rma", "p2p", "windows"] {
         let path = format!("abi/{program}");
         let out = (Osrun::new(2, "tcp", &path).mpi().host_per_rank(true))
             .env("ONESIDED_MR_MODE", "verbs")

@@ -132,6 +132,61 @@ pub(crate) fn exchange(
     }
 }
 
+/// Sends an empty notice with `tag` on context `ctx` to job rank `to`,
+/// from rank `source` of the group the context belongs to (one eager
+/// message, complete when sent).
+///
+/// # Errors
+/// The engine's.
+pub(crate) fn notify(ctx: u64, (to, source): (u32, u32), tag: i32) -> Result<(), Fail> {
+    let route = Route {
+        ctx,
+        to,
+        source,
+        tag,
+    };
+    // SAFETY: no byte is read.
+    let id =
+        with(|e| unsafe { e.send(route, (std::ptr::NonNull::dangling().as_ptr(), 0), false) })?;
+    match id {
+        Some(id) => wait(|e| e.send_done(id)),
+        None => Ok(()),
+    }
+}
+
+/// Posts the receive of an empty notice with `tag` on context `ctx` from
+/// rank `from` of `members` (job ranks); its receive, for [`arrived`].
+///
+/// # Errors
+/// The engine's.
+pub(crate) fn expect(ctx: u64, members: &[u32], from: u32, tag: i32) -> Result<u64, Fail> {
+    let pattern = Pattern {
+        source: Some(from),
+        tag: Some(tag),
+    };
+    let nothing = (std::ptr::NonNull::dangling().as_ptr(), 0);
+    // SAFETY: no byte is written.
+    with(|e| unsafe { e.recv(ctx, pattern, nothing, members) })
+}
+
+/// Whether the notice of receive `id` (from [`expect`]) arrived, waiting
+/// for it when `block`; once it has, the receive is gone.
+///
+/// # Errors
+/// The engine's.
+pub(crate) fn arrived(id: u64, block: bool) -> Result<bool, Fail> {
+    if block {
+        return wait(|e| e.recv_done(id)).map(|_| true);
+    }
+    with(|e| {
+        e.progress()?;
+        match e.recv_is_done(id) {
+            true => e.recv_done(id).transpose().map(|_| true),
+            false => Ok(false),
+        }
+    })
+}
+
 /// A peer of `c`: `None` for `MPI_PROC_NULL`.
 fn peer(c: &CommEntry, rank: c_int) -> Result<Option<u32>, Fail> {
     if rank == abi::PROC_NULL {
