@@ -33,6 +33,7 @@ const CHECKED: &[&str] = &[
     "threads",
     "p2p",
     "windows",
+    "errors",
 ];
 
 /// The C programs, built into `target/<profile>/abi/` once per run.
@@ -129,6 +130,24 @@ fn an_unsupported_function_raises_its_class_and_says_so_once() {
     assert!(
         out.stderr
             .contains("onesided: MPI_Bsend: MPI_Bsend is not supported"),
+        "{out}"
+    );
+}
+
+#[test]
+fn errors_return_their_class_or_end_the_job_with_one_line() {
+    let _serial = serial();
+    programs();
+    // The checks MPICH's library leaves out run on onesided's.
+    let out = Osrun::new(3, "shm", "abi/errors").mpi().run();
+    assert_no_errors("errors", &out);
+    assert_eq!(out.count("checks of onesided's library: yes"), 1, "{out}");
+    let out = Osrun::new(2, "shm", "abi/errors").mpi().arg("fatal").run();
+    assert_ne!(out.code(), 0, "{out}");
+    assert_eq!(out.count("returned from a fatal error"), 0, "{out}");
+    assert!(
+        out.stderr
+            .contains("onesided: MPI_Send: rank 7 of 2 ranks (invalid rank)"),
         "{out}"
     );
 }
