@@ -155,7 +155,11 @@ impl Mapping {
         self.len == 0
     }
 
-    pub(crate) fn as_ptr(&self) -> *mut u8 {
+    /// The first byte, for code that shares the memory with C (an MPI
+    /// shared-memory window's base): loads and stores through it race
+    /// with other processes' as MPI's unified model allows. Valid while
+    /// the mapping lives.
+    pub fn as_ptr(&self) -> *mut u8 {
         self.memory.as_ptr()
     }
 

@@ -503,7 +503,6 @@ unsupported! {
     MPI_Unpack_external_c / PMPI_Unpack_external_c,
     MPI_Unpublish_name / PMPI_Unpublish_name,
     MPI_Win_allocate_c / PMPI_Win_allocate_c,
-    MPI_Win_allocate_shared / PMPI_Win_allocate_shared,
     MPI_Win_allocate_shared_c / PMPI_Win_allocate_shared_c,
     MPI_Win_attach / PMPI_Win_attach,
     MPI_Win_call_errhandler / PMPI_Win_call_errhandler,
@@ -517,6 +516,5 @@ unsupported! {
     MPI_Win_get_info / PMPI_Win_get_info,
     MPI_Win_set_attr / PMPI_Win_set_attr,
     MPI_Win_set_info / PMPI_Win_set_info,
-    MPI_Win_shared_query / PMPI_Win_shared_query,
     MPI_Win_shared_query_c / PMPI_Win_shared_query_c,
 }

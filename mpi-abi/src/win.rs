@@ -44,6 +44,7 @@ const WIN_CREATE_FLAVOR: c_int = 604;
 const WIN_MODEL: c_int = 605;
 const FLAVOR_CREATE: c_int = 311;
 const FLAVOR_ALLOCATE: c_int = 312;
+const FLAVOR_SHARED: c_int = 314;
 const UNIFIED: c_int = 321;
 
 /// A window: its onesided window and epochs, its layout, its handler.
@@ -54,6 +55,11 @@ pub(crate) struct WinEntry {
     /// Where displacement 0 of each member lies in onesided's window (0,
     /// or the program's memory attached to a dynamic window).
     bases: Vec<u64>,
+    /// The size of each member's part.
+    sizes: Vec<Aint>,
+    /// The members' parts this process mapped (`MPI_Win_shared_query`),
+    /// kept while the window lives.
+    shared: Mutex<FastMap<u32, Arc<onesided::fabric::Mapping>>>,
     /// The group a window over the program's memory synchronizes at
     /// `MPI_Win_free` (the program frees that memory after it).
     free_barrier: Option<Group>,
@@ -228,8 +234,9 @@ impl Layout {
 }
 
 /// Makes the window over `c` that `make` opens (given the `Rma`), with the
-/// members' displacement units and bases gathered (one allgather of p
-/// pairs), and writes its handle to `win`; its local memory's address.
+/// members' displacement units, bases and sizes gathered (one allgather
+/// of 3p integers), and writes its handle to `win`; its local memory's
+/// address.
 ///
 /// # Safety
 /// `win` is valid for a handle.
@@ -242,9 +249,9 @@ unsafe fn open(
     let n = c.size() as usize;
     let rma = runtime::with(|r| Ok(r.rma.clone()))?;
     let (window, base, local) = make(&rma)?;
-    let mut pairs = vec![0u64; 2 * n];
-    c.lock()
-        .allgatherv(&[layout.disp_unit as u64, base], &mut pairs, &vec![2; n])?;
+    let mut all = vec![0u64; 3 * n];
+    let mine = [layout.disp_unit as u64, base, layout.size as u64];
+    c.lock().allgatherv(&mine, &mut all, &vec![3; n])?;
     let free_barrier = (layout.flavor == FLAVOR_CREATE).then(|| c.objects.clone());
     let ctx = c.objects.tagged(rma.next_context(&c.objects)).key();
     let entry = WinEntry {
@@ -258,8 +265,10 @@ unsafe fn open(
         })),
         ctx,
         rank: c.rank,
-        disp_units: pairs.iter().step_by(2).map(|&u| u as usize).collect(),
-        bases: pairs.iter().skip(1).step_by(2).copied().collect(),
+        disp_units: all.iter().step_by(3).map(|&u| u as usize).collect(),
+        bases: all.iter().skip(1).step_by(3).copied().collect(),
+        sizes: all.iter().skip(2).step_by(3).map(|&s| s as Aint).collect(),
+        shared: Mutex::new(FastMap::default()),
         free_barrier,
         members: c.group.members().to_vec(),
         base: local,
@@ -303,6 +312,94 @@ mpi! {
             unsafe { ptr::write(baseptr.cast::<*mut c_void>(), base as *mut c_void, "baseptr") }
         });
         finish("MPI_Win_allocate", comm, result)
+    }
+}
+
+mpi! {
+    /// Allocates `size` bytes in a window over `comm`, whose members must
+    /// all live on this host, each able to load and store the others'
+    /// parts (`MPI_Win_shared_query`). Each part is a mapping of its own:
+    /// the parts are not contiguous across ranks (as if
+    /// `alloc_shared_noncontig` were given).
+    fn MPI_Win_allocate_shared / PMPI_Win_allocate_shared(
+        size: Aint,
+        disp_unit: c_int,
+        _info: Handle,
+        comm: Handle,
+        baseptr: *mut c_void,
+        win: *mut Handle,
+    ) -> c_int {
+        let result = runtime::comm(comm).and_then(|c| {
+            let layout = Layout { size, disp_unit, flavor: FLAVOR_SHARED };
+            let len = layout.len()?;
+            let here = runtime::with(|r| {
+                let ep = r.world.endpoint();
+                Ok(c.group.members().iter().all(|&m| ep.ranks().same_machine(m)))
+            })?;
+            if !here {
+                return Err(Fail::new(err::RMA_SHARED, "the members do not all live on this host"));
+            }
+            // SAFETY: as the call's contract.
+            let base = unsafe {
+                open(&c, layout, win, |rma| {
+                    let window = rma.allocate(&c.objects, len, RemoteAccess::ReadWrite)?;
+                    let local = window.local_ptr().map_or(0, |p| p as usize);
+                    Ok((window, 0, local))
+                })
+            }?;
+            // SAFETY: baseptr points to a void * (the call's contract).
+            unsafe { ptr::write(baseptr.cast::<*mut c_void>(), base as *mut c_void, "baseptr") }
+        });
+        finish("MPI_Win_allocate_shared", comm, result)
+    }
+}
+
+mpi! {
+    /// The size, displacement unit and address (in this process) of
+    /// member `rank`'s part of a shared-memory window; for
+    /// `MPI_PROC_NULL`, of the first member whose part is not empty.
+    fn MPI_Win_shared_query / PMPI_Win_shared_query(
+        win: Handle,
+        rank: c_int,
+        size: *mut Aint,
+        disp_unit: *mut c_int,
+        baseptr: *mut c_void,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            if w.flavor != FLAVOR_SHARED {
+                return Err(Fail::new(err::RMA_FLAVOR, "not a shared-memory window"));
+            }
+            let target = match rank {
+                abi::PROC_NULL => w.sizes.iter().position(|&s| s > 0).unwrap_or(0) as u32,
+                r => w.target(r, 0)?.map_or(0, |(t, _)| t),
+            };
+            let address = match target == w.rank {
+                true => w.base,
+                false => {
+                    let mut shared = w.shared.lock().unwrap_or_else(|p| p.into_inner());
+                    match shared.get(&target) {
+                        Some(m) => m.as_ptr() as usize,
+                        None => {
+                            let mapping = w.with(|s| Ok(s.window().mapped(target)?))?;
+                            let mapping = mapping.ok_or_else(|| {
+                                Fail::new(err::RMA_SHARED, format!("rank {target}'s part is not mapped here"))
+                            })?;
+                            let address = mapping.as_ptr() as usize;
+                            shared.insert(target, mapping);
+                            address
+                        }
+                    }
+                }
+            };
+            let t = target as usize;
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(size, w.sizes[t], "size") }?;
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(disp_unit, w.disp_units[t] as c_int, "disp_unit") }?;
+            // SAFETY: baseptr points to a void * (the call's contract).
+            unsafe { ptr::write(baseptr.cast::<*mut c_void>(), address as *mut c_void, "baseptr") }
+        });
+        finish_win("MPI_Win_shared_query", win, result)
     }
 }
 

@@ -138,6 +138,42 @@ int main(int argc, char **argv)
         MPI_Group_free(&world);
     }
 
+    /* A shared-memory window over the ranks of this host: rank r of
+     * the node holds r + 1 longs; each stores into its own part, then
+     * loads every other part through MPI_Win_shared_query's address. */
+    {
+        MPI_Comm node;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
+        int nme = 0, nn = 0;
+        MPI_Comm_rank(node, &nme);
+        MPI_Comm_size(node, &nn);
+        long *part = NULL;
+        MPI_Win_allocate_shared((nme + 1) * sizeof(long), sizeof(long), MPI_INFO_NULL, node, &part, &win);
+        MPI_Win_lock_all(0, win);
+        for (int i = 0; i <= nme; i++)
+            part[i] = 1000 * nme + i;
+        MPI_Win_sync(win);
+        MPI_Barrier(node);
+        MPI_Win_sync(win);
+        for (int q = 0; q < nn; q++) {
+            MPI_Aint qsize = -1;
+            int qunit = -1;
+            long *qbase = NULL;
+            MPI_Win_shared_query(win, q, &qsize, &qunit, &qbase);
+            CHECK(qsize == (q + 1) * (MPI_Aint)sizeof(long) && qunit == sizeof(long), "shared_query %d: %ld %d", q, (long)qsize, qunit);
+            for (int i = 0; i <= q && qbase; i++)
+                CHECK(qbase[i] == 1000 * q + i, "shared part %d [%d] = %ld", q, i, qbase[i]);
+        }
+        MPI_Aint size0 = -1;
+        int unit0 = -1;
+        long *base0 = NULL;
+        MPI_Win_shared_query(win, MPI_PROC_NULL, &size0, &unit0, &base0);
+        CHECK(size0 == (MPI_Aint)sizeof(long) && base0 && base0[0] == 0, "shared_query of MPI_PROC_NULL");
+        MPI_Win_unlock_all(win);
+        MPI_Win_free(&win);
+        MPI_Comm_free(&node);
+    }
+
     report_errors();
     MPI_Finalize();
     return 0;
