@@ -1,11 +1,13 @@
 //! Handles to and from `int` (`MPI_Comm_toint`, `MPI_Comm_fromint`, ...,
 //! for Fortran and for tools), and address arithmetic. A handle's `int`
 //! is its value: the predefined ones are small, and a table's stay below
-//! `INT_MAX` ([`crate::table`]).
+//! `INT_MAX` ([`crate::table`]). `MPI_Get_address`.
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 
-use crate::abi::{Aint, Handle};
+use crate::abi::{self, Aint, Handle};
+use crate::errors::finish;
+use crate::{mpi, ptr};
 
 macro_rules! conversions {
     ($($to:ident / $pto:ident, $from:ident / $pfrom:ident;)*) => {$(
@@ -71,4 +73,14 @@ pub extern "C" fn PMPI_Aint_diff(addr1: Aint, addr2: Aint) -> Aint {
 #[no_mangle]
 pub extern "C" fn MPI_Aint_diff(addr1: Aint, addr2: Aint) -> Aint {
     PMPI_Aint_diff(addr1, addr2)
+}
+
+mpi! {
+    /// The address of `location`, as derived datatypes and `MPI_BOTTOM`
+    /// take it.
+    fn MPI_Get_address / PMPI_Get_address(location: *const c_void, address: *mut Aint) -> c_int {
+        // SAFETY: as the call's contract.
+        let result = unsafe { ptr::write(address, location as Aint, "address") };
+        finish("MPI_Get_address", abi::comm::WORLD, result)
+    }
 }

@@ -1,7 +1,7 @@
 //! The process's MPI state, made by `MPI_Init` and ended by
 //! `MPI_Finalize`: the `World`, its `Rma`, and the tables of
 //! communicators, groups, error handlers, windows, requests, info
-//! objects and operations. One lock guards the tables
+//! objects, operations and datatypes. One lock guards the tables
 //! and is held only to look a handle up or change a table; a
 //! communicator's calls lock that communicator alone.
 
@@ -14,6 +14,7 @@ use onesided::rma::Group;
 use onesided::{Comm, Rma, World};
 
 use crate::abi::{self, err, Handle};
+use crate::derived::Derived;
 use crate::errors::{Errhandler, Fail};
 use crate::info::Info;
 use crate::op::UserOp;
@@ -44,6 +45,7 @@ pub(crate) struct Runtime {
     pub(crate) requests: Table<Pending>,
     pub(crate) infos: Table<Info>,
     pub(crate) ops: Table<UserOp>,
+    pub(crate) types: Table<Derived>,
 }
 
 /// A communicator: its collectives, its group (job ranks, in its rank
@@ -140,6 +142,7 @@ pub(crate) fn init() -> Result<(), Fail> {
         requests: Table::default(),
         infos,
         ops: Table::default(),
+        types: Table::default(),
     });
     STAGE.store(RUNNING, Ordering::Release);
     Ok(())

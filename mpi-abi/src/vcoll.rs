@@ -36,7 +36,7 @@ impl Layout {
         displs: *const c_int,
         datatype: Handle,
     ) -> Result<Layout, Fail> {
-        let (size, _) = datatype::of(datatype)?;
+        let size = datatype::bytes(1, datatype)?;
         // SAFETY: as this function's contract.
         let counts = unsafe { ptr::slice(counts, n, "counts") }?;
         let displs: Option<&[c_int]> = match displs.is_null() {

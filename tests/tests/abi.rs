@@ -34,6 +34,7 @@ const CHECKED: &[&str] = &[
     "p2p",
     "windows",
     "errors",
+    "datatypes",
 ];
 
 /// The C programs, built into `target/<profile>/abi/` once per run.

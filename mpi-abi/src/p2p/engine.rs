@@ -38,11 +38,14 @@
 use std::collections::HashMap;
 use std::ffi::c_int;
 
+use std::sync::Arc;
+
 use onesided::fabric::{Endpoint, Transfer};
 
 use super::matching::{Envelope, InOrder, Matcher, Pattern, Turn};
 use crate::abi::err;
 use crate::errors::Fail;
+use crate::typemap::TypeMap;
 
 /// The tag of every header message (below collectives' tags, which set
 /// bit 38).
@@ -173,6 +176,19 @@ struct Recv {
     from: Option<u32>,
     ctx: u64,
     state: RecvState,
+    /// For a non-contiguous datatype: where the packed message goes.
+    unpack: Option<Unpack>,
+}
+
+/// A receive into a buffer of packed bytes that is unpacked into the
+/// program's by a datatype when it completes.
+pub(crate) struct Unpack {
+    /// The packed bytes (the receive's buffer).
+    pub temp: Vec<u8>,
+    pub map: Arc<TypeMap>,
+    /// The program's buffer and the count of datatype elements it holds.
+    pub base: usize,
+    pub count: usize,
 }
 
 enum RecvState {
@@ -196,6 +212,8 @@ struct Send {
     /// The receiver's job rank.
     to: u32,
     state: SendState,
+    /// The packed bytes of a non-contiguous datatype (the send's buffer).
+    keep: Option<Vec<u8>>,
 }
 
 enum SendState {
@@ -420,6 +438,7 @@ impl Engine {
                 from,
                 ctx,
                 state: RecvState::Posted,
+                unpack: None,
             },
         );
         let matcher = self.comms.entry(ctx).or_default();
@@ -446,6 +465,26 @@ impl Engine {
         Ok(matcher.probe(pattern).map(|(e, body)| (e, body.len())))
     }
 
+    /// Keeps `packed` (the buffer send `id` was started over) until the
+    /// send completes.
+    pub(crate) fn keep_packed(&mut self, id: u64, packed: Vec<u8>) {
+        if let Some(s) = self.sends.get_mut(&id) {
+            s.keep = Some(packed);
+        }
+    }
+
+    /// Receive `id` was posted into `unpack.temp`: unpacks it into the
+    /// program's buffer when it completes.
+    ///
+    /// # Safety
+    /// The program's buffer is valid for `count` elements of the map
+    /// until the request completes.
+    pub(crate) unsafe fn packed_into(&mut self, id: u64, unpack: Unpack) {
+        if let Some(r) = self.recvs.get_mut(&id) {
+            r.unpack = Some(unpack);
+        }
+    }
+
     /// Whether receive `id` is complete (or unknown).
     pub(crate) fn recv_is_done(&self, id: u64) -> bool {
         !matches!(
@@ -464,10 +503,20 @@ impl Engine {
     /// Receive `id`'s outcome once complete (the request is then gone).
     pub(crate) fn recv_done(&mut self, id: u64) -> Option<Result<Received, Fail>> {
         match self.recvs.get(&id).map(|r| &r.state) {
-            Some(RecvState::Done(_)) => match self.recvs.remove(&id)?.state {
-                RecvState::Done(outcome) => Some(outcome),
-                _ => None,
-            },
+            Some(RecvState::Done(_)) => {
+                let recv = self.recvs.remove(&id)?;
+                let RecvState::Done(outcome) = recv.state else {
+                    return None;
+                };
+                if let (Ok(got), Some(u)) = (&outcome, recv.unpack) {
+                    let data = &u.temp[..got.len.min(u.temp.len())];
+                    // SAFETY: the program's buffer of `count` elements,
+                    // valid until the request completes, which is now
+                    // (the contract of Engine::packed_into).
+                    unsafe { crate::derived::unpack(&u.map, data, u.base as *mut u8, u.count) };
+                }
+                Some(outcome)
+            }
             Some(_) => None,
             None => Some(Err(Fail::new(err::REQUEST, format!("no receive {id}")))),
         }
@@ -759,6 +808,7 @@ impl Send {
             len,
             to,
             state: SendState::Announced,
+            keep: None,
         }
     }
 }

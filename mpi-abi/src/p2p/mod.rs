@@ -7,19 +7,21 @@ mod engine;
 pub(crate) mod matching;
 
 use std::ffi::{c_int, c_void};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use onesided::fabric::Endpoint;
 
 pub(crate) use engine::Received;
-use engine::{Engine, Route};
+use engine::{Engine, Route, Unpack};
 use matching::Pattern;
 
 use crate::abi::{self, err, Handle, Status};
 use crate::datatype;
+use crate::derived;
 use crate::errors::{finish, Fail};
 use crate::request::{self, Pending};
 use crate::runtime::{self, CommEntry};
+use crate::typemap::TypeMap;
 use crate::{mpi, ptr};
 
 static ENGINE: Mutex<Option<Engine>> = Mutex::new(None);
@@ -221,13 +223,52 @@ fn pattern(c: &CommEntry, source: c_int, tag: c_int) -> Result<Option<Pattern>, 
     })
 }
 
-/// A buffer of `count` elements of `datatype` at `buf`, checked.
-fn buffer(buf: *const c_void, count: c_int, datatype: Handle) -> Result<(*const u8, usize), Fail> {
-    let len = datatype::bytes(count, datatype)?;
-    if buf.is_null() && len > 0 {
+/// A message's bytes: the program's, or packed from a non-contiguous
+/// datatype.
+enum Bytes {
+    Direct(*const u8, usize),
+    Packed(Vec<u8>),
+}
+
+impl Bytes {
+    fn parts(&self) -> (*const u8, usize) {
+        match self {
+            Bytes::Direct(p, len) => (*p, *len),
+            Bytes::Packed(v) => (v.as_ptr(), v.len()),
+        }
+    }
+}
+
+/// `count` elements of `datatype` at `buf`: the datatype's map and the
+/// count, checked.
+fn layout(
+    buf: *const c_void,
+    count: c_int,
+    datatype: Handle,
+) -> Result<(Arc<TypeMap>, usize), Fail> {
+    let n = usize::try_from(count).map_err(|_| Fail::new(err::COUNT, format!("count {count}")))?;
+    let map = derived::committed(datatype)?;
+    let len = map
+        .size
+        .checked_mul(n)
+        .ok_or_else(|| Fail::new(err::COUNT, format!("count {count}")))?;
+    if buf.is_null() && len > 0 && map.is_dense() {
         return Err(Fail::new(err::BUFFER, "buf is NULL"));
     }
-    Ok((buf.cast(), len))
+    Ok((map, n))
+}
+
+/// A send's bytes.
+///
+/// # Safety
+/// `count` elements of `datatype` at `buf` are valid for reads.
+unsafe fn outgoing(buf: *const c_void, count: c_int, datatype: Handle) -> Result<Bytes, Fail> {
+    let (map, n) = layout(buf, count, datatype)?;
+    Ok(match map.is_dense() {
+        true => Bytes::Direct(buf.cast(), map.size * n),
+        // SAFETY: as this function's contract.
+        false => Bytes::Packed(unsafe { derived::pack(&map, buf.cast(), n) }),
+    })
 }
 
 /// What a send is.
@@ -246,7 +287,8 @@ struct Message {
 /// # Safety
 /// The buffer stays valid until the request completes.
 unsafe fn send_start(c: &CommEntry, m: Message, sync: bool) -> Result<Option<u64>, Fail> {
-    let data = buffer(m.buf, m.count, m.datatype)?;
+    // SAFETY: as this function's contract.
+    let data = unsafe { outgoing(m.buf, m.count, m.datatype) }?;
     let tag = send_tag(m.tag)?;
     let Some(dest) = peer(c, m.dest)? else {
         return Ok(None);
@@ -257,8 +299,15 @@ unsafe fn send_start(c: &CommEntry, m: Message, sync: bool) -> Result<Option<u64
         source: c.rank,
         tag,
     };
-    // SAFETY: as this function's contract.
-    with(|e| unsafe { e.send(route, data, sync) })
+    with(|e| {
+        // SAFETY: as this function's contract; packed bytes are kept
+        // until the send completes.
+        let id = unsafe { e.send(route, data.parts(), sync) }?;
+        if let (Some(id), Bytes::Packed(packed)) = (id, data) {
+            e.keep_packed(id, packed);
+        }
+        Ok(id)
+    })
 }
 
 /// A blocking send.
@@ -300,13 +349,34 @@ struct Receive {
 /// # Safety
 /// The buffer stays valid, and untouched, until the request completes.
 unsafe fn recv_start(c: &CommEntry, r: Receive) -> Result<Option<u64>, Fail> {
-    let (buf, cap) = buffer(r.buf, r.count, r.datatype)?;
+    let (map, n) = layout(r.buf, r.count, r.datatype)?;
     let Some(pattern) = pattern(c, r.source, r.tag)? else {
         return Ok(None);
     };
     let members = c.group.members();
-    // SAFETY: as this function's contract.
-    with(|e| unsafe { e.recv(c.objects.key(), pattern, (buf.cast_mut(), cap), members) }).map(Some)
+    let ctx = c.objects.key();
+    if map.is_dense() {
+        let into = (r.buf.cast::<u8>(), map.size * n);
+        // SAFETY: as this function's contract.
+        return with(|e| unsafe { e.recv(ctx, pattern, into, members) }).map(Some);
+    }
+    let mut temp = vec![0u8; map.size * n];
+    let into = (temp.as_mut_ptr(), temp.len());
+    let unpack = Unpack {
+        temp,
+        map,
+        base: r.buf as usize,
+        count: n,
+    };
+    with(|e| {
+        // SAFETY: the packed buffer moves into the receive with its heap
+        // allocation in place; the program's buffer as this function's
+        // contract.
+        let id = unsafe { e.recv(ctx, pattern, into, members) }?;
+        // SAFETY: as this function's contract.
+        unsafe { e.packed_into(id, unpack) };
+        Ok(Some(id))
+    })
 }
 
 /// Writes a receive's status; its error (`MPI_ERR_TRUNCATE`) as a
@@ -570,10 +640,15 @@ mpi! {
         comm: Handle,
         status: *mut Status,
     ) -> c_int {
-        let result = buffer(buf, count, datatype).and_then(|(p, len)| {
-            // SAFETY: count elements of datatype at buf (the call's contract).
-            let copy = unsafe { ptr::slice(p, len, "buf") }?.to_vec();
-            let m = Message { buf: copy.as_ptr().cast(), count, datatype, dest, tag: sendtag };
+        // SAFETY: count elements of datatype at buf (the call's contract).
+        let result = unsafe { outgoing(buf, count, datatype) }.and_then(|bytes| {
+            let copy = match bytes {
+                // SAFETY: as above.
+                Bytes::Direct(p, len) => unsafe { ptr::slice(p, len, "buf") }?.to_vec(),
+                Bytes::Packed(packed) => packed,
+            };
+            let len = c_int::try_from(copy.len()).map_err(|_| Fail::new(err::COUNT, "a message over 2 GiB"))?;
+            let m = Message { buf: copy.as_ptr().cast(), count: len, datatype: abi::datatype::BYTE, dest, tag: sendtag };
             let r = Receive { buf, count, datatype, source, tag: recvtag };
             // SAFETY: the copy lives until the call returns; buf as the
             // call's contract.
@@ -651,7 +726,7 @@ mpi! {
 unsafe fn count_of(status: *const Status, datatype: Handle) -> Result<c_int, Fail> {
     // SAFETY: as this function's contract.
     let s = unsafe { ptr::read(status, "status") }?;
-    let (size, _) = datatype::of(datatype)?;
+    let size = datatype::size_of(datatype)?;
     let bytes = u64::from(s.internal[0] as u32) | (u64::from(s.internal[1] as u32) << 32);
     Ok(match size {
         0 => 0,
@@ -660,6 +735,30 @@ unsafe fn count_of(status: *const Status, datatype: Handle) -> Result<c_int, Fai
         }
         _ => abi::UNDEFINED,
     })
+}
+
+/// The predefined elements of `datatype` a status's bytes hold.
+///
+/// # Safety
+/// `status` is null or valid for a status.
+unsafe fn elements_of(status: *const Status, datatype: Handle) -> Result<c_int, Fail> {
+    // SAFETY: as this function's contract.
+    let s = unsafe { ptr::read(status, "status") }?;
+    let map = derived::map_of(datatype)?;
+    let bytes =
+        (u64::from(s.internal[0] as u32) | (u64::from(s.internal[1] as u32) << 32)) as usize;
+    if map.size == 0 {
+        return Ok(0);
+    }
+    let (whole, rest) = (bytes / map.size, bytes % map.size);
+    let partial = match (rest, map.element) {
+        (0, _) => Some(0),
+        (rest, Some((_, size))) if rest % size == 0 => Some(rest / size),
+        _ => None,
+    };
+    Ok(partial
+        .and_then(|p| c_int::try_from(whole * map.elements + p).ok())
+        .unwrap_or(abi::UNDEFINED))
 }
 
 mpi! {
@@ -674,11 +773,12 @@ mpi! {
 }
 
 mpi! {
-    /// The number of basic elements a receive got (of a predefined
-    /// datatype: as `MPI_Get_count`).
+    /// The number of predefined elements a receive got (`MPI_UNDEFINED`
+    /// when a last partial element of a datatype mixing elements cannot
+    /// be counted).
     fn MPI_Get_elements / PMPI_Get_elements(status: *const Status, datatype: Handle, count: *mut c_int) -> c_int {
         // SAFETY: as the call's contract.
-        let result = unsafe { count_of(status, datatype) }
+        let result = unsafe { elements_of(status, datatype) }
             // SAFETY: as the call's contract.
             .and_then(|n| unsafe { ptr::write(count, n, "count") });
         finish("MPI_Get_elements", abi::comm::WORLD, result)

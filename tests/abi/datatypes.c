@@ -1,0 +1,216 @@
+/* Datatypes of the MPI standard ABI: sizes, extents, true extents and
+ * names of predefined and derived ones (contiguous, vector, hvector,
+ * indexed, hindexed, indexed_block, struct, subarray, resized, dup);
+ * point-to-point with derived datatypes on both sides (a matrix column
+ * received as a row, an array of structs, a subarray halo, in place by
+ * Sendrecv_replace, Probe and Get_count); contiguous derived datatypes
+ * in collectives. Every element is checked; prints "No Errors" at rank
+ * 0. */
+#include "check.h"
+#include <string.h>
+
+struct particle {
+    double x[3];
+    int id;
+    char tag;
+};
+
+static void extent_is(MPI_Datatype t, MPI_Aint lb, MPI_Aint extent, const char *what)
+{
+    MPI_Aint l = -1, e = -1;
+    MPI_Type_get_extent(t, &l, &e);
+    CHECK(l == lb && e == extent, "%s: lb %ld extent %ld, not %ld %ld", what, (long)l, (long)e, (long)lb, (long)extent);
+}
+
+static void size_is(MPI_Datatype t, int size, const char *what)
+{
+    int s = -1;
+    MPI_Type_size(t, &s);
+    CHECK(s == size, "%s: size %d, not %d", what, s, size);
+}
+
+int main(int argc, char **argv)
+{
+    int n = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int right = (me + 1) % n, left = (me + n - 1) % n;
+    MPI_Status status;
+
+    /* Names, sizes and extents. */
+    char name[MPI_MAX_OBJECT_NAME];
+    int len = 0;
+    MPI_Type_get_name(MPI_INT, name, &len);
+    CHECK(strcmp(name, "MPI_INT") == 0 && len == 7, "name of MPI_INT: %s", name);
+    MPI_Type_get_name(MPI_DOUBLE, name, &len);
+    CHECK(strcmp(name, "MPI_DOUBLE") == 0, "name of MPI_DOUBLE: %s", name);
+    extent_is(MPI_DOUBLE, 0, 8, "double");
+
+    MPI_Datatype three, column, hcol, idx, hidx, blocks, sub, resized, dup, part;
+    MPI_Type_contiguous(3, MPI_DOUBLE, &three);
+    size_is(three, 24, "contiguous");
+    extent_is(three, 0, 24, "contiguous");
+    /* A column of a 4x5 int matrix. */
+    MPI_Type_vector(4, 1, 5, MPI_INT, &column);
+    size_is(column, 16, "vector");
+    extent_is(column, 0, (3 * 5 + 1) * 4, "vector");
+    MPI_Type_create_hvector(2, 2, 40, MPI_INT, &hcol);
+    size_is(hcol, 16, "hvector");
+    extent_is(hcol, 0, 48, "hvector");
+    int lens[3] = {2, 1, 3}, displs[3] = {5, 0, 10};
+    MPI_Type_indexed(3, lens, displs, MPI_INT, &idx);
+    size_is(idx, 24, "indexed");
+    extent_is(idx, 0, 52, "indexed");
+    MPI_Aint hdispls[2] = {4, 20};
+    int hlens[2] = {1, 2};
+    MPI_Type_create_hindexed(2, hlens, hdispls, MPI_SHORT, &hidx);
+    size_is(hidx, 6, "hindexed");
+    extent_is(hidx, 4, 20, "hindexed");
+    int bdispls[3] = {0, 3, 7};
+    MPI_Type_create_indexed_block(3, 2, bdispls, MPI_INT, &blocks);
+    size_is(blocks, 24, "indexed_block");
+    extent_is(blocks, 0, 36, "indexed_block");
+    int sizes[2] = {6, 6}, subsizes[2] = {2, 3}, starts[2] = {1, 2};
+    MPI_Type_create_subarray(2, sizes, subsizes, starts, MPI_ORDER_C, MPI_INT, &sub);
+    size_is(sub, 24, "subarray");
+    extent_is(sub, 0, 144, "subarray");
+    MPI_Type_create_resized(MPI_INT, -4, 16, &resized);
+    extent_is(resized, -4, 16, "resized");
+    MPI_Aint tlb = -1, text = -1;
+    MPI_Type_get_true_extent(resized, &tlb, &text);
+    CHECK(tlb == 0 && text == 4, "resized true extent %ld %ld", (long)tlb, (long)text);
+    MPI_Type_dup(column, &dup);
+    size_is(dup, 16, "dup");
+    MPI_Type_set_name(dup, "my column");
+    MPI_Type_get_name(dup, name, &len);
+    CHECK(strcmp(name, "my column") == 0, "set name: %s", name);
+
+    /* A struct of the particle's fields, its extent the C struct's. */
+    struct particle ps[4];
+    int plens[3] = {3, 1, 1};
+    MPI_Aint pdispls[3], pbase;
+    MPI_Datatype ptypes[3] = {MPI_DOUBLE, MPI_INT, MPI_CHAR};
+    MPI_Get_address(&ps[0], &pbase);
+    MPI_Get_address(&ps[0].x, &pdispls[0]);
+    MPI_Get_address(&ps[0].id, &pdispls[1]);
+    MPI_Get_address(&ps[0].tag, &pdispls[2]);
+    for (int i = 0; i < 3; i++)
+        pdispls[i] -= pbase;
+    MPI_Type_create_struct(3, plens, pdispls, ptypes, &part);
+    size_is(part, 29, "struct");
+    MPI_Datatype particle;
+    MPI_Type_create_resized(part, 0, sizeof(struct particle), &particle);
+    extent_is(particle, 0, sizeof(struct particle), "resized struct");
+
+    MPI_Datatype all[] = {three, column, hcol, idx, hidx, blocks, sub, dup, particle};
+    for (int i = 0; i < 9; i++)
+        MPI_Type_commit(&all[i]);
+    three = all[0], column = all[1], sub = all[6], particle = all[8];
+
+    /* A column of a 4x5 matrix to the right, received as 4 ints. */
+    int m[4][5], row[4] = {-1, -1, -1, -1};
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 5; c++)
+            m[r][c] = 100 * me + 10 * r + c;
+    MPI_Sendrecv(&m[0][2], 1, column, right, 1, row, 4, MPI_INT, left, 1, MPI_COMM_WORLD, &status);
+    for (int r = 0; r < 4; r++)
+        CHECK(row[r] == 100 * left + 10 * r + 2, "column as row [%d] = %d", r, row[r]);
+    int count = -1;
+    MPI_Get_count(&status, MPI_INT, &count);
+    CHECK(count == 4, "count of the column %d", count);
+    /* And 4 ints into a column of another matrix; the rest untouched. */
+    int into[4][5];
+    memset(into, 0xff, sizeof into);
+    int line[4] = {me, me + 1, me + 2, me + 3};
+    MPI_Sendrecv(line, 4, MPI_INT, right, 2, &into[0][3], 1, column, left, 2, MPI_COMM_WORLD, &status);
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 5; c++)
+            CHECK(into[r][c] == (c == 3 ? left + r : -1), "row into column [%d][%d] = %d", r, c, into[r][c]);
+    MPI_Get_count(&status, column, &count);
+    CHECK(count == 1, "count of columns %d", count);
+
+    /* Particles, large enough for the rendezvous path, in and out. */
+    struct particle big[2000], got[2000];
+    for (int i = 0; i < 2000; i++) {
+        for (int k = 0; k < 3; k++)
+            big[i].x[k] = me + i + 0.25 * k;
+        big[i].id = 7 * me + i;
+        big[i].tag = (char)('a' + (i % 26));
+        memset(&got[i], 0, sizeof got[i]);
+    }
+    MPI_Request reqs[2];
+    MPI_Irecv(got, 2000, particle, left, 3, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Isend(big, 2000, particle, right, 3, MPI_COMM_WORLD, &reqs[1]);
+    MPI_Status sts[2];
+    MPI_Waitall(2, reqs, sts);
+    int elements = -1;
+    MPI_Get_elements(&sts[0], particle, &elements);
+    CHECK(elements == 5 * 2000, "elements of 2000 particles: %d", elements);
+    MPI_Get_count(&sts[0], particle, &count);
+    CHECK(count == 2000, "count of particles: %d", count);
+    int bad = 0;
+    for (int i = 0; i < 2000; i++)
+        bad += got[i].x[0] != left + i || got[i].x[2] != left + i + 0.5 || got[i].id != 7 * left + i || got[i].tag != 'a' + (i % 26);
+    CHECK(bad == 0, "%d particles wrong", bad);
+
+    /* A subarray halo: the 2x3 block at (1, 2) of a 6x6 grid. */
+    int grid[6][6], halo[6][6];
+    for (int r = 0; r < 6; r++)
+        for (int c = 0; c < 6; c++) {
+            grid[r][c] = 1000 * me + 10 * r + c;
+            halo[r][c] = -7;
+        }
+    MPI_Sendrecv(grid, 1, sub, right, 4, halo, 1, sub, left, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (int r = 0; r < 6; r++)
+        for (int c = 0; c < 6; c++) {
+            int inside = r >= 1 && r < 3 && c >= 2 && c < 5;
+            CHECK(halo[r][c] == (inside ? 1000 * left + 10 * r + c : -7), "halo [%d][%d] = %d", r, c, halo[r][c]);
+        }
+
+    /* A column in place, by Sendrecv_replace; then Probe its count. */
+    MPI_Sendrecv_replace(&m[0][4], 1, column, right, 5, left, 5, MPI_COMM_WORLD, &status);
+    for (int r = 0; r < 4; r++)
+        CHECK(m[r][4] == 100 * left + 10 * r + 4 && m[r][3] == 100 * me + 10 * r + 3, "replace [%d]", r);
+    /* Columns one int apart: the column resized to one int's extent. */
+    MPI_Datatype columns;
+    MPI_Type_create_resized(column, 0, sizeof(int), &columns);
+    MPI_Type_commit(&columns);
+    MPI_Request r6;
+    MPI_Isend(&m[0][0], 2, columns, right, 6, MPI_COMM_WORLD, &r6);
+    MPI_Probe(left, 6, MPI_COMM_WORLD, &status);
+    MPI_Get_count(&status, columns, &count);
+    CHECK(count == 2, "probed count of columns %d", count);
+    MPI_Get_count(&status, MPI_INT, &count);
+    CHECK(count == 8, "probed count of ints %d", count);
+    int eight[8];
+    MPI_Recv(eight, 8, MPI_INT, left, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Wait(&r6, MPI_STATUS_IGNORE);
+    for (int k = 0; k < 8; k++)
+        CHECK(eight[k] == 100 * left + 10 * (k % 4) + k / 4, "two columns [%d] = %d", k, eight[k]);
+    MPI_Type_free(&columns);
+
+    /* Contiguous derived datatypes in collectives. */
+    double triples[2][3];
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 3; k++)
+            triples[i][k] = me == 0 ? 10 * i + k : -1;
+    MPI_Bcast(triples, 2, three, 0, MPI_COMM_WORLD);
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 3; k++)
+            CHECK(triples[i][k] == 10 * i + k, "bcast of triples [%d][%d]", i, k);
+    double mine[3] = {me, me + 0.5, -me}, gathered[64][3];
+    MPI_Allgather(mine, 1, three, gathered, 1, three, MPI_COMM_WORLD);
+    for (int p = 0; p < n && p < 64; p++)
+        CHECK(gathered[p][0] == p && gathered[p][1] == p + 0.5 && gathered[p][2] == -p, "allgather of triples from %d", p);
+
+    for (int i = 0; i < 9; i++)
+        MPI_Type_free(&all[i]);
+    CHECK(all[0] == MPI_DATATYPE_NULL, "a freed datatype is not null");
+    MPI_Type_free(&part);
+    MPI_Type_free(&resized);
+
+    report_errors();
+    MPI_Finalize();
+    return 0;
+}
