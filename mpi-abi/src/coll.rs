@@ -13,6 +13,7 @@ use crate::errors::{finish, Fail};
 use crate::op::Typed;
 use crate::request::{Pending, Running};
 use crate::runtime::{self, CommEntry};
+use crate::stage::{self, Arg};
 use crate::{mpi, ptr};
 
 /// Whether a buffer argument is `MPI_IN_PLACE`.
@@ -44,6 +45,12 @@ mpi! {
         root: c_int,
         comm: Handle,
     ) -> c_int {
+        if stage::any_scattered(&[datatype]) {
+            let at_root = runtime::comm(comm).is_ok_and(|c| c.rank as c_int == root);
+            let arg = Arg { buf: buffer, count, datatype, blocks: 1, read: at_root, written: !at_root, used: true };
+            // SAFETY: as the call's contract.
+            return unsafe { stage::run("MPI_Bcast", comm, [arg], |[(b, n, t)]| PMPI_Bcast(b, n, t, root, comm)) };
+        }
         let result = runtime::comm(comm).and_then(|c| {
             let root = root_of(&c, root)?;
             let len = datatype::bytes(count, datatype)?;
@@ -224,6 +231,17 @@ mpi! {
         recvtype: Handle,
         comm: Handle,
     ) -> c_int {
+        if stage::any_scattered(&[sendtype, recvtype]) {
+            let n = runtime::comm(comm).map_or(1, |c| c.size() as usize);
+            let send = Arg { buf: sendbuf, count: sendcount, datatype: sendtype, blocks: 1, read: true, written: false, used: !in_place(sendbuf) };
+            let recv = Arg { buf: recvbuf, count: recvcount, datatype: recvtype, blocks: n, read: in_place(sendbuf), written: true, used: true };
+            // SAFETY: as the call's contract.
+            return unsafe {
+                stage::run("MPI_Allgather", comm, [send, recv], |[(sb, sc, st), (rb, rc, rt)]| {
+                    PMPI_Allgather(sb, sc, st, rb, rc, rt, comm)
+                })
+            };
+        }
         let result = runtime::comm(comm).and_then(|c| {
             let n = c.size() as usize;
             let block = block_of(sendbuf, (sendcount, sendtype), (recvcount, recvtype))?;
@@ -256,6 +274,17 @@ mpi! {
         recvtype: Handle,
         comm: Handle,
     ) -> c_int {
+        if stage::any_scattered(&[sendtype, recvtype]) {
+            let n = runtime::comm(comm).map_or(1, |c| c.size() as usize);
+            let send = Arg { buf: sendbuf, count: sendcount, datatype: sendtype, blocks: n, read: true, written: false, used: !in_place(sendbuf) };
+            let recv = Arg { buf: recvbuf, count: recvcount, datatype: recvtype, blocks: n, read: in_place(sendbuf), written: true, used: true };
+            // SAFETY: as the call's contract.
+            return unsafe {
+                stage::run("MPI_Alltoall", comm, [send, recv], |[(sb, sc, st), (rb, rc, rt)]| {
+                    PMPI_Alltoall(sb, sc, st, rb, rc, rt, comm)
+                })
+            };
+        }
         let result = runtime::comm(comm).and_then(|c| {
             let n = c.size() as usize;
             let block = block_of(sendbuf, (sendcount, sendtype), (recvcount, recvtype))?;
@@ -288,6 +317,17 @@ mpi! {
         root: c_int,
         comm: Handle,
     ) -> c_int {
+        if stage::any_scattered(&[sendtype, recvtype]) {
+            let (n, at_root) = runtime::comm(comm).map_or((1, false), |c| (c.size() as usize, c.rank as c_int == root));
+            let send = Arg { buf: sendbuf, count: sendcount, datatype: sendtype, blocks: 1, read: true, written: false, used: !in_place(sendbuf) };
+            let recv = Arg { buf: recvbuf, count: recvcount, datatype: recvtype, blocks: n, read: in_place(sendbuf), written: true, used: at_root };
+            // SAFETY: as the call's contract.
+            return unsafe {
+                stage::run("MPI_Gather", comm, [send, recv], |[(sb, sc, st), (rb, rc, rt)]| {
+                    PMPI_Gather(sb, sc, st, rb, rc, rt, root, comm)
+                })
+            };
+        }
         let result = runtime::comm(comm).and_then(|c| {
             let root = root_of(&c, root)?;
             let (n, at_root) = (c.size() as usize, c.rank == root);
@@ -330,6 +370,17 @@ mpi! {
         root: c_int,
         comm: Handle,
     ) -> c_int {
+        if stage::any_scattered(&[sendtype, recvtype]) {
+            let (n, at_root) = runtime::comm(comm).map_or((1, false), |c| (c.size() as usize, c.rank as c_int == root));
+            let send = Arg { buf: sendbuf, count: sendcount, datatype: sendtype, blocks: n, read: true, written: false, used: at_root };
+            let recv = Arg { buf: recvbuf, count: recvcount, datatype: recvtype, blocks: 1, read: false, written: true, used: !in_place(recvbuf) };
+            // SAFETY: as the call's contract.
+            return unsafe {
+                stage::run("MPI_Scatter", comm, [send, recv], |[(sb, sc, st), (rb, rc, rt)]| {
+                    PMPI_Scatter(sb, sc, st, rb, rc, rt, root, comm)
+                })
+            };
+        }
         let result = runtime::comm(comm).and_then(|c| {
             let root = root_of(&c, root)?;
             let (n, at_root) = (c.size() as usize, c.rank == root);

@@ -4,8 +4,9 @@
 //!
 //! Where they go: point-to-point takes any committed datatype (a
 //! non-contiguous one is packed before it is sent and unpacked when it
-//! has been received); the other calls take a contiguous one (copies of
-//! a predefined type one after the other, moved as bytes) and refuse
+//! has been received), so do the collectives that move data
+//! (`stage.rs`); the other calls take a contiguous one (copies of a
+//! predefined type one after the other, moved as bytes) and refuse
 //! another with `MPI_ERR_TYPE`.
 
 use std::ffi::{c_char, c_int};

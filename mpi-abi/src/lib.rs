@@ -56,6 +56,7 @@ mod ptr;
 mod request;
 mod runtime;
 mod scan;
+mod stage;
 mod table;
 mod typemap;
 mod unsupported;

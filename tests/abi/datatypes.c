@@ -4,7 +4,8 @@
  * point-to-point with derived datatypes on both sides (a matrix column
  * received as a row, an array of structs, a subarray halo, in place by
  * Sendrecv_replace, Probe and Get_count); contiguous derived datatypes
- * in collectives. Every element is checked; prints "No Errors" at rank
+ * in collectives, and non-contiguous ones in Bcast, Gather, Scatter,
+ * Allgather and Alltoall. Every element is checked; prints "No Errors" at rank
  * 0. */
 #include "check.h"
 #include <string.h>
@@ -203,6 +204,56 @@ int main(int argc, char **argv)
     MPI_Allgather(mine, 1, three, gathered, 1, three, MPI_COMM_WORLD);
     for (int p = 0; p < n && p < 64; p++)
         CHECK(gathered[p][0] == p && gathered[p][1] == p + 0.5 && gathered[p][2] == -p, "allgather of triples from %d", p);
+
+    /* Non-contiguous datatypes in collectives: a column broadcast, columns
+     * gathered into rows and scattered back, an allgather and an alltoall
+     * of columns one int apart. */
+    {
+        int mat[4][5];
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < 5; c++)
+                mat[r][c] = me == 0 ? 10 * r + c : -1;
+        MPI_Bcast(&mat[0][1], 1, column, 0, MPI_COMM_WORLD);
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < 5; c++)
+                CHECK(mat[r][c] == (c == 1 || me == 0 ? 10 * r + c : -1), "bcast of a column [%d][%d] = %d", r, c, mat[r][c]);
+        int rows[64][4];
+        for (int r = 0; r < 4; r++)
+            mat[r][2] = 100 * me + r;
+        MPI_Gather(&mat[0][2], 1, column, rows, 4, MPI_INT, 0, MPI_COMM_WORLD);
+        for (int p = 0; me == 0 && p < n && p < 64; p++)
+            for (int r = 0; r < 4; r++)
+                CHECK(rows[p][r] == 100 * p + r, "gather of columns [%d][%d] = %d", p, r, rows[p][r]);
+        for (int p = 0; me == 0 && p < n && p < 64; p++)
+            for (int r = 0; r < 4; r++)
+                rows[p][r] = 1000 + 10 * p + r;
+        MPI_Scatter(rows, 4, MPI_INT, &mat[0][3], 1, column, 0, MPI_COMM_WORLD);
+        for (int r = 0; r < 4; r++)
+            CHECK(mat[r][3] == 1000 + 10 * me + r, "scatter into a column [%d] = %d", r, mat[r][3]);
+        MPI_Datatype cols;
+        MPI_Type_create_resized(column, 0, sizeof(int), &cols);
+        MPI_Type_commit(&cols);
+        if (n <= 5) {
+            /* Rank p's column p of a 4x5 matrix, gathered into every
+             * rank's columns 0..n-1. */
+            int mine[4][5], allm[4][5];
+            for (int r = 0; r < 4; r++)
+                for (int c = 0; c < 5; c++) {
+                    mine[r][c] = 100 * me + 10 * r + c;
+                    allm[r][c] = -1;
+                }
+            MPI_Allgather(&mine[0][me], 1, cols, allm, 1, cols, MPI_COMM_WORLD);
+            for (int r = 0; r < 4; r++)
+                for (int c = 0; c < 5; c++)
+                    CHECK(allm[r][c] == (c < n ? 100 * c + 10 * r + c : -1), "allgather of columns [%d][%d] = %d", r, c, allm[r][c]);
+            /* Column q goes to rank q, and arrives as column me... of rank q's. */
+            MPI_Alltoall(mine, 1, cols, allm, 1, cols, MPI_COMM_WORLD);
+            for (int r = 0; r < 4; r++)
+                for (int q = 0; q < n; q++)
+                    CHECK(allm[r][q] == 100 * q + 10 * r + me, "alltoall of columns [%d][%d] = %d", r, q, allm[r][q]);
+        }
+        MPI_Type_free(&cols);
+    }
 
     for (int i = 0; i < 9; i++)
         MPI_Type_free(&all[i]);
