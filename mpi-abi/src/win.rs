@@ -21,6 +21,7 @@ use onesided::rma::{
 
 use crate::abi::{self, err, Aint, Handle};
 use crate::datatype::{self, by_element};
+use crate::derived;
 use crate::errors::{finish, finish_win, Fail};
 use crate::runtime::{self, CommEntry};
 use crate::{mpi, ptr};
@@ -615,6 +616,95 @@ fn matching(
     }
 }
 
+/// Whether an access moves plain bytes: both datatypes contiguous.
+fn contiguous(otype: Handle, ttype: Handle) -> bool {
+    [otype, ttype].iter().all(|&t| {
+        datatype::predefined(t).is_some() || derived::committed(t).is_ok_and(|m| m.is_dense())
+    })
+}
+
+/// The bytes of an access at the target, in type-map order: runs of
+/// `(offset, len)` from byte `offset` for `count` elements of
+/// `datatype`, checked against `target`'s part (nothing moves when one
+/// lies outside it).
+fn target_runs(
+    w: &WinEntry,
+    (target, offset): (u32, u64),
+    (count, datatype): (c_int, Handle),
+) -> Result<Vec<(u64, usize)>, Fail> {
+    let map = derived::committed(datatype)?;
+    let n = usize::try_from(count).map_err(|_| Fail::new(err::COUNT, format!("count {count}")))?;
+    let mut runs = Vec::with_capacity(map.runs.len() * n);
+    let (base, size) = (
+        w.bases[target as usize] as i128,
+        w.sizes[target as usize] as i128,
+    );
+    for i in 0..n {
+        for run in &map.runs {
+            let at = offset as i128 + i as i128 * map.extent() as i128 + run.at as i128;
+            if at < base || at + run.len as i128 > base + size {
+                let what = format!(
+                    "{} bytes at {} of rank {target}'s {size}",
+                    run.len,
+                    at - base
+                );
+                return Err(Fail::new(err::RMA_RANGE, what));
+            }
+            runs.push((at as u64, run.len));
+        }
+    }
+    Ok(runs)
+}
+
+/// An access whose datatypes are not both contiguous: the origin packed
+/// (`MPI_Put`) or unpacked (`MPI_Get`), one access per run at the target.
+///
+/// # Safety
+/// The origin buffer is valid for its elements (for writes when `put`
+/// is false).
+unsafe fn scattered(
+    w: &WinEntry,
+    (origin, ocount, otype): (*mut c_void, c_int, Handle),
+    (target_rank, target_disp, tcount, ttype): (c_int, Aint, c_int, Handle),
+    put: bool,
+) -> Result<(), Fail> {
+    let omap = derived::committed(otype)?;
+    let on =
+        usize::try_from(ocount).map_err(|_| Fail::new(err::COUNT, format!("count {ocount}")))?;
+    let Some(at) = w.target(target_rank, target_disp)? else {
+        return Ok(());
+    };
+    let runs = target_runs(w, at, (tcount, ttype))?;
+    let total: usize = runs.iter().map(|r| r.1).sum();
+    if total != omap.size * on {
+        let what = format!("{} origin bytes for {total} at the target", omap.size * on);
+        return Err(Fail::new(err::TYPE, what));
+    }
+    let target = at.0;
+    let mut data = match put {
+        // SAFETY: as this function's contract.
+        true => unsafe { derived::pack(&omap, origin.cast(), on) },
+        false => vec![0u8; total],
+    };
+    w.with(|s| {
+        let mut from = 0;
+        for &(offset, len) in &runs {
+            let part = &mut data[from..from + len];
+            match put {
+                true => on_epoch!(s.covering(target)?, e => e.put(target, offset, &*part))?,
+                false => on_epoch!(s.covering(target)?, e => e.get(target, offset, part))?,
+            }
+            from += len;
+        }
+        Ok(())
+    })?;
+    if !put {
+        // SAFETY: as this function's contract.
+        unsafe { derived::unpack(&omap, &data, origin.cast(), on) };
+    }
+    Ok(())
+}
+
 mpi! {
     /// Writes the origin buffer at displacement `target_disp` of rank
     /// `target_rank`.
@@ -629,6 +719,12 @@ mpi! {
         win: Handle,
     ) -> c_int {
         let result = runtime::win(win).and_then(|w| {
+            if !contiguous(origin_datatype, target_datatype) {
+                let origin = (origin_addr.cast_mut(), origin_count, origin_datatype);
+                let target = (target_rank, target_disp, target_count, target_datatype);
+                // SAFETY: as the call's contract.
+                return unsafe { scattered(&w, origin, target, true) };
+            }
             let len = matching((origin_count, origin_datatype), (target_count, target_datatype))?;
             let Some((target, offset)) = w.target(target_rank, target_disp)? else {
                 return Ok(());
@@ -655,6 +751,12 @@ mpi! {
         win: Handle,
     ) -> c_int {
         let result = runtime::win(win).and_then(|w| {
+            if !contiguous(origin_datatype, target_datatype) {
+                let origin = (origin_addr, origin_count, origin_datatype);
+                let target = (target_rank, target_disp, target_count, target_datatype);
+                // SAFETY: as the call's contract.
+                return unsafe { scattered(&w, origin, target, false) };
+            }
             let len = matching((origin_count, origin_datatype), (target_count, target_datatype))?;
             let Some((target, offset)) = w.target(target_rank, target_disp)? else {
                 return Ok(());

@@ -5,7 +5,7 @@
  * received as a row, an array of structs, a subarray halo, in place by
  * Sendrecv_replace, Probe and Get_count); contiguous derived datatypes
  * in collectives, and non-contiguous ones in Bcast, Gather, Scatter,
- * Allgather and Alltoall. Every element is checked; prints "No Errors" at rank
+ * Allgather, Alltoall, Put and Get. Every element is checked; prints "No Errors" at rank
  * 0. */
 #include "check.h"
 #include <string.h>
@@ -253,6 +253,44 @@ int main(int argc, char **argv)
                     CHECK(allm[r][q] == 100 * q + 10 * r + me, "alltoall of columns [%d][%d] = %d", r, q, allm[r][q]);
         }
         MPI_Type_free(&cols);
+    }
+
+    /* Non-contiguous datatypes in RMA: a window of a 4x5 int matrix;
+     * four ints put into the right neighbour's column 2, its column 4 put
+     * from a column here into its row 0, its column 1 read as ints. */
+    {
+        int *wm = NULL;
+        MPI_Win win;
+        MPI_Win_allocate(20 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &wm, &win);
+        for (int k = 0; k < 20; k++)
+            wm[k] = 1000 * me + k;
+        int src[4][5], four[4] = {7 * me, 7 * me + 1, 7 * me + 2, 7 * me + 3};
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < 5; c++)
+                src[r][c] = 100 * me + 10 * r + c;
+        MPI_Win_fence(0, win);
+        MPI_Put(four, 4, MPI_INT, right, 2, 1, column, win);
+        MPI_Put(&src[0][4], 1, column, right, 0, 4, MPI_INT, win);
+        MPI_Win_fence(0, win);
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < 5; c++) {
+                int want = 1000 * me + 5 * r + c;
+                if (c == 2)
+                    want = 7 * left + r;
+                if (r == 0 && c < 4)
+                    want = 100 * left + 10 * c + 4;
+                CHECK(wm[5 * r + c] == want, "put with datatypes [%d][%d] = %d, not %d", r, c, wm[5 * r + c], want);
+            }
+        int got4[4] = {-1, -1, -1, -1};
+        MPI_Win_lock(MPI_LOCK_SHARED, left, 0, win);
+        MPI_Get(got4, 4, MPI_INT, left, 1, 1, column, win);
+        MPI_Win_unlock(left, win);
+        int left2 = (left + n - 1) % n;
+        for (int r = 0; r < 4; r++) {
+            int want = r == 0 ? 100 * left2 + 10 * 1 + 4 : 1000 * left + 5 * r + 1;
+            CHECK(got4[r] == want, "get of a column [%d] = %d, not %d", r, got4[r], want);
+        }
+        MPI_Win_free(&win);
     }
 
     for (int i = 0; i < 9; i++)
