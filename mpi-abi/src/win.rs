@@ -26,7 +26,10 @@ use crate::errors::{finish, finish_win, Fail};
 use crate::runtime::{self, CommEntry};
 use crate::{mpi, ptr};
 
+mod dynamic;
 mod pscw;
+
+pub(crate) use dynamic::serve as serve_attachments;
 
 /// `MPI_LOCK_EXCLUSIVE`, `MPI_LOCK_SHARED`.
 const LOCK_EXCLUSIVE: c_int = 301;
@@ -45,6 +48,7 @@ const WIN_CREATE_FLAVOR: c_int = 604;
 const WIN_MODEL: c_int = 605;
 const FLAVOR_CREATE: c_int = 311;
 const FLAVOR_ALLOCATE: c_int = 312;
+const FLAVOR_DYNAMIC: c_int = 313;
 const FLAVOR_SHARED: c_int = 314;
 const UNIFIED: c_int = 321;
 
@@ -61,6 +65,8 @@ pub(crate) struct WinEntry {
     /// The members' parts this process mapped (`MPI_Win_shared_query`),
     /// kept while the window lives.
     shared: Mutex<FastMap<u32, Arc<onesided::fabric::Mapping>>>,
+    /// A dynamic window's members' attachments, as last asked.
+    attachments: Mutex<FastMap<u32, Vec<dynamic::Attached>>>,
     /// The group a window over the program's memory synchronizes at
     /// `MPI_Win_free` (the program frees that memory after it).
     free_barrier: Option<Group>,
@@ -172,27 +178,38 @@ impl WinEntry {
         }
     }
 
-    /// Window rank `rank` as a target, and the byte offset of
-    /// displacement `disp` there; `None` for `MPI_PROC_NULL`.
-    fn target(&self, rank: c_int, disp: Aint) -> Result<Option<(u32, u64)>, Fail> {
+    /// Window rank `rank`, checked; `None` for `MPI_PROC_NULL`.
+    fn rank_of(&self, rank: c_int) -> Result<Option<u32>, Fail> {
         if rank == abi::PROC_NULL {
             return Ok(None);
         }
-        let unit = (usize::try_from(rank).ok())
-            .and_then(|r| self.disp_units.get(r))
+        (u32::try_from(rank).ok())
+            .filter(|&r| (r as usize) < self.disp_units.len())
+            .map(Some)
             .ok_or_else(|| {
-                Fail::new(
-                    err::RANK,
-                    format!("rank {rank} of a window of {}", self.disp_units.len()),
-                )
-            })?;
+                let n = self.disp_units.len();
+                Fail::new(err::RANK, format!("rank {rank} of a window of {n}"))
+            })
+    }
+
+    /// Window rank `rank` as a target, and the byte offset of
+    /// displacement `disp` there; `None` for `MPI_PROC_NULL`.
+    fn target(&self, rank: c_int, disp: Aint) -> Result<Option<(u32, u64)>, Fail> {
+        let Some(rank) = self.rank_of(rank)? else {
+            return Ok(None);
+        };
+        let unit = &self.disp_units[rank as usize];
         let disp = u64::try_from(disp)
             .map_err(|_| Fail::new(err::DISP, format!("displacement {disp}")))?;
+        if self.flavor == FLAVOR_DYNAMIC {
+            // An address in the target process.
+            return Ok(Some((rank, self.attached_at(rank, disp, 1)?)));
+        }
         let offset = disp
             .checked_mul(*unit as u64)
             .and_then(|o| o.checked_add(self.bases[rank as usize]))
             .ok_or_else(|| Fail::new(err::DISP, format!("displacement {disp}")))?;
-        Ok(Some((rank as u32, offset)))
+        Ok(Some((rank, offset)))
     }
 }
 
@@ -253,7 +270,8 @@ unsafe fn open(
     let mut all = vec![0u64; 3 * n];
     let mine = [layout.disp_unit as u64, base, layout.size as u64];
     c.lock().allgatherv(&mine, &mut all, &vec![3; n])?;
-    let free_barrier = (layout.flavor == FLAVOR_CREATE).then(|| c.objects.clone());
+    let program_memory = matches!(layout.flavor, FLAVOR_CREATE | FLAVOR_DYNAMIC);
+    let free_barrier = program_memory.then(|| c.objects.clone());
     let ctx = c.objects.tagged(rma.next_context(&c.objects)).key();
     let entry = WinEntry {
         state: Mutex::new(Some(WinState {
@@ -270,6 +288,7 @@ unsafe fn open(
         bases: all.iter().skip(1).step_by(3).copied().collect(),
         sizes: all.iter().skip(2).step_by(3).map(|&s| s as Aint).collect(),
         shared: Mutex::new(FastMap::default()),
+        attachments: Mutex::new(FastMap::default()),
         free_barrier,
         members: c.group.members().to_vec(),
         base: local,
@@ -372,7 +391,7 @@ mpi! {
             }
             let target = match rank {
                 abi::PROC_NULL => w.sizes.iter().position(|&s| s > 0).unwrap_or(0) as u32,
-                r => w.target(r, 0)?.map_or(0, |(t, _)| t),
+                r => w.rank_of(r)?.unwrap_or(0),
             };
             let address = match target == w.rank {
                 true => w.base,
@@ -468,6 +487,7 @@ mpi! {
             drop((locks, all, fence, started, posted));
             runtime::with(|r| Ok(r.windows.remove(handle)))?;
             runtime::forget_lookups();
+            dynamic::forget(w.ctx);
             let freed = window.free();
             if let Some(group) = &w.free_barrier {
                 let rma = runtime::with(|r| Ok(r.rma.clone()))?;
@@ -492,7 +512,7 @@ mpi! {
                 _ => return Err(Fail::new(err::LOCKTYPE, format!("lock type {lock_type}"))),
             };
             let assert = assert_of(assert)?;
-            let Some((target, _)) = w.target(rank, 0)? else {
+            let Some(target) = w.rank_of(rank)? else {
                 return Ok(());
             };
             w.with(|s| {
@@ -514,7 +534,7 @@ mpi! {
     /// at the target.
     fn MPI_Win_unlock / PMPI_Win_unlock(rank: c_int, win: Handle) -> c_int {
         let result = runtime::win(win).and_then(|w| {
-            let Some((target, _)) = w.target(rank, 0)? else {
+            let Some(target) = w.rank_of(rank)? else {
                 return Ok(());
             };
             let epoch = w.with(|s| {
@@ -639,10 +659,12 @@ fn target_runs(
         w.bases[target as usize] as i128,
         w.sizes[target as usize] as i128,
     );
+    // A dynamic window's attachments are checked by onesided.
+    let checked = w.flavor != FLAVOR_DYNAMIC;
     for i in 0..n {
         for run in &map.runs {
             let at = offset as i128 + i as i128 * map.extent() as i128 + run.at as i128;
-            if at < base || at + run.len as i128 > base + size {
+            if checked && (at < base || at + run.len as i128 > base + size) {
                 let what = format!(
                     "{} bytes at {} of rank {target}'s {size}",
                     run.len,
@@ -1103,8 +1125,8 @@ enum Flush {
 fn flush(win: Handle, rank: Option<c_int>, how: Flush) -> Result<(), Fail> {
     let w = runtime::win(win)?;
     let target = match rank {
-        Some(rank) => match w.target(rank, 0)? {
-            Some((t, _)) => Some(t),
+        Some(rank) => match w.rank_of(rank)? {
+            Some(t) => Some(t),
             None => return Ok(()),
         },
         None => None,

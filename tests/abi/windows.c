@@ -2,8 +2,9 @@
  * (MPI_Win_create): fence and passive-target epochs, put, get,
  * accumulate, fetch_and_op and compare_and_swap landing in the program's
  * own buffer, attributes, a member exposing nothing, and the memory freed
- * right after MPI_Win_free; then generalized active target
- * synchronization (post, start, complete, wait, test). Every result is
+ * right after MPI_Win_free; generalized active target synchronization
+ * (post, start, complete, wait, test); shared-memory windows; dynamic
+ * windows with memory attached and detached. Every result is
  * checked element by element; prints "No Errors" at rank 0. */
 #include "check.h"
 #include <stdlib.h>
@@ -172,6 +173,48 @@ int main(int argc, char **argv)
         MPI_Win_unlock_all(win);
         MPI_Win_free(&win);
         MPI_Comm_free(&node);
+    }
+
+    /* A dynamic window: each rank attaches 8 longs, tells the others its
+     * address, and its right neighbour puts into them; then a second
+     * attachment, accessed after the first was. */
+    {
+        MPI_Win dyn;
+        MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &dyn);
+        long *first = malloc(8 * sizeof(long)), *second = malloc(4 * sizeof(long));
+        for (int i = 0; i < 8; i++)
+            first[i] = -1;
+        MPI_Win_attach(dyn, first, 8 * sizeof(long));
+        MPI_Aint mine_at, *addrs = malloc(sizeof(MPI_Aint) * n);
+        MPI_Get_address(first, &mine_at);
+        MPI_Allgather(&mine_at, 1, MPI_AINT, addrs, 1, MPI_AINT, MPI_COMM_WORLD);
+        long v[8];
+        for (int i = 0; i < 8; i++)
+            v[i] = 10 * me + i;
+        MPI_Win_lock_all(0, dyn);
+        MPI_Put(v, 8, MPI_LONG, right, addrs[right], 8, MPI_LONG, dyn);
+        MPI_Win_flush(right, dyn);
+        MPI_Win_unlock_all(dyn);
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int i = 0; i < 8; i++)
+            CHECK(first[i] == 10 * left + i, "dynamic put [%d] = %ld", i, first[i]);
+        for (int i = 0; i < 4; i++)
+            second[i] = 100 * me + i;
+        MPI_Win_attach(dyn, second, 4 * sizeof(long));
+        MPI_Get_address(second, &mine_at);
+        MPI_Allgather(&mine_at, 1, MPI_AINT, addrs, 1, MPI_AINT, MPI_COMM_WORLD);
+        long two[2] = {0, 0};
+        MPI_Win_lock(MPI_LOCK_SHARED, left, 0, dyn);
+        MPI_Get(two, 2, MPI_LONG, left, addrs[left] + 2 * sizeof(long), 2, MPI_LONG, dyn);
+        MPI_Win_unlock(left, dyn);
+        CHECK(two[0] == 100 * left + 2 && two[1] == 100 * left + 3, "dynamic get %ld %ld", two[0], two[1]);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_detach(dyn, first);
+        MPI_Win_detach(dyn, second);
+        MPI_Win_free(&dyn);
+        free(first);
+        free(second);
+        free(addrs);
     }
 
     report_errors();
