@@ -218,20 +218,43 @@ pub(crate) fn predefined_name(handle: Handle) -> Option<&'static str> {
     })
 }
 
-/// Predefined datatype `handle`'s size and element (what reductions and
-/// accumulates take).
+/// Predefined datatype `handle`'s size and element (what reductions
+/// take: MPI defines its predefined operations on predefined datatypes
+/// only, and onesided's reductions take the program's operations on them
+/// too).
 ///
 /// # Errors
-/// `MPI_ERR_TYPE` for an invalid or null datatype, or one of the
-/// program's.
+/// `MPI_ERR_TYPE` for an invalid or null datatype; `MPI_ERR_OP` for one
+/// of the program's.
 pub(crate) fn of(handle: Handle) -> Result<(usize, Element), Fail> {
     predefined(handle).ok_or_else(|| match derived::derived(handle) {
         Ok(_) => Fail::new(
-            err::TYPE,
-            format!("derived datatype {handle:#x} here (predefined ones only)"),
+            err::OP,
+            format!("a reduction on derived datatype {handle:#x} (predefined ones only)"),
         ),
         Err(e) => e,
     })
+}
+
+/// What an accumulate combines for datatype `handle`: the predefined
+/// elements in one of it, their size and kind. A derived datatype must
+/// be committed, contiguous, and of one predefined element (MPI allows
+/// no other in an accumulate with a predefined operation).
+///
+/// # Errors
+/// `MPI_ERR_TYPE` for another datatype.
+pub(crate) fn reducible(handle: Handle) -> Result<(usize, usize, Element), Fail> {
+    if let Some((size, element)) = predefined(handle) {
+        return Ok((1, size, element));
+    }
+    let map = derived::committed(handle)?;
+    match (map.is_dense(), map.element) {
+        (true, Some((element, size))) => Ok((map.elements, size, element)),
+        _ => Err(Fail::new(
+            err::TYPE,
+            format!("datatype {handle:#x} in an accumulate (contiguous copies of one predefined type only)"),
+        )),
+    }
 }
 
 /// The size of datatype `handle`, predefined or the program's.

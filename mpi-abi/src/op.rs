@@ -154,6 +154,7 @@ pub(crate) fn of<T: Typed>(
         op::MAXLOC => T::located(true).ok_or_else(refused)?,
         _ => {
             let user = runtime::with(|r| Ok(r.ops.get(handle).copied()))?.ok_or_else(refused)?;
+
             let UserOp { f, commute } = user;
             // onesided combines `inout = inout op in`, `inout` holding the
             // lower ranks' operands; MPI's function computes `inoutvec =

@@ -809,6 +809,7 @@ fn atomic_op<T>(op: Handle) -> Result<Op<T>, Fail> {
 }
 
 /// An accumulate's buffers and operation.
+#[derive(Clone, Copy)]
 struct Atomic {
     origin: *const c_void,
     result: *mut c_void,
@@ -878,7 +879,10 @@ unsafe fn atomic_as<T: Element>(
 /// # Safety
 /// As [`atomic_as`], for the datatype's elements.
 unsafe fn atomic(w: &WinEntry, a: &Atomic, kind: AtomicKind, datatype: Handle) -> Result<(), Fail> {
-    let (_, element) = datatype::of(datatype)?;
+    let (per, _, element) = datatype::reducible(datatype)?;
+    let count = (a.count.checked_mul(per))
+        .ok_or_else(|| Fail::new(err::COUNT, format!("count {}", a.count)))?;
+    let a = &Atomic { count, ..*a };
     w.with(|s| {
         let access = s.covering(a.target)?;
         // SAFETY: as this function's contract, for the datatype's Rust type.

@@ -255,6 +255,29 @@ int main(int argc, char **argv)
         MPI_Type_free(&cols);
     }
 
+    /* An accumulate of a contiguous derived datatype of longs (MPI
+     * defines predefined operations on derived datatypes in accumulates
+     * only, not in reductions). */
+    {
+        long *acc = NULL;
+        MPI_Win aw;
+        MPI_Win_allocate(4 * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &acc, &aw);
+        for (int i = 0; i < 4; i++)
+            acc[i] = 0;
+        MPI_Datatype longs;
+        MPI_Type_contiguous(4, MPI_LONG, &longs);
+        MPI_Type_commit(&longs);
+        long add[4] = {1, 2, 3, me};
+        MPI_Win_fence(0, aw);
+        MPI_Accumulate(add, 1, longs, 0, 0, 1, longs, MPI_SUM, aw);
+        MPI_Win_fence(0, aw);
+        if (me == 0)
+            for (int i = 0; i < 4; i++)
+                CHECK(acc[i] == (i < 3 ? (long)n * (i + 1) : (long)n * (n - 1) / 2), "accumulate of longs [%d] = %ld", i, acc[i]);
+        MPI_Win_free(&aw);
+        MPI_Type_free(&longs);
+    }
+
     /* Non-contiguous datatypes in RMA: a window of a 4x5 int matrix;
      * four ints put into the right neighbour's column 2, its column 4 put
      * from a column here into its row 0, its column 1 read as ints. */
