@@ -1135,33 +1135,21 @@ fn flush(win: Handle, rank: Option<c_int>, how: Flush) -> Result<(), Fail> {
         },
         None => None,
     };
+    let outside = || Fail::new(err::RMA_SYNC, "a flush outside a passive-target epoch");
     w.with(|s| {
-        let all: Vec<&Epoch<'static, Locked>> = match target {
-            Some(t) => match s.covering(t)? {
-                Access::Locked(e) => vec![e],
-                Access::Fenced(_) => {
-                    return Err(Fail::new(
-                        err::RMA_SYNC,
-                        "a flush outside a passive-target epoch",
-                    ))
-                }
-            },
-            None => s.locks.values().chain(s.all.as_ref()).collect(),
-        };
-        if target.is_none() && all.is_empty() {
-            return Err(Fail::new(
-                err::RMA_SYNC,
-                "a flush outside a passive-target epoch",
-            ));
-        }
-        for e in all {
-            match (how, target) {
-                (Flush::Remote, Some(t)) => e.flush(t)?,
-                (Flush::Local, Some(t)) => e.flush_local(t)?,
-                (_, None) => e.flush_all()?,
+        let Some(t) = target else {
+            let mut any = false;
+            for e in s.locks.values().chain(s.all.as_ref()) {
+                any = true;
+                e.flush_all()?;
             }
+            return if any { Ok(()) } else { Err(outside()) };
+        };
+        match (s.covering(t)?, how) {
+            (Access::Locked(e), Flush::Remote) => Ok(e.flush(t)?),
+            (Access::Locked(e), Flush::Local) => Ok(e.flush_local(t)?),
+            (Access::Fenced(_), _) => Err(outside()),
         }
-        Ok(())
     })
 }
 
