@@ -1,0 +1,506 @@
+//! Accesses: `MPI_Put`, `MPI_Get` (derived datatypes too: packed at
+//! the origin, one access per run at the target), the accumulates and
+//! atomics (`Accumulate`, `Get_accumulate`, `Fetch_and_op`,
+//! `Compare_and_swap`), and their request-based forms, which onesided
+//! completes within the call. Each finds the epoch that covers its
+//! target.
+
+use super::*;
+
+/// The bytes of an origin and a target buffer, which must match.
+fn matching(
+    (ocount, otype): (c_int, Handle),
+    (tcount, ttype): (c_int, Handle),
+) -> Result<usize, Fail> {
+    let (origin, target) = (
+        datatype::bytes(ocount, otype)?,
+        datatype::bytes(tcount, ttype)?,
+    );
+    match origin == target {
+        true => Ok(origin),
+        false => Err(Fail::new(
+            err::TYPE,
+            format!("{origin} origin bytes for {target} at the target"),
+        )),
+    }
+}
+
+/// Whether an access moves plain bytes: both datatypes contiguous.
+fn contiguous(otype: Handle, ttype: Handle) -> bool {
+    [otype, ttype].iter().all(|&t| {
+        datatype::predefined(t).is_some() || derived::committed(t).is_ok_and(|m| m.is_dense())
+    })
+}
+
+/// The bytes of an access at the target, in type-map order: runs of
+/// `(offset, len)` from byte `offset` for `count` elements of
+/// `datatype`, checked against `target`'s part (nothing moves when one
+/// lies outside it).
+fn target_runs(
+    w: &WinEntry,
+    (target, offset): (u32, u64),
+    (count, datatype): (c_int, Handle),
+) -> Result<Vec<(u64, usize)>, Fail> {
+    let map = derived::committed(datatype)?;
+    let n = usize::try_from(count).map_err(|_| Fail::new(err::COUNT, format!("count {count}")))?;
+    let mut runs = Vec::with_capacity(map.runs.len() * n);
+    let (base, size) = (
+        w.bases[target as usize] as i128,
+        w.sizes[target as usize] as i128,
+    );
+    // A dynamic window's attachments are checked by onesided.
+    let checked = w.flavor != FLAVOR_DYNAMIC;
+    for i in 0..n {
+        for run in &map.runs {
+            let at = offset as i128 + i as i128 * map.extent() as i128 + run.at as i128;
+            if checked && (at < base || at + run.len as i128 > base + size) {
+                let what = format!(
+                    "{} bytes at {} of rank {target}'s {size}",
+                    run.len,
+                    at - base
+                );
+                return Err(Fail::new(err::RMA_RANGE, what));
+            }
+            runs.push((at as u64, run.len));
+        }
+    }
+    Ok(runs)
+}
+
+/// An access whose datatypes are not both contiguous: the origin packed
+/// (`MPI_Put`) or unpacked (`MPI_Get`), one access per run at the target.
+///
+/// # Safety
+/// The origin buffer is valid for its elements (for writes when `put`
+/// is false).
+unsafe fn scattered(
+    w: &WinEntry,
+    (origin, ocount, otype): (*mut c_void, c_int, Handle),
+    (target_rank, target_disp, tcount, ttype): (c_int, Aint, c_int, Handle),
+    put: bool,
+) -> Result<(), Fail> {
+    let omap = derived::committed(otype)?;
+    let on =
+        usize::try_from(ocount).map_err(|_| Fail::new(err::COUNT, format!("count {ocount}")))?;
+    let Some(at) = w.target(target_rank, target_disp)? else {
+        return Ok(());
+    };
+    let runs = target_runs(w, at, (tcount, ttype))?;
+    let total: usize = runs.iter().map(|r| r.1).sum();
+    if total != omap.size * on {
+        let what = format!("{} origin bytes for {total} at the target", omap.size * on);
+        return Err(Fail::new(err::TYPE, what));
+    }
+    let target = at.0;
+    let mut data = match put {
+        // SAFETY: as this function's contract.
+        true => unsafe { derived::pack(&omap, origin.cast(), on) },
+        false => vec![0u8; total],
+    };
+    w.with(|s| {
+        let mut from = 0;
+        for &(offset, len) in &runs {
+            let part = &mut data[from..from + len];
+            match put {
+                true => on_epoch!(s.covering(target)?, e => e.put(target, offset, &*part))?,
+                false => on_epoch!(s.covering(target)?, e => e.get(target, offset, part))?,
+            }
+            from += len;
+        }
+        Ok(())
+    })?;
+    if !put {
+        // SAFETY: as this function's contract.
+        unsafe { derived::unpack(&omap, &data, origin.cast(), on) };
+    }
+    Ok(())
+}
+
+mpi! {
+    /// Writes the origin buffer at displacement `target_disp` of rank
+    /// `target_rank`.
+    fn MPI_Put / PMPI_Put(
+        origin_addr: *const c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        win: Handle,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            if !contiguous(origin_datatype, target_datatype) {
+                let origin = (origin_addr.cast_mut(), origin_count, origin_datatype);
+                let target = (target_rank, target_disp, target_count, target_datatype);
+                // SAFETY: as the call's contract.
+                return unsafe { scattered(&w, origin, target, true) };
+            }
+            let len = matching((origin_count, origin_datatype), (target_count, target_datatype))?;
+            let Some((target, offset)) = w.target(target_rank, target_disp)? else {
+                return Ok(());
+            };
+            // SAFETY: origin_count elements at origin_addr (the call's contract).
+            let data = unsafe { ptr::slice(origin_addr.cast::<u8>(), len, "origin_addr") }?;
+            w.with(|s| Ok(on_epoch!(s.covering(target)?, e => e.put(target, offset, data))?))
+        });
+        finish_win("MPI_Put", win, result)
+    }
+}
+
+mpi! {
+    /// Reads from displacement `target_disp` of rank `target_rank` into
+    /// the origin buffer (complete at the epoch's end or a flush).
+    fn MPI_Get / PMPI_Get(
+        origin_addr: *mut c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        win: Handle,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            if !contiguous(origin_datatype, target_datatype) {
+                let origin = (origin_addr, origin_count, origin_datatype);
+                let target = (target_rank, target_disp, target_count, target_datatype);
+                // SAFETY: as the call's contract.
+                return unsafe { scattered(&w, origin, target, false) };
+            }
+            let len = matching((origin_count, origin_datatype), (target_count, target_datatype))?;
+            let Some((target, offset)) = w.target(target_rank, target_disp)? else {
+                return Ok(());
+            };
+            // SAFETY: origin_count elements at origin_addr (the call's contract).
+            let buf = unsafe { ptr::slice_mut(origin_addr.cast::<u8>(), len, "origin_addr") }?;
+            w.with(|s| Ok(on_epoch!(s.covering(target)?, e => e.get(target, offset, buf))?))
+        });
+        finish_win("MPI_Get", win, result)
+    }
+}
+
+/// `op` as an atomic operation of onesided.
+fn atomic_op<T>(op: Handle) -> Result<Op<T>, Fail> {
+    Ok(match op {
+        abi::op::SUM => Op::SUM,
+        abi::op::MIN => Op::MIN,
+        abi::op::MAX => Op::MAX,
+        abi::op::REPLACE => Op::REPLACE,
+        abi::op::NO_OP => Op::NO_OP,
+        _ => {
+            return Err(Fail::new(
+                err::OP,
+                format!("operation {op:#x} in an accumulate (onesided's atomics take SUM, MIN, MAX, REPLACE and NO_OP)"),
+            ))
+        }
+    })
+}
+
+/// An accumulate's buffers and operation.
+#[derive(Clone, Copy)]
+struct Atomic {
+    origin: *const c_void,
+    result: *mut c_void,
+    compare: *const c_void,
+    count: usize,
+    target: u32,
+    offset: u64,
+    op: Handle,
+}
+
+/// The accesses an atomic call makes, on elements of `T`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AtomicKind {
+    Accumulate,
+    Fetch,
+    CompareSwap,
+}
+
+/// Runs atomic `a` of `kind` on `access` with elements of `T`.
+///
+/// # Safety
+/// `a`'s origin, result and compare buffers are valid for `count`
+/// elements of `T` where the kind uses them.
+unsafe fn atomic_as<T: Element>(
+    access: Access<'_>,
+    a: &Atomic,
+    kind: AtomicKind,
+) -> Result<(), Fail> {
+    let size = size_of::<T>() as u64;
+    match kind {
+        AtomicKind::Accumulate => {
+            // SAFETY: as this function's contract.
+            let values = unsafe { ptr::slice(a.origin.cast::<T>(), a.count, "origin_addr") }?;
+            let op = atomic_op::<T>(a.op)?;
+            on_epoch!(access, e => e.accumulate(a.target, a.offset, values, op))?;
+        }
+        AtomicKind::Fetch => {
+            // SAFETY: as this function's contract (NO_OP reads no origin).
+            let values = match a.op {
+                abi::op::NO_OP => None,
+                _ => Some(unsafe { ptr::slice(a.origin.cast::<T>(), a.count, "origin_addr") }?),
+            };
+            // SAFETY: as this function's contract.
+            let out = unsafe { ptr::slice_mut(a.result.cast::<T>(), a.count, "result_addr") }?;
+            for (i, o) in out.iter_mut().enumerate() {
+                let v = values.map_or(T::zeroed(), |v| v[i]);
+                let at = a.offset + i as u64 * size;
+                let op = atomic_op::<T>(a.op)?;
+                *o = on_epoch!(access, e => e.fetch_and_op(a.target, at, v, op))?;
+            }
+        }
+        AtomicKind::CompareSwap => {
+            // SAFETY: as this function's contract (one element each).
+            let new = unsafe { ptr::read(a.origin.cast::<T>(), "origin_addr") }?;
+            // SAFETY: as above.
+            let compare = unsafe { ptr::read(a.compare.cast::<T>(), "compare_addr") }?;
+            let old = on_epoch!(access, e => e.compare_and_swap(a.target, a.offset, compare, new))?;
+            // SAFETY: as above.
+            unsafe { ptr::write(a.result.cast::<T>(), old, "result_addr") }?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs atomic `a` of `kind` on window `w` for `datatype`.
+///
+/// # Safety
+/// As [`atomic_as`], for the datatype's elements.
+unsafe fn atomic(w: &WinEntry, a: &Atomic, kind: AtomicKind, datatype: Handle) -> Result<(), Fail> {
+    let (per, _, element) = datatype::reducible(datatype)?;
+    let count = (a.count.checked_mul(per))
+        .ok_or_else(|| Fail::new(err::COUNT, format!("count {}", a.count)))?;
+    let a = &Atomic { count, ..*a };
+    w.with(|s| {
+        let access = s.covering(a.target)?;
+        // SAFETY: as this function's contract, for the datatype's Rust type.
+        unsafe {
+            by_element!(element, T => atomic_as::<T>(access, a, kind), Err(Fail::new(err::TYPE, format!("atomics on datatype {datatype:#x}"))))
+        }
+    })
+}
+
+mpi! {
+    /// Combines the origin buffer into the target's by `op`, element by
+    /// element atomically.
+    fn MPI_Accumulate / PMPI_Accumulate(
+        origin_addr: *const c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        op: Handle,
+        win: Handle,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            matching((origin_count, origin_datatype), (target_count, target_datatype))?;
+            let Some((target, offset)) = w.target(target_rank, target_disp)? else {
+                return Ok(());
+            };
+            let count = origin_count as usize;
+            let a = Atomic { origin: origin_addr, result: std::ptr::null_mut(), compare: std::ptr::null(), count, target, offset, op };
+            // SAFETY: origin_count elements at origin_addr (the call's contract).
+            unsafe { atomic(&w, &a, AtomicKind::Accumulate, origin_datatype) }
+        });
+        finish_win("MPI_Accumulate", win, result)
+    }
+}
+
+mpi! {
+    /// Fetches the target's elements into the result buffer and combines
+    /// the origin's into them by `op`, element by element atomically.
+    fn MPI_Get_accumulate / PMPI_Get_accumulate(
+        origin_addr: *const c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        result_addr: *mut c_void,
+        result_count: c_int,
+        result_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        op: Handle,
+        win: Handle,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            matching((result_count, result_datatype), (target_count, target_datatype))?;
+            if op != abi::op::NO_OP {
+                matching((origin_count, origin_datatype), (target_count, target_datatype))?;
+            }
+            let Some((target, offset)) = w.target(target_rank, target_disp)? else {
+                return Ok(());
+            };
+            let count = result_count as usize;
+            let a = Atomic { origin: origin_addr, result: result_addr, compare: std::ptr::null(), count, target, offset, op };
+            // SAFETY: the buffers hold their counts (the call's contract).
+            unsafe { atomic(&w, &a, AtomicKind::Fetch, result_datatype) }
+        });
+        finish_win("MPI_Get_accumulate", win, result)
+    }
+}
+
+mpi! {
+    /// One element of `MPI_Get_accumulate`.
+    fn MPI_Fetch_and_op / PMPI_Fetch_and_op(
+        origin_addr: *const c_void,
+        result_addr: *mut c_void,
+        datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        op: Handle,
+        win: Handle,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let Some((target, offset)) = w.target(target_rank, target_disp)? else {
+                return Ok(());
+            };
+            let a = Atomic { origin: origin_addr, result: result_addr, compare: std::ptr::null(), count: 1, target, offset, op };
+            // SAFETY: one element in each buffer (the call's contract).
+            unsafe { atomic(&w, &a, AtomicKind::Fetch, datatype) }
+        });
+        finish_win("MPI_Fetch_and_op", win, result)
+    }
+}
+
+mpi! {
+    /// Replaces the target's element by the origin's when it equals the
+    /// compare element; the old one goes to the result buffer.
+    fn MPI_Compare_and_swap / PMPI_Compare_and_swap(
+        origin_addr: *const c_void,
+        compare_addr: *const c_void,
+        result_addr: *mut c_void,
+        datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        win: Handle,
+    ) -> c_int {
+        let result = runtime::win(win).and_then(|w| {
+            let Some((target, offset)) = w.target(target_rank, target_disp)? else {
+                return Ok(());
+            };
+            let a = Atomic { origin: origin_addr, result: result_addr, compare: compare_addr, count: 1, target, offset, op: abi::op::REPLACE };
+            // SAFETY: one element in each buffer (the call's contract).
+            unsafe { atomic(&w, &a, AtomicKind::CompareSwap, datatype) }
+        });
+        finish_win("MPI_Compare_and_swap", win, result)
+    }
+}
+
+/// Ends a request-based access: `access` made it (an error code from
+/// it is returned as it is), then `how` completes it, and the request
+/// is complete from the start (onesided's accesses need no request:
+/// MPI allows these only in passive-target epochs, where a flush does).
+///
+/// # Safety
+/// `request` is null or valid for a handle.
+unsafe fn completed(
+    call: &str,
+    (win, rank): (Handle, c_int),
+    access: c_int,
+    how: Flush,
+    request: *mut Handle,
+) -> c_int {
+    if access != err::SUCCESS {
+        return access;
+    }
+    let result = flush(win, Some(rank), how).and_then(|()| {
+        let handle = crate::request::start(crate::request::Pending::done())?;
+        // SAFETY: as this function's contract.
+        unsafe { ptr::write(request, handle, "request") }
+    });
+    finish_win(call, win, result)
+}
+
+mpi! {
+    /// `MPI_Put` with a request, complete once the origin buffer may be
+    /// reused.
+    fn MPI_Rput / PMPI_Rput(
+        origin_addr: *const c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        win: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        // SAFETY: the call's contract, passed on.
+        let access = unsafe { PMPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win) };
+        // SAFETY: as the call's contract.
+        unsafe { completed("MPI_Rput", (win, target_rank), access, Flush::Local, request) }
+    }
+}
+
+mpi! {
+    /// `MPI_Get` with a request, complete once the data arrived.
+    fn MPI_Rget / PMPI_Rget(
+        origin_addr: *mut c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        win: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        // SAFETY: the call's contract, passed on.
+        let access = unsafe { PMPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win) };
+        // SAFETY: as the call's contract.
+        unsafe { completed("MPI_Rget", (win, target_rank), access, Flush::Remote, request) }
+    }
+}
+
+mpi! {
+    /// `MPI_Accumulate` with a request, complete once the origin buffer
+    /// may be reused.
+    fn MPI_Raccumulate / PMPI_Raccumulate(
+        origin_addr: *const c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        op: Handle,
+        win: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        // SAFETY: the call's contract, passed on.
+        let access = unsafe { PMPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win) };
+        // SAFETY: as the call's contract.
+        unsafe { completed("MPI_Raccumulate", (win, target_rank), access, Flush::Local, request) }
+    }
+}
+
+mpi! {
+    /// `MPI_Get_accumulate` with a request, complete once the result
+    /// arrived.
+    fn MPI_Rget_accumulate / PMPI_Rget_accumulate(
+        origin_addr: *const c_void,
+        origin_count: c_int,
+        origin_datatype: Handle,
+        result_addr: *mut c_void,
+        result_count: c_int,
+        result_datatype: Handle,
+        target_rank: c_int,
+        target_disp: Aint,
+        target_count: c_int,
+        target_datatype: Handle,
+        op: Handle,
+        win: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        // SAFETY: the call's contract, passed on.
+        let access = unsafe {
+            PMPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+        };
+        // SAFETY: as the call's contract.
+        unsafe { completed("MPI_Rget_accumulate", (win, target_rank), access, Flush::Remote, request) }
+    }
+}
