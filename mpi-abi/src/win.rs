@@ -306,6 +306,35 @@ unsafe fn open(
     Ok(local)
 }
 
+/// Allocates a window of onesided's memory over `c` (its part on this
+/// host is shared memory) and writes its base to `baseptr`, a `void **`.
+///
+/// # Safety
+/// `baseptr` and `win` are valid (`MPI_Win_allocate`'s contract).
+unsafe fn allocate(
+    c: &CommEntry,
+    layout: Layout,
+    baseptr: *mut c_void,
+    win: *mut Handle,
+) -> Result<(), Fail> {
+    let len = layout.len()?;
+    let make = |rma: &onesided::Rma| {
+        let window = rma.allocate(&c.objects, len, RemoteAccess::ReadWrite)?;
+        let local = window.local_ptr().map_or(0, |p| p as usize);
+        Ok((window, 0, local))
+    };
+    // SAFETY: as this function's contract.
+    let base = unsafe { open(c, layout, win, make) }?;
+    // SAFETY: as this function's contract.
+    unsafe {
+        ptr::write(
+            baseptr.cast::<*mut c_void>(),
+            base as *mut c_void,
+            "baseptr",
+        )
+    }
+}
+
 mpi! {
     /// Allocates `size` bytes in a window over `comm` (collective: the
     /// members' displacement units are gathered; onesided's window itself
@@ -320,17 +349,8 @@ mpi! {
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
             let layout = Layout { size, disp_unit, flavor: FLAVOR_ALLOCATE };
-            let len = layout.len()?;
             // SAFETY: as the call's contract.
-            let base = unsafe {
-                open(&c, layout, win, |rma| {
-                    let window = rma.allocate(&c.objects, len, RemoteAccess::ReadWrite)?;
-                    let local = window.local_ptr().map_or(0, |p| p as usize);
-                    Ok((window, 0, local))
-                })
-            }?;
-            // SAFETY: baseptr points to a void * (the call's contract).
-            unsafe { ptr::write(baseptr.cast::<*mut c_void>(), base as *mut c_void, "baseptr") }
+            unsafe { allocate(&c, layout, baseptr, win) }
         });
         finish("MPI_Win_allocate", comm, result)
     }
@@ -352,7 +372,6 @@ mpi! {
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
             let layout = Layout { size, disp_unit, flavor: FLAVOR_SHARED };
-            let len = layout.len()?;
             let here = runtime::with(|r| {
                 let ep = r.world.endpoint();
                 Ok(c.group.members().iter().all(|&m| ep.ranks().same_machine(m)))
@@ -361,15 +380,7 @@ mpi! {
                 return Err(Fail::new(err::RMA_SHARED, "the members do not all live on this host"));
             }
             // SAFETY: as the call's contract.
-            let base = unsafe {
-                open(&c, layout, win, |rma| {
-                    let window = rma.allocate(&c.objects, len, RemoteAccess::ReadWrite)?;
-                    let local = window.local_ptr().map_or(0, |p| p as usize);
-                    Ok((window, 0, local))
-                })
-            }?;
-            // SAFETY: baseptr points to a void * (the call's contract).
-            unsafe { ptr::write(baseptr.cast::<*mut c_void>(), base as *mut c_void, "baseptr") }
+            unsafe { allocate(&c, layout, baseptr, win) }
         });
         finish("MPI_Win_allocate_shared", comm, result)
     }

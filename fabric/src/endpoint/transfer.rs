@@ -1,6 +1,7 @@
-//! Operations in flight over endpoint-owned buffers: starting them
-//! (messages; reads and writes start in `rma`), testing, waiting, and
-//! handing a buffer back to the endpoint when one is given up.
+//! Operations in flight over endpoint-owned buffers (or the caller's
+//! memory, borrowed): starting them (messages; reads and writes start in
+//! `rma`), testing, waiting, and handing a buffer back to the endpoint
+//! when one is given up.
 
 use super::*;
 
@@ -13,56 +14,9 @@ impl Endpoint {
     /// As [`Endpoint::send`] (checked before anything is posted).
     pub fn send_start(&self, to: u32, tag: u64, data: &[u8]) -> Result<Transfer> {
         check_tag(tag)?;
-        let me = u64::from(self.inner.rank);
-        let wire = SourceMatch::wire_tag(tag, self.inner.rank);
         let mut filled = self.inner.shared.take_buffer(data.len());
         filled[..data.len()].copy_from_slice(data);
-        let buffer = RawBuffer::new(filled);
-        let (ptr, len) = (buffer.ptr(), data.len());
-        self.start_always(Operation::Send, to, buffer, len, |core, addr, ctx, desc| {
-            // SAFETY: the buffer is owned by the Transfer (or the endpoint)
-            // until the completion arrives; desc is its descriptor or null.
-            unsafe {
-                sys::fi_tsenddata(core.handles.ep, ptr.cast(), len, desc, me, addr, wire, ctx)
-            }
-        })
-    }
-
-    /// Starts receiving a message of at most `len` bytes from `from` with
-    /// `tag` into a buffer the endpoint owns; once complete,
-    /// [`Transfer::data`] holds the message. Dropped before it completes,
-    /// the receive is cancelled.
-    ///
-    /// # Errors
-    /// As [`Endpoint::recv`] (checked before anything is posted).
-    pub fn recv_start(&self, from: u32, tag: u64, len: usize) -> Result<Transfer> {
-        check_tag(tag)?;
-        let (wire, ignore) = SourceMatch::receive(tag, Some(from));
-        let buffer = RawBuffer::new(self.inner.shared.take_buffer(len));
-        let ptr = buffer.ptr();
-        self.start_always(
-            Operation::Recv,
-            from,
-            buffer,
-            len,
-            |core, _addr, ctx, desc| {
-                // SAFETY: the buffer is owned by the Transfer (or, once given up,
-                // by the endpoint, after cancelling the receive) until the
-                // completion arrives.
-                unsafe {
-                    sys::fi_trecv(
-                        core.handles.ep,
-                        ptr.cast(),
-                        len,
-                        desc,
-                        sys::FI_ADDR_UNSPEC,
-                        wire,
-                        ignore,
-                        ctx,
-                    )
-                }
-            },
-        )
+        self.send_from(to, tag, RawBuffer::new(filled), data.len())
     }
 
     /// As [`Endpoint::send_start`], straight from the caller's `len` bytes
@@ -83,18 +37,35 @@ impl Endpoint {
         (ptr, len): (*const u8, usize),
     ) -> Result<Transfer> {
         check_tag(tag)?;
+        self.send_from(to, tag, RawBuffer::borrowed(ptr.cast_mut(), len), len)
+    }
+
+    /// Posts a send of the first `len` bytes of `buffer` to `to` with `tag`.
+    fn send_from(&self, to: u32, tag: u64, buffer: RawBuffer, len: usize) -> Result<Transfer> {
         let me = u64::from(self.inner.rank);
         let wire = SourceMatch::wire_tag(tag, self.inner.rank);
-        let buffer = RawBuffer::borrowed(ptr.cast_mut(), len);
         let ptr = buffer.ptr();
         self.start_always(Operation::Send, to, buffer, len, |core, addr, ctx, desc| {
-            // SAFETY: the caller keeps the bytes until the completion (or
-            // until a dropped transfer has settled); desc is their
-            // descriptor or null.
+            // SAFETY: the buffer is owned by the Transfer (or the endpoint)
+            // until the completion arrives, or is the caller's, kept as long
+            // (send_start_borrowed); desc is its descriptor or null.
             unsafe {
                 sys::fi_tsenddata(core.handles.ep, ptr.cast(), len, desc, me, addr, wire, ctx)
             }
         })
+    }
+
+    /// Starts receiving a message of at most `len` bytes from `from` with
+    /// `tag` into a buffer the endpoint owns; once complete,
+    /// [`Transfer::data`] holds the message. Dropped before it completes,
+    /// the receive is cancelled.
+    ///
+    /// # Errors
+    /// As [`Endpoint::recv`] (checked before anything is posted).
+    pub fn recv_start(&self, from: u32, tag: u64, len: usize) -> Result<Transfer> {
+        check_tag(tag)?;
+        let buffer = RawBuffer::new(self.inner.shared.take_buffer(len));
+        self.recv_into(from, tag, buffer, len)
     }
 
     /// As [`Endpoint::recv_start`], straight into the caller's `len` bytes
@@ -116,8 +87,13 @@ impl Endpoint {
         (ptr, len): (*mut u8, usize),
     ) -> Result<Transfer> {
         check_tag(tag)?;
+        self.recv_into(from, tag, RawBuffer::borrowed(ptr, len), len)
+    }
+
+    /// Posts a receive of at most `len` bytes from `from` with `tag` into
+    /// `buffer`.
+    fn recv_into(&self, from: u32, tag: u64, buffer: RawBuffer, len: usize) -> Result<Transfer> {
         let (wire, ignore) = SourceMatch::receive(tag, Some(from));
-        let buffer = RawBuffer::borrowed(ptr, len);
         let ptr = buffer.ptr();
         self.start_always(
             Operation::Recv,
@@ -125,8 +101,10 @@ impl Endpoint {
             buffer,
             len,
             |core, _addr, ctx, desc| {
-                // SAFETY: the caller keeps the bytes until the completion
-                // (or until a dropped transfer has settled).
+                // SAFETY: the buffer is owned by the Transfer (or, once given
+                // up, by the endpoint, after cancelling the receive) until the
+                // completion arrives, or is the caller's, kept as long
+                // (recv_start_borrowed).
                 unsafe {
                     sys::fi_trecv(
                         core.handles.ep,
@@ -490,8 +468,8 @@ impl RawBuffer {
     /// # Safety
     /// Nothing may write the buffer meanwhile (no transfer in flight).
     pub(super) unsafe fn slice(&self, len: usize) -> &[u8] {
-        // SAFETY: the allocation holds self.0.len() initialised bytes; the
-        // caller promises no concurrent writer.
+        // SAFETY: the allocation holds self.bytes.len() initialised bytes;
+        // the caller promises no concurrent writer.
         unsafe { std::slice::from_raw_parts(self.ptr(), len.min(self.bytes.len())) }
     }
 
