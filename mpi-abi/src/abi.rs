@@ -12,7 +12,8 @@ pub type Aint = isize;
 pub type Count = i64;
 
 /// `MPI_Status`: source, tag, error, and five words of the
-/// implementation's (here: the received bytes, low and high halves).
+/// implementation's (here: the received bytes, low and high halves, and
+/// whether the request was cancelled).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Status {

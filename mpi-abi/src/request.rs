@@ -159,6 +159,14 @@ impl Pending {
         Pending { work, comm }
     }
 
+    /// The engine's receive this request is, if it is one.
+    fn receive_id(&self) -> Option<u64> {
+        match self.work {
+            Work::Receive(id) => id,
+            _ => None,
+        }
+    }
+
     fn test(&mut self) -> Result<bool, Fail> {
         match &mut self.work {
             Work::Collective { run, .. } => Ok(each!(run, r => r.test())?),
@@ -579,6 +587,39 @@ mpi! {
         // SAFETY: as the call's contract.
         let result = result.and_then(|k| unsafe { ptr::write(outcount, k, "outcount") });
         finish("MPI_Testsome", comm, result)
+    }
+}
+
+mpi! {
+    /// Cancels a receive no message has matched yet (it completes, and
+    /// `MPI_Test_cancelled` says so); any other request completes as it
+    /// would (MPI allows a cancellation to fail).
+    fn MPI_Cancel / PMPI_Cancel(request: *mut Handle) -> c_int {
+        // SAFETY: as the call's contract.
+        let result = unsafe { ptr::read(request, "request") }.and_then(|h| {
+            let id = runtime::with(|r| {
+                let pending = (r.requests.get(h))
+                    .ok_or_else(|| Fail::new(err::REQUEST, format!("invalid request {h:#x}")))?;
+                Ok(pending.receive_id())
+            })?;
+            if let Some(id) = id {
+                p2p::with(|e| Ok(e.cancel_recv(id)))?;
+            }
+            Ok(())
+        });
+        finish("MPI_Cancel", abi::comm::WORLD, result)
+    }
+}
+
+mpi! {
+    /// Whether the request a status came from was cancelled.
+    fn MPI_Test_cancelled / PMPI_Test_cancelled(status: *const Status, flag: *mut c_int) -> c_int {
+        // SAFETY: as the call's contract.
+        let result = unsafe { ptr::read(status, "status") }.and_then(|s| {
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(flag, c_int::from(s.internal[2] != 0), "flag") }
+        });
+        finish("MPI_Test_cancelled", abi::comm::WORLD, result)
     }
 }
 

@@ -3,7 +3,8 @@
  * Waitall, Waitany, Waitsome, Testall and Testany, ANY_SOURCE and
  * ANY_TAG, MPI's non-overtaking order, Sendrecv and Sendrecv_replace,
  * Probe, Iprobe and Get_count, messages to oneself and to MPI_PROC_NULL,
- * messages of two communicators that must not mix, and the errors a bad
+ * messages of two communicators that must not mix, MPI_Cancel of a
+ * receive, and the errors a bad
  * rank, tag, count or a too small buffer raise with MPI_ERRORS_RETURN.
  * Every received element is checked. Prints "No Errors" at rank 0. */
 #include "check.h"
@@ -249,6 +250,27 @@ int main(int argc, char **argv)
         while (!flag)
             MPI_Testall(2, r, &flag, MPI_STATUSES_IGNORE);
         MPI_Comm_free(&dup);
+    }
+
+    /* A receive nothing matches, cancelled; one that matched is not. */
+    {
+        int v = 0, w = value(me, 70, 0), flag = -1;
+        MPI_Request r;
+        MPI_Irecv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, &r);
+        MPI_Cancel(&r);
+        MPI_Wait(&r, &status);
+        MPI_Test_cancelled(&status, &flag);
+        CHECK(flag == 1 && r == MPI_REQUEST_NULL, "cancelled receive: flag %d", flag);
+        MPI_Request two[2];
+        MPI_Irecv(&v, 1, MPI_INT, left, 70, MPI_COMM_WORLD, &two[0]);
+        MPI_Isend(&w, 1, MPI_INT, right, 70, MPI_COMM_WORLD, &two[1]);
+        MPI_Wait(&two[1], MPI_STATUS_IGNORE);
+        MPI_Barrier(MPI_COMM_WORLD);
+        int done = 0;
+        while (!done)
+            MPI_Test(&two[0], &done, &status);
+        MPI_Test_cancelled(&status, &flag);
+        CHECK(flag == 0 && v == value(left, 70, 0), "a matched receive: flag %d, value %d", flag, v);
     }
 
     /* Errors, returned: nothing is sent or posted by a failed call. */

@@ -165,6 +165,9 @@ pub(crate) struct Received {
     pub len: usize,
     /// `MPI_SUCCESS`, or `MPI_ERR_TRUNCATE` when the message was longer.
     pub class: c_int,
+    /// Whether the receive was cancelled (`MPI_Cancel`) before a message
+    /// matched it.
+    pub cancelled: bool,
 }
 
 /// A receive request.
@@ -463,6 +466,28 @@ impl Engine {
         self.progress()?;
         let matcher = self.comms.entry(ctx).or_default();
         Ok(matcher.probe(pattern).map(|(e, body)| (e, body.len())))
+    }
+
+    /// Cancels receive `id` if no message has matched it yet (it
+    /// completes, cancelled); whether it was.
+    pub(crate) fn cancel_recv(&mut self, id: u64) -> bool {
+        let Some(r) = self.recvs.get_mut(&id) else {
+            return false;
+        };
+        if !matches!(r.state, RecvState::Posted) {
+            return false;
+        }
+        if let Some(m) = self.comms.get_mut(&r.ctx) {
+            m.cancel(&id);
+        }
+        let envelope = Envelope { source: 0, tag: 0 };
+        r.state = RecvState::Done(Ok(Received {
+            envelope,
+            len: 0,
+            class: err::SUCCESS,
+            cancelled: true,
+        }));
+        true
     }
 
     /// Keeps `packed` (the buffer send `id` was started over) until the
@@ -777,6 +802,7 @@ impl Engine {
                 envelope: *envelope,
                 len: transfer.len(),
                 class: err::SUCCESS,
+                cancelled: false,
             }),
             Err(e) => Err(Fail::from(e)),
         };
@@ -868,6 +894,7 @@ unsafe fn deliver(
             true => err::TRUNCATE,
             false => err::SUCCESS,
         },
+        cancelled: false,
     })
 }
 

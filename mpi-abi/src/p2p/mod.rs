@@ -385,9 +385,15 @@ unsafe fn recv_start(c: &CommEntry, r: Receive) -> Result<Option<u64>, Fail> {
 /// # Safety
 /// `status` is null or valid for a status.
 pub(crate) unsafe fn received(status: *mut Status, r: Option<Received>) -> Result<(), Fail> {
-    let (source, tag, class, len) = match r {
-        Some(r) => (r.envelope.source as c_int, r.envelope.tag, r.class, r.len),
-        None => (abi::PROC_NULL, abi::ANY_TAG, err::SUCCESS, 0),
+    let (source, tag, class, len, cancelled) = match r {
+        Some(r) => (
+            r.envelope.source as c_int,
+            r.envelope.tag,
+            r.class,
+            r.len,
+            r.cancelled,
+        ),
+        None => (abi::PROC_NULL, abi::ANY_TAG, err::SUCCESS, 0, false),
     };
     if !status.is_null() {
         let len = len as u64;
@@ -395,7 +401,13 @@ pub(crate) unsafe fn received(status: *mut Status, r: Option<Received>) -> Resul
             source,
             tag,
             error: class,
-            internal: [len as u32 as c_int, (len >> 32) as c_int, 0, 0, 0],
+            internal: [
+                len as u32 as c_int,
+                (len >> 32) as c_int,
+                c_int::from(cancelled),
+                0,
+                0,
+            ],
         };
         // SAFETY: not null; valid by the contract.
         unsafe { status.write(s) };
@@ -668,6 +680,7 @@ fn probe_once(c: &CommEntry, source: c_int, tag: c_int) -> Result<Option<Receive
         envelope,
         len,
         class: err::SUCCESS,
+        cancelled: false,
     }))
 }
 
@@ -680,7 +693,7 @@ mpi! {
                 Some(p) => {
                     let (ctx, members) = (c.objects.key(), c.group.members());
                     let found = wait(|e| e.probe(ctx, p, members).transpose())?;
-                    Some(Received { envelope: found.0, len: found.1, class: err::SUCCESS })
+                    Some(Received { envelope: found.0, len: found.1, class: err::SUCCESS, cancelled: false })
                 }
                 None => None,
             };
