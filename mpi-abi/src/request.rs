@@ -190,11 +190,9 @@ impl Pending {
     unsafe fn complete(self) -> Result<Completion, Fail> {
         match self.work {
             Work::Done => Ok(Completion::Empty),
-            Work::Send(id) => p2p::wait(|e| e.send_done(id)).map(|()| Completion::Empty),
+            Work::Send(id) => p2p::sent(id).map(|()| Completion::Empty),
             Work::Receive(None) => Ok(Completion::Received(None)),
-            Work::Receive(Some(id)) => {
-                p2p::wait(|e| e.recv_done(id)).map(|r| Completion::Received(Some(r)))
-            }
+            Work::Receive(Some(id)) => p2p::received_by(id).map(|r| Completion::Received(Some(r))),
             Work::Collective { run, out, place } => {
                 each!(run, r => {
                     let buffers = r.into_buffers()?;

@@ -468,6 +468,20 @@ impl Engine {
         Ok(matcher.probe(pattern).map(|(e, body)| (e, body.len())))
     }
 
+    /// Gives request `id` up: a receive is withdrawn from matching, and
+    /// a transfer over the program's buffer is cancelled and settled
+    /// (dropped), so that nothing refers to its buffer any more.
+    pub(crate) fn abandon(&mut self, id: u64) {
+        if let Some(r) = self.recvs.remove(&id) {
+            if let Some(m) = self.comms.get_mut(&r.ctx) {
+                m.cancel(&id);
+            }
+        }
+        drop(self.sends.remove(&id));
+        self.pulling.retain(|&p| p != id);
+        self.sending.retain(|&s| s != id);
+    }
+
     /// Cancels receive `id` if no message has matched it yet (it
     /// completes, cancelled); whether it was.
     pub(crate) fn cancel_recv(&mut self, id: u64) -> bool {

@@ -82,6 +82,31 @@ pub(crate) fn wait<R>(
     }
 }
 
+/// Waits for send `id`. Should waiting fail (the engine's progress),
+/// the request is given up: nothing refers to its buffer once this
+/// returns.
+///
+/// # Errors
+/// The send's failure, or the engine's.
+pub(crate) fn sent(id: u64) -> Result<(), Fail> {
+    wait(|e| e.send_done(id)).inspect_err(|_| abandon(id))
+}
+
+/// Waits for receive `id`, as [`sent`].
+///
+/// # Errors
+/// The receive's failure, or the engine's.
+pub(crate) fn received_by(id: u64) -> Result<Received, Fail> {
+    wait(|e| e.recv_done(id)).inspect_err(|_| abandon(id))
+}
+
+fn abandon(id: u64) {
+    let _ = with(|e| {
+        e.abandon(id);
+        Ok(())
+    });
+}
+
 /// Forgets what matching kept for communicator `c` (freed).
 pub(crate) fn forget(c: &CommEntry) {
     let _ = with(|e| {
@@ -123,10 +148,10 @@ pub(crate) fn exchange(
         Ok((r, s))
     })?;
     let sent = match send_id {
-        Some(id) => wait(|e| e.send_done(id)),
+        Some(id) => sent(id),
         None => Ok(()),
     };
-    let got = wait(|e| e.recv_done(recv_id))?;
+    let got = received_by(recv_id)?;
     sent?;
     match got.class {
         err::SUCCESS => Ok(()),
@@ -151,7 +176,7 @@ pub(crate) fn notify(ctx: u64, (to, source): (u32, u32), tag: i32) -> Result<(),
     let id =
         with(|e| unsafe { e.send(route, (std::ptr::NonNull::dangling().as_ptr(), 0), false) })?;
     match id {
-        Some(id) => wait(|e| e.send_done(id)),
+        Some(id) => sent(id),
         None => Ok(()),
     }
 }
@@ -178,7 +203,7 @@ pub(crate) fn expect(ctx: u64, members: &[u32], from: u32, tag: i32) -> Result<u
 /// The engine's.
 pub(crate) fn arrived(id: u64, block: bool) -> Result<bool, Fail> {
     if block {
-        return wait(|e| e.recv_done(id)).map(|_| true);
+        return received_by(id).map(|_| true);
     }
     with(|e| {
         e.progress()?;
@@ -318,7 +343,7 @@ unsafe fn send_blocking(comm: Handle, m: Message, sync: bool) -> Result<(), Fail
     let c = runtime::comm(comm)?;
     // SAFETY: the call blocks until the request completes.
     match unsafe { send_start(&c, m, sync) }? {
-        Some(id) => wait(|e| e.send_done(id)),
+        Some(id) => sent(id),
         None => Ok(()),
     }
 }
@@ -429,7 +454,7 @@ unsafe fn recv_blocking(comm: Handle, r: Receive, status: *mut Status) -> Result
     let c = runtime::comm(comm)?;
     // SAFETY: the call blocks until the request completes.
     let got = match unsafe { recv_start(&c, r) }? {
-        Some(id) => Some(wait(|e| e.recv_done(id))?),
+        Some(id) => Some(received_by(id)?),
         None => None,
     };
     // SAFETY: as this function's contract.
@@ -605,10 +630,10 @@ unsafe fn sendrecv(comm: Handle, m: Message, r: Receive, status: *mut Status) ->
     // SAFETY: the call waits for the send below.
     let send = unsafe { send_start(&c, m, false) }?;
     if let Some(id) = send {
-        wait(|e| e.send_done(id))?;
+        sent(id)?;
     }
     let got = match receive {
-        Some(id) => Some(wait(|e| e.recv_done(id))?),
+        Some(id) => Some(received_by(id)?),
         None => None,
     };
     // SAFETY: as this function's contract.
