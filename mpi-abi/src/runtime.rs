@@ -115,7 +115,6 @@ pub(crate) fn init() -> Result<(), Fail> {
     let world = World::init()?;
     let rma = Rma::new(world.endpoint())?;
     crate::p2p::start(world.endpoint());
-    crate::win::serve_attachments(world.endpoint())?;
     let (me, n) = (world.rank(), world.size());
     let mut comms = Table::default();
     let fatal = abi::errhandler::ARE_FATAL;

@@ -30,8 +30,6 @@ use crate::{mpi, ptr};
 mod dynamic;
 mod pscw;
 
-pub(crate) use dynamic::serve as serve_attachments;
-
 /// `MPI_LOCK_EXCLUSIVE`, `MPI_LOCK_SHARED`.
 const LOCK_EXCLUSIVE: c_int = 301;
 const LOCK_SHARED: c_int = 302;

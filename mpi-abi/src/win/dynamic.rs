@@ -8,7 +8,9 @@
 //! origin keeps each target's table, asked for on the first access to an
 //! address it does not hold (again after an attachment it does not know
 //! yet). Cost in p: one call per origin-target pair that accesses, and
-//! one more per new attachment accessed; nothing at attach.
+//! one more per new attachment accessed; nothing at attach; the service
+//! is served from the process's first dynamic window on (the control
+//! plane's receives for one more service).
 
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -54,14 +56,22 @@ pub(crate) fn translate(table: &[Attached], address: u64, len: u64) -> Option<u6
         .map(|a| a.disp + (address - a.address))
 }
 
-/// Starts answering peers' questions about this process's attachments
-/// (`MPI_Init`). The handler takes the table's lock, never the
-/// endpoint's: nothing holds the table's lock while calling the endpoint.
+/// Starts answering peers' questions about this process's attachments,
+/// at the first dynamic window (a peer asks only after this process
+/// attached what it asks about, so after its first window). The handler
+/// takes the table's lock, never the endpoint's: nothing holds the
+/// table's lock while calling the endpoint.
 ///
 /// # Errors
 /// The endpoint's.
-pub(crate) fn serve(ep: &Endpoint) -> Result<(), Fail> {
-    *mine() = Some(FastMap::default());
+fn serve(ep: &Endpoint) -> Result<(), Fail> {
+    {
+        let mut table = mine();
+        if table.is_some() {
+            return Ok(());
+        }
+        *table = Some(FastMap::default());
+    }
     ep.serve(ATTACHMENTS, |_, request, _| {
         let ctx = request
             .get(..8)
@@ -148,6 +158,7 @@ mpi! {
     /// theirs (collective: the displacement units are gathered).
     fn MPI_Win_create_dynamic / PMPI_Win_create_dynamic(_info: Handle, comm: Handle, win: *mut Handle) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
+            serve(&runtime::with(|r| Ok(r.world.endpoint().clone()))?)?;
             let layout = Layout { size: 0, disp_unit: 1, flavor: FLAVOR_DYNAMIC };
             let make = |rma: &onesided::Rma| Ok((rma.create_dynamic(&c.objects)?, 0, 0));
             // SAFETY: as the call's contract.
