@@ -5,7 +5,8 @@
 //! Where they go: point-to-point takes any committed datatype (a
 //! non-contiguous one is packed before it is sent and unpacked when it
 //! has been received), so do the collectives that move data
-//! (`stage.rs`); the other calls take a contiguous one (copies of a
+//! (`stage.rs`, `vcoll.rs`) and `Put`/`Get`; the other calls take a
+//! contiguous one (copies of a
 //! predefined type one after the other, moved as bytes) and refuse
 //! another with `MPI_ERR_TYPE`.
 
@@ -91,6 +92,15 @@ fn address(base: usize, map: &TypeMap, i: usize, at: isize) -> usize {
 /// # Safety
 /// Every run of the `count` elements is valid for reads.
 pub(crate) unsafe fn pack(map: &TypeMap, base: *const u8, count: usize) -> Vec<u8> {
+    if map.is_dense() {
+        let len = map.size.saturating_mul(count);
+        if len == 0 {
+            return Vec::new();
+        }
+        // SAFETY: as this function's contract: the elements lie one after
+        // the other from base.
+        return unsafe { std::slice::from_raw_parts(base, len) }.to_vec();
+    }
     let mut out = Vec::with_capacity(map.size.saturating_mul(count));
     for i in 0..count {
         for run in &map.runs {
@@ -109,6 +119,15 @@ pub(crate) unsafe fn pack(map: &TypeMap, base: *const u8, count: usize) -> Vec<u
 /// Every run of the `count` elements is valid for writes, and nothing
 /// else reaches them meanwhile.
 pub(crate) unsafe fn unpack(map: &TypeMap, data: &[u8], base: *mut u8, count: usize) {
+    if map.is_dense() {
+        let len = data.len().min(map.size.saturating_mul(count));
+        if len > 0 {
+            // SAFETY: as this function's contract: the elements lie one
+            // after the other from base.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base, len) };
+        }
+        return;
+    }
     let mut from = 0usize;
     'elements: for i in 0..count {
         for run in &map.runs {

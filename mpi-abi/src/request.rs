@@ -206,9 +206,8 @@ impl Pending {
                         }
                         Place::Blocks(layout) => {
                             // SAFETY: as this function's contract (the
-                            // buffer spans the blocks).
-                            let dest = unsafe { ptr::slice_mut(out as *mut u8, layout.span(), "recvbuf") }?;
-                            layout.unpack(bytes, dest);
+                            // buffer holds the blocks).
+                            unsafe { layout.unpack(bytes, out as *mut u8) }?;
                         }
                     }
                 });

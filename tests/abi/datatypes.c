@@ -4,8 +4,8 @@
  * point-to-point with derived datatypes on both sides (a matrix column
  * received as a row, an array of structs, a subarray halo, in place by
  * Sendrecv_replace, Probe and Get_count); contiguous derived datatypes
- * in collectives, and non-contiguous ones in Bcast, Gather, Scatter,
- * Allgather, Alltoall, Put and Get. Every element is checked; prints "No Errors" at rank
+ * in collectives, and non-contiguous ones in Bcast, Gather(v),
+ * Scatter(v), Allgather(v), Alltoall(v), Put and Get. Every element is checked; prints "No Errors" at rank
  * 0. */
 #include "check.h"
 #include <string.h>
@@ -251,6 +251,54 @@ int main(int argc, char **argv)
             for (int r = 0; r < 4; r++)
                 for (int q = 0; q < n; q++)
                     CHECK(allm[r][q] == 100 * q + 10 * r + me, "alltoall of columns [%d][%d] = %d", r, q, allm[r][q]);
+        }
+        /* The v forms: columns gathered at the root in reverse rank
+         * order (counted there in pairs of ints while the others send
+         * ints), scattered back as columns, gathered everywhere and
+         * exchanged, one int apart. */
+        if (n <= 5) {
+            MPI_Datatype pairs;
+            MPI_Type_contiguous(2, MPI_INT, &pairs);
+            MPI_Type_commit(&pairs);
+            int col[4][5], rowsv[5][4], counts[5], displs[5];
+            for (int r = 0; r < 4; r++)
+                for (int c = 0; c < 5; c++)
+                    col[r][c] = 100 * me + 10 * r + c;
+            for (int p = 0; p < n; p++) {
+                counts[p] = 2;
+                displs[p] = 2 * (n - 1 - p);
+            }
+            MPI_Gatherv(&col[0][1], 1, column, rowsv, counts, displs, pairs, 0, MPI_COMM_WORLD);
+            for (int p = 0; me == 0 && p < n; p++)
+                for (int r = 0; r < 4; r++)
+                    CHECK(rowsv[n - 1 - p][r] == 100 * p + 10 * r + 1, "gatherv of columns [%d][%d] = %d", p, r, rowsv[n - 1 - p][r]);
+            int back[4] = {-1, -1, -1, -1}, ones[5], at[5];
+            for (int p = 0; p < n; p++) {
+                ones[p] = 1;
+                at[p] = n - 1 - p;
+            }
+            /* Column n-1-p of the root's 4x5 matrix goes to rank p. */
+            MPI_Scatterv(col, ones, at, cols, back, 4, MPI_INT, 0, MPI_COMM_WORLD);
+            for (int r = 0; r < 4; r++)
+                CHECK(back[r] == 10 * r + (n - 1 - me), "scatterv of columns [%d] = %d", r, back[r]);
+            int allv[4][5];
+            for (int r = 0; r < 4; r++)
+                for (int c = 0; c < 5; c++)
+                    allv[r][c] = -1;
+            MPI_Allgatherv(&col[0][me], 1, cols, allv, ones, at, cols, MPI_COMM_WORLD);
+            for (int r = 0; r < 4; r++)
+                for (int p = 0; p < n; p++)
+                    CHECK(allv[r][n - 1 - p] == 100 * p + 10 * r + p, "allgatherv of columns [%d][%d] = %d", r, n - 1 - p, allv[r][n - 1 - p]);
+            int sd[5], rd[5];
+            for (int q = 0; q < n; q++) {
+                sd[q] = q;
+                rd[q] = n - 1 - q;
+            }
+            MPI_Alltoallv(col, ones, sd, cols, allv, ones, rd, cols, MPI_COMM_WORLD);
+            for (int r = 0; r < 4; r++)
+                for (int q = 0; q < n; q++)
+                    CHECK(allv[r][n - 1 - q] == 100 * q + 10 * r + me, "alltoallv of columns [%d][%d] = %d", r, n - 1 - q, allv[r][n - 1 - q]);
+            MPI_Type_free(&pairs);
         }
         MPI_Type_free(&cols);
     }
