@@ -143,6 +143,14 @@ unsafe fn reduce(c: &CommEntry, r: &Reduction, datatype: Handle) -> Result<(), F
     }
 }
 
+/// `count` elements of committed `datatype`: its map and the count.
+fn typed(
+    count: c_int,
+    datatype: Handle,
+) -> Result<(std::sync::Arc<crate::typemap::TypeMap>, usize), Fail> {
+    Ok((crate::derived::committed(datatype)?, count_of(count)?))
+}
+
 /// `count` as a length.
 fn count_of(count: c_int) -> Result<usize, Fail> {
     usize::try_from(count).map_err(|_| Fail::new(err::COUNT, format!("count {count}")))
@@ -445,11 +453,14 @@ mpi! {
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
             let root = root_of(&c, root)?;
-            let len = datatype::bytes(count, datatype)?;
-            // SAFETY: count elements at buffer (the call's contract).
-            let buf = unsafe { ptr::slice(buffer.cast::<u8>(), len, "buffer") }?.to_vec();
+            let (map, n) = typed(count, datatype)?;
+            let buf = match c.rank == root {
+                // SAFETY: count elements at buffer (the call's contract).
+                true => unsafe { crate::derived::pack(&map, buffer.cast(), n) },
+                false => vec![0u8; map.size * n],
+            };
             let run = c.lock().ibcast(root, buf)?;
-            let pending = Pending::new(Running::U8(run), (buffer.cast(), len), comm);
+            let pending = Pending::typed(Running::U8(run), buffer.cast(), (map, n), comm);
             // SAFETY: as the call's contract.
             unsafe { started(request, pending) }
         });
@@ -567,19 +578,26 @@ mpi! {
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
             let n = c.size() as usize;
-            let block = block_of(sendbuf, (sendcount, sendtype), (recvcount, recvtype))?;
+            let (rmap, rcount) = typed(recvcount, recvtype)?;
             let input = match in_place(sendbuf) {
                 true => {
-                    let at = c.rank as usize * block;
+                    let extent = rmap.extent() * rcount as isize;
+                    let own = (recvbuf as isize).wrapping_add(extent * c.rank as isize) as *const u8;
                     // SAFETY: n blocks at recvbuf (the call's contract).
-                    let all = unsafe { ptr::slice(recvbuf.cast::<u8>(), n * block, "recvbuf") }?;
-                    all[at..at + block].to_vec()
+                    unsafe { crate::derived::pack(&rmap, own, rcount) }
                 }
-                // SAFETY: a block at sendbuf (the call's contract).
-                false => unsafe { ptr::slice(sendbuf.cast::<u8>(), block, "sendbuf") }?.to_vec(),
+                false => {
+                    let (smap, scount) = typed(sendcount, sendtype)?;
+                    // SAFETY: a block at sendbuf (the call's contract).
+                    unsafe { crate::derived::pack(&smap, sendbuf.cast(), scount) }
+                }
             };
+            let block = rmap.size * rcount;
+            if input.len() != block {
+                return Err(Fail::new(err::TRUNCATE, format!("{} bytes sent to blocks of {block}", input.len())));
+            }
             let run = c.lock().iallgatherv(input, vec![0u8; n * block], &vec![block; n])?;
-            let pending = Pending::new(Running::U8(run), (recvbuf.cast(), n * block), comm);
+            let pending = Pending::typed(Running::U8(run), recvbuf.cast(), (rmap, n * rcount), comm);
             // SAFETY: as the call's contract.
             unsafe { started(request, pending) }
         });
@@ -601,13 +619,23 @@ mpi! {
     ) -> c_int {
         let result = runtime::comm(comm).and_then(|c| {
             let n = c.size() as usize;
-            let block = block_of(sendbuf, (sendcount, sendtype), (recvcount, recvtype))?;
-            let from = if in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };
+            let (rmap, rcount) = typed(recvcount, recvtype)?;
+            let (smap, scount, from) = match in_place(sendbuf) {
+                true => (rmap.clone(), rcount, recvbuf.cast_const()),
+                false => {
+                    let (smap, scount) = typed(sendcount, sendtype)?;
+                    (smap, scount, sendbuf)
+                }
+            };
+            let block = rmap.size * rcount;
+            if smap.size * scount != block {
+                return Err(Fail::new(err::TRUNCATE, format!("{} bytes sent to blocks of {block}", smap.size * scount)));
+            }
             // SAFETY: n blocks at the send (or receive) buffer (the call's contract).
-            let input = unsafe { ptr::slice(from.cast::<u8>(), n * block, "sendbuf") }?.to_vec();
+            let input = unsafe { crate::derived::pack(&smap, from.cast(), n * scount) };
             let counts = vec![block; n];
             let run = c.lock().ialltoallv(input, &counts, vec![0u8; n * block], &counts)?;
-            let pending = Pending::new(Running::U8(run), (recvbuf.cast(), n * block), comm);
+            let pending = Pending::typed(Running::U8(run), recvbuf.cast(), (rmap, n * rcount), comm);
             // SAFETY: as the call's contract.
             unsafe { started(request, pending) }
         });

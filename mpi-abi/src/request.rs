@@ -7,6 +7,7 @@
 //! `MPI_ANY_TAG`, `MPI_SUCCESS`).
 
 use std::ffi::c_int;
+use std::sync::Arc;
 
 use onesided::{Request as _, Run};
 
@@ -14,6 +15,7 @@ use crate::abi::{self, err, Handle, Status};
 use crate::errors::{finish, Fail};
 use crate::op::{DoubleInt, FloatInt, LongInt, ShortInt, TwoDouble, TwoInt, TwoReal};
 use crate::p2p::{self, Received};
+use crate::typemap::TypeMap;
 use crate::vcoll::Layout;
 use crate::{mpi, ptr, runtime};
 
@@ -112,6 +114,8 @@ enum Place {
     Bytes(usize),
     /// Its blocks, each at its displacement.
     Blocks(Layout),
+    /// `count` elements of a datatype of this map.
+    Typed(Arc<TypeMap>, usize),
 }
 
 /// How a completed request fills its status.
@@ -124,6 +128,20 @@ impl Pending {
     /// A run whose output's first `len` bytes go to `out` at completion.
     pub(crate) fn new(run: Running, (out, len): (*mut u8, usize), comm: Handle) -> Pending {
         let (out, place) = (out as usize, Place::Bytes(len));
+        Pending {
+            work: Work::Collective { run, out, place },
+            comm,
+        }
+    }
+
+    /// A run whose output is `count` elements of `map` at `out`.
+    pub(crate) fn typed(
+        run: Running,
+        out: *mut u8,
+        (map, count): (Arc<TypeMap>, usize),
+        comm: Handle,
+    ) -> Pending {
+        let (out, place) = (out as usize, Place::Typed(map, count));
         Pending {
             work: Work::Collective { run, out, place },
             comm,
@@ -203,6 +221,10 @@ impl Pending {
                             // SAFETY: as this function's contract.
                             let dest = unsafe { ptr::slice_mut(out as *mut u8, len, "recvbuf") }?;
                             dest.copy_from_slice(&bytes[..len]);
+                        }
+                        Place::Typed(map, count) => {
+                            // SAFETY: as this function's contract.
+                            unsafe { crate::derived::unpack(map, bytes, out as *mut u8, *count) };
                         }
                         Place::Blocks(layout) => {
                             // SAFETY: as this function's contract (the

@@ -5,7 +5,8 @@
  * received as a row, an array of structs, a subarray halo, in place by
  * Sendrecv_replace, Probe and Get_count); contiguous derived datatypes
  * in collectives, and non-contiguous ones in Bcast, Gather(v),
- * Scatter(v), Allgather(v), Alltoall(v), Put and Get. Every element is checked; prints "No Errors" at rank
+ * Scatter(v), Allgather(v), Alltoall(v), their nonblocking forms, Put
+ * and Get. Every element is checked; prints "No Errors" at rank
  * 0. */
 #include "check.h"
 #include <string.h>
@@ -299,6 +300,28 @@ int main(int argc, char **argv)
                 for (int q = 0; q < n; q++)
                     CHECK(allv[r][n - 1 - q] == 100 * q + 10 * r + me, "alltoallv of columns [%d][%d] = %d", r, n - 1 - q, allv[r][n - 1 - q]);
             MPI_Type_free(&pairs);
+
+            /* The nonblocking forms: a column broadcast, columns gathered
+             * and exchanged, completed by Waitall. */
+            int bc[4][5], ag[4][5], aa[4][5];
+            for (int r = 0; r < 4; r++)
+                for (int c = 0; c < 5; c++) {
+                    bc[r][c] = me == 0 ? 7 * r + c : -1;
+                    ag[r][c] = aa[r][c] = -1;
+                }
+            MPI_Request nb[3];
+            MPI_Ibcast(&bc[0][4], 1, column, 0, MPI_COMM_WORLD, &nb[0]);
+            MPI_Iallgather(&col[0][me], 1, cols, ag, 1, cols, MPI_COMM_WORLD, &nb[1]);
+            MPI_Ialltoall(col, 1, cols, aa, 1, cols, MPI_COMM_WORLD, &nb[2]);
+            MPI_Waitall(3, nb, MPI_STATUSES_IGNORE);
+            for (int r = 0; r < 4; r++) {
+                for (int c = 0; c < 5; c++)
+                    CHECK(bc[r][c] == (c == 4 || me == 0 ? 7 * r + c : -1), "ibcast of a column [%d][%d] = %d", r, c, bc[r][c]);
+                for (int q = 0; q < n; q++) {
+                    CHECK(ag[r][q] == 100 * q + 10 * r + q, "iallgather of columns [%d][%d] = %d", r, q, ag[r][q]);
+                    CHECK(aa[r][q] == 100 * q + 10 * r + me, "ialltoall of columns [%d][%d] = %d", r, q, aa[r][q]);
+                }
+            }
         }
         MPI_Type_free(&cols);
     }
