@@ -135,6 +135,13 @@ unsafe fn reduce_as<T: Typed>(comm: &Comm, r: &Reduction, element: Element) -> R
 /// # Safety
 /// As [`reduce_as`], for the datatype's elements.
 unsafe fn reduce(c: &CommEntry, r: &Reduction, datatype: Handle) -> Result<(), Fail> {
+    if datatype::predefined(datatype).is_none() {
+        if let Some(op) = crate::tree::user_op(r.op) {
+            let buffers = (r.send, r.recv);
+            // SAFETY: as this function's contract.
+            return unsafe { crate::tree::reduce(c, buffers, (r.count, datatype), (op, r.root)) };
+        }
+    }
     let (_, element) = datatype::of(datatype)?;
     let comm = c.lock();
     // SAFETY: as this function's contract, for the datatype's Rust type.

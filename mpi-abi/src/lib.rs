@@ -58,6 +58,7 @@ mod runtime;
 mod scan;
 mod stage;
 mod table;
+mod tree;
 mod typemap;
 mod unsupported;
 mod vcoll;

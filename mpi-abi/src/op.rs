@@ -24,6 +24,26 @@ pub(crate) struct UserOp {
     commute: bool,
 }
 
+impl UserOp {
+    /// Calls the function: `inoutvec[i] = invec[i] op inoutvec[i]` for
+    /// `len` elements of `datatype`.
+    ///
+    /// # Safety
+    /// Both buffers hold `len` elements of `datatype` in its layout.
+    pub(crate) unsafe fn call(
+        &self,
+        invec: *mut c_void,
+        inoutvec: *mut c_void,
+        len: c_int,
+        datatype: Handle,
+    ) {
+        let (mut len, mut datatype) = (len, datatype);
+        // SAFETY: the program's MPI_User_function, called as the standard
+        // says (this function's contract).
+        unsafe { (self.f)(invec, inoutvec, &mut len, &mut datatype) };
+    }
+}
+
 /// An element type reductions combine: the numbers, and the pairs of the
 /// location operations.
 pub(crate) trait Typed: Reducible {

@@ -2,7 +2,9 @@
  * pair types, and the program's own operations (MPI_Op_create), one
  * commutative and one not (2x2 matrix products, whose result depends on
  * the rank order), through Allreduce, Reduce and Iallreduce; Scan and
- * Exscan with predefined and both kinds of the program's operations.
+ * Exscan with predefined and both kinds of the program's operations; a
+ * program's non-commutative operation on a non-contiguous derived
+ * datatype by Allreduce and Reduce.
  * Prints "No Errors" at rank 0. */
 #include "check.h"
 #include <stdlib.h>
@@ -30,6 +32,22 @@ static void matmul(void *in, void *inout, int *len, MPI_Datatype *type)
                     a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
         for (int i = 0; i < 4; i++)
             b[i] = c[i];
+    }
+}
+
+/* inout = in x inout for 2x2 int matrices laid out as the datatype
+ * "gapped" (rows of 2 ints, 3 ints apart): *len matrices. */
+static void matmul_gapped(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    int *a = in, *b = inout;
+    for (int m = 0; m < *len; m++, a += 5, b += 5) {
+        int c[4] = {a[0] * b[0] + a[1] * b[3], a[0] * b[1] + a[1] * b[4],
+                    a[3] * b[0] + a[4] * b[3], a[3] * b[1] + a[4] * b[4]};
+        b[0] = c[0];
+        b[1] = c[1];
+        b[3] = c[2];
+        b[4] = c[3];
     }
 }
 
@@ -128,6 +146,49 @@ int main(int argc, char **argv)
         CHECK(mx == me + 0.5, "scan max %g", mx);
     }
     MPI_Op_free(&prod);
+
+    /* A non-commutative operation of the program's on a derived,
+     * non-contiguous datatype: 2x2 matrices whose rows are 3 ints apart
+     * (the gap untouched), two of them, by Allreduce and Reduce. */
+    {
+        MPI_Datatype gapped;
+        MPI_Type_vector(2, 2, 3, MPI_INT, &gapped);
+        MPI_Type_commit(&gapped);
+        MPI_Op gprod;
+        MPI_Op_create(matmul_gapped, 0, &gprod);
+        int gm[10], gout[10], want2[4] = {1, 0, 0, 1};
+        for (int k = 0; k < 2; k++) {
+            int *g = gm + 5 * k;
+            g[0] = 1 + me * (me % 2); g[1] = me; g[2] = -7; g[3] = me % 2; g[4] = 1;
+        }
+        for (int r = 0; r < n; r++) {
+            int mr[4] = {1 + r * (r % 2), r, r % 2, 1};
+            int c[4] = {want2[0] * mr[0] + want2[1] * mr[2], want2[0] * mr[1] + want2[1] * mr[3],
+                        want2[2] * mr[0] + want2[3] * mr[2], want2[2] * mr[1] + want2[3] * mr[3]};
+            for (int i = 0; i < 4; i++)
+                want2[i] = c[i];
+        }
+        for (int i = 0; i < 10; i++)
+            gout[i] = -9;
+        MPI_Allreduce(gm, gout, 2, gapped, gprod, MPI_COMM_WORLD);
+        for (int k = 0; k < 2; k++) {
+            int *g = gout + 5 * k;
+            CHECK(g[0] == want2[0] && g[1] == want2[1] && g[3] == want2[2] && g[4] == want2[3],
+                  "gapped allreduce %d: %d %d %d %d", k, g[0], g[1], g[3], g[4]);
+            CHECK(g[2] == -9, "gapped allreduce wrote the gap: %d", g[2]);
+        }
+        for (int i = 0; i < 10; i++)
+            gout[i] = -9;
+        MPI_Reduce(gm, gout, 2, gapped, gprod, n - 1, MPI_COMM_WORLD);
+        if (me == n - 1)
+            for (int k = 0; k < 2; k++) {
+                int *g = gout + 5 * k;
+                CHECK(g[0] == want2[0] && g[1] == want2[1] && g[3] == want2[2] && g[4] == want2[3],
+                      "gapped reduce %d: %d %d %d %d", k, g[0], g[1], g[3], g[4]);
+            }
+        MPI_Op_free(&gprod);
+        MPI_Type_free(&gapped);
+    }
 
     report_errors();
     MPI_Finalize();

@@ -159,6 +159,55 @@ pub(crate) fn exchange(
     }
 }
 
+/// Sends `data` to rank `to` of `c` with `tag` on context `ctx` (a
+/// collective's own); returns once it may be reused.
+///
+/// # Errors
+/// The engine's.
+pub(crate) fn send_to(
+    c: &CommEntry,
+    ctx: u64,
+    (to, tag): (u32, i32),
+    data: &[u8],
+) -> Result<(), Fail> {
+    let route = Route {
+        ctx,
+        to: c.group.job_rank(to)?,
+        source: c.rank,
+        tag,
+    };
+    // SAFETY: data outlives the call, which waits for the send.
+    match with(|e| unsafe { e.send(route, (data.as_ptr(), data.len()), false) })? {
+        Some(id) => sent(id),
+        None => Ok(()),
+    }
+}
+
+/// Receives into `buf` from rank `from` of `c` with `tag` on context
+/// `ctx` (a collective's own).
+///
+/// # Errors
+/// The engine's; `MPI_ERR_TRUNCATE` for a longer message.
+pub(crate) fn recv_from(
+    c: &CommEntry,
+    ctx: u64,
+    (from, tag): (u32, i32),
+    buf: &mut [u8],
+) -> Result<(), Fail> {
+    let pattern = Pattern {
+        source: Some(from),
+        tag: Some(tag),
+    };
+    let into = (buf.as_mut_ptr(), buf.len());
+    // SAFETY: buf outlives the call, which waits for the receive.
+    let id = with(|e| unsafe { e.recv(ctx, pattern, into, c.group.members()) })?;
+    let got = received_by(id)?;
+    match got.class {
+        err::SUCCESS => Ok(()),
+        class => Err(Fail::new(class, "a collective's message did not fit")),
+    }
+}
+
 /// Sends an empty notice with `tag` on context `ctx` to job rank `to`,
 /// from rank `source` of the group the context belongs to (one eager
 /// message, complete when sent).
