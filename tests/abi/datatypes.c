@@ -5,9 +5,9 @@
  * received as a row, an array of structs, a subarray halo, in place by
  * Sendrecv_replace, Probe and Get_count); contiguous derived datatypes
  * in collectives, and non-contiguous ones in Bcast, Gather(v),
- * Scatter(v), Allgather(v), Alltoall(v), their nonblocking forms, Put
- * and Get. Every element is checked; prints "No Errors" at rank
- * 0. */
+ * Scatter(v), Allgather(v), Alltoall(v), their nonblocking forms, Put,
+ * Get and Accumulate. Every element is checked; prints "No Errors" at
+ * rank 0. */
 #include "check.h"
 #include <string.h>
 
@@ -345,6 +345,20 @@ int main(int argc, char **argv)
         if (me == 0)
             for (int i = 0; i < 4; i++)
                 CHECK(acc[i] == (i < 3 ? (long)n * (i + 1) : (long)n * (n - 1) / 2), "accumulate of longs [%d] = %ld", i, acc[i]);
+        /* Every other long of rank 0's window, from two contiguous ones. */
+        MPI_Datatype every_other;
+        MPI_Type_vector(2, 1, 2, MPI_LONG, &every_other);
+        MPI_Type_commit(&every_other);
+        long two[2] = {100, 1000L * (me + 1)};
+        MPI_Win_fence(0, aw);
+        MPI_Accumulate(two, 2, MPI_LONG, 0, 0, 1, every_other, MPI_SUM, aw);
+        MPI_Win_fence(0, aw);
+        if (me == 0) {
+            long s1 = (long)n * (n + 1) / 2 * 1000;
+            CHECK(acc[0] == n + 100L * n && acc[2] == 3L * n + s1, "every other long: %ld %ld", acc[0], acc[2]);
+            CHECK(acc[1] == 2L * n && acc[3] == (long)n * (n - 1) / 2, "between them: %ld %ld", acc[1], acc[3]);
+        }
+        MPI_Type_free(&every_other);
         MPI_Win_free(&aw);
         MPI_Type_free(&longs);
     }

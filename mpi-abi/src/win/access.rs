@@ -116,6 +116,59 @@ unsafe fn scattered(
     Ok(())
 }
 
+/// An accumulate whose datatypes are not both contiguous but are made
+/// of one predefined element (MPI allows no other with a predefined
+/// operation): the origin packed, one accumulate per run at the target,
+/// every run range-checked first.
+///
+/// # Safety
+/// The origin buffer is valid for its elements.
+unsafe fn accumulate_scattered(
+    w: &WinEntry,
+    (origin, ocount, otype): (*const c_void, c_int, Handle),
+    (target_rank, target_disp, tcount, ttype): (c_int, Aint, c_int, Handle),
+    op: Handle,
+) -> Result<(), Fail> {
+    let (omap, tmap) = (derived::committed(otype)?, derived::committed(ttype)?);
+    let element = match (omap.element, tmap.element) {
+        (Some(o), Some(t)) if o == t => o.0,
+        _ => {
+            let what = "an accumulate of datatypes not made of one and the same predefined element";
+            return Err(Fail::new(err::TYPE, what));
+        }
+    };
+    let on =
+        usize::try_from(ocount).map_err(|_| Fail::new(err::COUNT, format!("count {ocount}")))?;
+    let Some(at) = w.target(target_rank, target_disp)? else {
+        return Ok(());
+    };
+    let runs = target_runs(w, at, (tcount, ttype))?;
+    let total: usize = runs.iter().map(|r| r.1).sum();
+    if total != omap.size * on {
+        let what = format!("{} origin bytes for {total} at the target", omap.size * on);
+        return Err(Fail::new(err::TYPE, what));
+    }
+    // SAFETY: as this function's contract.
+    let data = unsafe { derived::pack(&omap, origin.cast(), on) };
+    let target = at.0;
+    w.with(|s| {
+        let access = s.covering(target)?;
+        by_element!(element, T => {
+            let op = atomic_op::<T>(op)?;
+            let mut values = vec![<T as bytemuck::Zeroable>::zeroed(); data.len() / size_of::<T>()];
+            bytemuck::cast_slice_mut::<T, u8>(&mut values).copy_from_slice(&data);
+            let mut from = 0;
+            for &(offset, len) in &runs {
+                let n = len / size_of::<T>();
+                let part = &values[from..from + n];
+                on_epoch!(access, e => e.accumulate(target, offset, part, op.clone()))?;
+                from += n;
+            }
+            Ok(())
+        }, Err(Fail::new(err::TYPE, format!("accumulates on datatype {otype:#x}"))))
+    })
+}
+
 mpi! {
     /// Writes the origin buffer at displacement `target_disp` of rank
     /// `target_rank`.
@@ -296,6 +349,12 @@ mpi! {
         win: Handle,
     ) -> c_int {
         let result = runtime::win(win).and_then(|w| {
+            if !contiguous(origin_datatype, target_datatype) {
+                let origin = (origin_addr, origin_count, origin_datatype);
+                let target = (target_rank, target_disp, target_count, target_datatype);
+                // SAFETY: as the call's contract.
+                return unsafe { accumulate_scattered(&w, origin, target, op) };
+            }
             matching((origin_count, origin_datatype), (target_count, target_datatype))?;
             let Some((target, offset)) = w.target(target_rank, target_disp)? else {
                 return Ok(());
