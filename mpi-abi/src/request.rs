@@ -1,8 +1,10 @@
 //! Requests (`MPI_Request`): of the nonblocking collectives, onesided's
 //! `Run` (which owns copies of the buffers while it runs) and where its
 //! result goes, copied into the program's buffer when it completes; of
-//! point-to-point, the engine's request number; and `MPI_Wait`,
-//! `MPI_Test` and their `all`/`any`/`some` forms. A completed receive's
+//! point-to-point, the engine's request number; persistent ones
+//! (`MPI_Send_init`, `MPI_Recv_init`), which stay, inactive, after they
+//! complete until `MPI_Request_free`; and `MPI_Wait`, `MPI_Test` and
+//! their `all`/`any`/`some` forms (which pass over inactive ones). A completed receive's
 //! status says who sent what; any other's is empty (`MPI_ANY_SOURCE`,
 //! `MPI_ANY_TAG`, `MPI_SUCCESS`).
 
@@ -14,7 +16,7 @@ use onesided::{Request as _, Run};
 use crate::abi::{self, err, Handle, Status};
 use crate::errors::{finish, Fail};
 use crate::op::{DoubleInt, FloatInt, LongInt, ShortInt, TwoDouble, TwoInt, TwoReal};
-use crate::p2p::{self, Received};
+use crate::p2p::{self, Persistent, Received};
 use crate::typemap::TypeMap;
 use crate::vcoll::Layout;
 use crate::{mpi, ptr, runtime};
@@ -106,6 +108,8 @@ enum Work {
     Send(u64),
     /// The engine's receive (`None`: from `MPI_PROC_NULL`).
     Receive(Option<u64>),
+    /// A persistent operation, and what it does while active.
+    Persistent(Persistent, Option<Box<Work>>),
 }
 
 /// Where a collective's output goes in the program's buffer.
@@ -177,26 +181,59 @@ impl Pending {
         Pending { work, comm }
     }
 
+    /// Persistent operation `op`, inactive.
+    pub(crate) fn persistent(op: Persistent) -> Pending {
+        let comm = op.comm();
+        Pending {
+            work: Work::Persistent(op, None),
+            comm,
+        }
+    }
+
+    /// The persistent operation this request is, if it is one.
+    fn persistent_op(&self) -> Option<Persistent> {
+        match self.work {
+            Work::Persistent(op, _) => Some(op),
+            _ => None,
+        }
+    }
+
     /// The engine's receive this request is, if it is one.
     fn receive_id(&self) -> Option<u64> {
-        match self.work {
-            Work::Receive(id) => id,
+        match &self.work {
+            Work::Receive(id) => *id,
+            Work::Persistent(_, Some(w)) => match **w {
+                Work::Receive(id) => id,
+                _ => None,
+            },
             _ => None,
         }
     }
 
     fn test(&mut self) -> Result<bool, Fail> {
+        test_work(&mut self.work)
+    }
+
+    /// Starts a persistent request (`MPI_Start`).
+    ///
+    /// # Safety
+    /// Its buffer stays valid until it completes (MPI's rule).
+    unsafe fn start(&mut self) -> Result<(), Fail> {
         match &mut self.work {
-            Work::Collective { run, .. } => Ok(each!(run, r => r.test())?),
-            Work::Send(id) => p2p::with(|e| {
-                e.progress()?;
-                Ok(e.send_is_done(*id))
-            }),
-            Work::Receive(Some(id)) => p2p::with(|e| {
-                e.progress()?;
-                Ok(e.recv_is_done(*id))
-            }),
-            Work::Done | Work::Receive(None) => Ok(true),
+            Work::Persistent(op, active @ None) => {
+                // SAFETY: as this function's contract.
+                let started = unsafe { op.start() }?;
+                *active = Some(Box::new(started.work));
+                Ok(())
+            }
+            Work::Persistent(_, Some(_)) => Err(Fail::new(
+                err::REQUEST,
+                "a persistent request started twice",
+            )),
+            _ => Err(Fail::new(
+                err::REQUEST,
+                "MPI_Start of a request that is not persistent",
+            )),
         }
     }
 
@@ -206,37 +243,79 @@ impl Pending {
     /// The program's buffer is valid for what the output fills (MPI: it
     /// stays so until the request completes).
     unsafe fn complete(self) -> Result<Completion, Fail> {
-        match self.work {
-            Work::Done => Ok(Completion::Empty),
-            Work::Send(id) => p2p::sent(id).map(|()| Completion::Empty),
-            Work::Receive(None) => Ok(Completion::Received(None)),
-            Work::Receive(Some(id)) => p2p::received_by(id).map(|r| Completion::Received(Some(r))),
-            Work::Collective { run, out, place } => {
-                each!(run, r => {
-                    let buffers = r.into_buffers()?;
-                    let bytes: &[u8] = bytemuck::cast_slice(&buffers.output);
-                    match &place {
-                        Place::Bytes(len) => {
-                            let len = (*len).min(bytes.len());
-                            // SAFETY: as this function's contract.
-                            let dest = unsafe { ptr::slice_mut(out as *mut u8, len, "recvbuf") }?;
-                            dest.copy_from_slice(&bytes[..len]);
-                        }
-                        Place::Typed(map, count) => {
-                            // SAFETY: as this function's contract.
-                            unsafe { crate::derived::unpack(map, bytes, out as *mut u8, *count) };
-                        }
-                        Place::Blocks(layout) => {
-                            // SAFETY: as this function's contract (the
-                            // buffer holds the blocks).
-                            unsafe { layout.unpack(bytes, out as *mut u8) }?;
-                        }
+        // SAFETY: as this function's contract.
+        unsafe { complete_work(self.work) }
+    }
+}
+
+/// Whether `work` is done (progress made).
+fn test_work(work: &mut Work) -> Result<bool, Fail> {
+    match work {
+        Work::Collective { run, .. } => Ok(each!(run, r => r.test())?),
+        Work::Send(id) => p2p::with(|e| {
+            e.progress()?;
+            Ok(e.send_is_done(*id))
+        }),
+        Work::Receive(Some(id)) => p2p::with(|e| {
+            e.progress()?;
+            Ok(e.recv_is_done(*id))
+        }),
+        Work::Persistent(_, Some(active)) => test_work(active),
+        Work::Done | Work::Receive(None) | Work::Persistent(_, None) => Ok(true),
+    }
+}
+
+/// Waits for `work` and copies its result out.
+///
+/// # Safety
+/// As [`Pending::complete`].
+unsafe fn complete_work(work: Work) -> Result<Completion, Fail> {
+    match work {
+        Work::Done | Work::Persistent(_, None) => Ok(Completion::Empty),
+        // SAFETY: as this function's contract.
+        Work::Persistent(_, Some(active)) => unsafe { complete_work(*active) },
+        Work::Send(id) => p2p::sent(id).map(|()| Completion::Empty),
+        Work::Receive(None) => Ok(Completion::Received(None)),
+        Work::Receive(Some(id)) => p2p::received_by(id).map(|r| Completion::Received(Some(r))),
+        Work::Collective { run, out, place } => {
+            each!(run, r => {
+                let buffers = r.into_buffers()?;
+                let bytes: &[u8] = bytemuck::cast_slice(&buffers.output);
+                match &place {
+                    Place::Bytes(len) => {
+                        let len = (*len).min(bytes.len());
+                        // SAFETY: as this function's contract.
+                        let dest = unsafe { ptr::slice_mut(out as *mut u8, len, "recvbuf") }?;
+                        dest.copy_from_slice(&bytes[..len]);
                     }
-                });
-                Ok(Completion::Empty)
-            }
+                    Place::Typed(map, count) => {
+                        // SAFETY: as this function's contract.
+                        unsafe { crate::derived::unpack(map, bytes, out as *mut u8, *count) };
+                    }
+                    Place::Blocks(layout) => {
+                        // SAFETY: as this function's contract (the
+                        // buffer holds the blocks).
+                        unsafe { layout.unpack(bytes, out as *mut u8) }?;
+                    }
+                }
+            });
+            Ok(Completion::Empty)
         }
     }
+}
+
+/// Whether request `handle` has nothing to complete: `MPI_REQUEST_NULL`
+/// or an inactive persistent request (`Waitany` and its kin pass over
+/// both).
+fn idle(handle: Handle) -> bool {
+    handle == NULL
+        || runtime::with(|r| {
+            Ok(matches!(
+                r.requests.get(handle).map(|p| &p.work),
+                Some(Work::Persistent(_, None))
+            ))
+        })
+        .unwrap_or(false)
 }
 
 /// Writes a completed request's status; a receive's error as a failure.
@@ -307,14 +386,35 @@ unsafe fn wait_one(request: *mut Handle, status: *mut Status) -> (Handle, Result
         Err(e) => return (abi::comm::WORLD, Err(e)),
     };
     let comm = pending.comm;
+    let keep = pending.persistent_op();
     // SAFETY: as this function's contract.
     let result = unsafe { pending.complete() }.and_then(|done| {
         // SAFETY: as this function's contract.
-        unsafe { ptr::write(request, NULL, "request") }?;
+        unsafe { finished(request, handle, keep) }?;
         // SAFETY: as this function's contract.
         unsafe { fill(status, done) }
     });
     (comm, result)
+}
+
+/// A request completed: a persistent one stays, inactive, under its
+/// handle; another is freed (the handle becomes `MPI_REQUEST_NULL`).
+///
+/// # Safety
+/// `request` valid for a handle.
+unsafe fn finished(
+    request: *mut Handle,
+    handle: Handle,
+    keep: Option<Persistent>,
+) -> Result<(), Fail> {
+    match keep {
+        Some(op) => runtime::with(|r| {
+            r.requests.restore(handle, Pending::persistent(op));
+            Ok(())
+        }),
+        // SAFETY: as this function's contract.
+        None => unsafe { ptr::write(request, NULL, "request") },
+    }
 }
 
 /// Tests the request at `request`: completes and frees it when done.
@@ -346,10 +446,11 @@ unsafe fn test_one(request: *mut Handle, status: *mut Status) -> (Handle, Result
             (comm, back.map(|()| false))
         }
         Ok(true) => {
+            let keep = pending.persistent_op();
             // SAFETY: as this function's contract.
             let result = unsafe { pending.complete() }.and_then(|done| {
                 // SAFETY: as this function's contract.
-                unsafe { ptr::write(request, NULL, "request") }?;
+                unsafe { finished(request, handle, keep) }?;
                 // SAFETY: as this function's contract.
                 unsafe { fill(status, done) }
             });
@@ -457,7 +558,7 @@ unsafe fn any(
         for i in 0..n {
             let at = requests.wrapping_add(i);
             // SAFETY: as this function's contract.
-            if unsafe { ptr::read(at, "request") }.is_ok_and(|h| h == NULL) {
+            if unsafe { ptr::read(at, "request") }.is_ok_and(idle) {
                 continue;
             }
             live = true;
@@ -512,7 +613,7 @@ mpi! {
             let all_null = done || {
                 let n = usize::try_from(count).unwrap_or(0);
                 // SAFETY: count requests (the call's contract).
-                (0..n).all(|k| unsafe { ptr::read(requests.wrapping_add(k), "request") }.is_ok_and(|h| h == NULL))
+                (0..n).all(|k| unsafe { ptr::read(requests.wrapping_add(k), "request") }.is_ok_and(idle))
             };
             // SAFETY: as the call's contract.
             unsafe { ptr::write(flag, c_int::from(all_null), "flag") }
@@ -542,7 +643,7 @@ unsafe fn some(
         for i in 0..n {
             let at = requests.wrapping_add(i);
             // SAFETY: as this function's contract.
-            if unsafe { ptr::read(at, "request") }.is_ok_and(|h| h == NULL) {
+            if unsafe { ptr::read(at, "request") }.is_ok_and(idle) {
                 continue;
             }
             live = true;
@@ -643,11 +744,58 @@ mpi! {
 }
 
 mpi! {
+    /// Starts a persistent request.
+    fn MPI_Start / PMPI_Start(request: *mut Handle) -> c_int {
+        // SAFETY: as the call's contract.
+        let result = unsafe { start_one(request) };
+        finish("MPI_Start", abi::comm::WORLD, result)
+    }
+}
+
+mpi! {
+    /// Starts `count` persistent requests.
+    fn MPI_Startall / PMPI_Startall(count: c_int, requests: *mut Handle) -> c_int {
+        let n = usize::try_from(count).unwrap_or(0);
+        // SAFETY: count requests (the call's contract).
+        let result = (0..n).try_for_each(|i| unsafe { start_one(requests.wrapping_add(i)) });
+        finish("MPI_Startall", abi::comm::WORLD, result)
+    }
+}
+
+/// Starts the persistent request at `request`.
+///
+/// # Safety
+/// `request` valid for a handle; its buffer as MPI requires.
+unsafe fn start_one(request: *mut Handle) -> Result<(), Fail> {
+    // SAFETY: as this function's contract.
+    let handle = unsafe { ptr::read(request, "request") }?;
+    let mut pending =
+        take(handle)?.ok_or_else(|| Fail::new(err::REQUEST, "MPI_Start of MPI_REQUEST_NULL"))?;
+    // SAFETY: as this function's contract.
+    let started = unsafe { pending.start() };
+    runtime::with(|r| {
+        r.requests.restore(handle, pending);
+        Ok(())
+    })?;
+    started
+}
+
+mpi! {
     /// Frees a request: a collective one is waited for first (its peers
     /// would wait for it otherwise).
     fn MPI_Request_free / PMPI_Request_free(request: *mut Handle) -> c_int {
         // SAFETY: as the call's contract.
         let (comm, result) = unsafe { wait_one(request, std::ptr::null_mut()) };
+        // A persistent request stays after its wait: it goes now.
+        // SAFETY: as the call's contract.
+        let result = result.and_then(|()| match unsafe { ptr::read(request, "request") }? {
+            NULL => Ok(()),
+            h => {
+                take(h)?;
+                // SAFETY: as the call's contract.
+                unsafe { ptr::write(request, NULL, "request") }
+            }
+        });
         finish("MPI_Request_free", comm, result)
     }
 }

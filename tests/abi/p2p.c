@@ -3,8 +3,8 @@
  * Waitall, Waitany, Waitsome, Testall and Testany, ANY_SOURCE and
  * ANY_TAG, MPI's non-overtaking order, Sendrecv and Sendrecv_replace,
  * Probe, Iprobe and Get_count, messages to oneself and to MPI_PROC_NULL,
- * messages of two communicators that must not mix, MPI_Cancel of a
- * receive, and the errors a bad
+ * messages of two communicators that must not mix, persistent requests,
+ * MPI_Cancel of a receive, and the errors a bad
  * rank, tag, count or a too small buffer raise with MPI_ERRORS_RETURN.
  * Every received element is checked. Prints "No Errors" at rank 0. */
 #include "check.h"
@@ -250,6 +250,37 @@ int main(int argc, char **argv)
         while (!flag)
             MPI_Testall(2, r, &flag, MPI_STATUSES_IGNORE);
         MPI_Comm_free(&dup);
+    }
+
+    /* Persistent requests around the ring, started three times with new
+     * data (by Startall, then Start each), completed by Waitall; inactive
+     * ones are passed over by Waitany; Request_free frees them. */
+    {
+        int out3[4], in3[4];
+        MPI_Request pr[2];
+        MPI_Recv_init(in3, 4, MPI_INT, left, 80, MPI_COMM_WORLD, &pr[0]);
+        MPI_Send_init(out3, 4, MPI_INT, right, 80, MPI_COMM_WORLD, &pr[1]);
+        for (int k = 0; k < 3; k++) {
+            fill(out3, 4, me, 80 + k);
+            for (int i = 0; i < 4; i++)
+                in3[i] = -1;
+            if (k == 0) {
+                MPI_Startall(2, pr);
+            } else {
+                MPI_Start(&pr[0]);
+                MPI_Start(&pr[1]);
+            }
+            MPI_Status sts[2];
+            MPI_Waitall(2, pr, sts);
+            CHECK(wrong(in3, 4, left, 80 + k) == 0 && sts[0].MPI_SOURCE == left, "persistent round %d", k);
+            CHECK(pr[0] != MPI_REQUEST_NULL && pr[1] != MPI_REQUEST_NULL, "a persistent request was freed by its wait");
+        }
+        int index = -5;
+        MPI_Waitany(2, pr, &index, MPI_STATUS_IGNORE);
+        CHECK(index == MPI_UNDEFINED, "waitany of inactive persistent requests gave %d", index);
+        MPI_Request_free(&pr[0]);
+        MPI_Request_free(&pr[1]);
+        CHECK(pr[0] == MPI_REQUEST_NULL && pr[1] == MPI_REQUEST_NULL, "request_free left a persistent request");
     }
 
     /* A receive nothing matches, cancelled; one that matched is not. */

@@ -345,6 +345,159 @@ unsafe fn outgoing(buf: *const c_void, count: c_int, datatype: Handle) -> Result
     })
 }
 
+/// A persistent operation (`MPI_Send_init`, `MPI_Recv_init`): its
+/// arguments, started again by each `MPI_Start`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Persistent {
+    /// The program's buffer (valid while the request lives).
+    buf: usize,
+    count: c_int,
+    datatype: Handle,
+    /// The destination, or the source of a receive.
+    peer: c_int,
+    tag: c_int,
+    comm: Handle,
+    /// A send, and whether synchronous; `None` for a receive.
+    send: Option<bool>,
+}
+
+impl Persistent {
+    /// Its communicator.
+    pub(crate) fn comm(&self) -> Handle {
+        self.comm
+    }
+
+    /// Starts the operation: its request in flight.
+    ///
+    /// # Safety
+    /// The buffer is valid until the request completes (MPI's rule).
+    pub(crate) unsafe fn start(&self) -> Result<Pending, Fail> {
+        let c = runtime::comm(self.comm)?;
+        let (buf, count, datatype) = (self.buf as *mut c_void, self.count, self.datatype);
+        match self.send {
+            Some(sync) => {
+                let m = Message {
+                    buf,
+                    count,
+                    datatype,
+                    dest: self.peer,
+                    tag: self.tag,
+                };
+                // SAFETY: as this function's contract.
+                Ok(Pending::send(
+                    unsafe { send_start(&c, m, sync) }?,
+                    self.comm,
+                ))
+            }
+            None => {
+                let r = Receive {
+                    buf,
+                    count,
+                    datatype,
+                    source: self.peer,
+                    tag: self.tag,
+                };
+                // SAFETY: as this function's contract.
+                Ok(Pending::receive(unsafe { recv_start(&c, r) }?, self.comm))
+            }
+        }
+    }
+}
+
+/// Makes persistent request `p` (inactive) after checking its arguments
+/// as a start would, and writes its handle to `request`.
+///
+/// # Safety
+/// `request` valid for a handle.
+unsafe fn persistent(call: &str, p: Persistent, request: *mut Handle) -> c_int {
+    let result = runtime::comm(p.comm).and_then(|c| {
+        derived::committed(p.datatype)?;
+        usize::try_from(p.count)
+            .map_err(|_| Fail::new(err::COUNT, format!("count {}", p.count)))?;
+        match p.send {
+            Some(_) => {
+                send_tag(p.tag)?;
+                peer(&c, p.peer)?;
+            }
+            None => {
+                pattern(&c, p.peer, p.tag)?;
+            }
+        }
+        let h = request::start(Pending::persistent(p))?;
+        // SAFETY: as this function's contract.
+        unsafe { ptr::write(request, h, "request") }
+    });
+    finish(call, p.comm, result)
+}
+
+mpi! {
+    /// A persistent send, started by `MPI_Start`.
+    fn MPI_Send_init / PMPI_Send_init(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let p = Persistent { buf: buf as usize, count, datatype, peer: dest, tag, comm, send: Some(false) };
+        // SAFETY: as the call's contract.
+        unsafe { persistent("MPI_Send_init", p, request) }
+    }
+}
+
+mpi! {
+    /// A persistent synchronous send, started by `MPI_Start`.
+    fn MPI_Ssend_init / PMPI_Ssend_init(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let p = Persistent { buf: buf as usize, count, datatype, peer: dest, tag, comm, send: Some(true) };
+        // SAFETY: as the call's contract.
+        unsafe { persistent("MPI_Ssend_init", p, request) }
+    }
+}
+
+mpi! {
+    /// A persistent send in ready mode (as `MPI_Send_init`).
+    fn MPI_Rsend_init / PMPI_Rsend_init(
+        buf: *const c_void,
+        count: c_int,
+        datatype: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let p = Persistent { buf: buf as usize, count, datatype, peer: dest, tag, comm, send: Some(false) };
+        // SAFETY: as the call's contract.
+        unsafe { persistent("MPI_Rsend_init", p, request) }
+    }
+}
+
+mpi! {
+    /// A persistent receive, started by `MPI_Start`.
+    fn MPI_Recv_init / PMPI_Recv_init(
+        buf: *mut c_void,
+        count: c_int,
+        datatype: Handle,
+        source: c_int,
+        tag: c_int,
+        comm: Handle,
+        request: *mut Handle,
+    ) -> c_int {
+        let p = Persistent { buf: buf as usize, count, datatype, peer: source, tag, comm, send: None };
+        // SAFETY: as the call's contract.
+        unsafe { persistent("MPI_Recv_init", p, request) }
+    }
+}
+
 /// What a send is.
 #[derive(Debug, Clone, Copy)]
 struct Message {
