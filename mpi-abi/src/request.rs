@@ -744,6 +744,40 @@ mpi! {
 }
 
 mpi! {
+    /// Whether a request completed, and its status, leaving it as it is
+    /// (`MPI_Wait` or `MPI_Test` still completes it).
+    fn MPI_Request_get_status / PMPI_Request_get_status(request: Handle, flag: *mut c_int, status: *mut Status) -> c_int {
+        let result = (|| {
+            let Some(mut pending) = take(request)? else {
+                // SAFETY: as the call's contract.
+                unsafe { empty_status(status) };
+                // SAFETY: as the call's contract.
+                return unsafe { ptr::write(flag, 1, "flag") };
+            };
+            let done = pending.test();
+            let id = pending.receive_id();
+            runtime::with(|r| {
+                r.requests.restore(request, pending);
+                Ok(())
+            })?;
+            let done = done?;
+            if done {
+                match id.map(|id| p2p::with(|e| Ok(e.recv_peek(id)))).transpose()?.flatten() {
+                    // The receive's own error class stays in the status.
+                    // SAFETY: as the call's contract.
+                    Some(got) => drop(unsafe { p2p::received(status, Some(got)) }),
+                    // SAFETY: as the call's contract.
+                    None => unsafe { empty_status(status) },
+                }
+            }
+            // SAFETY: as the call's contract.
+            unsafe { ptr::write(flag, c_int::from(done), "flag") }
+        })();
+        finish("MPI_Request_get_status", abi::comm::WORLD, result)
+    }
+}
+
+mpi! {
     /// Starts a persistent request.
     fn MPI_Start / PMPI_Start(request: *mut Handle) -> c_int {
         // SAFETY: as the call's contract.

@@ -340,7 +340,6 @@ unsupported! {
     MPI_Remove_error_class / PMPI_Remove_error_class,
     MPI_Remove_error_code / PMPI_Remove_error_code,
     MPI_Remove_error_string / PMPI_Remove_error_string,
-    MPI_Request_get_status / PMPI_Request_get_status,
     MPI_Request_get_status_all / PMPI_Request_get_status_all,
     MPI_Request_get_status_any / PMPI_Request_get_status_any,
     MPI_Request_get_status_some / PMPI_Request_get_status_some,

@@ -283,6 +283,20 @@ int main(int argc, char **argv)
         CHECK(pr[0] == MPI_REQUEST_NULL && pr[1] == MPI_REQUEST_NULL, "request_free left a persistent request");
     }
 
+    /* Request_get_status leaves the request to Wait. */
+    {
+        int x = value(me, 90, 0), y = -1, flag = 0;
+        MPI_Request rr, rs;
+        MPI_Irecv(&y, 1, MPI_INT, left, 90, MPI_COMM_WORLD, &rr);
+        MPI_Isend(&x, 1, MPI_INT, right, 90, MPI_COMM_WORLD, &rs);
+        while (!flag)
+            MPI_Request_get_status(rr, &flag, &status);
+        CHECK(status.MPI_SOURCE == left && status.MPI_TAG == 90 && rr != MPI_REQUEST_NULL, "get_status of a receive");
+        MPI_Wait(&rr, &status);
+        MPI_Wait(&rs, MPI_STATUS_IGNORE);
+        CHECK(y == value(left, 90, 0) && rr == MPI_REQUEST_NULL, "after get_status: %d", y);
+    }
+
     /* A receive nothing matches, cancelled; one that matched is not. */
     {
         int v = 0, w = value(me, 70, 0), flag = -1;

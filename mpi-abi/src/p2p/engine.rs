@@ -524,6 +524,15 @@ impl Engine {
         }
     }
 
+    /// What completed receive `id` got, leaving it complete (`None`
+    /// while it is not, or for a failed one).
+    pub(crate) fn recv_peek(&self, id: u64) -> Option<Received> {
+        match self.recvs.get(&id).map(|r| &r.state) {
+            Some(RecvState::Done(Ok(got))) => Some(*got),
+            _ => None,
+        }
+    }
+
     /// Whether receive `id` is complete (or unknown).
     pub(crate) fn recv_is_done(&self, id: u64) -> bool {
         !matches!(
