@@ -119,12 +119,97 @@ unsafe fn scan_as<T: Typed>(
     Ok(())
 }
 
+/// Runs `s`, of a derived datatype, by the program's operation `op`: the
+/// same rounds on whole vectors in the datatype's layout (the function
+/// counts the datatype's elements), sent packed.
+///
+/// # Safety
+/// The buffers of `s` are valid for `count` elements of its datatype.
+unsafe fn scan_derived(c: &CommEntry, s: &Scan, op: crate::op::UserOp) -> Result<(), Fail> {
+    use crate::tree::Typed;
+    let map = crate::derived::committed(s.datatype)?;
+    let from = if in_place(s.send) {
+        s.recv.cast_const()
+    } else {
+        s.send
+    };
+    // SAFETY: as this function's contract.
+    let mut packed = unsafe { crate::derived::pack(&map, from.cast(), s.count) };
+    let len = c_int::try_from(s.count).map_err(|_| Fail::new(err::COUNT, "over 2^31 elements"))?;
+    let ctx = c.objects.tagged(SCAN_CONTEXT).key();
+    let mut partial = Typed::new(&map, s.count);
+    // SAFETY: partial holds count elements in the layout.
+    unsafe { crate::derived::unpack(&map, &packed, partial.base(), s.count) };
+    let mut result: Option<Typed> = None;
+    if !s.exclusive {
+        let mut own = Typed::new(&map, s.count);
+        // SAFETY: as above.
+        unsafe { crate::derived::unpack(&map, &packed, own.base(), s.count) };
+        result = Some(own);
+    }
+    for (round, partner, lower) in partners(c.size(), c.rank) {
+        // SAFETY: partial holds count elements in the layout.
+        let mine = unsafe { crate::derived::pack(&map, partial.base(), s.count) };
+        p2p::exchange(c, ctx, (partner, round as i32), &mine, &mut packed)?;
+        let mut received = Typed::new(&map, s.count);
+        // SAFETY: received holds count elements in the layout.
+        unsafe { crate::derived::unpack(&map, &packed, received.base(), s.count) };
+        // SAFETY (each call): two buffers of count elements of the datatype.
+        if lower {
+            // partial = received op partial; result = received op result.
+            // SAFETY: as above.
+            unsafe {
+                op.call(
+                    received.base().cast(),
+                    partial.base().cast(),
+                    len,
+                    s.datatype,
+                )
+            };
+            result = Some(match result.take() {
+                Some(mut r) => {
+                    // SAFETY: as above.
+                    unsafe { op.call(received.base().cast(), r.base().cast(), len, s.datatype) };
+                    r
+                }
+                None => received,
+            });
+        } else {
+            // partial = partial op received: the function combines into
+            // its second argument.
+            // SAFETY: as above.
+            unsafe {
+                op.call(
+                    partial.base().cast(),
+                    received.base().cast(),
+                    len,
+                    s.datatype,
+                )
+            };
+            partial = received;
+        }
+    }
+    if let Some(mut r) = result {
+        // SAFETY: r holds count elements in the layout.
+        let bytes = unsafe { crate::derived::pack(&map, r.base(), s.count) };
+        // SAFETY: as this function's contract.
+        unsafe { crate::derived::unpack(&map, &bytes, s.recv.cast(), s.count) };
+    }
+    Ok(())
+}
+
 /// Runs `s` on communicator `comm`.
 ///
 /// # Safety
 /// The buffers of `s` are valid for `count` elements of its datatype.
 unsafe fn scan(comm: Handle, s: Scan) -> Result<(), Fail> {
     let c = runtime::comm(comm)?;
+    if datatype::predefined(s.datatype).is_none() {
+        if let Some(op) = crate::tree::user_op(s.op) {
+            // SAFETY: as this function's contract.
+            return unsafe { scan_derived(&c, &s, op) };
+        }
+    }
     let (_, element) = datatype::of(s.datatype)?;
     // SAFETY: as this function's contract, for the datatype's Rust type.
     unsafe {

@@ -40,7 +40,7 @@ pub(crate) fn round(n: u32, rank: u32, mask: u32) -> Option<(u32, bool)> {
 
 /// `count` elements of a datatype in its own layout: what the program's
 /// function reads and writes.
-struct Typed {
+pub(crate) struct Typed {
     storage: Vec<u8>,
     /// The offset of element 0 in `storage` (the type's true lower bound,
     /// negated).
@@ -48,7 +48,8 @@ struct Typed {
 }
 
 impl Typed {
-    fn new(map: &TypeMap, count: usize) -> Typed {
+    /// Room for `count` elements of `map`, zero.
+    pub(crate) fn new(map: &TypeMap, count: usize) -> Typed {
         let span = match count {
             0 => 0,
             k => (k as isize - 1) * map.extent() + map.true_ub - map.true_lb,
@@ -59,7 +60,8 @@ impl Typed {
         }
     }
 
-    fn base(&mut self) -> *mut u8 {
+    /// Element 0's address.
+    pub(crate) fn base(&mut self) -> *mut u8 {
         self.storage.as_mut_ptr().wrapping_add(self.origin)
     }
 }

@@ -4,7 +4,7 @@
  * the rank order), through Allreduce, Reduce and Iallreduce; Scan and
  * Exscan with predefined and both kinds of the program's operations; a
  * program's non-commutative operation on a non-contiguous derived
- * datatype by Allreduce and Reduce.
+ * datatype by Allreduce, Reduce, Scan and Exscan.
  * Prints "No Errors" at rank 0. */
 #include "check.h"
 #include <stdlib.h>
@@ -186,6 +186,34 @@ int main(int argc, char **argv)
                 CHECK(g[0] == want2[0] && g[1] == want2[1] && g[3] == want2[2] && g[4] == want2[3],
                       "gapped reduce %d: %d %d %d %d", k, g[0], g[1], g[3], g[4]);
             }
+        /* Scan and Exscan of the same: the product up to each rank. */
+        int upto[4] = {1, 0, 0, 1}, below[4] = {1, 0, 0, 1};
+        for (int q = 0; q <= me; q++) {
+            int mq[4] = {1 + q * (q % 2), q, q % 2, 1};
+            if (q == me)
+                for (int i = 0; i < 4; i++)
+                    below[i] = upto[i];
+            int c[4] = {upto[0] * mq[0] + upto[1] * mq[2], upto[0] * mq[1] + upto[1] * mq[3],
+                        upto[2] * mq[0] + upto[3] * mq[2], upto[2] * mq[1] + upto[3] * mq[3]};
+            for (int i = 0; i < 4; i++)
+                upto[i] = c[i];
+        }
+        for (int i = 0; i < 10; i++)
+            gout[i] = -9;
+        MPI_Scan(gm, gout, 2, gapped, gprod, MPI_COMM_WORLD);
+        for (int k = 0; k < 2; k++) {
+            int *g = gout + 5 * k;
+            CHECK(g[0] == upto[0] && g[1] == upto[1] && g[3] == upto[2] && g[4] == upto[3] && g[2] == -9,
+                  "gapped scan %d: %d %d %d %d", k, g[0], g[1], g[3], g[4]);
+        }
+        for (int i = 0; i < 10; i++)
+            gout[i] = -9;
+        MPI_Exscan(gm, gout, 2, gapped, gprod, MPI_COMM_WORLD);
+        for (int k = 0; k < 2 && me > 0; k++) {
+            int *g = gout + 5 * k;
+            CHECK(g[0] == below[0] && g[1] == below[1] && g[3] == below[2] && g[4] == below[3],
+                  "gapped exscan %d: %d %d %d %d", k, g[0], g[1], g[3], g[4]);
+        }
         MPI_Op_free(&gprod);
         MPI_Type_free(&gapped);
     }
