@@ -688,10 +688,16 @@ pub(crate) unsafe fn reduce_scatter_typed(
     datatype: Handle,
     op: Handle,
 ) -> Result<(), Fail> {
-    let (_, element) = datatype::of(datatype)?;
     if counts.len() != c.size() as usize {
         return Err(Fail::new(err::COUNT, "one count per rank"));
     }
+    if datatype::predefined(datatype).is_none() {
+        if let Some(op) = crate::tree::user_op(op) {
+            // SAFETY: as this function's contract.
+            return unsafe { crate::tree::reduce_scatter(c, buffers, (counts, datatype), op) };
+        }
+    }
+    let (_, element) = datatype::of(datatype)?;
     let comm = c.lock();
     // SAFETY: as this function's contract, for the datatype's Rust type.
     unsafe {

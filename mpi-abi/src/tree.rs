@@ -1,13 +1,14 @@
 //! Reductions by a program's operation on a derived datatype
-//! (`MPI_Reduce`, `MPI_Allreduce`): the operation's function counts
+//! (`MPI_Reduce`, `MPI_Allreduce`, `MPI_Reduce_scatter`): the operation's function counts
 //! elements of the datatype and reads them where the datatype places
 //! them, so the vector is never split (onesided's collectives split
 //! vectors at element boundaries of their own). A binomial tree towards
 //! rank 0 over point-to-point, in rank order (the lower ranks' operand
 //! always on the left, as a non-commutative operation needs), then the
-//! result to the root (`Reduce`) or broadcast (`Allreduce`). Cost in p:
-//! ceil(log2 p) rounds of one whole vector each way, then one message or
-//! a broadcast; memory two vectors in the datatype's layout.
+//! result to the root (`Reduce`), broadcast (`Allreduce`) or scattered
+//! (`Reduce_scatter`). Cost in p: ceil(log2 p) rounds of one whole vector
+//! each way, then one message, a broadcast or a scatter; memory two
+//! vectors in the datatype's layout.
 
 use std::ffi::{c_int, c_void};
 
@@ -80,6 +81,63 @@ pub(crate) unsafe fn reduce(
     (op, root): (UserOp, Option<u32>),
 ) -> Result<(), Fail> {
     let map = derived::committed(datatype)?;
+    let ctx = c.objects.tagged(TREE_CONTEXT).key();
+    let me = c.rank;
+    // SAFETY: as this function's contract.
+    let mut result = unsafe { to_zero(c, (send, recv), (count, datatype), op) }?;
+    match root {
+        None => c.lock().bcast(0, &mut result)?,
+        Some(0) => {}
+        Some(r) if me == 0 => p2p::send_to(c, ctx, (r, 0), &result)?,
+        Some(r) if me == r => p2p::recv_from(c, ctx, (0, 0), &mut result)?,
+        Some(_) => {}
+    }
+    if root.is_none_or(|r| r == me) {
+        // SAFETY: as this function's contract.
+        unsafe { derived::unpack(&map, &result, recv.cast(), count) };
+    }
+    Ok(())
+}
+
+/// Reduces as [`reduce`], then scatters block `r` (`counts[r]` elements
+/// of the datatype, one after the other) to rank `r`'s `recv`
+/// (`MPI_Reduce_scatter`).
+///
+/// # Safety
+/// The send buffer (or, in place, the receive buffer) holds the counts'
+/// total; the receive buffer this rank's count.
+pub(crate) unsafe fn reduce_scatter(
+    c: &CommEntry,
+    (send, recv): (*const c_void, *mut c_void),
+    (counts, datatype): (&[usize], Handle),
+    op: UserOp,
+) -> Result<(), Fail> {
+    let map = derived::committed(datatype)?;
+    let total = counts.iter().sum();
+    // SAFETY: as this function's contract.
+    let whole = unsafe { to_zero(c, (send, recv), (total, datatype), op) }?;
+    let bytes: Vec<usize> = counts.iter().map(|&k| k * map.size).collect();
+    let mine = counts[c.rank as usize];
+    let mut block = vec![0u8; mine * map.size];
+    let input = if c.rank == 0 { &whole[..] } else { &[][..] };
+    c.lock().scatterv(0, input, &mut block, &bytes)?;
+    // SAFETY: as this function's contract.
+    unsafe { derived::unpack(&map, &block, recv.cast(), mine) };
+    Ok(())
+}
+
+/// The binomial tree towards rank 0: the result, packed, at rank 0
+/// (zeros elsewhere).
+///
+/// # Safety
+/// As [`reduce`].
+unsafe fn to_zero(
+    c: &CommEntry,
+    (send, recv): (*const c_void, *mut c_void),
+    (count, datatype): (usize, Handle),
+    op: UserOp,
+) -> Result<Vec<u8>, Fail> {
+    let map = derived::committed(datatype)?;
     let from = if in_place(send) {
         recv.cast_const()
     } else {
@@ -116,24 +174,11 @@ pub(crate) unsafe fn reduce(
         }
         mask <<= 1;
     }
-    // Rank 0 holds the result.
-    let mut result = vec![0u8; map.size * count];
-    if me == 0 {
+    Ok(match me {
         // SAFETY: acc holds count elements in the layout.
-        result = unsafe { derived::pack(&map, acc.base(), count) };
-    }
-    match root {
-        None => c.lock().bcast(0, &mut result)?,
-        Some(0) => {}
-        Some(r) if me == 0 => p2p::send_to(c, ctx, (r, 0), &result)?,
-        Some(r) if me == r => p2p::recv_from(c, ctx, (0, 0), &mut result)?,
-        Some(_) => {}
-    }
-    if root.is_none_or(|r| r == me) {
-        // SAFETY: as this function's contract.
-        unsafe { derived::unpack(&map, &result, recv.cast(), count) };
-    }
-    Ok(())
+        0 => unsafe { derived::pack(&map, acc.base(), count) },
+        _ => vec![0u8; map.size * count],
+    })
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
  * the rank order), through Allreduce, Reduce and Iallreduce; Scan and
  * Exscan with predefined and both kinds of the program's operations; a
  * program's non-commutative operation on a non-contiguous derived
- * datatype by Allreduce, Reduce, Scan and Exscan.
+ * datatype by Allreduce, Reduce, Scan, Exscan and
+ * Reduce_scatter_block.
  * Prints "No Errors" at rank 0. */
 #include "check.h"
 #include <stdlib.h>
@@ -214,6 +215,16 @@ int main(int argc, char **argv)
             CHECK(g[0] == below[0] && g[1] == below[1] && g[3] == below[2] && g[4] == below[3],
                   "gapped exscan %d: %d %d %d %d", k, g[0], g[1], g[3], g[4]);
         }
+        /* Reduce_scatter_block of the same: one matrix to each rank, of
+         * n matrices each rank gives (its own, n times). */
+        int *many = malloc(sizeof(int) * 5 * n), mineblk[5] = {-9, -9, -9, -9, -9};
+        for (int k = 0; k < n; k++)
+            for (int i = 0; i < 5; i++)
+                many[5 * k + i] = gm[i];
+        MPI_Reduce_scatter_block(many, mineblk, 1, gapped, gprod, MPI_COMM_WORLD);
+        CHECK(mineblk[0] == want2[0] && mineblk[1] == want2[1] && mineblk[3] == want2[2] && mineblk[4] == want2[3] && mineblk[2] == -9,
+              "gapped reduce_scatter_block: %d %d %d %d", mineblk[0], mineblk[1], mineblk[3], mineblk[4]);
+        free(many);
         MPI_Op_free(&gprod);
         MPI_Type_free(&gapped);
     }
