@@ -4,6 +4,7 @@
  * ANY_TAG, MPI's non-overtaking order, Sendrecv and Sendrecv_replace,
  * Probe, Iprobe and Get_count, messages to oneself and to MPI_PROC_NULL,
  * messages of two communicators that must not mix, persistent requests,
+ * buffered mode,
  * MPI_Cancel of a receive, and the errors a bad
  * rank, tag, count or a too small buffer raise with MPI_ERRORS_RETURN.
  * Every received element is checked. Prints "No Errors" at rank 0. */
@@ -281,6 +282,41 @@ int main(int argc, char **argv)
         MPI_Request_free(&pr[0]);
         MPI_Request_free(&pr[1]);
         CHECK(pr[0] == MPI_REQUEST_NULL && pr[1] == MPI_REQUEST_NULL, "request_free left a persistent request");
+    }
+
+    /* Buffered mode: sends complete at once, the buffer bounds what is
+     * in flight, detach waits for it to go. */
+    {
+        int big = 30000, size = 3 * (big * (int)sizeof(int) + MPI_BSEND_OVERHEAD);
+        char *pool = malloc(size);
+        int *b1 = malloc(sizeof(int) * big), *b2 = malloc(sizeof(int) * big), small[3];
+        int *g1 = malloc(sizeof(int) * big), *g2 = malloc(sizeof(int) * big), gs[3];
+        MPI_Buffer_attach(pool, size);
+        fill(b1, big, me, 95);
+        fill(b2, big, me, 96);
+        fill(small, 3, me, 97);
+        MPI_Request ib;
+        MPI_Bsend(b1, big, MPI_INT, right, 95, MPI_COMM_WORLD);
+        MPI_Ibsend(b2, big, MPI_INT, right, 96, MPI_COMM_WORLD, &ib);
+        MPI_Bsend(small, 3, MPI_INT, right, 97, MPI_COMM_WORLD);
+        /* The program's buffers are its own again. */
+        for (int i = 0; i < big; i++)
+            b1[i] = b2[i] = -1;
+        MPI_Wait(&ib, MPI_STATUS_IGNORE);
+        MPI_Recv(gs, 3, MPI_INT, left, 97, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(g2, big, MPI_INT, left, 96, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(g1, big, MPI_INT, left, 95, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(wrong(g1, big, left, 95) == 0 && wrong(g2, big, left, 96) == 0 && wrong(gs, 3, left, 97) == 0,
+              "buffered sends");
+        void *back = NULL;
+        int back_size = 0;
+        MPI_Buffer_detach(&back, &back_size);
+        CHECK(back == pool && back_size == size, "detach gave %p %d", back, back_size);
+        free(pool);
+        free(b1);
+        free(b2);
+        free(g1);
+        free(g2);
     }
 
     /* Request_get_status leaves the request to Wait. */

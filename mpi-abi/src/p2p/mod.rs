@@ -3,6 +3,7 @@
 //! matching is pure ([`matching`]). A datatype is its size here; a
 //! message is `count` times it, in bytes.
 
+mod buffered;
 mod engine;
 pub(crate) mod matching;
 
@@ -516,6 +517,46 @@ struct Message {
 unsafe fn send_start(c: &CommEntry, m: Message, sync: bool) -> Result<Option<u64>, Fail> {
     // SAFETY: as this function's contract.
     let data = unsafe { outgoing(m.buf, m.count, m.datatype) }?;
+    // SAFETY: as this function's contract.
+    unsafe { send_bytes(c, m, data, sync) }
+}
+
+/// The bytes message `m` moves.
+fn message_len(m: &Message) -> Result<usize, Fail> {
+    let (map, n) = layout(m.buf, m.count, m.datatype)?;
+    Ok(map.size * n)
+}
+
+/// Starts a buffered send on `c` (`MPI_Bsend`): of a copy, which the
+/// engine keeps until it has gone; as [`send_start`] otherwise.
+///
+/// # Safety
+/// The buffer is valid for the message (for this call only).
+unsafe fn bsend_start(c: &CommEntry, m: Message) -> Result<(Option<u64>, usize), Fail> {
+    // SAFETY: as this function's contract.
+    let copy = match unsafe { outgoing(m.buf, m.count, m.datatype) }? {
+        // SAFETY: as this function's contract.
+        Bytes::Direct(p, len) => unsafe { ptr::slice(p, len, "buf") }?.to_vec(),
+        Bytes::Packed(packed) => packed,
+    };
+    let len = copy.len();
+    // SAFETY: the copy is the engine's until the send completes.
+    Ok((
+        unsafe { send_bytes(c, m, Bytes::Packed(copy), false) }?,
+        len,
+    ))
+}
+
+/// Starts sending `data` as message `m` says on `c`.
+///
+/// # Safety
+/// Direct bytes stay valid until the request completes.
+unsafe fn send_bytes(
+    c: &CommEntry,
+    m: Message,
+    data: Bytes,
+    sync: bool,
+) -> Result<Option<u64>, Fail> {
     let tag = send_tag(m.tag)?;
     let Some(dest) = peer(c, m.dest)? else {
         return Ok(None);
