@@ -46,6 +46,8 @@ pub(crate) struct Runtime {
     pub(crate) infos: Table<Info>,
     pub(crate) ops: Table<UserOp>,
     pub(crate) types: Table<Derived>,
+    /// Messages matched probes took (`MPI_Message`).
+    pub(crate) messages: Table<crate::p2p::Matched>,
 }
 
 /// A communicator: its collectives, its group (job ranks, in its rank
@@ -143,6 +145,7 @@ pub(crate) fn init() -> Result<(), Fail> {
         infos,
         ops: Table::default(),
         types: Table::default(),
+        messages: Table::default(),
     });
     STAGE.store(RUNNING, Ordering::Release);
     Ok(())

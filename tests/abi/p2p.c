@@ -4,7 +4,7 @@
  * ANY_TAG, MPI's non-overtaking order, Sendrecv and Sendrecv_replace,
  * Probe, Iprobe and Get_count, messages to oneself and to MPI_PROC_NULL,
  * messages of two communicators that must not mix, persistent requests,
- * buffered mode,
+ * buffered mode, matched probes,
  * MPI_Cancel of a receive, and the errors a bad
  * rank, tag, count or a too small buffer raise with MPI_ERRORS_RETURN.
  * Every received element is checked. Prints "No Errors" at rank 0. */
@@ -317,6 +317,37 @@ int main(int argc, char **argv)
         free(b2);
         free(g1);
         free(g2);
+    }
+
+    /* Matched probes: Mprobe takes a message (a plain receive no longer
+     * sees it), Mrecv receives it; Improbe and Imrecv likewise. */
+    {
+        int a[5], b[3], got5[5], got3[3], flag = 0, count5 = -1;
+        fill(a, 5, me, 110);
+        fill(b, 3, me, 111);
+        MPI_Request rq[2];
+        MPI_Isend(a, 5, MPI_INT, right, 110, MPI_COMM_WORLD, &rq[0]);
+        MPI_Isend(b, 3, MPI_INT, right, 111, MPI_COMM_WORLD, &rq[1]);
+        MPI_Message msg;
+        MPI_Mprobe(left, 110, MPI_COMM_WORLD, &msg, &status);
+        MPI_Get_count(&status, MPI_INT, &count5);
+        CHECK(count5 == 5 && status.MPI_SOURCE == left, "mprobe count %d", count5);
+        int there = 1;
+        MPI_Iprobe(left, 110, MPI_COMM_WORLD, &there, MPI_STATUS_IGNORE);
+        CHECK(!there, "a matched message was still there for Iprobe");
+        MPI_Mrecv(got5, 5, MPI_INT, &msg, &status);
+        CHECK(msg == MPI_MESSAGE_NULL && wrong(got5, 5, left, 110) == 0, "mrecv");
+        while (!flag)
+            MPI_Improbe(MPI_ANY_SOURCE, 111, MPI_COMM_WORLD, &flag, &msg, &status);
+        MPI_Request ir;
+        MPI_Imrecv(got3, 3, MPI_INT, &msg, &ir);
+        MPI_Wait(&ir, &status);
+        CHECK(wrong(got3, 3, left, 111) == 0 && status.MPI_SOURCE == left, "imrecv");
+        MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+        MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &msg, &status);
+        CHECK(msg == MPI_MESSAGE_NO_PROC && status.MPI_SOURCE == MPI_PROC_NULL, "mprobe of MPI_PROC_NULL");
+        MPI_Mrecv(got3, 3, MPI_INT, &msg, &status);
+        CHECK(msg == MPI_MESSAGE_NULL, "mrecv of MPI_MESSAGE_NO_PROC");
     }
 
     /* Request_get_status leaves the request to Wait. */

@@ -548,6 +548,47 @@ impl Engine {
             .is_none_or(|s| matches!(s.state, SendState::Done(_)))
     }
 
+    /// Takes the first message waiting on `ctx` that `pattern` matches
+    /// (`MPI_Mprobe`): its envelope and body, for [`Engine::recv_matched`].
+    pub(crate) fn mprobe(
+        &mut self,
+        ctx: u64,
+        pattern: Pattern,
+        members: &[u32],
+    ) -> Result<Option<(Envelope, Body)>, Fail> {
+        match pattern.source {
+            Some(s) => self.listen(members[s as usize])?,
+            None => members.iter().try_for_each(|&peer| self.listen(peer))?,
+        }
+        self.progress()?;
+        Ok(self.comms.entry(ctx).or_default().take_first(pattern))
+    }
+
+    /// Receives a message [`Engine::mprobe`] took, into `cap` bytes at
+    /// `buf`; its request.
+    ///
+    /// # Safety
+    /// As [`Engine::recv`].
+    pub(crate) unsafe fn recv_matched(
+        &mut self,
+        ctx: u64,
+        (envelope, body): (Envelope, Body),
+        (buf, cap): (*mut u8, usize),
+    ) -> Result<u64, Fail> {
+        let id = self.id();
+        let recv = Recv {
+            buf: buf as usize,
+            cap,
+            from: None,
+            ctx,
+            state: RecvState::Posted,
+            unpack: None,
+        };
+        self.recvs.insert(id, recv);
+        self.take(id, envelope, Payload::from(body))?;
+        Ok(id)
+    }
+
     /// Receive `id`'s outcome once complete (the request is then gone).
     pub(crate) fn recv_done(&mut self, id: u64) -> Option<Result<Received, Fail>> {
         match self.recvs.get(&id).map(|r| &r.state) {

@@ -93,6 +93,16 @@ impl<R: PartialEq, M> Matcher<R, M> {
             .map(|(e, m)| (*e, m))
     }
 
+    /// Takes the first unexpected message `pattern` matches
+    /// (`MPI_Mprobe`): no receive will match it any more.
+    pub fn take_first(&mut self, pattern: Pattern) -> Option<(Envelope, M)> {
+        let i = self
+            .unexpected
+            .iter()
+            .position(|(e, _)| pattern.matches(*e))?;
+        self.unexpected.remove(i)
+    }
+
     /// Withdraws posted receive `key` (`MPI_Cancel`); whether it was
     /// still posted.
     pub fn cancel(&mut self, key: &R) -> bool {
@@ -219,6 +229,9 @@ mod tests {
         );
         assert_eq!(m.probe(pattern(None, None)), Some((env(0, 1), &"one")));
         assert_eq!(m.probe(pattern(None, Some(3))), None);
+        // A matched probe takes it: a receive no longer sees it.
+        assert_eq!(m.take_first(pattern(None, None)), Some((env(0, 1), "one")));
+        assert_eq!(m.post(pattern(Some(0), Some(1)), 9), None);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 mod buffered;
 mod engine;
+mod matched;
 pub(crate) mod matching;
 
 use std::ffi::{c_int, c_void};
@@ -14,6 +15,7 @@ use onesided::fabric::Endpoint;
 
 pub(crate) use engine::Received;
 use engine::{Engine, Route, Unpack};
+pub(crate) use matched::Matched;
 use matching::Pattern;
 
 use crate::abi::{self, err, Handle, Status};
@@ -623,27 +625,44 @@ unsafe fn recv_start(c: &CommEntry, r: Receive) -> Result<Option<u64>, Fail> {
     };
     let members = c.group.members();
     let ctx = c.objects.key();
+    let post = |e: &mut Engine, into| {
+        // SAFETY: into is the program's buffer or the packed one, valid
+        // until the request completes (post_into's contract).
+        unsafe { e.recv(ctx, pattern, into, members) }
+    };
+    // SAFETY: as this function's contract.
+    unsafe { post_into((r.buf, map, n), post) }.map(Some)
+}
+
+/// Posts a receive by `post` into `n` elements of `map` at `buf`: the
+/// program's bytes when contiguous, else a packed buffer the request
+/// keeps and unpacks into the program's when it completes.
+///
+/// # Safety
+/// The elements stay valid, and untouched, until the request completes.
+unsafe fn post_into(
+    (buf, map, n): (*mut c_void, Arc<TypeMap>, usize),
+    post: impl FnOnce(&mut Engine, (*mut u8, usize)) -> Result<u64, Fail>,
+) -> Result<u64, Fail> {
     if map.is_dense() {
-        let into = (r.buf.cast::<u8>(), map.size * n);
-        // SAFETY: as this function's contract.
-        return with(|e| unsafe { e.recv(ctx, pattern, into, members) }).map(Some);
+        let into = (buf.cast::<u8>(), map.size * n);
+        return with(|e| post(e, into));
     }
     let mut temp = vec![0u8; map.size * n];
     let into = (temp.as_mut_ptr(), temp.len());
     let unpack = Unpack {
         temp,
         map,
-        base: r.buf as usize,
+        base: buf as usize,
         count: n,
     };
     with(|e| {
-        // SAFETY: the packed buffer moves into the receive with its heap
-        // allocation in place; the program's buffer as this function's
-        // contract.
-        let id = unsafe { e.recv(ctx, pattern, into, members) }?;
+        // The packed buffer moves into the receive with its heap
+        // allocation in place.
+        let id = post(e, into)?;
         // SAFETY: as this function's contract.
         unsafe { e.packed_into(id, unpack) };
-        Ok(Some(id))
+        Ok(id)
     })
 }
 
