@@ -316,6 +316,15 @@ impl Engine {
         Ok(())
     }
 
+    /// Keeps header receives posted for the peers `pattern` may match
+    /// among `members` (job ranks): its source, or every member.
+    fn listen_for(&mut self, pattern: Pattern, members: &[u32]) -> Result<(), Fail> {
+        match pattern.source {
+            Some(s) => self.listen(members[s as usize]),
+            None => members.iter().try_for_each(|&peer| self.listen(peer)),
+        }
+    }
+
     /// Sends a header (and `data`) to job rank `to`, numbered for the pair.
     fn post(&mut self, to: u32, mut header: Header, data: &[u8]) -> Result<(), Fail> {
         let seq = self.next_seq.entry(to).or_insert(0);
@@ -428,10 +437,7 @@ impl Engine {
         members: &[u32],
     ) -> Result<u64, Fail> {
         let from = pattern.source.map(|s| members[s as usize]);
-        match from {
-            Some(peer) => self.listen(peer)?,
-            None => members.iter().try_for_each(|&peer| self.listen(peer))?,
-        }
+        self.listen_for(pattern, members)?;
         let id = self.id();
         self.recvs.insert(
             id,
@@ -459,10 +465,7 @@ impl Engine {
         pattern: Pattern,
         members: &[u32],
     ) -> Result<Option<(Envelope, usize)>, Fail> {
-        match pattern.source {
-            Some(s) => self.listen(members[s as usize])?,
-            None => members.iter().try_for_each(|&peer| self.listen(peer))?,
-        }
+        self.listen_for(pattern, members)?;
         self.progress()?;
         let matcher = self.comms.entry(ctx).or_default();
         Ok(matcher.probe(pattern).map(|(e, body)| (e, body.len())))
@@ -556,10 +559,7 @@ impl Engine {
         pattern: Pattern,
         members: &[u32],
     ) -> Result<Option<(Envelope, Body)>, Fail> {
-        match pattern.source {
-            Some(s) => self.listen(members[s as usize])?,
-            None => members.iter().try_for_each(|&peer| self.listen(peer))?,
-        }
+        self.listen_for(pattern, members)?;
         self.progress()?;
         Ok(self.comms.entry(ctx).or_default().take_first(pattern))
     }
