@@ -155,7 +155,9 @@ fn typed(
     count: c_int,
     datatype: Handle,
 ) -> Result<(std::sync::Arc<crate::typemap::TypeMap>, usize), Fail> {
-    Ok((crate::derived::committed(datatype)?, count_of(count)?))
+    let (map, n) = (crate::derived::committed(datatype)?, count_of(count)?);
+    crate::derived::bytes_of(&map, n)?;
+    Ok((map, n))
 }
 
 /// `count` as a length.

@@ -79,6 +79,21 @@ pub(crate) fn committed(handle: Handle) -> Result<Arc<TypeMap>, Fail> {
     }
 }
 
+/// The bytes of data in `count` elements of `map`.
+///
+/// # Errors
+/// `MPI_ERR_COUNT` past what an address holds.
+pub(crate) fn bytes_of(map: &TypeMap, count: usize) -> Result<usize, Fail> {
+    (map.size.checked_mul(count))
+        .filter(|&b| isize::try_from(b).is_ok())
+        .ok_or_else(|| {
+            Fail::new(
+                err::COUNT,
+                format!("{count} elements of {} bytes", map.size),
+            )
+        })
+}
+
 /// The byte address of element `i`'s run `at` from `base` (`MPI_BOTTOM`,
 /// null, makes displacements absolute addresses).
 fn address(base: usize, map: &TypeMap, i: usize, at: isize) -> usize {

@@ -113,7 +113,9 @@ pub(crate) unsafe fn reduce_scatter(
     op: UserOp,
 ) -> Result<(), Fail> {
     let map = derived::committed(datatype)?;
-    let total = counts.iter().sum();
+    let total = counts.iter().try_fold(0usize, |t, &k| t.checked_add(k));
+    let total = total.ok_or_else(|| Fail::new(err::COUNT, "counts past what an address holds"))?;
+    derived::bytes_of(&map, total)?;
     // SAFETY: as this function's contract.
     let whole = unsafe { to_zero(c, (send, recv), (total, datatype), op) }?;
     let bytes: Vec<usize> = counts.iter().map(|&k| k * map.size).collect();
@@ -138,6 +140,7 @@ unsafe fn to_zero(
     op: UserOp,
 ) -> Result<Vec<u8>, Fail> {
     let map = derived::committed(datatype)?;
+    derived::bytes_of(&map, count)?;
     let from = if in_place(send) {
         recv.cast_const()
     } else {

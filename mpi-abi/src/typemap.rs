@@ -184,7 +184,11 @@ impl TypeMap {
             return Err(Invalid(format!("{n} dimensions")));
         }
         for d in 0..n {
-            if subsizes[d] == 0 || starts[d] + subsizes[d] > sizes[d] {
+            if subsizes[d] == 0
+                || starts[d]
+                    .checked_add(subsizes[d])
+                    .is_none_or(|end| end > sizes[d])
+            {
                 let (s, sub, st) = (sizes[d], subsizes[d], starts[d]);
                 return Err(Invalid(format!(
                     "dimension {d}: {sub} elements at {st} of {s}"
@@ -198,11 +202,16 @@ impl TypeMap {
         };
         let extent = old.extent();
         // Strides in elements of old, per dimension.
+        let too_large = || Invalid(format!("an array of {sizes:?} elements"));
         let mut stride = vec![1usize; n];
         for k in 1..n {
-            stride[order[k]] = stride[order[k - 1]] * sizes[order[k - 1]];
+            stride[order[k]] =
+                (stride[order[k - 1]].checked_mul(sizes[order[k - 1]])).ok_or_else(too_large)?;
         }
-        let total: usize = sizes.iter().product();
+        let total = (sizes.iter())
+            .try_fold(1usize, |t, &s| t.checked_mul(s))
+            .filter(|&t| isize::try_from(t).is_ok_and(|t| t.checked_mul(extent).is_some()))
+            .ok_or_else(too_large)?;
         let mut b = TypeMap::build();
         // Every row of the fastest dimension, in order.
         let rows: usize = order[1..].iter().map(|&d| subsizes[d]).product();
@@ -212,6 +221,7 @@ impl TypeMap {
             for d in 0..n {
                 first += (starts[d] + if d == order[0] { 0 } else { index[d] }) * stride[d];
             }
+            // first < total, whose extent in bytes fits (checked above).
             b.block(first as isize * extent, subsizes[order[0]], old)?;
             for &d in &order[1..] {
                 index[d] += 1;
@@ -223,7 +233,7 @@ impl TypeMap {
         }
         let mut map = b.finish();
         map.lb = 0;
-        map.ub = (total as isize).saturating_mul(extent);
+        map.ub = total as isize * extent;
         Ok(map)
     }
 }
@@ -249,21 +259,20 @@ impl Builder {
                 .checked_mul(extent)
                 .and_then(|o| o.checked_add(at))
                 .ok_or_else(overflow)?;
+            let shift = |x: isize| base.checked_add(x).ok_or_else(overflow);
             for run in &old.runs {
-                self.push(Run {
-                    at: base + run.at,
-                    len: run.len,
-                });
+                let at = shift(run.at)?;
+                self.push(Run { at, len: run.len });
             }
             self.size = self.size.checked_add(old.size).ok_or_else(overflow)?;
             self.elements = self.elements.saturating_add(old.elements);
-            let (lb, ub) = (base + old.lb, base + old.ub);
+            let (lb, ub) = (shift(old.lb)?, shift(old.ub)?);
             self.bounds = Some(match self.bounds {
                 Some((l, u)) => (l.min(lb), u.max(ub)),
                 None => (lb, ub),
             });
             if old.size > 0 {
-                let (tl, tu) = (base + old.true_lb, base + old.true_ub);
+                let (tl, tu) = (shift(old.true_lb)?, shift(old.true_ub)?);
                 self.true_bounds = Some(match self.true_bounds {
                     Some((l, u)) => (l.min(tl), u.max(tu)),
                     None => (tl, tu),
@@ -374,5 +383,9 @@ mod tests {
         let f = TypeMap::subarray(&[4, 5], &[2, 3], &[1, 1], false, &int()).unwrap();
         assert_eq!(runs(&f), vec![(20, 8), (36, 8), (52, 8)]);
         assert!(TypeMap::subarray(&[4], &[3], &[2], true, &int()).is_err());
+        // Sizes past what an address holds are refused, not wrapped.
+        assert!(TypeMap::subarray(&[usize::MAX, 4], &[1, 1], &[0, 0], true, &int()).is_err());
+        assert!(TypeMap::subarray(&[4], &[1], &[usize::MAX], true, &int()).is_err());
+        assert!(TypeMap::hvector(2, 1, isize::MAX, &int()).is_err());
     }
 }

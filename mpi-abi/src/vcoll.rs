@@ -70,11 +70,17 @@ impl Layout {
             let displ = given.map_or(next, |d| d[i] as isize);
             place.elements.push(count);
             place.displs.push(displ);
-            next = displ + count as isize;
+            next = displ.wrapping_add(count as isize);
         }
         let size = place.map.size;
+        let counts = (place.elements.iter())
+            .map(|&e| {
+                e.checked_mul(size)
+                    .ok_or_else(|| Fail::new(err::COUNT, format!("count {e}")))
+            })
+            .collect::<Result<Vec<usize>, Fail>>()?;
         Ok(Layout {
-            counts: place.elements.iter().map(|&e| e * size).collect(),
+            counts,
             place: Some(place),
         })
     }
@@ -174,7 +180,9 @@ unsafe fn packed<'a>(
     let n = usize::try_from(count).map_err(|_| Fail::new(err::COUNT, format!("count {count}")))?;
     Ok(match map.is_dense() {
         // SAFETY: as this function's contract.
-        true => Cow::Borrowed(unsafe { ptr::slice(buf.cast::<u8>(), map.size * n, what) }?),
+        true => Cow::Borrowed(unsafe {
+            ptr::slice(buf.cast::<u8>(), derived::bytes_of(&map, n)?, what)
+        }?),
         // SAFETY: as this function's contract.
         false => Cow::Owned(unsafe { derived::pack(&map, buf.cast(), n) }),
     })
@@ -184,7 +192,7 @@ unsafe fn packed<'a>(
 fn packed_len(count: c_int, datatype: Handle) -> Result<usize, Fail> {
     let map = derived::committed(datatype)?;
     let n = usize::try_from(count).map_err(|_| Fail::new(err::COUNT, format!("count {count}")))?;
-    Ok(map.size * n)
+    derived::bytes_of(&map, n)
 }
 
 /// The root's block sizes in packed bytes (from its counts of

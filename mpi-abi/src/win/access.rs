@@ -82,13 +82,14 @@ unsafe fn scattered(
     let omap = derived::committed(otype)?;
     let on =
         usize::try_from(ocount).map_err(|_| Fail::new(err::COUNT, format!("count {ocount}")))?;
+    let origin_bytes = derived::bytes_of(&omap, on)?;
     let Some(at) = w.target(target_rank, target_disp)? else {
         return Ok(());
     };
     let runs = target_runs(w, at, (tcount, ttype))?;
     let total: usize = runs.iter().map(|r| r.1).sum();
-    if total != omap.size * on {
-        let what = format!("{} origin bytes for {total} at the target", omap.size * on);
+    if total != origin_bytes {
+        let what = format!("{origin_bytes} origin bytes for {total} at the target");
         return Err(Fail::new(err::TYPE, what));
     }
     let target = at.0;
@@ -139,13 +140,14 @@ unsafe fn accumulate_scattered(
     };
     let on =
         usize::try_from(ocount).map_err(|_| Fail::new(err::COUNT, format!("count {ocount}")))?;
+    let origin_bytes = derived::bytes_of(&omap, on)?;
     let Some(at) = w.target(target_rank, target_disp)? else {
         return Ok(());
     };
     let runs = target_runs(w, at, (tcount, ttype))?;
     let total: usize = runs.iter().map(|r| r.1).sum();
-    if total != omap.size * on {
-        let what = format!("{} origin bytes for {total} at the target", omap.size * on);
+    if total != origin_bytes {
+        let what = format!("{origin_bytes} origin bytes for {total} at the target");
         return Err(Fail::new(err::TYPE, what));
     }
     // SAFETY: as this function's contract.
