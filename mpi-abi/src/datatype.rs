@@ -276,23 +276,40 @@ pub(crate) fn size_of(handle: Handle) -> Result<usize, Fail> {
 /// `MPI_ERR_COUNT` for a negative count, `MPI_ERR_TYPE` for an invalid,
 /// uncommitted or non-contiguous datatype.
 pub(crate) fn bytes(count: c_int, handle: Handle) -> Result<usize, Fail> {
-    let size = match predefined(handle) {
-        Some((size, _)) => size,
+    match dense_size(handle)? {
+        Some(size) => times(count, size),
+        None => Err(Fail::new(
+            err::TYPE,
+            format!("non-contiguous datatype {handle:#x} here (point-to-point only)"),
+        )),
+    }
+}
+
+/// The size of datatype `handle` when its bytes lie one after the other
+/// (a predefined datatype, or a committed one of the program's without
+/// gaps); `None` when it has gaps.
+///
+/// # Errors
+/// `MPI_ERR_TYPE` for an invalid or uncommitted datatype.
+pub(crate) fn dense_size(handle: Handle) -> Result<Option<usize>, Fail> {
+    match predefined(handle) {
+        Some((size, _)) => Ok(Some(size)),
         None => {
             let map = derived::committed(handle)?;
-            if !map.is_dense() {
-                return Err(Fail::new(
-                    err::TYPE,
-                    format!("non-contiguous datatype {handle:#x} here (point-to-point only)"),
-                ));
-            }
-            map.size
+            Ok(map.is_dense().then_some(map.size))
         }
-    };
-    let count =
-        usize::try_from(count).map_err(|_| Fail::new(err::COUNT, format!("count {count}")))?;
-    count
-        .checked_mul(size)
+    }
+}
+
+/// The bytes of `count` elements of `size` bytes.
+///
+/// # Errors
+/// `MPI_ERR_COUNT` for a negative count or one whose bytes no address
+/// holds.
+pub(crate) fn times(count: c_int, size: usize) -> Result<usize, Fail> {
+    usize::try_from(count)
+        .ok()
+        .and_then(|n| n.checked_mul(size))
         .ok_or_else(|| Fail::new(err::COUNT, format!("count {count}")))
 }
 

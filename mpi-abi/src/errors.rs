@@ -10,9 +10,14 @@ use crate::mpi;
 use crate::ptr;
 use crate::runtime;
 
-/// A call's failure: the error class it raises and the cause.
+/// A call's failure: the error class it raises and the cause. Boxed: a
+/// call's `Result` stays one word on the path that succeeds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fail {
+pub struct Fail(Box<Failure>);
+
+/// What a [`Fail`] holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
     /// The error class (`MPI_ERR_...`).
     pub class: c_int,
     /// What went wrong, for the one line an aborting handler prints.
@@ -21,11 +26,20 @@ pub struct Fail {
 
 impl Fail {
     /// A failure of `class` because of `text`.
+    #[cold]
     pub fn new(class: c_int, text: impl Into<String>) -> Fail {
-        Fail {
+        Fail(Box::new(Failure {
             class,
             text: text.into(),
-        }
+        }))
+    }
+}
+
+impl std::ops::Deref for Fail {
+    type Target = Failure;
+
+    fn deref(&self) -> &Failure {
+        &self.0
     }
 }
 

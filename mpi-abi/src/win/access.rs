@@ -25,11 +25,28 @@ fn matching(
     }
 }
 
-/// Whether an access moves plain bytes: both datatypes contiguous.
-fn contiguous(otype: Handle, ttype: Handle) -> bool {
-    [otype, ttype].iter().all(|&t| {
-        datatype::predefined(t).is_some() || derived::committed(t).is_ok_and(|m| m.is_dense())
-    })
+/// The bytes an access moves when both its datatypes are contiguous
+/// (they must match); `None` when one is not (the access goes run by
+/// run).
+fn dense(
+    (ocount, otype): (c_int, Handle),
+    (tcount, ttype): (c_int, Handle),
+) -> Result<Option<usize>, Fail> {
+    let (Some(osize), Some(tsize)) = (datatype::dense_size(otype)?, datatype::dense_size(ttype)?)
+    else {
+        return Ok(None);
+    };
+    let (origin, target) = (
+        datatype::times(ocount, osize)?,
+        datatype::times(tcount, tsize)?,
+    );
+    match origin == target {
+        true => Ok(Some(origin)),
+        false => Err(Fail::new(
+            err::TYPE,
+            format!("{origin} origin bytes for {target} at the target"),
+        )),
+    }
 }
 
 /// The bytes of an access at the target, in type-map order: runs of
@@ -185,13 +202,13 @@ mpi! {
         win: Handle,
     ) -> c_int {
         let result = runtime::win(win).and_then(|w| {
-            if !contiguous(origin_datatype, target_datatype) {
+            let Some(len) = dense((origin_count, origin_datatype), (target_count, target_datatype))?
+            else {
                 let origin = (origin_addr.cast_mut(), origin_count, origin_datatype);
                 let target = (target_rank, target_disp, target_count, target_datatype);
                 // SAFETY: as the call's contract.
                 return unsafe { scattered(&w, origin, target, true) };
-            }
-            let len = matching((origin_count, origin_datatype), (target_count, target_datatype))?;
+            };
             let Some((target, offset)) = w.target(target_rank, target_disp)? else {
                 return Ok(());
             };
@@ -217,13 +234,13 @@ mpi! {
         win: Handle,
     ) -> c_int {
         let result = runtime::win(win).and_then(|w| {
-            if !contiguous(origin_datatype, target_datatype) {
+            let Some(len) = dense((origin_count, origin_datatype), (target_count, target_datatype))?
+            else {
                 let origin = (origin_addr, origin_count, origin_datatype);
                 let target = (target_rank, target_disp, target_count, target_datatype);
                 // SAFETY: as the call's contract.
                 return unsafe { scattered(&w, origin, target, false) };
-            }
-            let len = matching((origin_count, origin_datatype), (target_count, target_datatype))?;
+            };
             let Some((target, offset)) = w.target(target_rank, target_disp)? else {
                 return Ok(());
             };
@@ -298,11 +315,11 @@ unsafe fn atomic_as<T: Element>(
             };
             // SAFETY: as this function's contract.
             let out = unsafe { ptr::slice_mut(a.result.cast::<T>(), a.count, "result_addr") }?;
+            let op = atomic_op::<T>(a.op)?;
             for (i, o) in out.iter_mut().enumerate() {
                 let v = values.map_or(T::zeroed(), |v| v[i]);
                 let at = a.offset + i as u64 * size;
-                let op = atomic_op::<T>(a.op)?;
-                *o = on_epoch!(access, e => e.fetch_and_op(a.target, at, v, op))?;
+                *o = on_epoch!(access, e => e.fetch_and_op(a.target, at, v, op.clone()))?;
             }
         }
         AtomicKind::CompareSwap => {
@@ -351,13 +368,12 @@ mpi! {
         win: Handle,
     ) -> c_int {
         let result = runtime::win(win).and_then(|w| {
-            if !contiguous(origin_datatype, target_datatype) {
+            if dense((origin_count, origin_datatype), (target_count, target_datatype))?.is_none() {
                 let origin = (origin_addr, origin_count, origin_datatype);
                 let target = (target_rank, target_disp, target_count, target_datatype);
                 // SAFETY: as the call's contract.
                 return unsafe { accumulate_scattered(&w, origin, target, op) };
             }
-            matching((origin_count, origin_datatype), (target_count, target_datatype))?;
             let Some((target, offset)) = w.target(target_rank, target_disp)? else {
                 return Ok(());
             };
