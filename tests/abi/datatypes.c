@@ -6,8 +6,8 @@
  * Sendrecv_replace, Probe and Get_count); contiguous derived datatypes
  * in collectives, and non-contiguous ones in Bcast, Gather(v),
  * Scatter(v), Allgather(v), Alltoall(v), their nonblocking forms, Put,
- * Get and Accumulate. Every element is checked; prints "No Errors" at
- * rank 0. */
+ * Get, Accumulate and Get_accumulate. Every element is checked; prints
+ * "No Errors" at rank 0. */
 #include "check.h"
 #include <string.h>
 
@@ -358,6 +358,21 @@ int main(int argc, char **argv)
             CHECK(acc[0] == n + 100L * n && acc[2] == 3L * n + s1, "every other long: %ld %ld", acc[0], acc[2]);
             CHECK(acc[1] == 2L * n && acc[3] == (long)n * (n - 1) / 2, "between them: %ld %ld", acc[1], acc[3]);
         }
+        /* Get_accumulate through the same gapped type at the target and
+         * in the result: the last rank adds, then every rank reads. */
+        long a0 = n + 100L * n, a2 = 3L * n + (long)n * (n + 1) / 2 * 1000;
+        long add2[2] = {5, 7}, old[4] = {-1, -1, -1, -1}, now[4] = {-1, -1, -1, -1};
+        MPI_Win_fence(0, aw);
+        if (me == n - 1)
+            MPI_Get_accumulate(add2, 2, MPI_LONG, old, 1, every_other, 0, 0, 1, every_other, MPI_SUM, aw);
+        MPI_Win_fence(0, aw);
+        MPI_Get_accumulate(NULL, 0, MPI_LONG, now, 1, every_other, 0, 0, 1, every_other, MPI_NO_OP, aw);
+        MPI_Win_fence(0, aw);
+        if (me == n - 1)
+            CHECK(old[0] == a0 && old[2] == a2 && old[1] == -1 && old[3] == -1,
+                  "get_accumulate old: %ld %ld %ld %ld", old[0], old[1], old[2], old[3]);
+        CHECK(now[0] == a0 + 5 && now[2] == a2 + 7 && now[1] == -1 && now[3] == -1,
+              "get_accumulate now: %ld %ld %ld %ld", now[0], now[1], now[2], now[3]);
         MPI_Type_free(&every_other);
         MPI_Win_free(&aw);
         MPI_Type_free(&longs);

@@ -7,24 +7,6 @@
 
 use super::*;
 
-/// The bytes of an origin and a target buffer, which must match.
-fn matching(
-    (ocount, otype): (c_int, Handle),
-    (tcount, ttype): (c_int, Handle),
-) -> Result<usize, Fail> {
-    let (origin, target) = (
-        datatype::bytes(ocount, otype)?,
-        datatype::bytes(tcount, ttype)?,
-    );
-    match origin == target {
-        true => Ok(origin),
-        false => Err(Fail::new(
-            err::TYPE,
-            format!("{origin} origin bytes for {target} at the target"),
-        )),
-    }
-}
-
 /// The bytes an access moves when both its datatypes are contiguous
 /// (they must match); `None` when one is not (the access goes run by
 /// run).
@@ -186,6 +168,83 @@ unsafe fn accumulate_scattered(
             Ok(())
         }, Err(Fail::new(err::TYPE, format!("accumulates on datatype {otype:#x}"))))
     })
+}
+
+/// `MPI_Get_accumulate` whose datatypes are not all contiguous (each
+/// made of one and the same predefined element): the origin packed, each
+/// element of each run at the target fetched and combined atomically, the
+/// old elements unpacked into the result buffer; every run range-checked
+/// before any moves.
+///
+/// # Safety
+/// The origin buffer is valid for its elements (unless `op` is
+/// `MPI_NO_OP`), the result buffer for writing its elements.
+unsafe fn get_accumulate_scattered(
+    w: &WinEntry,
+    (origin, ocount, otype): (*const c_void, c_int, Handle),
+    (result, rcount, rtype): (*mut c_void, c_int, Handle),
+    (target_rank, target_disp, tcount, ttype): (c_int, Aint, c_int, Handle),
+    op: Handle,
+) -> Result<(), Fail> {
+    let combines = op != abi::op::NO_OP;
+    let (rmap, tmap) = (derived::committed(rtype)?, derived::committed(ttype)?);
+    let omap = match combines {
+        true => Some(derived::committed(otype)?),
+        false => None,
+    };
+    let element = match (rmap.element, tmap.element) {
+        (Some(r), Some(t)) if r == t && omap.as_ref().is_none_or(|o| o.element == Some(t)) => t.0,
+        _ => {
+            let what = "an accumulate of datatypes not made of one and the same predefined element";
+            return Err(Fail::new(err::TYPE, what));
+        }
+    };
+    let count =
+        |n: c_int| usize::try_from(n).map_err(|_| Fail::new(err::COUNT, format!("count {n}")));
+    let (on, rn) = (count(ocount)?, count(rcount)?);
+    let result_bytes = derived::bytes_of(&rmap, rn)?;
+    let Some(at) = w.target(target_rank, target_disp)? else {
+        return Ok(());
+    };
+    let runs = target_runs(w, at, (tcount, ttype))?;
+    let total: usize = runs.iter().map(|r| r.1).sum();
+    let origin_bytes = match &omap {
+        Some(omap) => derived::bytes_of(omap, on)?,
+        None => total,
+    };
+    if total != result_bytes || total != origin_bytes {
+        let what = format!(
+            "{origin_bytes} origin and {result_bytes} result bytes for {total} at the target"
+        );
+        return Err(Fail::new(err::TYPE, what));
+    }
+    let data = match &omap {
+        // SAFETY: as this function's contract.
+        Some(omap) => unsafe { derived::pack(omap, origin.cast(), on) },
+        None => Vec::new(),
+    };
+    let target = at.0;
+    let old = w.with(|s| {
+        let access = s.covering(target)?;
+        by_element!(element, T => {
+            let op = atomic_op::<T>(op)?;
+            let size = size_of::<T>();
+            let mut values = vec![<T as bytemuck::Zeroable>::zeroed(); data.len() / size];
+            bytemuck::cast_slice_mut::<T, u8>(&mut values).copy_from_slice(&data);
+            let mut old = Vec::with_capacity(total / size);
+            for &(offset, len) in &runs {
+                for k in 0..len / size {
+                    let v = values.get(old.len()).copied().unwrap_or_else(<T as bytemuck::Zeroable>::zeroed);
+                    let at = offset + (k * size) as u64;
+                    old.push(on_epoch!(access, e => e.fetch_and_op(target, at, v, op.clone()))?);
+                }
+            }
+            Ok(bytemuck::cast_slice::<T, u8>(&old).to_vec())
+        }, Err(Fail::new(err::TYPE, format!("accumulates on datatype {ttype:#x}"))))
+    })?;
+    // SAFETY: as this function's contract.
+    unsafe { derived::unpack(&rmap, &old, result.cast(), rn) };
+    Ok(())
 }
 
 mpi! {
@@ -404,9 +463,17 @@ mpi! {
         win: Handle,
     ) -> c_int {
         let result = runtime::win(win).and_then(|w| {
-            matching((result_count, result_datatype), (target_count, target_datatype))?;
-            if op != abi::op::NO_OP {
-                matching((origin_count, origin_datatype), (target_count, target_datatype))?;
+            let results = dense((result_count, result_datatype), (target_count, target_datatype))?;
+            let origins = match op {
+                abi::op::NO_OP => Some(0),
+                _ => dense((origin_count, origin_datatype), (target_count, target_datatype))?,
+            };
+            if results.is_none() || origins.is_none() {
+                let origin = (origin_addr, origin_count, origin_datatype);
+                let result = (result_addr, result_count, result_datatype);
+                let target = (target_rank, target_disp, target_count, target_datatype);
+                // SAFETY: as the call's contract.
+                return unsafe { get_accumulate_scattered(&w, origin, result, target, op) };
             }
             let Some((target, offset)) = w.target(target_rank, target_disp)? else {
                 return Ok(());
