@@ -14,6 +14,7 @@ use crate::op::Typed;
 use crate::request::{Pending, Running};
 use crate::runtime::{self, CommEntry};
 use crate::stage::{self, Arg};
+use crate::tree::Tree;
 use crate::{mpi, ptr};
 
 /// Whether a buffer argument is `MPI_IN_PLACE`.
@@ -516,6 +517,14 @@ unsafe fn ireduce(
     datatype: Handle,
     comm: Handle,
 ) -> Result<Pending, Fail> {
+    if datatype::predefined(datatype).is_none() {
+        if let Some(op) = crate::tree::user_op(r.op) {
+            let (buffers, shape) = ((r.send, r.recv), (r.count, datatype));
+            // SAFETY: as this function's contract.
+            let tree = unsafe { Tree::start(c, buffers, shape, (op, r.root), true) }?;
+            return Ok(Pending::tree(tree, comm));
+        }
+    }
     let (size, element) = datatype::of(datatype)?;
     let guard = c.lock();
     // SAFETY: as this function's contract, for the datatype's Rust type.

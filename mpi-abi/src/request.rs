@@ -17,6 +17,7 @@ use crate::abi::{self, err, Handle, Status};
 use crate::errors::{finish, Fail};
 use crate::op::{DoubleInt, FloatInt, LongInt, ShortInt, TwoDouble, TwoInt, TwoReal};
 use crate::p2p::{self, Persistent, Received};
+use crate::tree::Tree;
 use crate::typemap::TypeMap;
 use crate::vcoll::Layout;
 use crate::{mpi, ptr, runtime};
@@ -110,6 +111,8 @@ enum Work {
     Receive(Option<u64>),
     /// A persistent operation, and what it does while active.
     Persistent(Persistent, Option<Box<Work>>),
+    /// A reduction by the program's operation on a derived datatype.
+    Tree(Box<Tree>),
 }
 
 /// Where a collective's output goes in the program's buffer.
@@ -159,6 +162,12 @@ impl Pending {
             work: Work::Collective { run, out, place },
             comm,
         }
+    }
+
+    /// Reduction `tree` on `comm`.
+    pub(crate) fn tree(tree: Tree, comm: Handle) -> Pending {
+        let work = Work::Tree(Box::new(tree));
+        Pending { work, comm }
     }
 
     /// A request complete from the start.
@@ -261,6 +270,7 @@ fn test_work(work: &mut Work) -> Result<bool, Fail> {
             Ok(e.recv_is_done(*id))
         }),
         Work::Persistent(_, Some(active)) => test_work(active),
+        Work::Tree(tree) => tree.advance(),
         Work::Done | Work::Receive(None) | Work::Persistent(_, None) => Ok(true),
     }
 }
@@ -277,6 +287,12 @@ unsafe fn complete_work(work: Work) -> Result<Completion, Fail> {
         Work::Send(id) => p2p::sent(id).map(|()| Completion::Empty),
         Work::Receive(None) => Ok(Completion::Received(None)),
         Work::Receive(Some(id)) => p2p::received_by(id).map(|r| Completion::Received(Some(r))),
+        Work::Tree(mut tree) => {
+            tree.wait()?;
+            // SAFETY: as this function's contract.
+            unsafe { tree.finish() };
+            Ok(Completion::Empty)
+        }
         Work::Collective { run, out, place } => {
             each!(run, r => {
                 let buffers = r.into_buffers()?;

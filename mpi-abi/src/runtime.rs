@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use onesided::rma::Group;
@@ -62,6 +62,9 @@ pub(crate) struct CommEntry {
     /// Its rank.
     pub(crate) rank: u32,
     pub(crate) errhandler: AtomicUsize,
+    /// How many reductions by a program's operation on a derived
+    /// datatype it started (`tree.rs`: their tags carry the number).
+    pub(crate) trees: AtomicU32,
     /// Its name (`MPI_Comm_set_name`).
     pub(crate) name: Mutex<String>,
 }
@@ -78,6 +81,7 @@ impl CommEntry {
             objects,
             group,
             errhandler: AtomicUsize::new(errhandler),
+            trees: AtomicU32::new(0),
             name: Mutex::new(String::new()),
         })
     }

@@ -4,8 +4,8 @@
  * the rank order), through Allreduce, Reduce and Iallreduce; Scan and
  * Exscan with predefined and both kinds of the program's operations; a
  * program's non-commutative operation on a non-contiguous derived
- * datatype by Allreduce, Reduce, Scan, Exscan and
- * Reduce_scatter_block.
+ * datatype by Allreduce, Reduce, Scan, Exscan, Reduce_scatter_block,
+ * and Iallreduce and Ireduce outstanding together.
  * Prints "No Errors" at rank 0. */
 #include "check.h"
 #include <stdlib.h>
@@ -225,6 +225,24 @@ int main(int argc, char **argv)
         CHECK(mineblk[0] == want2[0] && mineblk[1] == want2[1] && mineblk[3] == want2[2] && mineblk[4] == want2[3] && mineblk[2] == -9,
               "gapped reduce_scatter_block: %d %d %d %d", mineblk[0], mineblk[1], mineblk[3], mineblk[4]);
         free(many);
+        /* Iallreduce and Ireduce of the same, outstanding together and
+         * completed in the other order. */
+        int gout2[10];
+        for (int i = 0; i < 10; i++)
+            gout[i] = gout2[i] = -9;
+        MPI_Request rq[2];
+        MPI_Iallreduce(gm, gout, 2, gapped, gprod, MPI_COMM_WORLD, &rq[0]);
+        MPI_Ireduce(gm, gout2, 2, gapped, gprod, 0, MPI_COMM_WORLD, &rq[1]);
+        MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
+        MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+        for (int k = 0; k < 2; k++) {
+            int *g = gout + 5 * k, *h = gout2 + 5 * k;
+            CHECK(g[0] == want2[0] && g[1] == want2[1] && g[3] == want2[2] && g[4] == want2[3] && g[2] == -9,
+                  "gapped iallreduce %d: %d %d %d %d", k, g[0], g[1], g[3], g[4]);
+            if (me == 0)
+                CHECK(h[0] == want2[0] && h[1] == want2[1] && h[3] == want2[2] && h[4] == want2[3] && h[2] == -9,
+                      "gapped ireduce %d: %d %d %d %d", k, h[0], h[1], h[3], h[4]);
+        }
         MPI_Op_free(&gprod);
         MPI_Type_free(&gapped);
     }

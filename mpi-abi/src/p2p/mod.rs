@@ -14,9 +14,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use onesided::fabric::Endpoint;
 
 pub(crate) use engine::Received;
-use engine::{Engine, Route, Unpack};
+pub(crate) use engine::Route;
+use engine::{Engine, Unpack};
 pub(crate) use matched::Matched;
-use matching::Pattern;
+pub(crate) use matching::Pattern;
 
 use crate::abi::{self, err, Handle, Status};
 use crate::datatype;
@@ -63,26 +64,12 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Engine) -> Result<R, Fail>) -> Result<
 pub(crate) fn wait<R>(
     mut ready: impl FnMut(&mut Engine) -> Option<Result<R, Fail>>,
 ) -> Result<R, Fail> {
-    let mut backoff = None;
-    loop {
-        let answer = with(|e| {
-            e.progress()?;
-            if let Some(r) = ready(e) {
-                return Ok(Some(r));
-            }
-            e.fail_dead();
-            if backoff.is_none() {
-                backoff = Some(e.endpoint().backoff());
-            }
-            Ok(ready(e))
-        })?;
-        if let Some(r) = answer {
-            return r;
-        }
-        if let Some(b) = backoff.as_mut() {
-            b.pause();
-        }
-    }
+    let mut answer = None;
+    until(|| {
+        answer = poll(&mut ready)?;
+        Ok(answer.is_some())
+    })?;
+    answer.unwrap_or_else(|| Err(Fail::new(err::INTERN, "a wait ended without an answer")))
 }
 
 /// Waits for send `id`. Should waiting fail (the engine's progress),
@@ -103,7 +90,42 @@ pub(crate) fn received_by(id: u64) -> Result<Received, Fail> {
     wait(|e| e.recv_done(id)).inspect_err(|_| abandon(id))
 }
 
-fn abandon(id: u64) {
+/// Makes progress once and asks `ready`; requests waiting for a peer
+/// that ended fail before it is asked again.
+///
+/// # Errors
+/// The progress's.
+pub(crate) fn poll<R>(mut ready: impl FnMut(&mut Engine) -> Option<R>) -> Result<Option<R>, Fail> {
+    with(|e| {
+        e.progress()?;
+        if let Some(r) = ready(e) {
+            return Ok(Some(r));
+        }
+        e.fail_dead();
+        Ok(ready(e))
+    })
+}
+
+/// Calls `done` until it says so, backing off between tries.
+///
+/// # Errors
+/// `done`'s.
+pub(crate) fn until(mut done: impl FnMut() -> Result<bool, Fail>) -> Result<(), Fail> {
+    let mut backoff = None;
+    while !done()? {
+        if backoff.is_none() {
+            backoff = Some(with(|e| Ok(e.endpoint().backoff()))?);
+        }
+        if let Some(b) = backoff.as_mut() {
+            b.pause();
+        }
+    }
+    Ok(())
+}
+
+/// Gives up request `id`: nothing refers to its buffer once this
+/// returns.
+pub(crate) fn abandon(id: u64) {
     let _ = with(|e| {
         e.abandon(id);
         Ok(())
@@ -156,55 +178,6 @@ pub(crate) fn exchange(
     };
     let got = received_by(recv_id)?;
     sent?;
-    match got.class {
-        err::SUCCESS => Ok(()),
-        class => Err(Fail::new(class, "a collective's message did not fit")),
-    }
-}
-
-/// Sends `data` to rank `to` of `c` with `tag` on context `ctx` (a
-/// collective's own); returns once it may be reused.
-///
-/// # Errors
-/// The engine's.
-pub(crate) fn send_to(
-    c: &CommEntry,
-    ctx: u64,
-    (to, tag): (u32, i32),
-    data: &[u8],
-) -> Result<(), Fail> {
-    let route = Route {
-        ctx,
-        to: c.group.job_rank(to)?,
-        source: c.rank,
-        tag,
-    };
-    // SAFETY: data outlives the call, which waits for the send.
-    match with(|e| unsafe { e.send(route, (data.as_ptr(), data.len()), false) })? {
-        Some(id) => sent(id),
-        None => Ok(()),
-    }
-}
-
-/// Receives into `buf` from rank `from` of `c` with `tag` on context
-/// `ctx` (a collective's own).
-///
-/// # Errors
-/// The engine's; `MPI_ERR_TRUNCATE` for a longer message.
-pub(crate) fn recv_from(
-    c: &CommEntry,
-    ctx: u64,
-    (from, tag): (u32, i32),
-    buf: &mut [u8],
-) -> Result<(), Fail> {
-    let pattern = Pattern {
-        source: Some(from),
-        tag: Some(tag),
-    };
-    let into = (buf.as_mut_ptr(), buf.len());
-    // SAFETY: buf outlives the call, which waits for the receive.
-    let id = with(|e| unsafe { e.recv(ctx, pattern, into, c.group.members()) })?;
-    let got = received_by(id)?;
     match got.class {
         err::SUCCESS => Ok(()),
         class => Err(Fail::new(class, "a collective's message did not fit")),
