@@ -333,7 +333,6 @@ fn atomic_op<T>(op: Handle) -> Result<Op<T>, Fail> {
 struct Atomic {
     origin: *const c_void,
     result: *mut c_void,
-    compare: *const c_void,
     count: usize,
     target: u32,
     offset: u64,
@@ -345,14 +344,13 @@ struct Atomic {
 enum AtomicKind {
     Accumulate,
     Fetch,
-    CompareSwap,
 }
 
 /// Runs atomic `a` of `kind` on `access` with elements of `T`.
 ///
 /// # Safety
-/// `a`'s origin, result and compare buffers are valid for `count`
-/// elements of `T` where the kind uses them.
+/// `a`'s origin and result buffers are valid for `count` elements of
+/// `T` where the kind uses them.
 unsafe fn atomic_as<T: Element>(
     access: Access<'_>,
     a: &Atomic,
@@ -381,15 +379,6 @@ unsafe fn atomic_as<T: Element>(
                 *o = on_epoch!(access, e => e.fetch_and_op(a.target, at, v, op.clone()))?;
             }
         }
-        AtomicKind::CompareSwap => {
-            // SAFETY: as this function's contract (one element each).
-            let new = unsafe { ptr::read(a.origin.cast::<T>(), "origin_addr") }?;
-            // SAFETY: as above.
-            let compare = unsafe { ptr::read(a.compare.cast::<T>(), "compare_addr") }?;
-            let old = on_epoch!(access, e => e.compare_and_swap(a.target, a.offset, compare, new))?;
-            // SAFETY: as above.
-            unsafe { ptr::write(a.result.cast::<T>(), old, "result_addr") }?;
-        }
     }
     Ok(())
 }
@@ -410,6 +399,76 @@ unsafe fn atomic(w: &WinEntry, a: &Atomic, kind: AtomicKind, datatype: Handle) -
             by_element!(element, T => atomic_as::<T>(access, a, kind), Err(Fail::new(err::TYPE, format!("atomics on datatype {datatype:#x}"))))
         }
     })
+}
+
+/// What a single-element atomic does.
+#[derive(Clone, Copy)]
+enum Single {
+    /// `MPI_Fetch_and_op` by this operation.
+    Fetch(Handle),
+    /// `MPI_Compare_and_swap` with the element here.
+    Swap(*const c_void),
+}
+
+/// `MPI_Fetch_and_op` or `MPI_Compare_and_swap`: one element of
+/// predefined `datatype` (MPI allows no other) at `offset` of `target`,
+/// its old value to the result buffer. Its own path, the shortest from
+/// the call to onesided's epoch.
+///
+/// # Safety
+/// The origin (unless `MPI_NO_OP` is the operation), result and compare
+/// buffers hold one element each.
+unsafe fn single(
+    w: &WinEntry,
+    (target, offset): (u32, u64),
+    datatype: Handle,
+    (origin, result): (*const c_void, *mut c_void),
+    what: Single,
+) -> Result<(), Fail> {
+    let Some((_, element)) = datatype::predefined(datatype) else {
+        let what =
+            format!("datatype {datatype:#x} in a single-element atomic (predefined ones only)");
+        return Err(Fail::new(err::TYPE, what));
+    };
+    w.with(|s| {
+        let access = s.covering(target)?;
+        // SAFETY: as this function's contract, for the datatype's Rust type.
+        unsafe {
+            by_element!(element, T => single_as::<T>(access, (target, offset), (origin, result), what), Err(Fail::new(err::TYPE, format!("atomics on datatype {datatype:#x}"))))
+        }
+    })
+}
+
+/// [`single`] on an element of `T`.
+///
+/// # Safety
+/// As [`single`], for elements of `T`.
+unsafe fn single_as<T: Element>(
+    access: Access<'_>,
+    (target, offset): (u32, u64),
+    (origin, result): (*const c_void, *mut c_void),
+    what: Single,
+) -> Result<(), Fail> {
+    let old = match what {
+        Single::Fetch(op) => {
+            let value = match op {
+                abi::op::NO_OP => T::zeroed(),
+                // SAFETY: as this function's contract.
+                _ => unsafe { ptr::read(origin.cast::<T>(), "origin_addr") }?,
+            };
+            let op = atomic_op::<T>(op)?;
+            on_epoch!(access, e => e.fetch_and_op(target, offset, value, op))?
+        }
+        Single::Swap(compare) => {
+            // SAFETY: as this function's contract.
+            let new = unsafe { ptr::read(origin.cast::<T>(), "origin_addr") }?;
+            // SAFETY: as above.
+            let compare = unsafe { ptr::read(compare.cast::<T>(), "compare_addr") }?;
+            on_epoch!(access, e => e.compare_and_swap(target, offset, compare, new))?
+        }
+    };
+    // SAFETY: as this function's contract.
+    unsafe { ptr::write(result.cast::<T>(), old, "result_addr") }
 }
 
 mpi! {
@@ -437,7 +496,7 @@ mpi! {
                 return Ok(());
             };
             let count = origin_count as usize;
-            let a = Atomic { origin: origin_addr, result: std::ptr::null_mut(), compare: std::ptr::null(), count, target, offset, op };
+            let a = Atomic { origin: origin_addr, result: std::ptr::null_mut(), count, target, offset, op };
             // SAFETY: origin_count elements at origin_addr (the call's contract).
             unsafe { atomic(&w, &a, AtomicKind::Accumulate, origin_datatype) }
         });
@@ -479,7 +538,7 @@ mpi! {
                 return Ok(());
             };
             let count = result_count as usize;
-            let a = Atomic { origin: origin_addr, result: result_addr, compare: std::ptr::null(), count, target, offset, op };
+            let a = Atomic { origin: origin_addr, result: result_addr, count, target, offset, op };
             // SAFETY: the buffers hold their counts (the call's contract).
             unsafe { atomic(&w, &a, AtomicKind::Fetch, result_datatype) }
         });
@@ -502,9 +561,9 @@ mpi! {
             let Some((target, offset)) = w.target(target_rank, target_disp)? else {
                 return Ok(());
             };
-            let a = Atomic { origin: origin_addr, result: result_addr, compare: std::ptr::null(), count: 1, target, offset, op };
+            let buffers = (origin_addr, result_addr);
             // SAFETY: one element in each buffer (the call's contract).
-            unsafe { atomic(&w, &a, AtomicKind::Fetch, datatype) }
+            unsafe { single(&w, (target, offset), datatype, buffers, Single::Fetch(op)) }
         });
         finish_win("MPI_Fetch_and_op", win, result)
     }
@@ -526,9 +585,9 @@ mpi! {
             let Some((target, offset)) = w.target(target_rank, target_disp)? else {
                 return Ok(());
             };
-            let a = Atomic { origin: origin_addr, result: result_addr, compare: compare_addr, count: 1, target, offset, op: abi::op::REPLACE };
+            let buffers = (origin_addr, result_addr);
             // SAFETY: one element in each buffer (the call's contract).
-            unsafe { atomic(&w, &a, AtomicKind::CompareSwap, datatype) }
+            unsafe { single(&w, (target, offset), datatype, buffers, Single::Swap(compare_addr)) }
         });
         finish_win("MPI_Compare_and_swap", win, result)
     }
