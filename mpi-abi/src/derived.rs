@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crate::abi::{self, err, Aint, Handle};
 use crate::datatype;
+use crate::envelope::{Combiner, Recipe};
 use crate::errors::{finish, Fail};
 use crate::typemap::{Invalid, TypeMap};
 use crate::{mpi, ptr, runtime};
@@ -25,6 +26,8 @@ pub(crate) struct Derived {
     pub(crate) map: Arc<TypeMap>,
     pub(crate) committed: bool,
     pub(crate) name: String,
+    /// How it was made (`MPI_Type_get_envelope`, `_contents`).
+    pub(crate) recipe: Arc<Recipe>,
 }
 
 impl From<Invalid> for Fail {
@@ -158,16 +161,18 @@ pub(crate) unsafe fn unpack(map: &TypeMap, data: &[u8], base: *mut u8, count: us
     }
 }
 
-/// Makes a new datatype of `map` and writes its handle to `newtype`.
+/// Makes a new datatype of `map`, made by `recipe`, and writes its
+/// handle to `newtype`.
 ///
 /// # Safety
 /// `newtype` is valid for a handle.
-unsafe fn made(map: Result<TypeMap, Fail>, newtype: *mut Handle) -> Result<(), Fail> {
-    let map = map?;
+unsafe fn made(made: Result<(TypeMap, Recipe), Fail>, newtype: *mut Handle) -> Result<(), Fail> {
+    let (map, recipe) = made?;
     let d = Derived {
         map: Arc::new(map),
         committed: false,
         name: String::new(),
+        recipe: Arc::new(recipe),
     };
     let handle = runtime::with(|r| Ok(r.types.insert(d)))?;
     // SAFETY: as this function's contract.
@@ -177,6 +182,11 @@ unsafe fn made(map: Result<TypeMap, Fail>, newtype: *mut Handle) -> Result<(), F
 /// `n` as a count.
 fn count(n: c_int) -> Result<usize, Fail> {
     usize::try_from(n).map_err(|_| Fail::new(err::COUNT, format!("count {n}")))
+}
+
+/// Counts as the ints a constructor took (each came from one).
+fn lens_of(counts: &[usize]) -> Vec<c_int> {
+    counts.iter().map(|&c| c as c_int).collect()
 }
 
 /// `n` counts of a call's array.
@@ -192,7 +202,10 @@ unsafe fn counts(p: *const c_int, n: usize, what: &str) -> Result<Vec<usize>, Fa
 mpi! {
     /// `count` copies of `oldtype`, one after the other.
     fn MPI_Type_contiguous / PMPI_Type_contiguous(count_: c_int, oldtype: Handle, newtype: *mut Handle) -> c_int {
-        let map = count(count_).and_then(|n| Ok(TypeMap::contiguous(n, &*map_of(oldtype)?)?));
+        let map = (|| {
+            let map = TypeMap::contiguous(count(count_)?, &*map_of(oldtype)?)?;
+            Ok((map, Recipe::new(Combiner::Contiguous, vec![count_], vec![], &[oldtype])?))
+        })();
         // SAFETY: as the call's contract.
         finish("MPI_Type_contiguous", abi::comm::WORLD, unsafe { made(map, newtype) })
     }
@@ -210,7 +223,9 @@ mpi! {
     ) -> c_int {
         let map = (|| {
             let old = map_of(oldtype)?;
-            Ok(TypeMap::vector(count(count_)?, count(blocklength)?, stride as isize, &old)?)
+            let map = TypeMap::vector(count(count_)?, count(blocklength)?, stride as isize, &old)?;
+            let ints = vec![count_, blocklength, stride];
+            Ok((map, Recipe::new(Combiner::Vector, ints, vec![], &[oldtype])?))
         })();
         // SAFETY: as the call's contract.
         finish("MPI_Type_vector", abi::comm::WORLD, unsafe { made(map, newtype) })
@@ -228,7 +243,9 @@ mpi! {
     ) -> c_int {
         let map = (|| {
             let old = map_of(oldtype)?;
-            Ok(TypeMap::hvector(count(count_)?, count(blocklength)?, stride, &old)?)
+            let map = TypeMap::hvector(count(count_)?, count(blocklength)?, stride, &old)?;
+            let ints = vec![count_, blocklength];
+            Ok((map, Recipe::new(Combiner::Hvector, ints, vec![stride], &[oldtype])?))
         })();
         // SAFETY: as the call's contract.
         finish("MPI_Type_create_hvector", abi::comm::WORLD, unsafe { made(map, newtype) })
@@ -250,9 +267,11 @@ mpi! {
             // SAFETY: n ints each (the call's contract).
             let lens = unsafe { counts(blocklengths, n, "array_of_blocklengths") }?;
             // SAFETY: as above.
-            let displs = unsafe { ptr::slice(displacements, n, "array_of_displacements") }?;
-            let displs: Vec<isize> = displs.iter().map(|&d| d as isize).collect();
-            Ok(TypeMap::indexed(&lens, &displs, false, &*map_of(oldtype)?)?)
+            let raw = unsafe { ptr::slice(displacements, n, "array_of_displacements") }?;
+            let displs: Vec<isize> = raw.iter().map(|&d| d as isize).collect();
+            let map = TypeMap::indexed(&lens, &displs, false, &*map_of(oldtype)?)?;
+            let ints = [&[count_][..], &lens_of(&lens), raw].concat();
+            Ok((map, Recipe::new(Combiner::Indexed, ints, vec![], &[oldtype])?))
         })();
         // SAFETY: as the call's contract.
         finish("MPI_Type_indexed", abi::comm::WORLD, unsafe { made(map, newtype) })
@@ -275,7 +294,9 @@ mpi! {
             let lens = unsafe { counts(blocklengths, n, "array_of_blocklengths") }?;
             // SAFETY: as above.
             let displs = unsafe { ptr::slice(displacements, n, "array_of_displacements") }?;
-            Ok(TypeMap::indexed(&lens, displs, true, &*map_of(oldtype)?)?)
+            let map = TypeMap::indexed(&lens, displs, true, &*map_of(oldtype)?)?;
+            let ints = [&[count_][..], &lens_of(&lens)].concat();
+            Ok((map, Recipe::new(Combiner::Hindexed, ints, displs.to_vec(), &[oldtype])?))
         })();
         // SAFETY: as the call's contract.
         finish("MPI_Type_create_hindexed", abi::comm::WORLD, unsafe { made(map, newtype) })
@@ -295,10 +316,12 @@ mpi! {
         let map = (|| {
             let n = count(count_)?;
             // SAFETY: n ints (the call's contract).
-            let displs = unsafe { ptr::slice(displacements, n, "array_of_displacements") }?;
-            let displs: Vec<isize> = displs.iter().map(|&d| d as isize).collect();
+            let raw = unsafe { ptr::slice(displacements, n, "array_of_displacements") }?;
+            let displs: Vec<isize> = raw.iter().map(|&d| d as isize).collect();
             let lens = vec![count(blocklength)?; n];
-            Ok(TypeMap::indexed(&lens, &displs, false, &*map_of(oldtype)?)?)
+            let map = TypeMap::indexed(&lens, &displs, false, &*map_of(oldtype)?)?;
+            let ints = [&[count_, blocklength][..], raw].concat();
+            Ok((map, Recipe::new(Combiner::IndexedBlock, ints, vec![], &[oldtype])?))
         })();
         // SAFETY: as the call's contract.
         finish("MPI_Type_create_indexed_block", abi::comm::WORLD, unsafe { made(map, newtype) })
@@ -320,7 +343,9 @@ mpi! {
             // SAFETY: n addresses (the call's contract).
             let displs = unsafe { ptr::slice(displacements, n, "array_of_displacements") }?;
             let lens = vec![count(blocklength)?; n];
-            Ok(TypeMap::indexed(&lens, displs, true, &*map_of(oldtype)?)?)
+            let map = TypeMap::indexed(&lens, displs, true, &*map_of(oldtype)?)?;
+            let (ints, aints) = (vec![count_, blocklength], displs.to_vec());
+            Ok((map, Recipe::new(Combiner::HindexedBlock, ints, aints, &[oldtype])?))
         })();
         // SAFETY: as the call's contract.
         finish("MPI_Type_create_hindexed_block", abi::comm::WORLD, unsafe { made(map, newtype) })
@@ -347,7 +372,9 @@ mpi! {
             let handles = unsafe { ptr::slice(types, n, "array_of_types") }?;
             let maps = handles.iter().map(|&h| map_of(h)).collect::<Result<Vec<_>, Fail>>()?;
             let refs: Vec<&TypeMap> = maps.iter().map(|m| &**m).collect();
-            Ok(TypeMap::structure(&lens, displs, &refs)?)
+            let map = TypeMap::structure(&lens, displs, &refs)?;
+            let ints = [&[count_][..], &lens_of(&lens)].concat();
+            Ok((map, Recipe::new(Combiner::Struct, ints, displs.to_vec(), handles)?))
         })();
         // SAFETY: as the call's contract.
         finish("MPI_Type_create_struct", abi::comm::WORLD, unsafe { made(map, newtype) })
@@ -379,7 +406,10 @@ mpi! {
                 ORDER_FORTRAN => false,
                 _ => return Err(Fail::new(err::ARG, format!("order {order}"))),
             };
-            Ok(TypeMap::subarray(&sizes, &subsizes, &starts, c_order, &*map_of(oldtype)?)?)
+            let map = TypeMap::subarray(&sizes, &subsizes, &starts, c_order, &*map_of(oldtype)?)?;
+            let dims = [&sizes[..], &subsizes, &starts].concat();
+            let ints = [&[ndims][..], &lens_of(&dims), &[order]].concat();
+            Ok((map, Recipe::new(Combiner::Subarray, ints, vec![], &[oldtype])?))
         })();
         // SAFETY: as the call's contract.
         finish("MPI_Type_create_subarray", abi::comm::WORLD, unsafe { made(map, newtype) })
@@ -394,7 +424,10 @@ mpi! {
         extent: Aint,
         newtype: *mut Handle,
     ) -> c_int {
-        let map = map_of(oldtype).and_then(|old| Ok(TypeMap::resized(&old, lb, extent)?));
+        let map = map_of(oldtype).and_then(|old| {
+            let map = TypeMap::resized(&old, lb, extent)?;
+            Ok((map, Recipe::new(Combiner::Resized, vec![], vec![lb, extent], &[oldtype])?))
+        });
         // SAFETY: as the call's contract.
         finish("MPI_Type_create_resized", abi::comm::WORLD, unsafe { made(map, newtype) })
     }
@@ -404,9 +437,10 @@ mpi! {
     /// A copy of `oldtype` (committed if it is).
     fn MPI_Type_dup / PMPI_Type_dup(oldtype: Handle, newtype: *mut Handle) -> c_int {
         let result = (|| {
+            let recipe = Arc::new(Recipe::new(Combiner::Dup, vec![], vec![], &[oldtype])?);
             let d = match datatype::predefined(oldtype) {
-                Some(_) => Derived { map: map_of(oldtype)?, committed: true, name: String::new() },
-                None => derived(oldtype)?,
+                Some(_) => Derived { map: map_of(oldtype)?, committed: true, name: String::new(), recipe },
+                None => Derived { recipe, ..derived(oldtype)? },
             };
             let handle = runtime::with(|r| Ok(r.types.insert(d)))?;
             // SAFETY: as the call's contract.
