@@ -6,8 +6,8 @@
 //!
 //! Every member calls the same collectives in the same order (as MPI
 //! requires), with matching counts. Each call picks its algorithm from the
-//! profile loaded at creation (`ONESIDED_PROFILE`, filtered to the group's
-//! geometry) or the built-in defaults. Every rank must pick the same
+//! profile loaded at creation (`ONESIDED_PROFILE`, where it measured the
+//! group's geometry) or the cost model. Every rank must pick the same
 //! algorithm, so choices change only in ways that are the same everywhere:
 //! an algorithm that fails when a call starts it (its schedule does not fit
 //! the call, [`crate::select::FAULT_ENV`] names it) fails on every rank, leaves the

@@ -9,7 +9,9 @@
 //!   [`Run`] request (a handle of its own, which may go to another
 //!   thread).
 //!   Each call's algorithm comes from the profile loaded at creation
-//!   (`ONESIDED_PROFILE`) or built-in defaults, the same on every rank; an
+//!   (`ONESIDED_PROFILE`) where it measured the group's geometry, else
+//!   from the cost model in p and n ([`cost`], fitted to the profile or
+//!   built in), the same on every rank; an
 //!   algorithm that fails when a call starts it is dropped and the next
 //!   best completes the call; [`Comm::agree`] makes the ranks adopt what
 //!   monitoring measured.
@@ -51,6 +53,7 @@
 
 pub mod algorithm;
 mod comm;
+pub mod cost;
 mod error;
 pub mod op;
 pub mod profile;

@@ -19,7 +19,6 @@
 //! times the element size) and the median time in microseconds (positive).
 //! Blank lines and lines starting with `#` are ignored.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::algorithm::{Algorithm, Collective};
@@ -35,15 +34,6 @@ pub struct Geometry {
     pub ranks: u32,
     /// Ranks per host.
     pub ranks_per_host: u32,
-}
-
-impl Geometry {
-    /// How far `other` is from this geometry: the sum of the log2 ratios
-    /// of ranks and of ranks per host (0 for the same geometry).
-    pub fn distance(self, other: Geometry) -> f64 {
-        let ratio = |a: u32, b: u32| (f64::from(a.max(1)) / f64::from(b.max(1))).log2().abs();
-        ratio(self.ranks, other.ranks) + ratio(self.ranks_per_host, other.ranks_per_host)
-    }
 }
 
 /// One measurement: the median time of an algorithm at one point.
@@ -164,24 +154,14 @@ impl Profile {
         out
     }
 
-    /// The entries that apply to `geometry`: those measured there, or,
-    /// when there are none, those of the nearest measured geometry (per
-    /// collective, by [`Geometry::distance`]; ties to the larger
-    /// geometry).
+    /// The entries measured at `geometry` itself (elsewhere selection
+    /// goes by the cost model, whose parameters every entry informs:
+    /// another geometry's times say little of this one's choice, a
+    /// one-host geometry's `shared` nothing at all).
     pub fn for_geometry(&self, geometry: Geometry) -> Profile {
-        let mut nearest: BTreeMap<Collective, Geometry> = BTreeMap::new();
-        for e in &self.entries {
-            let best = nearest.entry(e.collective).or_insert(e.geometry);
-            let (d_new, d_old) = (geometry.distance(e.geometry), geometry.distance(*best));
-            if d_new < d_old || (d_new == d_old && e.geometry > *best) {
-                *best = e.geometry;
-            }
-        }
         Profile {
-            entries: self
-                .entries
-                .iter()
-                .filter(|e| nearest.get(&e.collective) == Some(&e.geometry))
+            entries: (self.entries.iter())
+                .filter(|e| e.geometry == geometry)
                 .cloned()
                 .collect(),
         }
@@ -457,13 +437,10 @@ alltoallv pairwise 4 2 bytes 64 7.5
     }
 
     #[test]
-    fn geometry_filter_keeps_exact_else_nearest() {
+    fn geometry_filter_keeps_the_exact_geometry_only() {
         let p = Profile::parse(TEXT, "p").unwrap();
         let exact = p.for_geometry(g(4, 2));
-        assert!(exact
-            .entries()
-            .iter()
-            .all(|e| e.collective != Collective::Allreduce || e.geometry == g(4, 2)));
+        assert!(exact.entries().iter().all(|e| e.geometry == g(4, 2)));
         assert_eq!(
             exact
                 .entries()
@@ -472,27 +449,12 @@ alltoallv pairwise 4 2 bytes 64 7.5
                 .count(),
             4
         );
-        // 8 ranks, 2 per host: allreduce's nearest is 4x2, bcast's only 2x2.
-        let near = p.for_geometry(g(8, 2));
-        assert!(near
-            .entries()
-            .iter()
-            .any(|e| e.collective == Collective::Bcast));
-        assert!(near
-            .entries()
-            .iter()
-            .filter(|e| e.collective == Collective::Allreduce)
-            .all(|e| e.geometry == g(4, 2)));
-        // 2 ranks on one host: allreduce from 2x2 only.
+        // 8 ranks, 2 per host, were not measured: nothing (the cost
+        // model decides there).
+        assert!(p.for_geometry(g(8, 2)).entries().is_empty());
         let small = p.for_geometry(g(2, 2));
-        assert_eq!(
-            small
-                .entries()
-                .iter()
-                .filter(|e| e.collective == Collective::Allreduce)
-                .count(),
-            1
-        );
+        assert!(small.entries().iter().all(|e| e.geometry == g(2, 2)));
+        assert!(!small.entries().is_empty());
     }
 
     #[test]

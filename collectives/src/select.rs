@@ -1,7 +1,10 @@
 //! Choosing each call's algorithm (docs/spec/algorithm-selection.md):
-//! the job's profile filtered to its geometry, built-in defaults by size
-//! where it has nothing, monitoring of the chosen algorithms, and removal
-//! of algorithms that failed. Pure code apart from reading the profile
+//! the job's profile where it measured the job's very geometry, else
+//! `shared` on one host, else the cheapest by the cost model in p and n
+//! ([`crate::cost`]: its parameters fitted to the profile's points of
+//! every geometry, or built in); monitoring of the chosen algorithms, and
+//! removal of algorithms that failed. An algorithm through shared memory
+//! is never chosen for members on several hosts. Pure code apart from reading the profile
 //! file named by [`PROFILE_ENV`]: [`Selector`] chooses from a profile,
 //! and a Comm's `Selection` (its choices, observations, forced and
 //! injected algorithms, remembered choices) is driven by the Comm.
@@ -10,10 +13,8 @@ use std::collections::HashSet;
 
 use onesided_fabric::fnv::FastMap;
 
-use crate::algorithm::{
-    Algorithm, Allgather, Allreduce, Alltoall, Barrier, Bcast, Collective, Gather, Reduce,
-    ReduceScatter, Scatter,
-};
+use crate::algorithm::{Algorithm, Allreduce, Alltoall, Collective, Reduce, ReduceScatter};
+use crate::cost::{self, Params};
 use crate::profile::{Geometry, Profile};
 
 /// Environment variable naming the profile file to load at init.
@@ -36,56 +37,23 @@ pub(crate) fn faults_from_env() -> HashSet<Algorithm> {
         .collect()
 }
 
-/// Messages this large (bytes per rank) or larger are "large" for the
-/// built-in defaults.
-pub const LARGE: u64 = 64 * 1024;
-
-/// Allreduces of this many bytes or more (1 MiB) go around the ring,
-/// smaller ones by recursive doubling: the ring's two rounds a member
-/// cost more than they save below it (figures: docs/measurements.md,
-/// "Ring allreduces and scattered broadcasts (across hosts)").
-pub const ALLREDUCE_RING_FROM: u64 = 1 << 20;
-
-/// Groups this large or larger broadcast large messages by scatter and
-/// allgather, smaller ones along the binomial tree (MPICH's
-/// `MPIR_CVAR_BCAST_MIN_PROCS`): with few members the tree's one message
-/// a member beats two rounds (figures: docs/measurements.md, "Ring
-/// allreduces and scattered broadcasts (across hosts)").
-pub const BCAST_SCATTER_FROM: u32 = 8;
-
-/// The built-in choice without a profile for a group of `ranks`:
-/// latency-bound algorithms for small messages, bandwidth-bound ones for
-/// large (as MPICH's defaults do); a non-commutative reduction keeps the
-/// rank order.
+/// The built-in choice for a group of `ranks` across hosts without a
+/// profile: the cheapest by its cost formula under the built-in network
+/// parameters ([`cost::Params::NETWORK`]); a non-commutative reduction
+/// keeps the rank order.
 pub fn default_algorithm(
     collective: Collective,
     bytes: u64,
     commutative: bool,
     ranks: u32,
 ) -> Algorithm {
-    let large = bytes >= LARGE;
-    match collective {
-        Collective::Barrier => Barrier::Dissemination.into(),
-        Collective::Bcast if large && ranks >= BCAST_SCATTER_FROM => Bcast::ScatterAllgather.into(),
-        Collective::Bcast => Bcast::Binomial.into(),
-        // reduce_scatter_gather moves less data but measured slower here
-        // (2 ranks: 256 KiB 0.36 ms vs 0.06 ms): a profile may pick it.
-        Collective::Reduce => Reduce::Binomial.into(),
-        Collective::Allreduce if bytes >= ALLREDUCE_RING_FROM && commutative => {
-            Allreduce::Ring.into()
-        }
-        Collective::Allreduce => Allreduce::RecursiveDoubling.into(),
-        Collective::Gather if large => Gather::Linear.into(),
-        Collective::Gather => Gather::Binomial.into(),
-        Collective::Scatter if large => Scatter::Linear.into(),
-        Collective::Scatter => Scatter::Binomial.into(),
-        Collective::Allgather if large => Allgather::Ring.into(),
-        Collective::Allgather => Allgather::RecursiveDoubling.into(),
-        Collective::Alltoall if large => Alltoall::Pairwise.into(),
-        Collective::Alltoall => Alltoall::Linear.into(),
-        Collective::ReduceScatter if large && commutative => ReduceScatter::Ring.into(),
-        Collective::ReduceScatter => ReduceScatter::Pairwise.into(),
-    }
+    let candidates: Vec<Algorithm> = Algorithm::all(collective)
+        .iter()
+        .copied()
+        .filter(|a| commutative || !reorders(*a))
+        .collect();
+    cost::cheapest(&candidates, ranks, bytes, &Params::NETWORK)
+        .unwrap_or_else(|| Algorithm::shared(collective))
 }
 
 /// Algorithms only blocking calls run: the one-sided alltoall (by RMA
@@ -108,22 +76,42 @@ pub fn reorders(algorithm: Algorithm) -> bool {
 /// The selection state of one process.
 #[derive(Debug, Clone)]
 pub struct Selector {
+    /// The profile's entries of this very geometry (and what monitoring
+    /// adds).
     profile: Profile,
+    /// The cost model's parameters: fitted to the profile's points of
+    /// every geometry of this kind (one host or several), else built in.
+    params: Params,
     geometry: Geometry,
     failed: HashSet<Algorithm>,
 }
 
 impl Selector {
-    /// A selector for `geometry` from `profile` (filtered to the
-    /// geometry; `None`: built-in defaults only).
+    /// A selector for `geometry` from `profile` (`None`: the built-in
+    /// model only).
     pub fn new(profile: Option<&Profile>, geometry: Geometry) -> Selector {
+        let one_host = geometry.ranks_per_host >= geometry.ranks;
+        let same_kind = |g: Geometry| (g.ranks_per_host >= g.ranks) == one_host;
+        let fitted =
+            profile.and_then(|p| cost::fit(p.entries().iter().filter(|e| same_kind(e.geometry))));
+        let builtin = if one_host {
+            Params::HOST
+        } else {
+            Params::NETWORK
+        };
         Selector {
             profile: profile
                 .map(|p| p.for_geometry(geometry))
                 .unwrap_or_default(),
+            params: fitted.unwrap_or(builtin),
             geometry,
             failed: HashSet::new(),
         }
+    }
+
+    /// The cost model's parameters in use.
+    pub fn params(&self) -> Params {
+        self.params
     }
 
     /// A selector from the profile file named by [`PROFILE_ENV`], if set.
@@ -156,11 +144,12 @@ impl Selector {
     }
 
     /// The algorithm for a call of `collective` on `bytes` per rank of
-    /// `element`: the profile's fastest estimate among the algorithms that
-    /// have not failed (and keep the rank order when the operation is not
-    /// commutative; run nonblocking when the call is), else the built-in
-    /// default (`shared` when every member is on one host), else the first
-    /// such algorithm. `None` when none is left.
+    /// `element`, among those that have not failed (and keep the rank
+    /// order when the operation is not commutative; run nonblocking when
+    /// the call is; run through shared memory only when every member is
+    /// on one host): the profile's fastest estimate where it measured this
+    /// geometry, else `shared` on one host, else the cheapest by the cost
+    /// model, else the first such algorithm. `None` when none is left.
     pub fn choose(
         &self,
         collective: Collective,
@@ -169,23 +158,21 @@ impl Selector {
         commutative: bool,
         blocking: bool,
     ) -> Option<Algorithm> {
+        let one_host = self.geometry.ranks_per_host >= self.geometry.ranks;
         let usable: Vec<Algorithm> = self
             .usable(collective, blocking)
             .filter(|a| commutative || !reorders(*a))
+            .filter(|a| one_host || !a.is_shared())
             .collect();
         if let Some(best) = self.profile.choose(element, bytes, &usable) {
             return Some(best);
         }
-        let one_host = self.geometry.ranks_per_host >= self.geometry.ranks;
-        let default = if one_host {
-            Algorithm::shared(collective)
-        } else {
-            default_algorithm(collective, bytes, commutative, self.geometry.ranks)
-        };
-        if usable.contains(&default) {
-            return Some(default);
+        let shared = Algorithm::shared(collective);
+        if one_host && usable.contains(&shared) {
+            return Some(shared);
         }
-        usable.first().copied()
+        cost::cheapest(&usable, self.geometry.ranks, bytes, &self.params)
+            .or_else(|| usable.first().copied())
     }
 
     /// The algorithms of `collective` that have not failed (and run
@@ -461,35 +448,38 @@ mod tests {
     }
 
     #[test]
-    fn defaults_by_size_and_commutativity() {
+    fn without_a_profile_the_model_chooses_by_size_and_count() {
         let s = Selector::new(None, g());
+        assert_eq!(s.params(), Params::NETWORK);
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 8, true, false),
             Some(Allreduce::RecursiveDoubling.into())
         );
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 1 << 20, true, false),
-            Some(Allreduce::Ring.into())
+            Some(Allreduce::Rabenseifner.into())
         );
         assert_eq!(
             s.choose(Collective::Allreduce, "f64", 1 << 20, false, false),
             Some(Allreduce::RecursiveDoubling.into())
         );
+        let at = |ranks| {
+            let ranks_per_host = 1;
+            Selector::new(
+                None,
+                Geometry {
+                    ranks,
+                    ranks_per_host,
+                },
+            )
+        };
+        let scattered = Some(crate::algorithm::Bcast::ScatterAllgather.into());
+        let bcast = |ranks| at(ranks).choose(Collective::Bcast, "bytes", 1 << 20, true, false);
+        assert_eq!(bcast(64), scattered);
+        assert_ne!(bcast(16384), scattered, "its ring's 16383 rounds");
         assert_eq!(
-            s.choose(Collective::Bcast, "bytes", 1 << 20, true, false),
-            Some(Bcast::Binomial.into()),
-            "4 ranks"
-        );
-        let eight = Selector::new(
-            None,
-            Geometry {
-                ranks: 8,
-                ranks_per_host: 2,
-            },
-        );
-        assert_eq!(
-            eight.choose(Collective::Bcast, "bytes", 1 << 20, true, false),
-            Some(Bcast::ScatterAllgather.into())
+            at(1000).choose(Collective::Allgather, "bytes", 8, true, false),
+            Some(crate::algorithm::Allgather::Bruck.into())
         );
         // On one host, calls go through shared memory.
         let one_host = Selector::new(
@@ -499,6 +489,7 @@ mod tests {
                 ranks_per_host: 4,
             },
         );
+        assert_eq!(one_host.params(), Params::HOST);
         for blocking in [true, false] {
             assert_eq!(
                 one_host.choose(Collective::Allreduce, "f64", 8, false, blocking),
@@ -506,22 +497,73 @@ mod tests {
             );
         }
         for c in Collective::ALL {
-            for bytes in [0, 8, LARGE, 1 << 25] {
-                for (commutative, ranks) in [(true, 2), (false, 2), (true, 8), (false, 16)] {
+            for bytes in [0, 8, 1 << 16, 1 << 25] {
+                for (commutative, ranks) in [(true, 2), (false, 2), (true, 8), (false, 16384)] {
                     let d = default_algorithm(c, bytes, commutative, ranks);
                     assert_eq!(d.collective(), c, "{d}");
                     assert!(commutative || !reorders(d), "{d}");
+                    assert!(!d.is_shared(), "{d}");
                 }
             }
         }
     }
 
     #[test]
+    fn a_geometry_not_measured_goes_by_the_model_fitted_to_the_profile() {
+        // A one-host profile where shared wins: a job across hosts never
+        // runs it, and takes its model from profiles across hosts only.
+        let text = "onesided-profile 1
+allreduce shared 4 4 f64 8 0.1
+allreduce recursive_doubling 4 4 f64 8 50.0
+";
+        let p = Profile::parse(text, "p").unwrap();
+        let s = Selector::new(Some(&p), g());
+        assert_eq!(s.params(), Params::NETWORK, "no entry across hosts");
+        assert_eq!(
+            s.choose(Collective::Allreduce, "f64", 8, true, true),
+            Some(Allreduce::RecursiveDoubling.into())
+        );
+        // Points across hosts at 2 and 4 ranks fix the parameters used at
+        // 64: a latency of 100 us makes the ring's rounds cost.
+        let mut text = String::from("onesided-profile 1\n");
+        let slow = Params {
+            alpha: 100.0,
+            beta: 1.0e-3,
+            gamma: 1.0e-3,
+            o: 1.0,
+        };
+        for &a in Algorithm::all(Collective::Allreduce) {
+            for ranks in [2, 4] {
+                for bytes in [8u64, 65536, 1 << 20] {
+                    if let Some(c) = cost::cost(a, ranks, bytes) {
+                        let us = c.time(&slow);
+                        text += &format!("allreduce {} {ranks} 1 f64 {bytes} {us}\n", a.name());
+                    }
+                }
+            }
+        }
+        let p = Profile::parse(&text, "p").unwrap();
+        let at = |ranks| {
+            let geometry = Geometry {
+                ranks,
+                ranks_per_host: 1,
+            };
+            Selector::new(Some(&p), geometry)
+        };
+        let fitted = at(64).params();
+        assert!((fitted.alpha - 100.0).abs() < 1e-6, "{fitted:?}");
+        assert_eq!(
+            at(64).choose(Collective::Allreduce, "f64", 1 << 20, true, true),
+            cost::cheapest(Algorithm::all(Collective::Allreduce), 64, 1 << 20, &slow)
+        );
+    }
+
+    #[test]
     fn the_profile_decides_and_failures_fall_back() {
         let text = "onesided-profile 1
-allreduce ring 4 4 f64 8 1.0
-allreduce recursive_doubling 4 4 f64 8 2.0
-allreduce hypercube 4 4 f64 0 0.5
+allreduce ring 4 2 f64 8 1.0
+allreduce recursive_doubling 4 2 f64 8 2.0
+allreduce hypercube 4 2 f64 0 0.5
 ";
         // (An algorithm this library does not have is never chosen.)
         let p = Profile::parse(text, "p").unwrap();
@@ -542,14 +584,8 @@ allreduce hypercube 4 4 f64 0 0.5
         );
         s.failed(Allreduce::RecursiveDoubling.into());
         s.failed(Allreduce::Rabenseifner.into());
-        assert_eq!(
-            s.choose(Collective::Allreduce, "f64", 8, true, true),
-            Some(Allreduce::Shared.into())
-        );
-        assert_eq!(
-            s.choose(Collective::Allreduce, "f64", 8, true, false),
-            Some(Allreduce::Shared.into()),
-        );
+        // Shared memory does not reach another host: nothing is left.
+        assert_eq!(s.choose(Collective::Allreduce, "f64", 8, true, true), None);
         let q = Profile::parse(
             "onesided-profile 1\nalltoall onesided 4 2 bytes 8 0.1\n",
             "q",
@@ -640,8 +676,8 @@ allreduce hypercube 4 4 f64 0 0.5
     #[test]
     fn observations_change_the_choices_only_when_agreed() {
         let text = "onesided-profile 1
-allreduce ring 4 4 f64 8 1.0
-allreduce recursive_doubling 4 4 f64 8 2.0
+allreduce ring 4 2 f64 8 1.0
+allreduce recursive_doubling 4 2 f64 8 2.0
 ";
         let p = Profile::parse(text, "p").unwrap();
         let faults: HashSet<Algorithm> = [Allreduce::Rabenseifner.into()].into();

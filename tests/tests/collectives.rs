@@ -88,18 +88,21 @@ fn every_algorithm_is_right_over_the_fabric() {
 fn a_profile_picks_the_other_algorithms() {
     let _serial = serial();
     let file = std::env::temp_dir().join(format!("onesided-force-{}.profile", std::process::id()));
-    std::fs::write(
-        &file,
-        "onesided-profile 1
-bcast linear 4 4 bytes 8 0.1
-reduce linear 4 4 i64 8 0.1
-allreduce ring 4 4 i64 8 0.1
-allgather bruck 4 4 bytes 8 0.1
-alltoall pairwise 4 4 bytes 8 0.1
-reduce_scatter ring 4 4 i64 8 0.1
-",
-    )
-    .unwrap();
+    // Entries for the two geometries the jobs run at (a profile applies
+    // where it measured; elsewhere the cost model chooses).
+    let mut text = String::from("onesided-profile 1\n");
+    for n in [4, 3] {
+        text += &format!(
+            "bcast linear {n} {n} bytes 8 0.1
+reduce linear {n} {n} i64 8 0.1
+allreduce ring {n} {n} i64 8 0.1
+allgather bruck {n} {n} bytes 8 0.1
+alltoall pairwise {n} {n} bytes 8 0.1
+reduce_scatter ring {n} {n} i64 8 0.1
+"
+        );
+    }
+    std::fs::write(&file, text).unwrap();
     let path = file.to_string_lossy().into_owned();
     for (provider, n) in [("shm", 4), ("tcp", 3)] {
         let out = expect_ok(n, provider, &[("ONESIDED_PROFILE", &path)]);
