@@ -252,8 +252,11 @@ algorithms! {
     Alltoall {
         /// One exchange partner a round.
         Pairwise = "pairwise",
-        /// Everything posted at once.
+        /// Everything posted at once (in windows of 32 peers each way).
         Linear = "linear",
+        /// Bruck's: ceil(log2 n) rounds of about half the blocks, packed
+        /// (every block the same size; an alltoallv goes pairwise).
+        Bruck = "bruck",
         /// RMA get from windows over copies of the inputs (blocking only).
         OneSided = "onesided",
         /// Through shared memory.
@@ -265,6 +268,8 @@ algorithms! {
         Pairwise = "pairwise",
         /// Around a ring (commutative only).
         Ring = "ring",
+        /// Recursive halving: ceil(log2 n) + 1 rounds (commutative only).
+        RecursiveHalving = "recursive_halving",
         /// Through shared memory.
         Shared = "shared",
     }

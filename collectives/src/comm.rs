@@ -1000,6 +1000,10 @@ impl Comm {
                 Alltoall::Pairwise => {
                     Plan::Schedule(alg::alltoallv_pairwise(n as u32, me, sends, recvs))
                 }
+                Alltoall::Bruck => match uniform(sends, recvs) {
+                    Some(count) => Plan::Schedule(alg::alltoall_bruck(n as u32, me, count)),
+                    None => Plan::Schedule(alg::alltoallv_pairwise(n as u32, me, sends, recvs)),
+                },
             }
         };
         self.prepare(Checked::new(number, shape, build, None), (input, output))
@@ -1152,6 +1156,9 @@ impl Comm {
                     counts: counts.to_vec(),
                 }),
                 ReduceScatter::Ring => Plan::Schedule(alg::reduce_scatter_ring(n, me, counts)),
+                ReduceScatter::RecursiveHalving => {
+                    Plan::Schedule(alg::reduce_scatter_halving(n, me, counts))
+                }
                 ReduceScatter::Pairwise => {
                     Plan::Schedule(alg::reduce_scatter_pairwise(n, me, counts))
                 }
@@ -1213,6 +1220,17 @@ enum Plan {
         /// Elements from each rank.
         recvs: Vec<usize>,
     },
+}
+
+/// The one count of an alltoall whose every block, sent and received,
+/// has it; `None` for an alltoallv's counts.
+fn uniform(sends: &[usize], recvs: &[usize]) -> Option<usize> {
+    let first = *sends.first()?;
+    sends
+        .iter()
+        .chain(recvs)
+        .all(|&c| c == first)
+        .then_some(first)
 }
 
 /// The sum of `counts`.

@@ -20,6 +20,7 @@ use crate::algorithm::{
     Scatter,
 };
 use crate::profile::Entry;
+use crate::schedule::algorithms::LINEAR_WINDOW;
 
 /// The model's parameters, in microseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -153,12 +154,23 @@ pub fn cost(algorithm: Algorithm, p: u32, n: u64) -> Option<Cost> {
         Algorithm::Allgather(Allgather::Bruck) => c(l, others * nf, 0.0, 0.0),
         Algorithm::Allgather(Allgather::Ring) => c(others, others * nf, 0.0, 0.0),
         Algorithm::Alltoall(Alltoall::Pairwise) => c(others, others * nf, 0.0, 0.0),
-        Algorithm::Alltoall(Alltoall::Linear | Alltoall::OneSided) => {
+        Algorithm::Alltoall(Alltoall::Linear) => {
+            let rounds = (others / f64::from(LINEAR_WINDOW)).ceil().max(1.0);
+            c(rounds, others * nf, 0.0, 2.0 * (others - rounds).max(0.0))
+        }
+        Algorithm::Alltoall(Alltoall::OneSided) => {
             c(1.0, others * nf, 0.0, 2.0 * (others - 1.0).max(0.0))
         }
+        Algorithm::Alltoall(Alltoall::Bruck) => c(l, l * (pf / 2.0).ceil() * nf, 0.0, 0.0),
         Algorithm::ReduceScatter(ReduceScatter::Pairwise | ReduceScatter::Ring) => {
             c(others, others * nf, others * nf, 0.0)
         }
+        Algorithm::ReduceScatter(ReduceScatter::RecursiveHalving) => c(
+            l2 + 2.0 * f,
+            (p2 - 1.0) / p2 * pf * nf + f * pf * nf + f * nf,
+            (p2 - 1.0) / p2 * pf * nf + f * pf * nf,
+            0.0,
+        ),
         Algorithm::Barrier(Barrier::Shared)
         | Algorithm::Bcast(Bcast::Shared)
         | Algorithm::Reduce(Reduce::Shared)

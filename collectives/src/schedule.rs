@@ -113,6 +113,21 @@ impl Schedule {
         self.rounds[round].push(action);
     }
 
+    /// Appends a message of data to round `round`, unless it holds no
+    /// element: both sides know every block's length, so neither posts
+    /// one (an alltoallv or allgatherv with empty blocks sends nothing for
+    /// them). Messages that synchronize (a barrier's) go by [`Schedule::push`].
+    pub fn push_data(&mut self, round: usize, action: Action) {
+        let empty = match &action {
+            Action::Send { data, .. } => data.len == 0,
+            Action::Recv { into, .. } | Action::RecvReduce { into, .. } => into.len == 0,
+            _ => false,
+        };
+        if !empty {
+            self.push(round, action);
+        }
+    }
+
     /// Every send and receive, with its round: (round, peer, elements,
     /// sending).
     pub fn messages(&self) -> impl Iterator<Item = (usize, u32, usize, bool)> + '_ {

@@ -69,7 +69,7 @@ pub fn reorders(algorithm: Algorithm) -> bool {
         algorithm,
         Algorithm::Allreduce(Allreduce::Ring | Allreduce::Rabenseifner)
             | Algorithm::Reduce(Reduce::ReduceScatterGather)
-            | Algorithm::ReduceScatter(ReduceScatter::Ring)
+            | Algorithm::ReduceScatter(ReduceScatter::Ring | ReduceScatter::RecursiveHalving)
     )
 }
 

@@ -412,11 +412,11 @@ fn ring_reduce_scatter(
 ) {
     let blk = |i: u32| Slice::new(acc, blocks[i as usize].0, blocks[i as usize].1);
     for k in 0..n.saturating_sub(1) {
-        s.push(
+        s.push_data(
             first + k as usize,
             send((me + 1) % n, blk((me + 2 * n - k - 1) % n)),
         );
-        s.push(
+        s.push_data(
             first + k as usize,
             recv_reduce((me + n - 1) % n, blk((me + 2 * n - k - 2) % n), false),
         );
@@ -428,11 +428,11 @@ fn ring_reduce_scatter(
 fn ring_allgather(s: &mut Schedule, n: u32, me: u32, first: usize, blocks: &[(usize, usize)]) {
     let blk = |i: u32| out(blocks[i as usize].0, blocks[i as usize].1);
     for k in 0..n.saturating_sub(1) {
-        s.push(
+        s.push_data(
             first + k as usize,
             send((me + 1) % n, blk((me + n - k) % n)),
         );
-        s.push(
+        s.push_data(
             first + k as usize,
             recv((me + n - 1) % n, blk((me + 2 * n - k - 1) % n)),
         );
@@ -457,7 +457,7 @@ pub fn gatherv_linear(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule 
     let mut s = Schedule::with_rounds(1);
     let mine = counts[me as usize];
     if me != root {
-        s.push(0, send(root, input(0, mine)));
+        s.push_data(0, send(root, input(0, mine)));
         return s;
     }
     for r in 0..n as usize {
@@ -465,7 +465,7 @@ pub fn gatherv_linear(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule 
         if r as u32 == root {
             s.push(0, copy(input(0, mine), into));
         } else {
-            s.push(0, recv(r as u32, into));
+            s.push_data(0, recv(r as u32, into));
         }
     }
     s
@@ -477,7 +477,7 @@ pub fn scatterv_linear(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule
     let mut s = Schedule::with_rounds(1);
     let mine = counts[me as usize];
     if me != root {
-        s.push(0, recv(root, out(0, mine)));
+        s.push_data(0, recv(root, out(0, mine)));
         return s;
     }
     for r in 0..n as usize {
@@ -485,7 +485,7 @@ pub fn scatterv_linear(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule
         if r as u32 == root {
             s.push(0, copy(from, out(0, mine)));
         } else {
-            s.push(0, send(r as u32, from));
+            s.push_data(0, send(r as u32, from));
         }
     }
     s
@@ -581,7 +581,7 @@ pub fn gatherv_binomial(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedul
     for k in 0..parent.unwrap_or(rounds) {
         let step = 1u32 << k;
         if rel + step < end {
-            s.push(
+            s.push_data(
                 k,
                 recv(
                     real(rel + step),
@@ -591,7 +591,7 @@ pub fn gatherv_binomial(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedul
         }
     }
     if let Some(k) = parent {
-        s.push(k, send(real(rel - (1 << k)), span(rel, end)));
+        s.push_data(k, send(real(rel - (1 << k)), span(rel, end)));
     } else {
         for r in 0..n {
             let o = real(r) as usize;
@@ -626,12 +626,12 @@ pub fn scatterv_binomial(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedu
         }
     }
     if let Some(k) = parent {
-        s.push(round_of(k), recv(real(rel - (1 << k)), span(rel, end)));
+        s.push_data(round_of(k), recv(real(rel - (1 << k)), span(rel, end)));
     }
     for k in (0..parent.unwrap_or(rounds)).rev() {
         let step = 1u32 << k;
         if rel + step < end {
-            s.push(
+            s.push_data(
                 round_of(k),
                 send(
                     real(rel + step),
@@ -674,11 +674,11 @@ pub fn allgatherv_recursive_doubling(n: u32, me: u32, counts: &[usize]) -> Sched
     if me < 2 * f.rem {
         let total = out(0, counts.iter().sum());
         if me.is_multiple_of(2) {
-            s.push(0, send(me + 1, out(d[me as usize], mine)));
-            s.push(rounds + 1, recv(me + 1, total));
+            s.push_data(0, send(me + 1, out(d[me as usize], mine)));
+            s.push_data(rounds + 1, recv(me + 1, total));
         } else {
-            s.push(0, recv(me - 1, range((me - 1, me - 1))));
-            s.push(rounds + 1, send(me - 1, total));
+            s.push_data(0, recv(me - 1, range((me - 1, me - 1))));
+            s.push_data(rounds + 1, send(me - 1, total));
         }
     }
     if let Some(new) = f.new_rank(me) {
@@ -688,8 +688,8 @@ pub fn allgatherv_recursive_doubling(n: u32, me: u32, counts: &[usize]) -> Sched
             let partner = new ^ size;
             let pbase = partner & !(size - 1);
             let span = |b: u32| (f.covers(b).0, f.covers(b + size - 1).1);
-            s.push(k + 1, send(f.real(partner), range(span(base))));
-            s.push(k + 1, recv(f.real(partner), range(span(pbase))));
+            s.push_data(k + 1, send(f.real(partner), range(span(base))));
+            s.push_data(k + 1, recv(f.real(partner), range(span(pbase))));
         }
     }
     s
@@ -723,7 +723,7 @@ pub fn allgatherv_bruck(n: u32, me: u32, counts: &[usize]) -> Schedule {
     for k in 0..rounds {
         let step = 1u32 << k;
         let blocks = step.min(n - step);
-        s.push(
+        s.push_data(
             k,
             send((me + n - step) % n, scratch(0, at[blocks as usize])),
         );
@@ -731,7 +731,7 @@ pub fn allgatherv_bruck(n: u32, me: u32, counts: &[usize]) -> Schedule {
             at[step as usize],
             at[(step + blocks) as usize] - at[step as usize],
         );
-        s.push(k, recv((me + step) % n, into));
+        s.push_data(k, recv((me + step) % n, into));
     }
     for j in 0..n {
         let o = owner(j);
@@ -753,21 +753,31 @@ pub fn alltoallv_pairwise(n: u32, me: u32, sends: &[usize], recvs: &[usize]) -> 
     s.push(0, copy(input(sd[m], sends[m]), out(rd[m], recvs[m])));
     for k in 1..n {
         let (to, from) = (((me + k) % n) as usize, ((me + n - k) % n) as usize);
-        s.push(k as usize, send(to as u32, input(sd[to], sends[to])));
-        s.push(k as usize, recv(from as u32, out(rd[from], recvs[from])));
+        s.push_data(k as usize, send(to as u32, input(sd[to], sends[to])));
+        s.push_data(k as usize, recv(from as u32, out(rd[from], recvs[from])));
     }
     s
 }
 
-/// Alltoall(v), linear: every message in one round.
+/// Messages a linear alltoall(v) has out at once, each way (MPICH's
+/// throttle, `MPIR_CVAR_ALLTOALL_THROTTLE`, is 32 as well): more would
+/// post 2 (p - 1) operations at once, beyond what a provider's queues
+/// take at thousands of ranks.
+pub const LINEAR_WINDOW: u32 = 32;
+
+/// Alltoall(v), linear: every message posted at once, in rounds of at
+/// most [`LINEAR_WINDOW`] peers each way (distances 1 to 32, then 33 to
+/// 64, ...): one round up to 33 ranks, ceil((n - 1) / 32) beyond.
 pub fn alltoallv_linear(n: u32, me: u32, sends: &[usize], recvs: &[usize]) -> Schedule {
     let (sd, rd) = (displacements(sends), displacements(recvs));
     let m = me as usize;
     let mut s = Schedule::with_rounds(1);
     s.push(0, copy(input(sd[m], sends[m]), out(rd[m], recvs[m])));
-    for r in (0..n as usize).filter(|&r| r != m) {
-        s.push(0, send(r as u32, input(sd[r], sends[r])));
-        s.push(0, recv(r as u32, out(rd[r], recvs[r])));
+    for k in 1..n {
+        let round = ((k - 1) / LINEAR_WINDOW) as usize;
+        let (to, from) = (((me + k) % n) as usize, ((me + n - k) % n) as usize);
+        s.push_data(round, send(to as u32, input(sd[to], sends[to])));
+        s.push_data(round, recv(from as u32, out(rd[from], recvs[from])));
     }
     s
 }
@@ -784,8 +794,8 @@ pub fn reduce_scatter_pairwise(n: u32, me: u32, counts: &[usize]) -> Schedule {
     s.push(0, copy(input(d[m], c), scratch(m * c, c)));
     for k in 1..n {
         let (to, from) = (((me + k) % n) as usize, ((me + n - k) % n) as usize);
-        s.push(k as usize, send(to as u32, input(d[to], counts[to])));
-        s.push(k as usize, recv(from as u32, scratch(from * c, c)));
+        s.push_data(k as usize, send(to as u32, input(d[to], counts[to])));
+        s.push_data(k as usize, recv(from as u32, scratch(from * c, c)));
     }
     let last = n as usize;
     s.push(last, copy(scratch(0, c), out(0, c)));
@@ -813,6 +823,114 @@ pub fn reduce_scatter_ring(n: u32, me: u32, counts: &[usize]) -> Schedule {
     ring_reduce_scatter(&mut s, n, me, 1, Buf::Scratch, &blocks);
     let (at, c) = blocks[me as usize];
     s.push(n as usize, copy(scratch(at, c), out(0, c)));
+    s
+}
+
+/// Reduce-scatter, recursive halving (any `n`, uneven blocks): a fold
+/// round, log2 p rounds each halving the blocks a rank is responsible for
+/// (sending the other half to its partner, combining the half it keeps),
+/// then a round handing the folded ranks their blocks: ceil(log2 n) + 1
+/// rounds, (n - 1) blocks moved. *Commutative only.*
+pub fn reduce_scatter_halving(n: u32, me: u32, counts: &[usize]) -> Schedule {
+    let d = displacements(counts);
+    let total: usize = counts.iter().sum();
+    let f = Fold::new(n);
+    let levels = f.p.trailing_zeros() as usize;
+    let mut s = Schedule::with_rounds(levels + 2);
+    s.scratch = total;
+    let all = scratch(0, total);
+    s.push(0, copy(input(0, total), all));
+    f.fold(&mut s, me, all, None);
+    let last = levels + 1;
+    let mine = (d[me as usize], counts[me as usize]);
+    let Some(new) = f.new_rank(me) else {
+        // Folded into me + 1, which hands back this rank's block.
+        s.push_data(last, recv(me + 1, out(0, mine.1)));
+        return s;
+    };
+    // New ranks lo..hi cover original ranks covers(lo).0 ..= covers(hi - 1).1.
+    let blocks = |lo: u32, hi: u32| {
+        let (first, end) = (f.covers(lo).0 as usize, f.covers(hi - 1).1 as usize);
+        scratch(d[first], d[end] + counts[end] - d[first])
+    };
+    let blocks = |lo: u32, hi: u32| match lo < hi {
+        true => blocks(lo, hi),
+        false => scratch(0, 0),
+    };
+    f.recursive_halving(&mut s, new, &blocks);
+    s.push(last, copy(scratch(mine.0, mine.1), out(0, mine.1)));
+    let (first, _) = f.covers(new);
+    if first != me {
+        // The folded rank's block, reduced here.
+        let theirs = (d[first as usize], counts[first as usize]);
+        s.push_data(last, send(first, scratch(theirs.0, theirs.1)));
+    }
+    s
+}
+
+/// Alltoall, Bruck (every block `count` elements): the blocks rotated so
+/// that block `i` goes `i` ranks on, then in round k every block whose
+/// distance has bit k set goes 2^k ranks on, packed into one message;
+/// then put in rank order. ceil(log2 n) rounds of about n / 2 blocks each
+/// (latency-bound: for small blocks at many ranks).
+pub fn alltoall_bruck(n: u32, me: u32, count: usize) -> Schedule {
+    let rounds = log2_ceil(n);
+    // Scratch: the n rotated blocks, then a pack and an unpack area of
+    // half of them (rounded up).
+    let half = n.div_ceil(2) as usize;
+    let (pack, unpack) = (n as usize * count, (n as usize + half) * count);
+    let mut s = Schedule::with_rounds(rounds + 1);
+    s.scratch = (n as usize + 2 * half) * count;
+    for i in 0..n as usize {
+        let from = (i + me as usize) % n as usize;
+        s.push(
+            0,
+            copy(input(from * count, count), scratch(i * count, count)),
+        );
+    }
+    let moving = |k: usize| (0..n as usize).filter(move |i| i & (1 << k) != 0);
+    for k in 0..rounds {
+        if k > 0 {
+            for (j, i) in moving(k - 1).enumerate() {
+                s.push(
+                    k,
+                    copy(
+                        scratch(unpack + j * count, count),
+                        scratch(i * count, count),
+                    ),
+                );
+            }
+        }
+        let m = moving(k).count() * count;
+        for (j, i) in moving(k).enumerate() {
+            s.push(
+                k,
+                copy(scratch(i * count, count), scratch(pack + j * count, count)),
+            );
+        }
+        let step = 1u32 << k;
+        s.push_data(k, send((me + step) % n, scratch(pack, m)));
+        s.push_data(k, recv((me + n - step) % n, scratch(unpack, m)));
+    }
+    if rounds > 0 {
+        for (j, i) in moving(rounds - 1).enumerate() {
+            s.push(
+                rounds,
+                copy(
+                    scratch(unpack + j * count, count),
+                    scratch(i * count, count),
+                ),
+            );
+        }
+    }
+    // Block i came from rank me - i.
+    for i in 0..n as usize {
+        let from = (me as usize + n as usize - i) % n as usize;
+        s.push(
+            rounds,
+            copy(scratch(i * count, count), out(from * count, count)),
+        );
+    }
     s
 }
 
@@ -904,7 +1022,7 @@ mod tests {
     #[test]
     fn barrier_and_bcasts() {
         let mut rng = Lcg(1);
-        for n in 1..=7u32 {
+        for n in 1..=9u32 {
             let none = Op::SUM;
             run(
                 n,
@@ -948,7 +1066,7 @@ mod tests {
     #[test]
     fn reductions_match_the_serial_reference() {
         let mut rng = Lcg(2);
-        for n in 1..=7u32 {
+        for n in 1..=9u32 {
             for (op, commutative) in ops() {
                 let count = 4 * rng.next(9) as usize; // whole matrices, zero included
                 let inputs: Vec<Vec<i64>> = (0..n).map(|_| data(&mut rng, count)).collect();
@@ -1002,6 +1120,7 @@ mod tests {
                 let mut algs: Vec<CountsAlg> = vec![reduce_scatter_pairwise];
                 if commutative {
                     algs.push(reduce_scatter_ring);
+                    algs.push(reduce_scatter_halving);
                 }
                 for alg in algs {
                     let got = run(n, &counts, inputs.clone(), &op, |me| alg(n, me, &counts));
@@ -1021,7 +1140,7 @@ mod tests {
     fn gathers_scatters_allgathers_and_alltoalls_move_every_block() {
         let mut rng = Lcg(3);
         let none = Op::SUM;
-        for n in 1..=7u32 {
+        for n in 1..=9u32 {
             let counts: Vec<usize> = (0..n).map(|_| rng.next(5) as usize).collect();
             let total: usize = counts.iter().sum();
             let inputs: Vec<Vec<i64>> = counts.iter().map(|&c| data(&mut rng, c)).collect();
@@ -1067,6 +1186,22 @@ mod tests {
                 .iter()
                 .map(|row| data(&mut rng, row.iter().sum()))
                 .collect();
+            // Bruck: every block the same length.
+            let c = rng.next(3) as usize;
+            let ins: Vec<Vec<i64>> = (0..n).map(|_| data(&mut rng, c * n as usize)).collect();
+            let got = run(
+                n,
+                &vec![c * n as usize; n as usize],
+                ins.clone(),
+                &none,
+                |me| alltoall_bruck(n, me, c),
+            );
+            for b in 0..n as usize {
+                let want: Vec<i64> = (0..n as usize)
+                    .flat_map(|a| ins[a][b * c..(b + 1) * c].to_vec())
+                    .collect();
+                assert_eq!(got[b], want, "alltoall bruck n {n} rank {b}");
+            }
             let algs: [MatrixAlg; 2] = [alltoallv_pairwise, alltoallv_linear];
             for alg in algs {
                 let outs: Vec<usize> = (0..n as usize).map(|b| recvs(b).iter().sum()).collect();
@@ -1087,6 +1222,48 @@ mod tests {
     }
 
     #[test]
+    fn empty_blocks_send_nothing_and_linear_posting_is_windowed() {
+        // An alltoallv with blocks for the two neighbours only.
+        let n = 64u32;
+        for me in 0..n {
+            let mut sends = vec![0; n as usize];
+            sends[((me + 1) % n) as usize] = 3;
+            sends[((me + n - 1) % n) as usize] = 3;
+            let algs: [MatrixAlg; 2] = [alltoallv_pairwise, alltoallv_linear];
+            for alg in algs {
+                let sent = alg(n, me, &sends, &sends)
+                    .messages()
+                    .filter(|m| m.3)
+                    .count();
+                assert_eq!(sent, 2, "rank {me}");
+            }
+        }
+        // 99 peers: four rounds of at most 32 each way, every block moved.
+        let n = 100u32;
+        let s = alltoallv_linear(n, 5, &vec![1; 100], &vec![1; 100]);
+        assert_eq!(s.rounds.len(), 4);
+        for round in &s.rounds {
+            let sends = round.iter().filter(|a| matches!(a, Action::Send { .. }));
+            assert!(sends.count() <= LINEAR_WINDOW as usize);
+        }
+        let ins: Vec<Vec<i64>> = (0..n)
+            .map(|r| (0..i64::from(n)).map(|i| i64::from(r) * 1000 + i).collect())
+            .collect();
+        let ones = vec![1; n as usize];
+        let got = run(
+            n,
+            &ones.iter().map(|_| n as usize).collect::<Vec<_>>(),
+            ins,
+            &Op::SUM,
+            |me| alltoallv_linear(n, me, &ones, &ones),
+        );
+        for (b, g) in got.iter().enumerate() {
+            let want: Vec<i64> = (0..i64::from(n)).map(|a| a * 1000 + b as i64).collect();
+            assert_eq!(*g, want, "rank {b}");
+        }
+    }
+
+    #[test]
     fn rounds_are_logarithmic_where_promised() {
         for n in [2u32, 5, 8, 13] {
             let l = log2_ceil(n);
@@ -1094,6 +1271,13 @@ mod tests {
             assert!(bcast_binomial(n, 0, 0, 8).rounds.len() <= l);
             assert!(allgatherv_bruck(n, 1, &vec![1; n as usize]).rounds.len() <= l + 1);
             assert!(allreduce_recursive_doubling(n, 1, 8).rounds.len() <= l + 2);
+            assert!(alltoall_bruck(n, 1, 2).rounds.len() <= l + 1);
+            assert!(
+                reduce_scatter_halving(n, 1, &vec![2; n as usize])
+                    .rounds
+                    .len()
+                    <= l + 2
+            );
         }
         assert_eq!(block(10, 3, 0), (0, 4));
         assert_eq!(block(10, 3, 2), (7, 3));
