@@ -191,6 +191,9 @@ algorithms! {
         Binomial = "binomial",
         /// Scatter, then ring allgather (large messages, many ranks).
         ScatterAllgather = "scatter_allgather",
+        /// Binomial scatter, then recursive-doubling allgather: about
+        /// 2 log2 n rounds (large messages at any count).
+        ScatterDoubling = "scatter_doubling",
         /// The root sends to every rank.
         Linear = "linear",
         /// Through shared memory.

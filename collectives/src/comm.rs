@@ -613,6 +613,9 @@ impl Comm {
             Bcast::ScatterAllgather => {
                 Plan::Schedule(alg::bcast_scatter_allgather(n, me, root, count))
             }
+            Bcast::ScatterDoubling => {
+                Plan::Schedule(alg::bcast_scatter_doubling(n, me, root, count))
+            }
             Bcast::Binomial => Plan::Schedule(alg::bcast_binomial(n, me, root, count)),
         };
         Ok(Checked::new(number, shape, build, None))

@@ -122,6 +122,9 @@ pub fn cost(algorithm: Algorithm, p: u32, n: u64) -> Option<Cost> {
         Algorithm::Bcast(Bcast::ScatterAllgather) => {
             c(pf, 2.0 * part, 0.0, (others - 1.0).max(0.0))
         }
+        Algorithm::Bcast(Bcast::ScatterDoubling) => {
+            c(l + l2 + 2.0 * f, 2.0 * part + f * nf, 0.0, 0.0)
+        }
         Algorithm::Reduce(Reduce::Binomial) => c(l, l * nf, l * nf, 0.0),
         Algorithm::Reduce(Reduce::ReduceScatterGather) => c(
             l2 + f + 1.0,

@@ -127,6 +127,77 @@ pub fn bcast_scatter_allgather(n: u32, me: u32, root: u32, count: usize) -> Sche
     s
 }
 
+/// Bcast, binomial scatter then recursive-doubling allgather (MPICH's
+/// for medium and large messages): each rank gets its block down the
+/// tree (ceil(log2 n) rounds, the root's count (n-1)/n elements out), then
+/// the blocks are gathered everywhere by doubling (log2 p rounds, and a
+/// fold and unfold when n is not a power of two): about 2 log2 n rounds
+/// moving 2 count (n-1)/n elements, where the ring takes n rounds.
+pub fn bcast_scatter_doubling(n: u32, me: u32, root: u32, count: usize) -> Schedule {
+    let counts: Vec<usize> = (0..n).map(|i| block(count, n, i).1).collect();
+    let d = displacements(&counts);
+    let at = d[me as usize];
+    // The scatter reads the root's blocks where the broadcast's data
+    // is, and leaves each rank's block in place.
+    let scatter = scatterv_binomial(n, me, root, &counts);
+    let mut s = Schedule::with_rounds(0);
+    let offset = scatter.rounds.len() - 1;
+    append(&mut s, 0, scatter, |x| match x.buf {
+        Buf::Input => out(x.at, x.len),
+        Buf::Output => out(at + x.at, x.len),
+        Buf::Scratch => x,
+    });
+    // Its last round's copy comes before the allgather's first sends.
+    let gather = allgatherv_recursive_doubling(n, me, &counts);
+    append(&mut s, offset, gather, |x| match x.buf {
+        Buf::Input => out(at + x.at, x.len),
+        _ => x,
+    });
+    s
+}
+
+/// Appends `part`'s rounds to `s` from round `at`, its slices moved by
+/// `remap`; a copy onto itself is left out. Scratch is shared: parts run
+/// one after the other.
+fn append(s: &mut Schedule, at: usize, part: Schedule, remap: impl Fn(Slice) -> Slice) {
+    s.scratch = s.scratch.max(part.scratch);
+    for (r, actions) in part.rounds.into_iter().enumerate() {
+        for a in actions {
+            let a = match a {
+                Action::Copy { from, to } => {
+                    let (from, to) = (remap(from), remap(to));
+                    if from == to {
+                        continue;
+                    }
+                    Action::Copy { from, to }
+                }
+                Action::Send { to, data } => Action::Send {
+                    to,
+                    data: remap(data),
+                },
+                Action::Recv { from, into } => Action::Recv {
+                    from,
+                    into: remap(into),
+                },
+                Action::RecvReduce {
+                    from,
+                    into,
+                    received_first,
+                } => Action::RecvReduce {
+                    from,
+                    into: remap(into),
+                    received_first,
+                },
+                Action::Reduce { from, into } => Action::Reduce {
+                    from: remap(from),
+                    into: remap(into),
+                },
+            };
+            s.push(at + r, a);
+        }
+    }
+}
+
 /// Reduce, binomial tree to `root`: ceil(log2 n) rounds. For a
 /// non-commutative operation the tree is rooted at rank 0 (whose subtrees
 /// are contiguous in rank order) and rank 0 forwards the result to `root`.
@@ -1034,12 +1105,13 @@ mod tests {
             for root in 0..n {
                 let count = rng.next(40) as usize;
                 let payload = data(&mut rng, count);
-                for alg in 0..3 {
+                for alg in 0..4 {
                     let schedules: Vec<Schedule> = (0..n)
                         .map(|me| match alg {
                             0 => bcast_binomial(n, me, root, count),
                             1 => bcast_linear(n, me, root, count),
-                            _ => bcast_scatter_allgather(n, me, root, count),
+                            2 => bcast_scatter_allgather(n, me, root, count),
+                            _ => bcast_scatter_doubling(n, me, root, count),
                         })
                         .collect();
                     let mut bufs: Vec<Buffers<i64>> = (0..n)
@@ -1272,6 +1344,7 @@ mod tests {
             assert!(allgatherv_bruck(n, 1, &vec![1; n as usize]).rounds.len() <= l + 1);
             assert!(allreduce_recursive_doubling(n, 1, 8).rounds.len() <= l + 2);
             assert!(alltoall_bruck(n, 1, 2).rounds.len() <= l + 1);
+            assert!(bcast_scatter_doubling(n, 1, 0, 64).rounds.len() <= 2 * l + 3);
             assert!(
                 reduce_scatter_halving(n, 1, &vec![2; n as usize])
                     .rounds
