@@ -23,7 +23,11 @@
 //! `scale-check` (of onesided-tests) and `benches/mpich/scale.c` at 2, 4,
 //! ... up to `--np` processes: messages, PMI requests and memory per rank
 //! and time of each operation whose cost in p the crates state, with the
-//! fitted growth; not part of `all` either. A side's failed run is run
+//! fitted growth; not part of `all` either. `onesided-model`
+//! (`src/bin/onesided-model.rs`, pure side in [`model`]) predicts the
+//! scale suite's messages and times and every collective's at p = 2 to
+//! 16384 beside MPICH's documented choices, on a network of a file
+//! (`models/hdr-infiniband.toml`), fitted to a profile, or built in. A side's failed run is run
 //! again, twice at most, and counted ([`retries`]). `sam` (`src/bin/sam.rs`, pure
 //! side in [`sam`]) is the malleability study's synthetic application:
 //! a Conjugate Gradient that reconfigures while it iterates;
@@ -49,6 +53,7 @@
 pub mod abi;
 pub mod driver;
 pub mod malleable;
+pub mod model;
 pub mod reduce;
 pub mod report;
 pub mod retries;

@@ -161,9 +161,9 @@ pub fn cost(algorithm: Algorithm, p: u32, n: u64) -> Option<Cost> {
             let rounds = (others / f64::from(LINEAR_WINDOW)).ceil().max(1.0);
             c(rounds, others * nf, 0.0, 2.0 * (others - rounds).max(0.0))
         }
-        Algorithm::Alltoall(Alltoall::OneSided) => {
-            c(1.0, others * nf, 0.0, 2.0 * (others - 1.0).max(0.0))
-        }
+        // A window, a pairwise exchange of where each block lies, the
+        // gets in one epoch, and the free's barrier.
+        Algorithm::Alltoall(Alltoall::OneSided) => c(others + 1.0 + l, others * nf, 0.0, others),
         Algorithm::Alltoall(Alltoall::Bruck) => c(l, l * (pf / 2.0).ceil() * nf, 0.0, 0.0),
         Algorithm::ReduceScatter(ReduceScatter::Pairwise | ReduceScatter::Ring) => {
             c(others, others * nf, others * nf, 0.0)

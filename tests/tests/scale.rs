@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use onesided_bench::model::{scale_messages, Count, SCALE_OPS};
 use onesided_tests::{serial, Osrun};
 
 /// ceil(log2 n).
@@ -65,7 +66,7 @@ fn lines_before(stdout: &str) -> HashMap<u64, u64> {
 fn protocols_send_what_they_state_in_p_at_32_ranks() {
     let _serial = serial();
     let mut memory = Vec::new();
-    for n in [2u32, 32] {
+    for n in [2u32, 8, 32] {
         let out = Osrun::new(n, "tcp", "scale-check")
             .host_per_rank(true)
             .env("ONESIDED_STATS", "1")
@@ -79,6 +80,19 @@ fn protocols_send_what_they_state_in_p_at_32_ranks() {
             assert_eq!(ranks, n as usize, "{op}: a line per rank\n{out}");
             max
         };
+        // Every operation the model counts (onesided-model), exactly
+        // where the design states an exact count, else within its bound.
+        for op in SCALE_OPS
+            .iter()
+            .filter(|op| !["join_init", "finalize_after_growth"].contains(op))
+        {
+            let want = scale_messages(op, n).expect("the model counts it");
+            let got = messages(op);
+            assert!(
+                want.admits(got),
+                "{op} at {n}: {got} messages, the model says {want:?}"
+            );
+        }
         // Start: the allgather's rounds; partners' keys only.
         assert_eq!(messages("init"), log, "init");
         assert!(
@@ -128,6 +142,7 @@ fn protocols_send_what_they_state_in_p_at_32_ranks() {
         // the new process tells the root only.
         assert!(messages("spawn_join_1") <= log + 1, "spawn at {n}\n{out}");
         assert_eq!(max_of(&lines, "join_init", "messages"), (1, 1), "join");
+        assert_eq!(scale_messages("join_init", n), Some(Count::Exact(1)));
         // finalize after the growth: ceil(log2 (p + 1)) notices each, the
         // counters at exit minus those before.
         let exit = out.stats();
@@ -136,12 +151,17 @@ fn protocols_send_what_they_state_in_p_at_32_ranks() {
             let before = (lines_before(&out.stdout).get(&(rank as u64)).copied())
                 .unwrap_or_else(|| panic!("rank {rank}: no counters before finalize\n{out}"));
             let sent = at_exit.get("messages") - before;
-            assert_eq!(sent, log2(n + 1), "finalize at rank {rank} of {}", n + 1);
+            let want = scale_messages("finalize_after_growth", n).expect("counted");
+            assert!(
+                want.admits(sent),
+                "finalize at rank {rank} of {}: {sent}",
+                n + 1
+            );
         }
     }
-    assert_eq!(
-        memory[0], memory[1],
-        "standing receives hold the same memory at 2 and 32"
+    assert!(
+        memory.iter().all(|&m| m == memory[0]),
+        "standing receives hold the same memory at 2, 8 and 32: {memory:?}"
     );
 }
 

@@ -8,6 +8,7 @@
 //! root's `Output`); `Output` receives the result. Counts are elements.
 //! Algorithms marked *commutative only* combine operands out of rank order.
 
+use crate::algorithm::Algorithm;
 use crate::schedule::{Action, Buf, Schedule, Slice};
 
 /// ceil(log2 n): rounds of the tree and doubling algorithms.
@@ -1003,6 +1004,53 @@ pub fn alltoall_bruck(n: u32, me: u32, count: usize) -> Schedule {
         );
     }
     s
+}
+
+/// The schedule of `algorithm` at rank `me` of `n` for a call of `count`
+/// elements (a rank's block for gather, scatter, allgather, alltoall and
+/// reduce_scatter, every block the same), root 0, a commutative
+/// operation: what a model counts messages and rounds by. `None` for the
+/// algorithms that are no schedule (shared memory, RMA).
+pub fn uniform(algorithm: Algorithm, n: u32, me: u32, count: usize) -> Option<Schedule> {
+    use crate::algorithm::{
+        Allgather, Allreduce, Alltoall, Barrier, Bcast, Gather, Reduce, ReduceScatter, Scatter,
+    };
+    let counts = vec![count; n as usize];
+    Some(match algorithm {
+        Algorithm::Barrier(Barrier::Dissemination) => barrier_dissemination(n, me),
+        Algorithm::Bcast(Bcast::Binomial) => bcast_binomial(n, me, 0, count),
+        Algorithm::Bcast(Bcast::Linear) => bcast_linear(n, me, 0, count),
+        Algorithm::Bcast(Bcast::ScatterAllgather) => bcast_scatter_allgather(n, me, 0, count),
+        Algorithm::Bcast(Bcast::ScatterDoubling) => bcast_scatter_doubling(n, me, 0, count),
+        Algorithm::Reduce(Reduce::Binomial) => reduce_binomial(n, me, 0, count, true),
+        Algorithm::Reduce(Reduce::ReduceScatterGather) => reduce_scatter_gather(n, me, 0, count),
+        Algorithm::Reduce(Reduce::Linear) => reduce_linear(n, me, 0, count),
+        Algorithm::Allreduce(Allreduce::RecursiveDoubling) => {
+            allreduce_recursive_doubling(n, me, count)
+        }
+        Algorithm::Allreduce(Allreduce::Rabenseifner) => allreduce_rabenseifner(n, me, count),
+        Algorithm::Allreduce(Allreduce::Ring) => allreduce_ring(n, me, count),
+        Algorithm::Gather(Gather::Binomial) => gatherv_binomial(n, me, 0, &counts),
+        Algorithm::Gather(Gather::Linear) => gatherv_linear(n, me, 0, &counts),
+        Algorithm::Scatter(Scatter::Binomial) => scatterv_binomial(n, me, 0, &counts),
+        Algorithm::Scatter(Scatter::Linear) => scatterv_linear(n, me, 0, &counts),
+        Algorithm::Allgather(Allgather::RecursiveDoubling) => {
+            allgatherv_recursive_doubling(n, me, &counts)
+        }
+        Algorithm::Allgather(Allgather::Bruck) => allgatherv_bruck(n, me, &counts),
+        Algorithm::Allgather(Allgather::Ring) => allgatherv_ring(n, me, &counts),
+        Algorithm::Alltoall(Alltoall::Pairwise) => alltoallv_pairwise(n, me, &counts, &counts),
+        Algorithm::Alltoall(Alltoall::Linear) => alltoallv_linear(n, me, &counts, &counts),
+        Algorithm::Alltoall(Alltoall::Bruck) => alltoall_bruck(n, me, count),
+        Algorithm::ReduceScatter(ReduceScatter::Pairwise) => {
+            reduce_scatter_pairwise(n, me, &counts)
+        }
+        Algorithm::ReduceScatter(ReduceScatter::Ring) => reduce_scatter_ring(n, me, &counts),
+        Algorithm::ReduceScatter(ReduceScatter::RecursiveHalving) => {
+            reduce_scatter_halving(n, me, &counts)
+        }
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
