@@ -4,7 +4,7 @@
 //! MPICH's documented choices cost on the same network. Pure.
 //!
 //! Messages come from the protocols' stated costs in p
-//! (`docs/design.md`, "Cost in p": [`scale_ops`], exact where the design
+//! (`docs/design.md`, "Cost in p": [`scale_messages`], exact where the design
 //! states them exactly, else a bound) and, for collectives, from the pure
 //! schedules themselves (the most any rank sends). Times come from the
 //! alpha-beta-gamma model of `onesided_collectives::cost` under a
@@ -15,9 +15,10 @@ use onesided_collectives::algorithm::{
     Allgather, Allreduce, Alltoall, Barrier, Bcast, Gather, Reduce, ReduceScatter, Scatter,
 };
 use onesided_collectives::cost::{self, Cost, Params};
+use onesided_collectives::profile::Entry;
 use onesided_collectives::schedule::algorithms;
 use onesided_collectives::select::default_algorithm;
-use onesided_collectives::{Algorithm, Collective};
+use onesided_collectives::{Algorithm, Collective, Profile};
 
 /// A network's parameters and where they come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -319,9 +320,90 @@ pub fn counts(max: u32) -> Vec<u32> {
         .collect()
 }
 
+/// One measured point of a profile beside the model: the fastest
+/// algorithm measured, the model's choice among those measured and what
+/// it measured, and the model's time for that choice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// The collective.
+    pub collective: Collective,
+    /// Bytes per rank.
+    pub bytes: u64,
+    /// The fastest measured, and its time.
+    pub best: (String, f64),
+    /// The model's choice, its measured time and its predicted time.
+    pub chosen: (Algorithm, f64, f64),
+}
+
+/// The model against `profile`'s points of one geometry (the first
+/// entry's; `f64` and `bytes` elements): at each point, which algorithm
+/// the model picks among those measured there under `params`, how it did
+/// against the fastest, and the predicted time against the measured one.
+pub fn check(profile: &Profile, params: &Params) -> Vec<Checked> {
+    let Some(first) = profile.entries().first() else {
+        return Vec::new();
+    };
+    let geometry = first.geometry;
+    let here: Vec<&Entry> = (profile.entries().iter())
+        .filter(|e| e.geometry == geometry && (e.element == "f64" || e.element == "bytes"))
+        .collect();
+    let mut keys: Vec<(Collective, u64)> = here.iter().map(|e| (e.collective, e.bytes)).collect();
+    keys.sort();
+    keys.dedup();
+    let p = geometry.ranks;
+    keys.into_iter()
+        .filter_map(|(c, bytes)| {
+            let points: Vec<&&Entry> = (here.iter())
+                .filter(|e| e.collective == c && e.bytes == bytes)
+                .collect();
+            let best = points.iter().min_by(|a, b| a.us.total_cmp(&b.us))?;
+            let measured = |a: Algorithm| {
+                points
+                    .iter()
+                    .find(|e| e.algorithm == a.name())
+                    .map(|e| e.us)
+            };
+            let candidates: Vec<Algorithm> = (points.iter())
+                .filter_map(|e| Algorithm::parse(c, &e.algorithm))
+                .filter(|a| !a.is_shared())
+                .collect();
+            let chosen = cost::cheapest(&candidates, p, bytes, params)?;
+            let predicted = cost::cost(chosen, p, bytes)?.time(params);
+            Some(Checked {
+                collective: c,
+                bytes,
+                best: (best.algorithm.clone(), best.us),
+                chosen: (chosen, measured(chosen)?, predicted),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checking_a_profile_names_the_measured_best_and_the_models_choice() {
+        let text = "onesided-profile 1
+allreduce recursive_doubling 4 1 f64 8 10.0
+allreduce ring 4 1 f64 8 30.0
+allreduce recursive_doubling 4 1 f64 1048576 900.0
+allreduce ring 4 1 f64 1048576 400.0
+bcast binomial 8 1 bytes 8 1.0
+";
+        let profile = Profile::parse(text, "p").unwrap();
+        let got = check(&profile, &Params::NETWORK);
+        assert_eq!(got.len(), 2, "the first entry's geometry only");
+        assert_eq!(got[0].best, ("recursive_doubling".to_string(), 10.0));
+        assert_eq!(got[0].chosen.0, Allreduce::RecursiveDoubling.into());
+        assert_eq!(got[0].chosen.1, 10.0);
+        assert_eq!(
+            got[1].chosen.0,
+            Allreduce::Ring.into(),
+            "the cheaper of the two measured"
+        );
+    }
 
     #[test]
     fn a_network_file_reads_as_parameters() {

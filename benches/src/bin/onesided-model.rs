@@ -1,4 +1,4 @@
-//! `onesided-model [--network FILE | --profile FILE] [--max-p N] [--at P,...] [--json FILE] [--plots DIR]`
+//! `onesided-model [--network FILE | --profile FILE] [--max-p N] [--at P,...] [--json FILE] [--plots DIR] [--check PROFILE]`
 //!
 //! Predicts, per process, the messages and time of every operation of
 //! `onesided-bench scale` and of every collective at 8 B, 64 KiB and
@@ -8,7 +8,8 @@
 //! parameters fitted to a profile of `onesided-tune --nolocal`
 //! (measured here), or the built-in ones. Prints the tables at the
 //! process counts of `--at` (1024 and 16384), writes every point as a JSON
-//! line and log-log plots against p.
+//! line and log-log plots against p. `--check PROFILE` sets the model
+//! against a profile's measurements at its geometry.
 
 #![forbid(unsafe_code)]
 
@@ -45,6 +46,11 @@ struct Args {
     /// Where the plots go.
     #[arg(long)]
     plots: Option<PathBuf>,
+    /// A profile to check the model against: at each of its points, the
+    /// model's choice beside the fastest measured, and its predicted time
+    /// beside the measured one.
+    #[arg(long)]
+    check: Option<PathBuf>,
 }
 
 fn network(args: &Args) -> Result<Network, String> {
@@ -169,6 +175,37 @@ fn run(args: &Args) -> Result<(), String> {
                 );
             }
         }
+    }
+    if let Some(file) = &args.check {
+        let name = file.display().to_string();
+        let text = std::fs::read_to_string(file).map_err(|e| format!("{name}: {e}"))?;
+        let profile = Profile::parse(&text, &name).map_err(|e| e.to_string())?;
+        let rows = model::check(&profile, &params);
+        println!("\n## The model against {name}\n");
+        println!("| collective | size | fastest measured | us | model's choice | measured us | of fastest | predicted us | predicted / measured |");
+        println!("|---|---|---|---|---|---|---|---|---|");
+        let (mut near, mut within2) = (0, 0);
+        for r in &rows {
+            let (of_best, ratio) = (r.chosen.1 / r.best.1, r.chosen.2 / r.chosen.1);
+            near += usize::from(of_best <= 1.1);
+            within2 += usize::from((0.5..=2.0).contains(&ratio));
+            println!(
+                "| {} | {} | {} | {:.1} | {} | {:.1} | {:.2}x | {:.1} | {:.2} |",
+                r.collective.name(),
+                size_label(r.bytes),
+                r.best.0,
+                r.best.1,
+                r.chosen.0.name(),
+                r.chosen.1,
+                of_best,
+                r.chosen.2,
+                ratio
+            );
+        }
+        println!(
+            "\nthe model's choice within 1.1x of the fastest at {near} of {} points; its time within 2x of the measured at {within2}",
+            rows.len()
+        );
     }
     if let Some(file) = &args.json {
         std::fs::write(file, json.join("\n") + "\n")
