@@ -130,6 +130,11 @@ pub fn scale_messages(op: &str, p: u32) -> Option<Count> {
         "ibarrier" => Count::Exact(l),
         "barrier" => most(chosen(Collective::Barrier, p, 0)),
         "allreduce_8" => most(chosen(Collective::Allreduce, p, 8)),
+        "bcast_8" => most(chosen(Collective::Bcast, p, 8)),
+        "allgather_8" => most(chosen(Collective::Allgather, p, 8)),
+        // Blocks for the two neighbours only (one at 2 ranks): pairwise,
+        // nothing sent for the empty ones.
+        "alltoallv_neighbours" => Count::Exact(u64::from(p.min(3) - 1)),
         // A ping a period (100 ms) to the ring successor.
         "reducer_idle_1s" => Count::AtMost(12),
         "spawn_join_1" => Count::AtMost(l + 1),
@@ -140,7 +145,7 @@ pub fn scale_messages(op: &str, p: u32) -> Option<Count> {
 }
 
 /// The operations of `onesided-bench scale` the model counts.
-pub const SCALE_OPS: [&str; 15] = [
+pub const SCALE_OPS: [&str; 18] = [
     "init",
     "window_create_free",
     "allocate_free",
@@ -152,6 +157,9 @@ pub const SCALE_OPS: [&str; 15] = [
     "ibarrier",
     "barrier",
     "allreduce_8",
+    "bcast_8",
+    "allgather_8",
+    "alltoallv_neighbours",
     "reducer_idle_1s",
     "spawn_join_1",
     "join_init",
@@ -186,6 +194,14 @@ pub fn scale_time(op: &str, p: u32, params: &Params) -> Option<(f64, Option<f64>
         "allreduce_8" => (
             ours(chosen(Collective::Allreduce, p, 8), 8),
             Some(mpich(Collective::Allreduce, 8)),
+        ),
+        "bcast_8" => (
+            ours(chosen(Collective::Bcast, p, 8), 8),
+            Some(mpich(Collective::Bcast, 8)),
+        ),
+        "allgather_8" => (
+            ours(chosen(Collective::Allgather, p, 8), 8),
+            Some(mpich(Collective::Allgather, 8)),
         ),
         "spawn_join_1" => (2.0 * l * a, None),
         "finalize_after_growth" => (

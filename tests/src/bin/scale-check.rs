@@ -245,6 +245,47 @@ fn main() {
             format!("sum {sum:?}")
         });
     });
+    measure(&world, "bcast_8", || {
+        let mut v = [if me == 0 { 42u64 } else { 0 }];
+        must(me, "bcast", comm.bcast(0, &mut v));
+        check(me, v == [42], || format!("bcast {v:?}"));
+    });
+    measure(&world, "allgather_8", || {
+        let mut all = vec![0u64; n as usize];
+        let ones = vec![1; n as usize];
+        must(
+            me,
+            "allgather",
+            comm.allgatherv(&[u64::from(me)], &mut all, &ones),
+        );
+        let right = all.iter().enumerate().all(|(r, v)| *v == r as u64);
+        check(me, right, || format!("allgather {all:?}"));
+    });
+    // An alltoallv whose blocks go to the two neighbours only: nothing is
+    // sent for the empty ones.
+    measure(&world, "alltoallv_neighbours", || {
+        let (left, right) = ((me + n - 1) % n, (me + 1) % n);
+        let mut counts = vec![0usize; n as usize];
+        counts[left as usize] = 1;
+        counts[right as usize] = 1;
+        let input: Vec<u64> = counts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(r, _)| u64::from(me) * 1000 + r as u64)
+            .collect();
+        let mut output = vec![0u64; input.len()];
+        must(
+            me,
+            "alltoallv",
+            comm.alltoallv(&input, &counts, &mut output, &counts),
+        );
+        let from: Vec<u64> = (0..n)
+            .filter(|r| counts[*r as usize] > 0)
+            .map(|r| u64::from(r) * 1000 + u64::from(me))
+            .collect();
+        check(me, output == from, || format!("alltoallv {output:?}"));
+    });
     // The reduction: one of 1 MiB of f64 to rank 0, then the reducer
     // idle for a second (its liveness traffic).
     let config = must(me, "config", Config::from_env());
