@@ -194,7 +194,7 @@ algorithms! {
         /// Binomial scatter, then recursive-doubling allgather: about
         /// 2 log2 n rounds (large messages at any count).
         ScatterDoubling = "scatter_doubling",
-        /// The root sends to every rank.
+        /// The root sends to every rank (32 a round).
         Linear = "linear",
         /// Through shared memory.
         Shared = "shared",
@@ -205,7 +205,7 @@ algorithms! {
         Binomial = "binomial",
         /// Reduce-scatter, then gather at the root (commutative only).
         ReduceScatterGather = "reduce_scatter_gather",
-        /// The root receives from every rank.
+        /// The root receives from every rank (32 a round).
         Linear = "linear",
         /// Through shared memory.
         Shared = "shared",
@@ -226,7 +226,7 @@ algorithms! {
     Gather {
         /// Along a binomial tree.
         Binomial = "binomial",
-        /// The root receives from every rank.
+        /// The root receives from every rank (32 a round).
         Linear = "linear",
         /// Through shared memory.
         Shared = "shared",
@@ -235,7 +235,7 @@ algorithms! {
     Scatter {
         /// Along a binomial tree.
         Binomial = "binomial",
-        /// The root sends to every rank.
+        /// The root sends to every rank (32 a round).
         Linear = "linear",
         /// Through shared memory.
         Shared = "shared",

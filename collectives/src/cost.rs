@@ -115,10 +115,14 @@ pub fn cost(algorithm: Algorithm, p: u32, n: u64) -> Option<Cost> {
         injections,
     };
     let others = pf - 1.0;
+    // Linear algorithms post at most LINEAR_WINDOW peers a round.
+    let windows = (others / f64::from(LINEAR_WINDOW)).ceil().max(1.0);
     Some(match algorithm {
         Algorithm::Barrier(Barrier::Dissemination) => c(l, 0.0, 0.0, 0.0),
         Algorithm::Bcast(Bcast::Binomial) => c(l, l * nf, 0.0, 0.0),
-        Algorithm::Bcast(Bcast::Linear) => c(1.0, others * nf, 0.0, (others - 1.0).max(0.0)),
+        Algorithm::Bcast(Bcast::Linear) => {
+            c(windows, others * nf, 0.0, (others - windows).max(0.0))
+        }
         Algorithm::Bcast(Bcast::ScatterAllgather) => {
             c(pf, 2.0 * part, 0.0, (others - 1.0).max(0.0))
         }
@@ -132,9 +136,12 @@ pub fn cost(algorithm: Algorithm, p: u32, n: u64) -> Option<Cost> {
             part2 + f * nf,
             (p2 - 2.0).max(0.0),
         ),
-        Algorithm::Reduce(Reduce::Linear) => {
-            c(1.0, others * nf, others * nf, (others - 1.0).max(0.0))
-        }
+        Algorithm::Reduce(Reduce::Linear) => c(
+            windows,
+            others * nf,
+            others * nf,
+            (others - windows).max(0.0),
+        ),
         Algorithm::Allreduce(Allreduce::RecursiveDoubling) => {
             c(l2 + 2.0 * f, (l2 + 2.0 * f) * nf, (l2 + f) * nf, 0.0)
         }
@@ -149,7 +156,7 @@ pub fn cost(algorithm: Algorithm, p: u32, n: u64) -> Option<Cost> {
             c(l, others * nf, 0.0, 0.0)
         }
         Algorithm::Gather(Gather::Linear) | Algorithm::Scatter(Scatter::Linear) => {
-            c(1.0, others * nf, 0.0, (others - 1.0).max(0.0))
+            c(windows, others * nf, 0.0, (others - windows).max(0.0))
         }
         Algorithm::Allgather(Allgather::RecursiveDoubling) => {
             c(l2 + 2.0 * f, others * nf + f * pf * nf, 0.0, 0.0)
@@ -158,8 +165,7 @@ pub fn cost(algorithm: Algorithm, p: u32, n: u64) -> Option<Cost> {
         Algorithm::Allgather(Allgather::Ring) => c(others, others * nf, 0.0, 0.0),
         Algorithm::Alltoall(Alltoall::Pairwise) => c(others, others * nf, 0.0, 0.0),
         Algorithm::Alltoall(Alltoall::Linear) => {
-            let rounds = (others / f64::from(LINEAR_WINDOW)).ceil().max(1.0);
-            c(rounds, others * nf, 0.0, 2.0 * (others - rounds).max(0.0))
+            c(windows, others * nf, 0.0, 2.0 * (others - windows).max(0.0))
         }
         // A window, a pairwise exchange of where each block lies, the
         // gets in one epoch, and the free's barrier.

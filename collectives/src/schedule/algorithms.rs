@@ -93,17 +93,26 @@ pub fn bcast_binomial(n: u32, me: u32, root: u32, count: usize) -> Schedule {
     s
 }
 
-/// Bcast, linear: the root sends to every other rank in one round.
+/// Bcast, linear: the root sends to every other rank, at most
+/// [`LINEAR_WINDOW`] a round (one round up to 33 ranks).
 pub fn bcast_linear(n: u32, me: u32, root: u32, count: usize) -> Schedule {
     let mut s = Schedule::with_rounds(1);
     for r in (0..n).filter(|&r| r != root) {
         if me == root {
-            s.push(0, send(r, out(0, count)));
+            s.push(window(root, r), send(r, out(0, count)));
         } else if me == r {
-            s.push(0, recv(root, out(0, count)));
+            s.push(window(root, r), recv(root, out(0, count)));
         }
     }
     s
+}
+
+/// The round of the root's message with rank `r` in a linear algorithm:
+/// at most [`LINEAR_WINDOW`] peers a round, in rank order (one round up
+/// to 33 ranks).
+fn window(root: u32, r: u32) -> usize {
+    let j = if r < root { r } else { r.saturating_sub(1) };
+    (j / LINEAR_WINDOW) as usize
 }
 
 /// Bcast, scatter then ring allgather: the root sends each rank its block,
@@ -287,25 +296,31 @@ pub fn reduce_scatter_gather(n: u32, me: u32, root: u32, count: usize) -> Schedu
 }
 
 /// Reduce, linear: every rank sends to `root`, which combines in rank
-/// order (any operation).
+/// order (any operation), at most [`LINEAR_WINDOW`] a round.
 pub fn reduce_linear(n: u32, me: u32, root: u32, count: usize) -> Schedule {
     let mut s = Schedule::with_rounds(1);
     if me != root {
-        s.push(0, send(root, input(0, count)));
+        s.push(window(root, me), send(root, input(0, count)));
         return s;
     }
+    // In rank order, round after round: the root's own operand in the
+    // round of the rank before it.
     for r in 0..n {
+        let round = match r == root {
+            true => window(root, r.saturating_sub(1)),
+            false => window(root, r),
+        };
         match (r, r == root) {
             (0, true) => s.push(0, copy(input(0, count), out(0, count))),
-            (0, false) => s.push(0, recv(0, out(0, count))),
+            (0, false) => s.push(round, recv(0, out(0, count))),
             (_, true) => s.push(
-                0,
+                round,
                 Action::Reduce {
                     from: input(0, count),
                     into: out(0, count),
                 },
             ),
-            (_, false) => s.push(0, recv_reduce(r, out(0, count), false)),
+            (_, false) => s.push(round, recv_reduce(r, out(0, count), false)),
         }
     }
     s
@@ -523,13 +538,14 @@ pub fn allreduce_ring(n: u32, me: u32, count: usize) -> Schedule {
 }
 
 /// Gather(v), linear: every rank sends its `counts[me]` elements to
-/// `root`, which lays them out in rank order.
+/// `root`, which lays them out in rank order, at most [`LINEAR_WINDOW`]
+/// a round.
 pub fn gatherv_linear(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule {
     let d = displacements(counts);
     let mut s = Schedule::with_rounds(1);
     let mine = counts[me as usize];
     if me != root {
-        s.push_data(0, send(root, input(0, mine)));
+        s.push_data(window(root, me), send(root, input(0, mine)));
         return s;
     }
     for r in 0..n as usize {
@@ -537,19 +553,20 @@ pub fn gatherv_linear(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule 
         if r as u32 == root {
             s.push(0, copy(input(0, mine), into));
         } else {
-            s.push_data(0, recv(r as u32, into));
+            s.push_data(window(root, r as u32), recv(r as u32, into));
         }
     }
     s
 }
 
-/// Scatter(v), linear: `root` sends each rank its `counts[r]` elements.
+/// Scatter(v), linear: `root` sends each rank its `counts[r]` elements,
+/// at most [`LINEAR_WINDOW`] a round.
 pub fn scatterv_linear(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule {
     let d = displacements(counts);
     let mut s = Schedule::with_rounds(1);
     let mine = counts[me as usize];
     if me != root {
-        s.push_data(0, recv(root, out(0, mine)));
+        s.push_data(window(root, me), recv(root, out(0, mine)));
         return s;
     }
     for r in 0..n as usize {
@@ -557,7 +574,7 @@ pub fn scatterv_linear(n: u32, me: u32, root: u32, counts: &[usize]) -> Schedule
         if r as u32 == root {
             s.push(0, copy(from, out(0, mine)));
         } else {
-            s.push_data(0, send(r as u32, from));
+            s.push_data(window(root, r as u32), send(r as u32, from));
         }
     }
     s
@@ -1357,6 +1374,37 @@ mod tests {
                     .count();
                 assert_eq!(sent, 2, "rank {me}");
             }
+        }
+        // Rooted linear algorithms: at most 32 peers a round at the root,
+        // and right at 70 ranks, whichever the root.
+        let n = 70u32;
+        for root in [0, 33, 69] {
+            let s = bcast_linear(n, root, root, 1);
+            assert_eq!(s.rounds.len(), 3);
+            assert!(s.rounds.iter().all(|r| r.len() <= LINEAR_WINDOW as usize));
+            let payload = vec![7i64];
+            let mut bufs: Vec<Buffers<i64>> = (0..n)
+                .map(|r| Buffers {
+                    input: vec![i64::from(r)],
+                    output: if r == root { payload.clone() } else { vec![0] },
+                    scratch: Vec::new(),
+                })
+                .collect();
+            let scheds: Vec<Schedule> = (0..n).map(|me| bcast_linear(n, me, root, 1)).collect();
+            simulate(&scheds, &mut bufs, &Op::SUM).unwrap();
+            assert!(bufs.iter().all(|b| b.output == payload));
+            let inputs: Vec<Vec<i64>> = (0..n).map(|r| vec![i64::from(r)]).collect();
+            let got = run(n, &vec![1; n as usize], inputs.clone(), &Op::SUM, |me| {
+                reduce_linear(n, me, root, 1)
+            });
+            assert_eq!(got[root as usize], vec![i64::from(n * (n - 1) / 2)]);
+            let ones = vec![1; n as usize];
+            let mut outs = vec![0; n as usize];
+            outs[root as usize] = n as usize;
+            let got = run(n, &outs, inputs.clone(), &Op::SUM, |me| {
+                gatherv_linear(n, me, root, &ones)
+            });
+            assert_eq!(got[root as usize], (0..i64::from(n)).collect::<Vec<_>>());
         }
         // 99 peers: four rounds of at most 32 each way, every block moved.
         let n = 100u32;
