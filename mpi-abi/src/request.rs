@@ -17,7 +17,7 @@ use crate::abi::{self, err, Handle, Status};
 use crate::errors::{finish, Fail};
 use crate::op::{DoubleInt, FloatInt, LongInt, ShortInt, TwoDouble, TwoInt, TwoReal};
 use crate::p2p::{self, Persistent, Received};
-use crate::tree::Tree;
+use crate::tree::{self, Tree};
 use crate::typemap::TypeMap;
 use crate::vcoll::Layout;
 use crate::{mpi, ptr, runtime};
@@ -111,8 +111,9 @@ enum Work {
     Receive(Option<u64>),
     /// A persistent operation, and what it does while active.
     Persistent(Persistent, Option<Box<Work>>),
-    /// A reduction by the program's operation on a derived datatype.
-    Tree(Box<Tree>),
+    /// A reduction by the program's operation on a derived datatype:
+    /// its number among those in flight (`tree.rs`).
+    Tree(u64),
 }
 
 /// Where a collective's output goes in the program's buffer.
@@ -164,9 +165,9 @@ impl Pending {
         }
     }
 
-    /// Reduction `tree` on `comm`.
+    /// Reduction `tree` on `comm`, started.
     pub(crate) fn tree(tree: Tree, comm: Handle) -> Pending {
-        let work = Work::Tree(Box::new(tree));
+        let work = Work::Tree(tree::start(tree));
         Pending { work, comm }
     }
 
@@ -259,6 +260,8 @@ impl Pending {
 
 /// Whether `work` is done (progress made).
 fn test_work(work: &mut Work) -> Result<bool, Fail> {
+    // Whatever is tested, the reductions in flight move on.
+    tree::advance_all();
     match work {
         Work::Collective { run, .. } => Ok(each!(run, r => r.test())?),
         Work::Send(id) => p2p::with(|e| {
@@ -270,7 +273,7 @@ fn test_work(work: &mut Work) -> Result<bool, Fail> {
             Ok(e.recv_is_done(*id))
         }),
         Work::Persistent(_, Some(active)) => test_work(active),
-        Work::Tree(tree) => tree.advance(),
+        Work::Tree(id) => tree::test(*id),
         Work::Done | Work::Receive(None) | Work::Persistent(_, None) => Ok(true),
     }
 }
@@ -287,13 +290,16 @@ unsafe fn complete_work(work: Work) -> Result<Completion, Fail> {
         Work::Send(id) => p2p::sent(id).map(|()| Completion::Empty),
         Work::Receive(None) => Ok(Completion::Received(None)),
         Work::Receive(Some(id)) => p2p::received_by(id).map(|r| Completion::Received(Some(r))),
-        Work::Tree(mut tree) => {
-            tree.wait()?;
-            // SAFETY: as this function's contract.
-            unsafe { tree.finish() };
-            Ok(Completion::Empty)
-        }
-        Work::Collective { run, out, place } => {
+        // SAFETY: as this function's contract.
+        Work::Tree(id) => unsafe { tree::finish(id) }.map(|()| Completion::Empty),
+        Work::Collective {
+            mut run,
+            out,
+            place,
+        } => {
+            // Waited by tests, so that the reductions in flight move on
+            // meanwhile.
+            p2p::until(|| Ok(each!(&mut run, r => r.test())?))?;
             each!(run, r => {
                 let buffers = r.into_buffers()?;
                 let bytes: &[u8] = bytemuck::cast_slice(&buffers.output);

@@ -175,6 +175,7 @@ pub(crate) fn finalize() -> Result<(), Fail> {
         ..
     } = runtime;
     drop(requests);
+    crate::tree::forget_all();
     crate::p2p::stop();
     // Windows the program did not free end here, before the world.
     drop(windows);

@@ -21,6 +21,11 @@ use crate::{mpi, p2p, ptr};
 /// The tag that numbers the scans' context apart from the communicator's.
 const SCAN_CONTEXT: u64 = 0x5ca9;
 
+/// The point-to-point context of communicator `c`'s scans.
+pub(crate) fn context(c: &CommEntry) -> u64 {
+    c.objects.tagged(SCAN_CONTEXT).key()
+}
+
 /// The exchanges of `rank` of `n`: the round (the same number on both
 /// sides), the partner, and whether the partner is the lower rank. A
 /// round whose partner would be past the last rank has none.
@@ -87,7 +92,7 @@ unsafe fn scan_as<T: Typed>(
         false => unsafe { ptr::slice(s.send.cast::<T>(), s.count, "sendbuf") }?,
     }
     .to_vec();
-    let ctx = c.objects.tagged(SCAN_CONTEXT).key();
+    let ctx = context(c);
     let mut partial = input.clone();
     let mut result = (!s.exclusive).then_some(input);
     let mut received = vec![T::zeroed(); s.count];
@@ -136,7 +141,7 @@ unsafe fn scan_derived(c: &CommEntry, s: &Scan, op: crate::op::UserOp) -> Result
     // SAFETY: as this function's contract.
     let mut packed = unsafe { crate::derived::pack(&map, from.cast(), s.count) };
     let len = c_int::try_from(s.count).map_err(|_| Fail::new(err::COUNT, "over 2^31 elements"))?;
-    let ctx = c.objects.tagged(SCAN_CONTEXT).key();
+    let ctx = context(c);
     let mut partial = Typed::new(&map, s.count);
     // SAFETY: partial holds count elements in the layout.
     unsafe { crate::derived::unpack(&map, &packed, partial.base(), s.count) };

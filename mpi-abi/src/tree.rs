@@ -10,8 +10,10 @@
 //! operation needs), then the result to the root (`Reduce`) or down the
 //! same tree (`Allreduce`); `Reduce_scatter` scatters it from rank 0. The
 //! steps are a pure schedule ([`schedule`]); a [`Tree`] takes them as
-//! their messages arrive, so the nonblocking forms progress in `MPI_Test`
-//! and `MPI_Wait` and the blocking ones wait for the same. Each reduction
+//! their messages arrive. The nonblocking forms send their first messages
+//! when they start and are kept in one table that every wait and test of
+//! any request, and every point-to-point wait, advances whole; the
+//! blocking ones wait for the same. Each reduction
 //! draws a number from its communicator's count of them, which its tags
 //! carry: reductions outstanding together never take each other's
 //! messages, whatever order the program completes them in.
@@ -23,7 +25,9 @@
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use onesided::fabric::fnv::FastMap;
 
 use onesided::rma::Group;
 
@@ -39,6 +43,11 @@ use crate::typemap::TypeMap;
 /// The tag that numbers these reductions' context apart from the
 /// communicator's.
 const TREE_CONTEXT: u64 = 0x7ee;
+
+/// The point-to-point context of communicator `c`'s tree reductions.
+pub(crate) fn context(c: &CommEntry) -> u64 {
+    c.objects.tagged(TREE_CONTEXT).key()
+}
 
 /// The program's operation `op`, when it is one.
 pub(crate) fn user_op(op: Handle) -> Option<UserOp> {
@@ -252,7 +261,7 @@ impl Tree {
         unsafe { derived::unpack(&map, &packed, acc.base(), count) };
         let gets_result = root.is_none_or(|r| r == me);
         Ok(Tree {
-            ctx: c.objects.tagged(TREE_CONTEXT).key(),
+            ctx: context(c),
             group: c.group.clone(),
             me,
             seq: c.trees.fetch_add(1, Ordering::Relaxed),
@@ -432,6 +441,97 @@ impl Drop for Tree {
             p2p::abandon(id);
         }
     }
+}
+
+/// A nonblocking reduction in flight, and how it stands.
+struct InFlight {
+    tree: Tree,
+    done: bool,
+    failed: Option<Fail>,
+}
+
+/// The process's nonblocking tree reductions by number: every wait and
+/// test of any request, and every point-to-point wait, advances them all
+/// ([`advance_all`]), so that ranks may complete them in any order (a
+/// rank waiting for one still sends the messages its peers wait for in
+/// another).
+static IN_FLIGHT: Mutex<Option<(u64, FastMap<u64, InFlight>)>> = Mutex::new(None);
+
+fn in_flight() -> MutexGuard<'static, Option<(u64, FastMap<u64, InFlight>)>> {
+    IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Starts `tree` as a nonblocking reduction (its first messages go now);
+/// its number, for [`test`] and [`finish`].
+pub(crate) fn start(mut tree: Tree) -> u64 {
+    let (done, failed) = match tree.advance() {
+        Ok(done) => (done, None),
+        Err(fail) => (false, Some(fail)),
+    };
+    let mut guard = in_flight();
+    let (next, trees) = guard.get_or_insert_with(Default::default);
+    *next += 1;
+    trees.insert(*next, InFlight { tree, done, failed });
+    *next
+}
+
+/// Advances every nonblocking reduction in flight; a failure is kept for
+/// its own request.
+pub(crate) fn advance_all() {
+    let mut guard = in_flight();
+    let Some((_, trees)) = guard.as_mut() else {
+        return;
+    };
+    for t in trees.values_mut().filter(|t| !t.done && t.failed.is_none()) {
+        match t.tree.advance() {
+            Ok(done) => t.done = done,
+            Err(fail) => t.failed = Some(fail),
+        }
+    }
+}
+
+/// Whether nonblocking reduction `id` is done (all advanced first).
+///
+/// # Errors
+/// Its failure; `MPI_ERR_REQUEST` for no such reduction.
+pub(crate) fn test(id: u64) -> Result<bool, Fail> {
+    advance_all();
+    let guard = in_flight();
+    match guard.as_ref().and_then(|(_, trees)| trees.get(&id)) {
+        Some(InFlight {
+            failed: Some(fail), ..
+        }) => Err(fail.clone()),
+        Some(t) => Ok(t.done),
+        None => Err(Fail::new(err::REQUEST, format!("no reduction {id}"))),
+    }
+}
+
+/// Waits for nonblocking reduction `id`, then writes its result into the
+/// program's buffer; it is gone after (also when it failed).
+///
+/// # Errors
+/// As [`test`].
+///
+/// # Safety
+/// As [`Tree::finish`].
+pub(crate) unsafe fn finish(id: u64) -> Result<(), Fail> {
+    let waited = p2p::until(|| test(id));
+    let entry = in_flight()
+        .as_mut()
+        .and_then(|(_, trees)| trees.remove(&id));
+    waited?;
+    match entry {
+        // SAFETY: as this function's contract.
+        Some(t) => unsafe { t.tree.finish() },
+        None => return Err(Fail::new(err::REQUEST, format!("no reduction {id}"))),
+    }
+    Ok(())
+}
+
+/// Drops the reductions still in flight (`MPI_Finalize`): what they
+/// posted is given up.
+pub(crate) fn forget_all() {
+    drop(in_flight().take());
 }
 
 /// Reduces `count` elements of derived `datatype` at `send` (at `recv`

@@ -5,7 +5,8 @@
  * Exscan with predefined and both kinds of the program's operations; a
  * program's non-commutative operation on a non-contiguous derived
  * datatype by Allreduce, Reduce, Scan, Exscan, Reduce_scatter_block,
- * and Iallreduce and Ireduce outstanding together.
+ * and Iallreduce and Ireduce outstanding together (completed in either
+ * order, and in opposite orders on different ranks).
  * Prints "No Errors" at rank 0. */
 #include "check.h"
 #include <stdlib.h>
@@ -242,6 +243,22 @@ int main(int argc, char **argv)
             if (me == 0)
                 CHECK(h[0] == want2[0] && h[1] == want2[1] && h[3] == want2[2] && h[4] == want2[3] && h[2] == -9,
                       "gapped ireduce %d: %d %d %d %d", k, h[0], h[1], h[3], h[4]);
+        }
+        /* Two outstanding together, completed in opposite orders by ranks
+         * 0-1 and 2-3 (at 4 ranks, rank 2 forwards rank 3's part to rank
+         * 0): each rank's wait must move the other on. */
+        for (int i = 0; i < 10; i++)
+            gout[i] = gout2[i] = -9;
+        MPI_Iallreduce(gm, gout, 2, gapped, gprod, MPI_COMM_WORLD, &rq[0]);
+        MPI_Iallreduce(gm, gout2, 2, gapped, gprod, MPI_COMM_WORLD, &rq[1]);
+        MPI_Wait(&rq[(me / 2) % 2], MPI_STATUS_IGNORE);
+        MPI_Wait(&rq[1 - (me / 2) % 2], MPI_STATUS_IGNORE);
+        for (int k = 0; k < 2; k++) {
+            int *g = gout + 5 * k, *h = gout2 + 5 * k;
+            CHECK(g[0] == want2[0] && g[1] == want2[1] && g[3] == want2[2] && g[4] == want2[3] && g[2] == -9,
+                  "crossed iallreduce %d: %d %d %d %d", k, g[0], g[1], g[3], g[4]);
+            CHECK(h[0] == want2[0] && h[1] == want2[1] && h[3] == want2[2] && h[4] == want2[3] && h[2] == -9,
+                  "crossed iallreduce %d: %d %d %d %d", k, h[0], h[1], h[3], h[4]);
         }
         MPI_Op_free(&gprod);
         MPI_Type_free(&gapped);

@@ -106,13 +106,17 @@ pub(crate) fn poll<R>(mut ready: impl FnMut(&mut Engine) -> Option<R>) -> Result
     })
 }
 
-/// Calls `done` until it says so, backing off between tries.
+/// Calls `done` until it says so, backing off between tries; the
+/// nonblocking tree reductions in flight move on at each try.
 ///
 /// # Errors
 /// `done`'s.
 pub(crate) fn until(mut done: impl FnMut() -> Result<bool, Fail>) -> Result<(), Fail> {
     let mut backoff = None;
-    while !done()? {
+    while {
+        crate::tree::advance_all();
+        !done()?
+    } {
         if backoff.is_none() {
             backoff = Some(with(|e| Ok(e.endpoint().backoff()))?);
         }
@@ -135,7 +139,13 @@ pub(crate) fn abandon(id: u64) {
 /// Forgets what matching kept for communicator `c` (freed).
 pub(crate) fn forget(c: &CommEntry) {
     let _ = with(|e| {
-        e.forget(c.objects.key());
+        for ctx in [
+            c.objects.key(),
+            crate::tree::context(c),
+            crate::scan::context(c),
+        ] {
+            e.forget(ctx);
+        }
         Ok(())
     });
 }
