@@ -1003,10 +1003,15 @@ impl Comm {
                 Alltoall::Pairwise => {
                     Plan::Schedule(alg::alltoallv_pairwise(n as u32, me, sends, recvs))
                 }
-                Alltoall::Bruck => match uniform(sends, recvs) {
-                    Some(count) => Plan::Schedule(alg::alltoall_bruck(n as u32, me, count)),
-                    None => Plan::Schedule(alg::alltoallv_pairwise(n as u32, me, sends, recvs)),
-                },
+                // Decided by the call's kind, the same on every rank (one
+                // rank's counts may look uniform where another's do not).
+                Alltoall::Bruck if by_size => {
+                    let count = sends.first().copied().unwrap_or(0);
+                    Plan::Schedule(alg::alltoall_bruck(n as u32, me, count))
+                }
+                Alltoall::Bruck => {
+                    Plan::Schedule(alg::alltoallv_pairwise(n as u32, me, sends, recvs))
+                }
             }
         };
         self.prepare(Checked::new(number, shape, build, None), (input, output))
@@ -1223,17 +1228,6 @@ enum Plan {
         /// Elements from each rank.
         recvs: Vec<usize>,
     },
-}
-
-/// The one count of an alltoall whose every block, sent and received,
-/// has it; `None` for an alltoallv's counts.
-fn uniform(sends: &[usize], recvs: &[usize]) -> Option<usize> {
-    let first = *sends.first()?;
-    sends
-        .iter()
-        .chain(recvs)
-        .all(|&c| c == first)
-        .then_some(first)
 }
 
 /// The sum of `counts`.

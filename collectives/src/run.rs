@@ -19,7 +19,10 @@
 //! receive expects is the provider's truncation: libfabric 1.17's `shm`
 //! does not report it above its inject size, and `tcp` reports it but
 //! may drop the connection, so such calls end with the endpoint's timeout
-//! (or an error on the connection) instead.
+//! (or an error on the connection) instead. So does a block one side
+//! counts as empty and the other does not: an empty block sends no
+//! message ([`Schedule::push_data`]), and the receive waiting for one
+//! times out.
 //!
 //! Each round's copies happen first, then its sends and receives are
 //! posted together (sends from copies: the round's slices as they are at

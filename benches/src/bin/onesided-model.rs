@@ -124,8 +124,6 @@ fn run(args: &Args) -> Result<(), String> {
                         ("onesided", pt.ours.0.name().into()),
                         ("onesided_us", pt.ours.1.into()),
                         ("messages", pt.ours.2.into()),
-                        ("best", pt.best.0.name().into()),
-                        ("best_us", pt.best.1.into()),
                         ("mpich", pt.mpich.0.name().into()),
                         ("mpich_us", pt.mpich.1.into()),
                     ],
@@ -152,17 +150,13 @@ fn run(args: &Args) -> Result<(), String> {
             println!("| {op} | {m} | {} | {} | {ratio} |", cell(us), cell(mpich));
         }
         println!("\n## p = {p}: collectives\n");
-        println!(
-            "| collective | size | onesided | us | messages | MPICH | us | speedup | of best |"
-        );
-        println!("|---|---|---|---|---|---|---|---|---|");
+        println!("| collective | size | onesided | us | messages | MPICH | us | speedup |");
+        println!("|---|---|---|---|---|---|---|---|");
         for c in Collective::ALL {
             for bytes in SIZES {
-                let Point {
-                    ours, best, mpich, ..
-                } = model::point(c, p, bytes, &params);
+                let Point { ours, mpich, .. } = model::point(c, p, bytes, &params);
                 println!(
-                    "| {} | {} | {} | {:.2} | {} | {} | {:.2} | {:.2}x | {:.2}x |",
+                    "| {} | {} | {} | {:.2} | {} | {} | {:.2} | {:.2}x |",
                     c.name(),
                     size_label(bytes),
                     ours.0.name(),
@@ -171,7 +165,6 @@ fn run(args: &Args) -> Result<(), String> {
                     mpich.0.name(),
                     mpich.1,
                     mpich.1 / ours.1,
-                    ours.1 / best.1,
                 );
             }
         }
