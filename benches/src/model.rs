@@ -174,10 +174,10 @@ pub const SCALE_OPS: [&str; 18] = [
 pub fn scale_time(op: &str, p: u32, params: &Params) -> Option<(f64, Option<f64>)> {
     let l = log2_ceil(p) as f64;
     let a = params.alpha;
-    let ours = |alg: Algorithm, n: u64| cost::cost(alg, p, n).map_or(0.0, |c| c.time(params));
-    let mpich = |c: Collective, n: u64| {
-        cost::cost(mpich_choice(c, p, n), p, n).map_or(0.0, |c| c.time(params))
-    };
+    let time = |alg: Algorithm, n: u64| cost::cost(alg, p, n).map_or(0.0, |c| c.time(params));
+    let mpich = |c: Collective, n: u64| time(mpich_choice(c, p, n), n);
+    // A collective as each side chooses it.
+    let both = |c: Collective, n: u64| (time(chosen(c, p, n), n), Some(mpich(c, n)));
     let window = || mpich(Collective::Allgather, 32) + mpich(Collective::Barrier, 0);
     Some(match op {
         "init" => (l * a, None),
@@ -187,22 +187,10 @@ pub fn scale_time(op: &str, p: u32, params: &Params) -> Option<(f64, Option<f64>
         ),
         "window_recreate_free" => (0.0, Some(window())),
         "ibarrier" => (l * a, Some(mpich(Collective::Barrier, 0))),
-        "barrier" => (
-            ours(chosen(Collective::Barrier, p, 0), 0),
-            Some(mpich(Collective::Barrier, 0)),
-        ),
-        "allreduce_8" => (
-            ours(chosen(Collective::Allreduce, p, 8), 8),
-            Some(mpich(Collective::Allreduce, 8)),
-        ),
-        "bcast_8" => (
-            ours(chosen(Collective::Bcast, p, 8), 8),
-            Some(mpich(Collective::Bcast, 8)),
-        ),
-        "allgather_8" => (
-            ours(chosen(Collective::Allgather, p, 8), 8),
-            Some(mpich(Collective::Allgather, 8)),
-        ),
+        "barrier" => both(Collective::Barrier, 0),
+        "allreduce_8" => both(Collective::Allreduce, 8),
+        "bcast_8" => both(Collective::Bcast, 8),
+        "allgather_8" => both(Collective::Allgather, 8),
         "spawn_join_1" => (2.0 * l * a, None),
         "finalize_after_growth" => (
             log2_ceil(p + 1) as f64 * a,

@@ -490,12 +490,12 @@ pub(crate) fn advance_all() {
     }
 }
 
-/// Whether nonblocking reduction `id` is done (all advanced first).
+/// Whether nonblocking reduction `id` is done (its callers advance them
+/// all first: `request.rs`'s tests, [`p2p::until`]).
 ///
 /// # Errors
 /// Its failure; `MPI_ERR_REQUEST` for no such reduction.
 pub(crate) fn test(id: u64) -> Result<bool, Fail> {
-    advance_all();
     let guard = in_flight();
     match guard.as_ref().and_then(|(_, trees)| trees.get(&id)) {
         Some(InFlight {
